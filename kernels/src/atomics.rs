@@ -1,0 +1,27 @@
+//! Atomics: why `counter += 1` breaks when many threads do it at once.
+//!
+//! Every thread adds 1 to a single counter in global memory. `counter_racy` does it the
+//! obvious way: load, add, store. Thousands of threads load the same old value before any of
+//! them stores, so most increments overwrite each other and the final count comes out far
+//! below the number of threads (volatile accesses keep the compiler from merging them; the
+//! race is in the hardware, not the compiler).
+//!
+//! `counter_atomic` uses `atom.add`, a read-modify-write that the memory system performs as
+//! one indivisible step, so no increment is lost and the count is exact. Atomics on one
+//! address serialize in L2, which is why real code (see `histogram`) spreads them over many
+//! addresses and merges per-block partial results.
+
+use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
+use cuda_std::prelude::*;
+use core::sync::atomic::Ordering;
+
+#[kernel]
+pub unsafe fn counter_racy(counter: *mut u32) {
+    let seen = core::ptr::read_volatile(counter);
+    core::ptr::write_volatile(counter, seen + 1);
+}
+
+#[kernel]
+pub unsafe fn counter_atomic(counter: *mut u32) {
+    atomic_fetch_add_u32_device(counter, Ordering::Relaxed, 1);
+}

@@ -1,0 +1,158 @@
+//! Convolution with a small filter in constant memory: 2D (naive and tiled) and 1D.
+//!
+//! As in deep-learning frameworks, "convolution" here is cross-correlation (the filter is not
+//! flipped): `out[y][x] = Σ filter[fy][fx] · in[y + fy - r][x + fx - r]` for a
+//! `(2r + 1)²` filter, r ≤ 3 (up to 7×7). Pixels outside the image read as zero, and the
+//! output has the input's size.
+//!
+//! **Constant memory**: [`FILTER`] is a `__constant__` array written by the host before the
+//! launch (`Module::get_global("FILTER")`). Every thread of a warp reads the same tap at the
+//! same time, which is exactly what the constant cache serves best: one fetch, broadcast to
+//! all 32 lanes, without spending shared memory or registers on the filter.
+//!
+//! **`conv2d_naive`**: one thread per output pixel, each reading its `(2r + 1)²` input pixels
+//! straight from global memory. Neighbouring threads re-read mostly the same pixels; the
+//! caches absorb part of it, but every tap is still a separate load instruction.
+//!
+//! **`conv2d_tiled_r1/r2/r3`** (`conv2d_tiled::<R>`): a 32×8 block computes a 32×32 output
+//! tile, four rows per thread. It first copies the input tile *with its halo*, the `r`-pixel
+//! border the filter reaches beyond the tile, (32 + 2r)² pixels, into shared memory, all
+//! threads cooperating with coalesced row-wise loads; after one barrier every tap is read
+//! from shared memory. Each input pixel now comes from DRAM about once. The radius is a const
+//! generic, so the tap loops are fully unrolled; the shared tile is sized for the largest
+//! radius because a `static` cannot depend on a const generic.
+//!
+//! **`conv1d`**: the same idea in one dimension: a 256-thread block stages its 256 inputs
+//! plus `r` on each side in shared memory, then each thread applies the `2r + 1` taps.
+
+use cuda_std::prelude::*;
+use cuda_std::{address_space, shared_array};
+
+pub const MAX_RADIUS: usize = 3;
+pub const MAX_TAPS: usize = (2 * MAX_RADIUS + 1) * (2 * MAX_RADIUS + 1);
+
+/// The filter taps, row-major, `(2r + 1)²` of them for 2D and `2r + 1` for 1D.
+#[address_space(constant)]
+#[no_mangle]
+pub static mut FILTER: [f32; MAX_TAPS] = [0.0; MAX_TAPS];
+
+#[kernel]
+pub unsafe fn conv2d_naive(
+    input: &[f32],
+    output: *mut f32,
+    width: usize,
+    height: usize,
+    radius: usize,
+) {
+    let x = (thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x()) as usize;
+    let y = (thread::block_idx_y() * thread::block_dim_y() + thread::thread_idx_y()) as usize;
+    if x >= width || y >= height {
+        return;
+    }
+    let taps = 2 * radius + 1;
+    let mut acc = 0.0f32;
+    for fy in 0..taps {
+        // Unsigned arithmetic: above the image `y + fy - radius` wraps to a huge value and
+        // fails the bounds check like any other outside row.
+        let iy = (y + fy).wrapping_sub(radius);
+        if iy >= height {
+            continue;
+        }
+        for fx in 0..taps {
+            let ix = (x + fx).wrapping_sub(radius);
+            if ix < width {
+                acc += FILTER[fy * taps + fx] * *input.get_unchecked(iy * width + ix);
+            }
+        }
+    }
+    *output.add(y * width + x) = acc;
+}
+
+const TILE: usize = 32;
+const BLOCK_ROWS: usize = 8;
+const SHARED_WIDTH: usize = TILE + 2 * MAX_RADIUS;
+
+#[inline(always)]
+unsafe fn conv2d_tiled<const R: usize>(input: &[f32], output: *mut f32, width: usize, height: usize) {
+    let tile = shared_array![f32; SHARED_WIDTH * SHARED_WIDTH];
+    let span = TILE + 2 * R;
+    let taps = 2 * R + 1;
+    let tx = thread::thread_idx_x() as usize;
+    let ty = thread::thread_idx_y() as usize;
+    let x0 = thread::block_idx_x() as usize * TILE;
+    let y0 = thread::block_idx_y() as usize * TILE;
+
+    // Stage the (32 + 2R)² input window, zero outside the image.
+    let mut e = ty * TILE + tx;
+    while e < span * span {
+        let (sy, sx) = (e / span, e % span);
+        let gy = (y0 + sy).wrapping_sub(R);
+        let gx = (x0 + sx).wrapping_sub(R);
+        *tile.add(sy * SHARED_WIDTH + sx) =
+            if gy < height && gx < width { *input.get_unchecked(gy * width + gx) } else { 0.0 };
+        e += TILE * BLOCK_ROWS;
+    }
+    thread::sync_threads();
+
+    for row in 0..TILE / BLOCK_ROWS {
+        let oy = ty + row * BLOCK_ROWS;
+        let mut acc = 0.0f32;
+        for fy in 0..taps {
+            for fx in 0..taps {
+                acc += FILTER[fy * taps + fx] * *tile.add((oy + fy) * SHARED_WIDTH + tx + fx);
+            }
+        }
+        let (x, y) = (x0 + tx, y0 + oy);
+        if x < width && y < height {
+            *output.add(y * width + x) = acc;
+        }
+    }
+}
+
+/// Block shape of the tiled 2D kernels: 32 × 8 threads, each computing 4 output rows.
+pub const CONV2D_TILED_BLOCK: (usize, usize) = (TILE, BLOCK_ROWS);
+/// Output pixels per block side of the tiled 2D kernels.
+pub const CONV2D_TILE: usize = TILE;
+
+#[kernel]
+pub unsafe fn conv2d_tiled_r1(input: &[f32], output: *mut f32, width: usize, height: usize) {
+    conv2d_tiled::<1>(input, output, width, height);
+}
+
+#[kernel]
+pub unsafe fn conv2d_tiled_r2(input: &[f32], output: *mut f32, width: usize, height: usize) {
+    conv2d_tiled::<2>(input, output, width, height);
+}
+
+#[kernel]
+pub unsafe fn conv2d_tiled_r3(input: &[f32], output: *mut f32, width: usize, height: usize) {
+    conv2d_tiled::<3>(input, output, width, height);
+}
+
+/// Threads per block (and outputs per block) of [`conv1d`].
+pub const CONV1D_BLOCK: usize = 256;
+
+#[kernel]
+pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
+    let tile = shared_array![f32; CONV1D_BLOCK + 2 * MAX_RADIUS];
+    let n = input.len();
+    let tid = thread::thread_idx_x() as usize;
+    let start = thread::block_idx_x() as usize * CONV1D_BLOCK;
+
+    let mut e = tid;
+    while e < CONV1D_BLOCK + 2 * radius {
+        let g = (start + e).wrapping_sub(radius);
+        *tile.add(e) = if g < n { *input.get_unchecked(g) } else { 0.0 };
+        e += CONV1D_BLOCK;
+    }
+    thread::sync_threads();
+
+    let i = start + tid;
+    if i < n {
+        let mut acc = 0.0f32;
+        for f in 0..2 * radius + 1 {
+            acc += FILTER[f] * *tile.add(tid + f);
+        }
+        *output.add(i) = acc;
+    }
+}
