@@ -1,6 +1,7 @@
 //! Atomics: why `counter += 1` breaks when many threads do it at once.
 //!
-//! Every thread adds 1 to a single counter in global memory. `counter_racy` does it the
+//! Each of `threads` threads adds 1 to a single counter in global memory (the grid is rounded
+//! up to whole blocks, so threads past `threads` do nothing). `counter_racy` does it the
 //! obvious way: load, add, store. Thousands of threads load the same old value before any of
 //! them stores, so most increments overwrite each other and the final count comes out far
 //! below the number of threads (volatile accesses keep the compiler from merging them; the
@@ -16,12 +17,16 @@ use cuda_std::prelude::*;
 use core::sync::atomic::Ordering;
 
 #[kernel]
-pub unsafe fn counter_racy(counter: *mut u32) {
-    let seen = core::ptr::read_volatile(counter);
-    core::ptr::write_volatile(counter, seen + 1);
+pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
+    if thread::index_1d() < threads {
+        let seen = core::ptr::read_volatile(counter);
+        core::ptr::write_volatile(counter, seen + 1);
+    }
 }
 
 #[kernel]
-pub unsafe fn counter_atomic(counter: *mut u32) {
-    atomic_fetch_add_u32_device(counter, Ordering::Relaxed, 1);
+pub unsafe fn counter_atomic(counter: *mut u32, threads: u32) {
+    if thread::index_1d() < threads {
+        atomic_fetch_add_u32_device(counter, Ordering::Relaxed, 1);
+    }
 }

@@ -20,7 +20,7 @@ pub fn run(gpu: &Gpu, threads: usize, block: u32, iters: usize) -> GpuResult<Vec
         gpu.validate(kernel, &config)?;
         let mut counter = DeviceBuffer::<u32>::zeroed(1).during("allocating the counter")?;
         let ptr = counter.as_device_ptr();
-        let launch = || gpu.launch(kernel, &config, &[arg(&ptr)]);
+        let launch = || gpu.launch(kernel, &config, &[arg(&ptr), arg(&expected)]);
         launch()?;
         gpu.synchronize(kernel)?;
         let mut count = [0u32];
