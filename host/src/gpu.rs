@@ -6,7 +6,7 @@ use cust::context::Context;
 use cust::device::{Device, DeviceAttribute};
 use cust::event::{Event, EventFlags};
 use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
-use cust::memory::{mem_get_info, DeviceBuffer, DeviceCopy};
+use cust::memory::{mem_get_info, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
@@ -152,8 +152,11 @@ impl Gpu {
     }
 
     /// Zeroes `buffer` in stream order, so the next launch on the stream sees zeros.
-    pub fn zero<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &mut DeviceBuffer<T>) -> GpuResult<()> {
-        unsafe { buffer.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
+    pub fn zero<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
+        // A view of the same memory: the memset is ordered on the stream like a kernel that
+        // writes through a shared reference.
+        let mut view = buffer.index(..);
+        unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
     }
 
     /// Checks `config` against the device and the kernel, so that a bad configuration is an
@@ -209,13 +212,18 @@ impl Gpu {
     /// pointers to the argument values, in the kernel's parameter order (a slice parameter
     /// takes two: pointer and length).
     pub fn launch(&self, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
+        self.launch_on(&self.stream, kernel, config, args)
+    }
+
+    /// [`Gpu::launch`] on another stream.
+    pub fn launch_on(&self, stream: &Stream, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
         self.validate(kernel, config)?;
         let function = self.function(kernel)?;
         let (grid, block) = (
             GridSize::xyz(config.grid.0, config.grid.1, config.grid.2),
             BlockSize::xyz(config.block.0, config.block.1, config.block.2),
         );
-        unsafe { self.stream.launch(&function, grid, block, config.shared_bytes, args) }
+        unsafe { stream.launch(&function, grid, block, config.shared_bytes, args) }
             .during(format!("launching {}", kernel))
     }
 
@@ -248,6 +256,30 @@ impl Gpu {
             times.push(stop.elapsed_time_f32(&start).during("reading event time")? as f64);
         }
         Ok(median(&mut times))
+    }
+}
+
+impl Gpu {
+    /// Total GPU time of `iters` launches, each bracketed by its own pair of CUDA events
+    /// (`prepare` runs outside them): what criterion's `iter_custom` wants.
+    pub fn time_total(
+        &self,
+        iters: u64,
+        mut prepare: impl FnMut() -> GpuResult<()>,
+        mut launch: impl FnMut() -> GpuResult<()>,
+    ) -> GpuResult<std::time::Duration> {
+        let start = Event::new(EventFlags::DEFAULT).during("creating an event")?;
+        let stop = Event::new(EventFlags::DEFAULT).during("creating an event")?;
+        let mut total = std::time::Duration::ZERO;
+        for _ in 0..iters {
+            prepare()?;
+            start.record(&self.stream).during("recording an event")?;
+            launch()?;
+            stop.record(&self.stream).during("recording an event")?;
+            stop.synchronize().during("running a kernel")?;
+            total += stop.elapsed(&start).during("reading event time")?;
+        }
+        Ok(total)
     }
 }
 

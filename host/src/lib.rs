@@ -1,10 +1,13 @@
 //! Host side of the Rust CUDA kernels: launches each kernel with cust, checks it against a
 //! CPU reference (ndarray) and times it with CUDA events.
 
+pub mod bench;
 pub mod check;
 pub mod data;
 pub mod gpu;
 pub mod report;
+pub mod resources;
+pub mod runtime;
 
 /// One module per kernel family: launch configuration, CPU reference, check.
 pub mod ops {

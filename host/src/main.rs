@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use host::gpu::{DeviceInfo, Gpu};
 use host::ops::{conv, counter, histogram, matmul, saxpy, vector_add};
 use host::report::Report;
+use host::{resources, runtime};
 
 #[derive(Parser)]
 #[clap(name = "host", about = "CUDA kernels written in Rust: run, check against the CPU, time")]
@@ -25,7 +26,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// The device: name, SMs, memory, compute capability, clocks, peaks.
-    Info,
+    Info {
+        /// Also each kernel's registers, shared and local memory, and occupancy.
+        #[clap(long)]
+        kernels: bool,
+    },
+    /// Two kernels on two streams overlap; a third waits on an event before using a result.
+    Streams,
+    /// Host-to-device, device-to-host (pageable vs pinned) and device-to-device GB/s.
+    Bandwidth {
+        /// Transfer sizes in MiB.
+        #[clap(long, use_value_delimiter = true, default_value = "1,4,16,64,256")]
+        sizes_mib: Vec<usize>,
+    },
+    /// A vector add split into chunks over several streams, copies overlapping kernels.
+    Overlap {
+        #[clap(long, default_value_t = 1 << 26)]
+        n: usize,
+        #[clap(long, default_value_t = 4)]
+        streams: usize,
+        #[clap(long, default_value_t = 16)]
+        chunks: usize,
+    },
     /// c = a + b, one thread per element.
     VectorAdd {
         #[clap(long, default_value_t = 1 << 28)]
@@ -100,6 +122,17 @@ enum Command {
     },
     /// Every kernel and variant at its default size.
     All,
+    /// A size sweep of every kernel: report.json, report.md and SVG charts.
+    Bench {
+        /// Fewer sizes and launches (a few minutes on an H100).
+        #[clap(long)]
+        quick: bool,
+        #[clap(long, default_value = "bench-report")]
+        out: std::path::PathBuf,
+        /// peers.json from shared/peers/peers.py, run on the same GPU: adds "x peer" ratios.
+        #[clap(long)]
+        peers: Option<std::path::PathBuf>,
+    },
 }
 
 fn or_all<T: Copy>(chosen: &[T], all: &[T]) -> Vec<T> {
@@ -127,8 +160,50 @@ fn print_info(info: &DeviceInfo, json: bool) {
 fn run(cli: &Cli, gpu: &Gpu, command: &Command) -> Result<Vec<Report>> {
     let (iters, seed) = (cli.iters, cli.seed);
     Ok(match command {
-        Command::Info => {
+        Command::Info { kernels } => {
             print_info(&gpu.info, cli.json);
+            if *kernels {
+                let rows = resources::kernel_resources(gpu)?;
+                if cli.json {
+                    println!("{}", serde_json::to_string(&rows)?);
+                } else {
+                    resources::print(&rows);
+                }
+            }
+            vec![]
+        }
+        Command::Streams => {
+            let report = runtime::streams(gpu, iters, seed)?;
+            if cli.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                report.print();
+            }
+            if !report.passed() {
+                bail!("a stream result did not match");
+            }
+            vec![]
+        }
+        Command::Bandwidth { sizes_mib } => {
+            let sizes: Vec<usize> = sizes_mib.iter().map(|mib| mib << 20).collect();
+            let rows = runtime::bandwidth(gpu, &sizes, iters)?;
+            if cli.json {
+                println!("{}", serde_json::to_string(&rows)?);
+            } else {
+                runtime::print_bandwidth(&rows);
+            }
+            vec![]
+        }
+        Command::Overlap { n, streams, chunks } => {
+            let report = runtime::overlap(gpu, *n, *streams, *chunks, iters, seed)?;
+            if cli.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                report.print();
+            }
+            if !report.check.passed {
+                bail!("the pipelined result did not match the CPU");
+            }
             vec![]
         }
         Command::VectorAdd { n, block } => vec![vector_add::run(gpu, *n, *block, iters, seed)?],
@@ -151,6 +226,19 @@ fn run(cli: &Cli, gpu: &Gpu, command: &Command) -> Result<Vec<Report>> {
             conv::run_2d(gpu, (*width, *height), *filter, &or_all(variant, &conv::Variant::ALL), iters, seed)?
         }
         Command::Conv1d { n, filter } => vec![conv::run_1d(gpu, *n, *filter, iters, seed)?],
+        Command::Bench { quick, out, peers } => {
+            let peers = match peers {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                    Some(serde_json::from_str::<serde_json::Value>(&text).with_context(|| format!("parsing {}", path.display()))?)
+                }
+                None => None,
+            };
+            let rows = host::bench::run(gpu, *quick, out, peers.as_ref(), seed)?;
+            println!("{}", host::bench::markdown(&gpu.info, &rows, peers.is_some()));
+            println!("wrote {}/report.json, report.md and charts", out.display());
+            rows.into_iter().map(|row| row.report).collect()
+        }
         Command::All => {
             let mut reports = Vec::new();
             for command in [
@@ -177,7 +265,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     let gpu = Gpu::new().context("starting CUDA")?;
     let reports = run(&cli, &gpu, &cli.command)?;
-    if !matches!(cli.command, Command::All) {
+    if !matches!(cli.command, Command::All | Command::Bench { .. }) {
         for report in &reports {
             report.print(cli.json);
         }

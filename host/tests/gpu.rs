@@ -164,3 +164,30 @@ fn corrupt_ptx_fails_to_load_with_a_clear_error() {
     let corrupt = host::gpu::KERNELS_PTX.replacen(".entry vector_add(", ".entry vector_add(((", 1);
     expect_error(Gpu::with_ptx(&corrupt).map(|_| ()), "PTX failed to load");
 }
+
+/// 1000 launches of every kernel (1000 timed launches per run, buffers allocated and freed
+/// around them) must leave the driver's free-memory count where it was.
+#[test]
+fn repeated_launches_leave_gpu_memory_unchanged() {
+    let gpu = match gpu("repeated_launches_leave_gpu_memory_unchanged") {
+        Some(gpu) => gpu,
+        None => return,
+    };
+    let every_kernel = |iters: usize| {
+        vector_add::run(&gpu, 4099, 256, iters, SEED).unwrap();
+        saxpy::run(&gpu, 4099, 256, 0, iters, SEED).unwrap();
+        counter::run(&gpu, 4099, 256, iters).unwrap();
+        for input in [histogram::Input::U32, histogram::Input::F32] {
+            histogram::run(&gpu, input, 4099, &histogram::Variant::ALL, 256, 0, iters, SEED).unwrap();
+        }
+        matmul::run(&gpu, (67, 65, 33), &matmul::Variant::ALL, iters, SEED).unwrap();
+        conv::run_2d(&gpu, (67, 45), 5, &conv::Variant::ALL, iters, SEED).unwrap();
+        conv::run_1d(&gpu, 4099, 7, iters, SEED).unwrap();
+    };
+    every_kernel(1); // module, JIT and driver-internal allocations happen here
+    let (free_before, _) = cust::memory::mem_get_info().unwrap();
+    every_kernel(1000);
+    let (free_after, _) = cust::memory::mem_get_info().unwrap();
+    let _ = writeln!(std::io::stderr(), "free GPU memory before {} after {} bytes", free_before, free_after);
+    assert_eq!(free_before, free_after, "GPU memory changed across 1000 launches of each kernel");
+}

@@ -9,7 +9,7 @@ use crate::check;
 use crate::data::{random_f32, timed};
 use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::report::{Report, Work};
-use cust::memory::CopyDestination;
+use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Zip};
 use std::ffi::CStr;
 
@@ -75,71 +75,114 @@ fn blocks(extent: usize, per_block: u32) -> GpuResult<u32> {
         .map_err(|_| GpuError::InvalidInput(format!("{} is too large for one grid dimension", extent)))
 }
 
-pub fn run_2d(
-    gpu: &Gpu,
-    (width, height): (usize, usize),
-    filter: usize,
-    variants: &[Variant],
-    iters: usize,
-    seed: u64,
-) -> GpuResult<Vec<Report>> {
-    let r = radius(filter)?;
-    if width == 0 || height == 0 {
-        return Err(GpuError::InvalidInput(format!("conv2d needs a non-empty image (got {}x{})", width, height)));
-    }
+/// Launch configurations of the naive (16×16 threads, one pixel each) and tiled (32×8
+/// threads, a 32×32 tile) 2D kernels.
+pub fn conv2d_configs(width: usize, height: usize) -> GpuResult<(LaunchConfig, LaunchConfig)> {
     let naive = LaunchConfig { grid: (blocks(width, 16)?, blocks(height, 16)?, 1), block: (16, 16, 1), shared_bytes: 0 };
     let tiled = LaunchConfig {
         grid: (blocks(width, TILE)?, blocks(height, TILE)?, 1),
         block: (TILED_BLOCK.0, TILED_BLOCK.1, 1),
         shared_bytes: 0,
     };
-    let tiled_kernel = format!("conv2d_tiled_r{}", r);
-    let plan: Vec<(Variant, &str, LaunchConfig)> = variants
-        .iter()
-        .map(|&v| match v {
-            Variant::Naive => (v, "conv2d_naive", naive),
-            Variant::Tiled => (v, tiled_kernel.as_str(), tiled),
-        })
-        .collect();
-    for (_, kernel, config) in &plan {
-        gpu.validate(kernel, config)?;
-    }
-    gpu.ensure_fits("conv2d's input and output", 2 * 4 * (width * height) as u64)?;
-    let image = random_f32(width * height, seed);
-    let taps = random_f32(filter * filter, seed ^ 1);
-    set_filter(gpu, &taps)?;
-    let input = gpu.upload("the image", &image)?;
-    let mut output = gpu.poisoned::<f32>("the output", width * height)?;
-    let (pi, po, len) = (input.as_device_ptr(), output.as_device_ptr(), image.len());
-    let (reference, cpu_ms) = timed(|| {
-        let image = ArrayView2::from_shape((height, width), &image).expect("height×width");
-        let taps = ArrayView2::from_shape((filter, filter), &taps).expect("filter×filter");
-        conv2d_reference(image, taps).into_raw_vec()
-    });
+    Ok((naive, tiled))
+}
 
-    let mut reports = Vec::new();
-    for (variant, kernel, config) in &plan {
-        let mut args = vec![arg(&pi), arg(&len), arg(&po), arg(&width), arg(&height)];
-        if *variant == Variant::Naive {
-            args.push(arg(&r));
+pub fn conv1d_config(n: usize) -> GpuResult<LaunchConfig> {
+    Ok(LaunchConfig { grid: (blocks(n, CONV1D_BLOCK)?, 1, 1), block: (CONV1D_BLOCK, 1, 1), shared_bytes: 0 })
+}
+
+/// Image on the GPU, filter in constant memory, output poisoned. The filter lives in the
+/// module's single `FILTER`, so the most recently built convolution owns it.
+pub struct Conv2d {
+    pub width: usize,
+    pub height: usize,
+    pub filter: usize,
+    pub image: Vec<f32>,
+    pub taps: Vec<f32>,
+    naive: LaunchConfig,
+    tiled: LaunchConfig,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+}
+
+impl Conv2d {
+    pub fn new(gpu: &Gpu, (width, height): (usize, usize), filter: usize, seed: u64) -> GpuResult<Self> {
+        let r = radius(filter)?;
+        if width == 0 || height == 0 {
+            return Err(GpuError::InvalidInput(format!("conv2d needs a non-empty image (got {}x{})", width, height)));
         }
-        let launch = || gpu.launch(kernel, config, &args);
-        output.set_8(0xFF).during("poisoning the output")?;
-        launch()?;
-        gpu.synchronize(kernel)?;
-        let mut result = vec![0.0f32; len];
-        output.copy_to(&mut result).during("copying the output back")?;
-        let check = check::close(&result, &reference, 4.0 * (filter * filter) as f64 * f32::EPSILON as f64);
-        let gpu_ms = gpu.time_ms(kernel, iters, || Ok(()), launch)?;
-        let name = if *variant == Variant::Naive { "naive" } else { "tiled" };
+        let (naive, tiled) = conv2d_configs(width, height)?;
+        gpu.validate("conv2d_naive", &naive)?;
+        gpu.validate(&format!("conv2d_tiled_r{}", r), &tiled)?;
+        gpu.ensure_fits("conv2d's input and output", 2 * 4 * (width * height) as u64)?;
+        let image = random_f32(width * height, seed);
+        let taps = random_f32(filter * filter, seed ^ 1);
+        set_filter(gpu, &taps)?;
+        let input = gpu.upload("the image", &image)?;
+        let output = gpu.poisoned::<f32>("the output", width * height)?;
+        Ok(Self { width, height, filter, image, taps, naive, tiled, input, output })
+    }
+
+    /// The least any implementation moves: read the image once, write it once.
+    pub fn work(&self) -> Work {
+        Work::Bytes(2 * 4 * self.image.len() as u64)
+    }
+
+    pub fn launch(&self, gpu: &Gpu, variant: Variant) -> GpuResult<()> {
+        let (pi, po, len) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.image.len());
+        let (width, height, r) = (self.width, self.height, self.filter / 2);
+        let mut args = vec![arg(&pi), arg(&len), arg(&po), arg(&width), arg(&height)];
+        match variant {
+            Variant::Naive => {
+                args.push(arg(&r));
+                gpu.launch("conv2d_naive", &self.naive, &args)
+            }
+            Variant::Tiled => gpu.launch(&format!("conv2d_tiled_r{}", r), &self.tiled, &args),
+        }
+    }
+
+    pub fn poison(&self) -> GpuResult<()> {
+        self.output.index(..).set_8(0xFF).during("poisoning the output")
+    }
+
+    pub fn result(&self) -> GpuResult<Vec<f32>> {
+        let mut result = vec![0.0f32; self.image.len()];
+        self.output.copy_to(&mut result).during("copying the output back")?;
+        Ok(result)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<f32> {
+        let image = ArrayView2::from_shape((self.height, self.width), &self.image).expect("height×width");
+        let taps = ArrayView2::from_shape((self.filter, self.filter), &self.taps).expect("filter×filter");
+        conv2d_reference(image, taps).into_raw_vec()
+    }
+}
+
+pub fn run_2d(
+    gpu: &Gpu,
+    size: (usize, usize),
+    filter: usize,
+    variants: &[Variant],
+    iters: usize,
+    seed: u64,
+) -> GpuResult<Vec<Report>> {
+    let conv = Conv2d::new(gpu, size, filter, seed)?;
+    let (reference, cpu_ms) = timed(|| conv.cpu_reference());
+    let tolerance = 4.0 * (filter * filter) as f64 * f32::EPSILON as f64;
+    let mut reports = Vec::new();
+    for &variant in variants {
+        conv.poison()?;
+        conv.launch(gpu, variant)?;
+        gpu.synchronize("conv2d")?;
+        let check = check::close(&conv.result()?, &reference, tolerance);
+        let gpu_ms = gpu.time_ms("conv2d", iters, || Ok(()), || conv.launch(gpu, variant))?;
         reports.push(Report::new(
             &gpu.info,
             "conv2d",
-            name,
-            format!("{}x{} filter {}x{}", width, height, filter, filter),
+            if variant == Variant::Naive { "naive" } else { "tiled" },
+            format!("{}x{} filter {}x{}", conv.width, conv.height, filter, filter),
             gpu_ms,
-            // The least any implementation moves: read the image once, write it once.
-            Work::Bytes(2 * 4 * len as u64),
+            conv.work(),
             Some(cpu_ms),
             check,
         ));
@@ -147,36 +190,67 @@ pub fn run_2d(
     Ok(reports)
 }
 
-pub fn run_1d(gpu: &Gpu, n: usize, filter: usize, iters: usize, seed: u64) -> GpuResult<Report> {
-    let r = radius(filter)?;
-    if n == 0 {
-        return Err(GpuError::InvalidInput("conv1d needs n >= 1".into()));
+/// Signal on the GPU, filter in constant memory (see [`Conv2d`]), output poisoned.
+pub struct Conv1d {
+    pub filter: usize,
+    pub signal: Vec<f32>,
+    pub taps: Vec<f32>,
+    config: LaunchConfig,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+}
+
+impl Conv1d {
+    pub fn new(gpu: &Gpu, n: usize, filter: usize, seed: u64) -> GpuResult<Self> {
+        radius(filter)?;
+        if n == 0 {
+            return Err(GpuError::InvalidInput("conv1d needs n >= 1".into()));
+        }
+        let config = conv1d_config(n)?;
+        gpu.validate("conv1d", &config)?;
+        gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
+        let signal = random_f32(n, seed);
+        let taps = random_f32(filter, seed ^ 1);
+        set_filter(gpu, &taps)?;
+        let input = gpu.upload("the signal", &signal)?;
+        let output = gpu.poisoned::<f32>("the output", n)?;
+        Ok(Self { filter, signal, taps, config, input, output })
     }
-    let config = LaunchConfig { grid: (blocks(n, CONV1D_BLOCK)?, 1, 1), block: (CONV1D_BLOCK, 1, 1), shared_bytes: 0 };
-    gpu.validate("conv1d", &config)?;
-    gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
-    let signal = random_f32(n, seed);
-    let taps = random_f32(filter, seed ^ 1);
-    set_filter(gpu, &taps)?;
-    let input = gpu.upload("the signal", &signal)?;
-    let output = gpu.poisoned::<f32>("the output", n)?;
-    let (pi, po) = (input.as_device_ptr(), output.as_device_ptr());
-    let launch = || gpu.launch("conv1d", &config, &[arg(&pi), arg(&n), arg(&po), arg(&r)]);
-    launch()?;
+
+    pub fn work(&self) -> Work {
+        Work::Bytes(2 * 4 * self.signal.len() as u64)
+    }
+
+    pub fn launch(&self, gpu: &Gpu) -> GpuResult<()> {
+        let (pi, po, n, r) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.signal.len(), self.filter / 2);
+        gpu.launch("conv1d", &self.config, &[arg(&pi), arg(&n), arg(&po), arg(&r)])
+    }
+
+    pub fn result(&self) -> GpuResult<Vec<f32>> {
+        let mut result = vec![0.0f32; self.signal.len()];
+        self.output.copy_to(&mut result).during("copying the output back")?;
+        Ok(result)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<f32> {
+        conv1d_reference(ArrayView1::from(&self.signal), ArrayView1::from(&self.taps)).into_raw_vec()
+    }
+}
+
+pub fn run_1d(gpu: &Gpu, n: usize, filter: usize, iters: usize, seed: u64) -> GpuResult<Report> {
+    let conv = Conv1d::new(gpu, n, filter, seed)?;
+    conv.launch(gpu)?;
     gpu.synchronize("conv1d")?;
-    let mut result = vec![0.0f32; n];
-    output.copy_to(&mut result).during("copying the output back")?;
-    let (reference, cpu_ms) =
-        timed(|| conv1d_reference(ArrayView1::from(&signal), ArrayView1::from(&taps)).into_raw_vec());
-    let check = check::close(&result, &reference, 4.0 * filter as f64 * f32::EPSILON as f64);
-    let gpu_ms = gpu.time_ms("conv1d", iters, || Ok(()), launch)?;
+    let (reference, cpu_ms) = timed(|| conv.cpu_reference());
+    let check = check::close(&conv.result()?, &reference, 4.0 * filter as f64 * f32::EPSILON as f64);
+    let gpu_ms = gpu.time_ms("conv1d", iters, || Ok(()), || conv.launch(gpu))?;
     Ok(Report::new(
         &gpu.info,
         "conv1d",
         "tiled",
         format!("n={} filter {}", n, filter),
         gpu_ms,
-        Work::Bytes(2 * 4 * n as u64),
+        conv.work(),
         Some(cpu_ms),
         check,
     ))

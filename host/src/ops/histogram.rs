@@ -52,7 +52,7 @@ pub enum Variant {
 
 impl Variant {
     pub const ALL: [Variant; 2] = [Variant::Global, Variant::Shared];
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Variant::Global => "global",
             Variant::Shared => "shared",
@@ -60,7 +60,96 @@ impl Variant {
     }
 }
 
-/// Runs each variant over one input. `grid` = 0 picks 8 blocks per SM.
+/// A grid-stride launch: `grid` blocks (0: 8 per SM, enough to fill the GPU) of `block`.
+pub fn launch_config(gpu: &Gpu, block: u32, grid: u32) -> GpuResult<LaunchConfig> {
+    let grid = if grid == 0 { 8 * gpu.info.multiprocessors as u32 } else { grid };
+    Ok(LaunchConfig { grid: (grid, 1, 1), ..LaunchConfig::linear(1, block)? })
+}
+
+/// Values on the GPU and zeroed bins, ready to launch either variant.
+pub struct Histogram<T: DeviceCopy> {
+    pub values: Vec<T>,
+    /// `[min, max]` for f32 input, empty for u32.
+    range: Vec<f32>,
+    type_name: &'static str,
+    pub config: LaunchConfig,
+    device_values: DeviceBuffer<T>,
+    bins: DeviceBuffer<u32>,
+}
+
+impl<T: DeviceCopy> Histogram<T> {
+    fn new(gpu: &Gpu, values: Vec<T>, range: Vec<f32>, type_name: &'static str, block: u32, grid: u32) -> GpuResult<Self> {
+        if values.is_empty() {
+            return Err(GpuError::InvalidInput("histogram needs n >= 1".into()));
+        }
+        let config = launch_config(gpu, block, grid)?;
+        for variant in Variant::ALL {
+            gpu.validate(&Self::kernel_of(type_name, variant), &config)?;
+        }
+        let device_values = gpu.upload("histogram input", &values)?;
+        let bins = DeviceBuffer::<u32>::zeroed(NUM_BINS).during("allocating bins")?;
+        Ok(Self { values, range, type_name, config, device_values, bins })
+    }
+
+    fn kernel_of(type_name: &str, variant: Variant) -> String {
+        format!("histogram_{}_{}", variant.name(), type_name)
+    }
+
+    pub fn work(&self) -> Work {
+        Work::Bytes(4 * self.values.len() as u64)
+    }
+
+    /// Clears the bins (stream-ordered): each launch adds to them.
+    pub fn reset(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.zero("bins", &self.bins)
+    }
+
+    pub fn launch(&self, gpu: &Gpu, variant: Variant) -> GpuResult<()> {
+        let (pv, pb, n) = (self.device_values.as_device_ptr(), self.bins.as_device_ptr(), self.values.len());
+        let mut args = vec![arg(&pv), arg(&n)];
+        args.extend(self.range.iter().map(arg));
+        args.push(arg(&pb));
+        gpu.launch(&Self::kernel_of(self.type_name, variant), &self.config, &args)
+    }
+
+    pub fn result(&self) -> GpuResult<Vec<u32>> {
+        let mut bins = vec![0u32; NUM_BINS];
+        self.bins.copy_to(&mut bins[..]).during("copying bins back")?;
+        Ok(bins)
+    }
+}
+
+impl Histogram<u32> {
+    /// `n` values drawn from [0, 300): about 15% fall outside the 256 bins.
+    pub fn random_u32(gpu: &Gpu, n: usize, block: u32, grid: u32, seed: u64) -> GpuResult<Self> {
+        Self::new(gpu, random_in(n, seed, 0u32, 300), vec![], "u32", block, grid)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<u32> {
+        cpu_reference(&self.values, bin_u32)
+    }
+}
+
+impl Histogram<f32> {
+    /// `values` binned over [`F32_RANGE`].
+    pub fn f32_values(gpu: &Gpu, values: Vec<f32>, block: u32, grid: u32) -> GpuResult<Self> {
+        let (min, max) = F32_RANGE;
+        Self::new(gpu, values, vec![min, max], "f32", block, grid)
+    }
+
+    /// `n` values drawn from [-4.5, 4.5): about 11% fall outside [-4, 4).
+    pub fn random_f32(gpu: &Gpu, n: usize, block: u32, grid: u32, seed: u64) -> GpuResult<Self> {
+        Self::f32_values(gpu, random_in(n, seed, -4.5f32, 4.5), block, grid)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<u32> {
+        let (min, max) = F32_RANGE;
+        cpu_reference(&self.values, |v| bin_f32(v, min, max))
+    }
+}
+
+/// Runs each variant over one input.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     gpu: &Gpu,
     input: Input,
@@ -71,72 +160,56 @@ pub fn run(
     iters: usize,
     seed: u64,
 ) -> GpuResult<Vec<Report>> {
-    if n == 0 {
-        return Err(GpuError::InvalidInput("histogram needs n >= 1".into()));
-    }
     match input {
         Input::U32 => {
-            let values = random_in(n, seed, 0u32, 300);
-            let (reference, cpu_ms) = timed(|| cpu_reference(&values, bin_u32));
-            run_variants(gpu, "u32", &values, &[], &reference, cpu_ms, variants, block, grid, iters)
+            let histogram = Histogram::random_u32(gpu, n, block, grid, seed)?;
+            let (reference, cpu_ms) = timed(|| histogram.cpu_reference());
+            run_variants(gpu, histogram, &reference, cpu_ms, variants, iters)
         }
         Input::F32 => {
-            let values = random_in(n, seed, -4.5f32, 4.5);
-            let (min, max) = F32_RANGE;
-            let (reference, cpu_ms) = timed(|| cpu_reference(&values, |v| bin_f32(v, min, max)));
-            run_variants(gpu, "f32", &values, &[min, max], &reference, cpu_ms, variants, block, grid, iters)
+            let histogram = Histogram::random_f32(gpu, n, block, grid, seed)?;
+            let (reference, cpu_ms) = timed(|| histogram.cpu_reference());
+            run_variants(gpu, histogram, &reference, cpu_ms, variants, iters)
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Runs the f32 kernels over given values (e.g. with NaN and infinities), binned over
+/// [`F32_RANGE`], against the CPU reference.
+pub fn run_f32_values(gpu: &Gpu, values: &[f32], variants: &[Variant], block: u32, grid: u32) -> GpuResult<Vec<Report>> {
+    let histogram = Histogram::f32_values(gpu, values.to_vec(), block, grid)?;
+    let (reference, cpu_ms) = timed(|| histogram.cpu_reference());
+    run_variants(gpu, histogram, &reference, cpu_ms, variants, 1)
+}
+
 fn run_variants<T: DeviceCopy>(
     gpu: &Gpu,
-    type_name: &str,
-    values: &[T],
-    range: &[f32],
+    histogram: Histogram<T>,
     reference: &[u32],
     cpu_ms: f64,
     variants: &[Variant],
-    block: u32,
-    grid: u32,
     iters: usize,
 ) -> GpuResult<Vec<Report>> {
-    let n = values.len();
-    let grid = if grid == 0 { 8 * gpu.info.multiprocessors as u32 } else { grid };
-    let config = LaunchConfig { grid: (grid, 1, 1), ..LaunchConfig::linear(1, block)? };
-    let device_values = gpu.upload("histogram input", values)?;
-    let mut bins = DeviceBuffer::<u32>::zeroed(NUM_BINS).during("allocating bins")?;
-    let (pv, pb) = (device_values.as_device_ptr(), bins.as_device_ptr());
     let mut reports = Vec::new();
+    let counted: u64 = reference.iter().map(|&c| c as u64).sum();
     for &variant in variants {
-        let kernel = format!("histogram_{}_{}", variant.name(), type_name);
-        gpu.validate(&kernel, &config)?;
-        let mut args = vec![arg(&pv), arg(&n)];
-        args.extend(range.iter().map(arg));
-        args.push(arg(&pb));
-        let launch = || gpu.launch(&kernel, &config, &args);
-
-        gpu.zero("bins", &mut bins)?;
-        launch()?;
-        gpu.synchronize(&kernel)?;
-        let mut result = vec![0u32; NUM_BINS];
-        bins.copy_to(&mut result[..]).during("copying bins back")?;
-        let check = check::exact(&result, reference);
-        let gpu_ms = gpu.time_ms(&kernel, iters, || gpu.zero("bins", &mut bins), launch)?;
-        let counted: u64 = reference.iter().map(|&c| c as u64).sum();
+        histogram.reset(gpu)?;
+        histogram.launch(gpu, variant)?;
+        gpu.synchronize("histogram")?;
+        let check = check::exact(&histogram.result()?, reference);
+        let gpu_ms = gpu.time_ms("histogram", iters, || histogram.reset(gpu), || histogram.launch(gpu, variant))?;
         reports.push(
             Report::new(
                 &gpu.info,
                 "histogram",
-                &format!("{}-{}", variant.name(), type_name),
-                format!("n={} grid={}x{}", n, grid, block),
+                &format!("{}-{}", variant.name(), histogram.type_name),
+                format!("n={} grid={}x{}", histogram.values.len(), histogram.config.grid.0, histogram.config.block.0),
                 gpu_ms,
-                Work::Bytes(4 * n as u64),
+                histogram.work(),
                 Some(cpu_ms),
                 check,
             )
-            .with_note(format!("{} of {} values in range", counted, n)),
+            .with_note(format!("{} of {} values in range", counted, histogram.values.len())),
         );
     }
     Ok(reports)

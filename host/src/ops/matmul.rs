@@ -9,7 +9,8 @@ use crate::check;
 use crate::data::{random_f32, timed};
 use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::report::{Report, Work};
-use cust::memory::CopyDestination;
+use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::stream::Stream;
 use ndarray::ArrayView2;
 
 /// Must match `kernels::matmul::BLOCKED_THREADS` and the 128×128 tile of the blocked kernel.
@@ -37,7 +38,7 @@ impl Variant {
         }
     }
 
-    fn kernel(self) -> &'static str {
+    pub fn kernel(self) -> &'static str {
         match self {
             Variant::Naive => "matmul_naive",
             Variant::Tiled16 => "matmul_tiled_16",
@@ -46,7 +47,7 @@ impl Variant {
         }
     }
 
-    fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
         let blocks = |extent: usize, tile: usize| {
             u32::try_from((extent + tile - 1) / tile)
                 .map_err(|_| GpuError::InvalidInput(format!("{} does not fit a grid of {}-wide tiles", extent, tile)))
@@ -81,46 +82,86 @@ pub fn tolerance(k: usize) -> f64 {
     4.0 * k as f64 * f32::EPSILON as f64
 }
 
-pub fn run(
-    gpu: &Gpu,
-    (m, n, k): (usize, usize, usize),
-    variants: &[Variant],
-    iters: usize,
-    seed: u64,
-) -> GpuResult<Vec<Report>> {
-    if m == 0 || n == 0 || k == 0 {
-        return Err(GpuError::InvalidInput(format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k)));
-    }
-    let configs = variants.iter().map(|v| v.launch_config(m, n)).collect::<GpuResult<Vec<_>>>()?;
-    for (variant, config) in variants.iter().zip(&configs) {
-        gpu.validate(variant.kernel(), config)?;
-    }
-    gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
-    let (a, b) = (random_f32(m * k, seed), random_f32(k * n, seed ^ 1));
-    let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
-    let mut dc = gpu.poisoned::<f32>("C", m * n)?;
-    let (pa, pb, pc) = (da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr());
-    let (a_len, b_len) = (a.len(), b.len());
-    let (reference, cpu_ms) = timed(|| cpu_reference(&a, &b, m, n, k));
+/// A and B on the GPU, C poisoned, ready to launch any variant.
+pub struct Matmul {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Vec<f32>,
+    pub b: Vec<f32>,
+    da: DeviceBuffer<f32>,
+    db: DeviceBuffer<f32>,
+    dc: DeviceBuffer<f32>,
+}
 
-    let mut reports = Vec::new();
-    for (variant, config) in variants.iter().zip(&configs) {
+impl Matmul {
+    pub fn new(gpu: &Gpu, (m, n, k): (usize, usize, usize), seed: u64) -> GpuResult<Self> {
+        if m == 0 || n == 0 || k == 0 {
+            return Err(GpuError::InvalidInput(format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k)));
+        }
+        for variant in Variant::ALL {
+            gpu.validate(variant.kernel(), &variant.launch_config(m, n)?)?;
+        }
+        gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
+        let (a, b) = (random_f32(m * k, seed), random_f32(k * n, seed ^ 1));
+        let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
+        let dc = gpu.poisoned::<f32>("C", m * n)?;
+        Ok(Self { m, n, k, a, b, da, db, dc })
+    }
+
+    pub fn work(&self) -> Work {
+        Work::Flops(2 * (self.m * self.n * self.k) as u64)
+    }
+
+    pub fn launch(&self, gpu: &Gpu, variant: Variant) -> GpuResult<()> {
+        self.launch_on(gpu, &gpu.stream, variant)
+    }
+
+    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, variant: Variant) -> GpuResult<()> {
+        let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
+        let (m, n, k, a_len, b_len) = (self.m, self.n, self.k, self.a.len(), self.b.len());
         let args = [arg(&pa), arg(&a_len), arg(&pb), arg(&b_len), arg(&pc), arg(&m), arg(&n), arg(&k)];
-        let launch = || gpu.launch(variant.kernel(), config, &args);
-        let mut c = vec![0.0f32; m * n];
-        dc.set_8(0xFF).during("poisoning C")?;
-        launch()?;
+        gpu.launch_on(stream, variant.kernel(), &variant.launch_config(m, n)?, &args)
+    }
+
+    /// C on the GPU, for kernels that consume it.
+    pub fn c(&self) -> &DeviceBuffer<f32> {
+        &self.dc
+    }
+
+    /// Fills C with NaN so that an element no kernel writes fails the check.
+    pub fn poison(&self) -> GpuResult<()> {
+        self.dc.index(..).set_8(0xFF).during("poisoning C")
+    }
+
+    pub fn result(&self) -> GpuResult<Vec<f32>> {
+        let mut c = vec![0.0f32; self.m * self.n];
+        self.dc.copy_to(&mut c).during("copying C back")?;
+        Ok(c)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<f32> {
+        cpu_reference(&self.a, &self.b, self.m, self.n, self.k)
+    }
+}
+
+pub fn run(gpu: &Gpu, shape: (usize, usize, usize), variants: &[Variant], iters: usize, seed: u64) -> GpuResult<Vec<Report>> {
+    let matmul = Matmul::new(gpu, shape, seed)?;
+    let (reference, cpu_ms) = timed(|| matmul.cpu_reference());
+    let mut reports = Vec::new();
+    for &variant in variants {
+        matmul.poison()?;
+        matmul.launch(gpu, variant)?;
         gpu.synchronize(variant.kernel())?;
-        dc.copy_to(&mut c).during("copying C back")?;
-        let check = check::close(&c, &reference, tolerance(k));
-        let gpu_ms = gpu.time_ms(variant.kernel(), iters, || Ok(()), launch)?;
+        let check = check::close(&matmul.result()?, &reference, tolerance(matmul.k));
+        let gpu_ms = gpu.time_ms(variant.kernel(), iters, || Ok(()), || matmul.launch(gpu, variant))?;
         reports.push(Report::new(
             &gpu.info,
             "matmul",
             variant.name(),
-            format!("{}x{}x{}", m, n, k),
+            format!("{}x{}x{}", matmul.m, matmul.n, matmul.k),
             gpu_ms,
-            Work::Flops(2 * (m * n * k) as u64),
+            matmul.work(),
             Some(cpu_ms),
             check,
         ));
