@@ -65,12 +65,10 @@ impl Job {
             Job::Counter(n) => counter::run(gpu, n, 256, iters)?,
             Job::Histogram(input, n) => histogram::run(gpu, input, n, &histogram::Variant::ALL, 256, 0, iters, seed)?,
             Job::Matmul(side) => {
-                // The naive kernel alone would take most of the sweep at 8192.
-                let variants: Vec<_> = matmul::Variant::ALL
-                    .iter()
-                    .copied()
-                    .filter(|&v| side <= 4096 || v == matmul::Variant::Blocked)
-                    .collect();
+                // The simple kernels alone would take most of the sweep at 8192.
+                let fast = [matmul::Variant::Blocked, matmul::Variant::Vec4];
+                let variants: Vec<_> =
+                    matmul::Variant::ALL.iter().copied().filter(|v| side <= 4096 || fast.contains(v)).collect();
                 matmul::run(gpu, (side, side, side), &variants, iters, seed)?
             }
             Job::Conv2d(side) => conv::run_2d(gpu, (side, side), 5, &conv::Variant::ALL, iters, seed)?,

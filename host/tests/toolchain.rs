@@ -1,6 +1,6 @@
 //! CPU-only checks of the kernel build; they run everywhere, GPU or not.
 
-use host::gpu::KERNELS_PTX;
+use host::gpu::{KERNELS_PTX, MAX_REGISTERS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -17,6 +17,7 @@ const KERNELS: &[&str] = &[
     "matmul_tiled_16",
     "matmul_tiled_32",
     "matmul_blocked_128x128",
+    "matmul_vec4_128x128",
     "conv2d_naive",
     "conv2d_tiled_r1",
     "conv2d_tiled_r2",
@@ -46,12 +47,13 @@ fn ptxas() -> PathBuf {
 
 #[test]
 fn ptxas_accepts_the_ptx_for_sm_90_without_local_memory() {
+    // The same register cap the host JIT-compiles the module with.
     let dir = std::env::temp_dir().join(format!("kernels-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("kernels.ptx");
     std::fs::write(&ptx, KERNELS_PTX).unwrap();
     let output = Command::new(ptxas())
-        .args(["-arch=sm_90", "-v", "-o"])
+        .args(["-arch=sm_90", "-v", &format!("-maxrregcount={}", MAX_REGISTERS), "-o"])
         .arg(dir.join("kernels.cubin"))
         .arg(&ptx)
         .output()

@@ -17,7 +17,7 @@ use std::ffi::CStr;
 /// and the 1D kernel's block.
 const MAX_TAPS: usize = 49;
 const TILE: u32 = 32;
-const TILED_BLOCK: (u32, u32) = (32, 8);
+const TILED_BLOCK: (u32, u32) = (32, 4);
 const CONV1D_BLOCK: u32 = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ArgEnum)]
@@ -75,7 +75,7 @@ fn blocks(extent: usize, per_block: u32) -> GpuResult<u32> {
         .map_err(|_| GpuError::InvalidInput(format!("{} is too large for one grid dimension", extent)))
 }
 
-/// Launch configurations of the naive (16×16 threads, one pixel each) and tiled (32×8
+/// Launch configurations of the naive (16×16 threads, one pixel each) and tiled (32×4
 /// threads, a 32×32 tile) 2D kernels.
 pub fn conv2d_configs(width: usize, height: usize) -> GpuResult<(LaunchConfig, LaunchConfig)> {
     let naive = LaunchConfig { grid: (blocks(width, 16)?, blocks(height, 16)?, 1), block: (16, 16, 1), shared_bytes: 0 };

@@ -13,10 +13,12 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::stream::Stream;
 use ndarray::ArrayView2;
 
-/// Must match `kernels::matmul::BLOCKED_THREADS` and the 128×128 tile of the blocked kernel.
+/// Must match `kernels::matmul`: both register-blocked kernels use 256 threads on a 128×128
+/// tile with BK = 8; `vec4` keeps two shared-memory stages.
 const BLOCKED_THREADS: u32 = 256;
 const BLOCKED_TILE: usize = 128;
-const BLOCKED_SHARED_BYTES: u32 = (2 * 8 * 128 * 4) as u32;
+const BLOCKED_SHARED_BYTES: u32 = (8 * (128 + 128) * 4) as u32;
+const VEC4_SHARED_BYTES: u32 = 2 * BLOCKED_SHARED_BYTES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ArgEnum)]
 pub enum Variant {
@@ -24,10 +26,11 @@ pub enum Variant {
     Tiled16,
     Tiled32,
     Blocked,
+    Vec4,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 4] = [Variant::Naive, Variant::Tiled16, Variant::Tiled32, Variant::Blocked];
+    pub const ALL: [Variant; 5] = [Variant::Naive, Variant::Tiled16, Variant::Tiled32, Variant::Blocked, Variant::Vec4];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -35,6 +38,7 @@ impl Variant {
             Variant::Tiled16 => "tiled16",
             Variant::Tiled32 => "tiled32",
             Variant::Blocked => "blocked",
+            Variant::Vec4 => "vec4",
         }
     }
 
@@ -44,6 +48,7 @@ impl Variant {
             Variant::Tiled16 => "matmul_tiled_16",
             Variant::Tiled32 => "matmul_tiled_32",
             Variant::Blocked => "matmul_blocked_128x128",
+            Variant::Vec4 => "matmul_vec4_128x128",
         }
     }
 
@@ -63,10 +68,10 @@ impl Variant {
             Variant::Naive => square(16, 0),
             Variant::Tiled16 => square(16, 2 * 16 * 16 * 4),
             Variant::Tiled32 => square(32, 2 * 32 * 32 * 4),
-            Variant::Blocked => Ok(LaunchConfig {
+            Variant::Blocked | Variant::Vec4 => Ok(LaunchConfig {
                 grid: (blocks(n, BLOCKED_TILE)?, blocks(m, BLOCKED_TILE)?, 1),
                 block: (BLOCKED_THREADS, 1, 1),
-                shared_bytes: BLOCKED_SHARED_BYTES,
+                shared_bytes: if self == Variant::Blocked { BLOCKED_SHARED_BYTES } else { VEC4_SHARED_BYTES },
             }),
         }
     }
