@@ -7,14 +7,11 @@ use cust::device::{Device, DeviceAttribute};
 use cust::event::{Event, EventFlags};
 use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
 use cust::memory::{mem_get_info, DeviceBuffer, DeviceCopy, DeviceSlice};
-use cust::module::{Module, ModuleJitOption};
+use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 use std::ffi::c_void;
 use thiserror::Error;
-
-/// The register cap the module is JIT-compiled with (see [`Gpu::with_ptx`]).
-pub const MAX_REGISTERS: u32 = 128;
 
 /// The PTX that host/build.rs compiled from `kernels/` with rustc_codegen_nvvm.
 pub const KERNELS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
@@ -112,9 +109,7 @@ impl Gpu {
         cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))?;
         let device = Device::get_device(0).map_err(|e| GpuError::NoGpu(format!("no device 0: {}", e)))?;
         let context = Context::new(device).during("creating a context")?;
-        // At most 128 registers per thread: two 256-thread blocks of the register-blocked
-        // SGEMM fit on an SM (the only kernel that would otherwise use more).
-        let module = Module::from_ptx(ptx, &[ModuleJitOption::MaxRegisters(MAX_REGISTERS)]).map_err(GpuError::ModuleLoad)?;
+        let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
