@@ -5,21 +5,13 @@
 //! harness's capture). With `REQUIRE_GPU=1` a missing GPU fails instead, which is how the
 //! GPU machine runs them.
 
+mod common;
+
+use common::gpu;
 use host::gpu::{Gpu, GpuError, LaunchConfig};
 use host::ops::{conv, counter, histogram, matmul, saxpy, vector_add};
 use host::report::Report;
 use std::io::Write;
-
-fn gpu(test: &str) -> Option<Gpu> {
-    match Gpu::new() {
-        Ok(gpu) => Some(gpu),
-        Err(GpuError::NoGpu(why)) if std::env::var_os("REQUIRE_GPU").is_none() => {
-            let _ = writeln!(std::io::stderr(), "SKIPPED {}: {}", test, why);
-            None
-        }
-        Err(err) => panic!("{}: {}", test, err),
-    }
-}
 
 fn assert_passed(reports: &[Report]) {
     assert!(!reports.is_empty());

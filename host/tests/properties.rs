@@ -3,22 +3,12 @@
 //! histogram random data salted with NaN, infinities and the range's edges. Without a GPU
 //! they report the skip, like tests/gpu.rs.
 
-use host::gpu::{Gpu, GpuError};
+mod common;
+
+use common::gpu;
 use host::ops::{conv, counter, histogram, matmul, saxpy, vector_add};
 use host::report::Report;
 use proptest::prelude::*;
-use std::io::Write;
-
-fn gpu(test: &str) -> Option<Gpu> {
-    match Gpu::new() {
-        Ok(gpu) => Some(gpu),
-        Err(GpuError::NoGpu(why)) if std::env::var_os("REQUIRE_GPU").is_none() => {
-            let _ = writeln!(std::io::stderr(), "SKIPPED {}: {}", test, why);
-            None
-        }
-        Err(err) => panic!("{}: {}", test, err),
-    }
-}
 
 fn all_passed(reports: &[Report]) -> Result<(), TestCaseError> {
     for report in reports {
