@@ -260,6 +260,8 @@ mod tests {
             free_memory: 79 << 30,
             max_threads_per_block: 1024,
             max_shared_per_block: 49152,
+            max_block_dims: (1024, 1024, 64),
+            max_grid_dims: (i32::MAX, 65535, 65535),
             peak_bandwidth_gbs: 3352.0,
             peak_fp32_gflops: 66908.0,
         }

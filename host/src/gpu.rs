@@ -84,6 +84,8 @@ pub struct DeviceInfo {
     pub free_memory: u64,
     pub max_threads_per_block: i32,
     pub max_shared_per_block: i32,
+    pub max_block_dims: (i32, i32, i32),
+    pub max_grid_dims: (i32, i32, i32),
     /// 2 transfers per memory clock (DDR) over the whole bus.
     pub peak_bandwidth_gbs: f64,
     /// FP32 lanes × 2 flops (FMA) × clock.
@@ -193,14 +195,15 @@ impl Gpu {
                 shared, self.info.max_shared_per_block
             )));
         }
-        for (name, value, attr) in [
-            ("grid.y", gy, DeviceAttribute::MaxGridDimY),
-            ("grid.z", gz, DeviceAttribute::MaxGridDimZ),
-            ("block.x", bx, DeviceAttribute::MaxBlockDimX),
-            ("block.y", by, DeviceAttribute::MaxBlockDimY),
-            ("block.z", bz, DeviceAttribute::MaxBlockDimZ),
+        let (grid_max, block_max) = (self.info.max_grid_dims, self.info.max_block_dims);
+        for (name, value, max) in [
+            ("grid.x", gx, grid_max.0),
+            ("grid.y", gy, grid_max.1),
+            ("grid.z", gz, grid_max.2),
+            ("block.x", bx, block_max.0),
+            ("block.y", by, block_max.1),
+            ("block.z", bz, block_max.2),
         ] {
-            let max = self.device.get_attribute(attr).during("reading device limits")?;
             if value as i64 > max as i64 {
                 return Err(invalid(format!("{} = {} exceeds the device limit of {}", name, value, max)));
             }
@@ -208,16 +211,16 @@ impl Gpu {
         Ok(())
     }
 
-    /// Launches `kernel` on the stream after validating the configuration. `args` are
-    /// pointers to the argument values, in the kernel's parameter order (a slice parameter
-    /// takes two: pointer and length).
+    /// Launches `kernel` on the stream. `args` are pointers to the argument values, in the
+    /// kernel's parameter order (a slice parameter takes two: pointer and length). The
+    /// configuration is not checked here, to keep the driver queries out of timed launches:
+    /// call [`Gpu::validate`] once first (every prepared workload does when it is built).
     pub fn launch(&self, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
         self.launch_on(&self.stream, kernel, config, args)
     }
 
     /// [`Gpu::launch`] on another stream.
     pub fn launch_on(&self, stream: &Stream, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
-        self.validate(kernel, config)?;
         let function = self.function(kernel)?;
         let (grid, block) = (
             GridSize::xyz(config.grid.0, config.grid.1, config.grid.2),
@@ -231,23 +234,20 @@ impl Gpu {
         self.stream.synchronize().during(format!("running {}", what))
     }
 
-    /// Median time of `iters` runs of `launch`, each bracketed by CUDA events on the stream,
-    /// after one untimed warm-up run. `prepare` runs before each launch, outside the events
+    /// Event-timed durations (ms) of `iters` launches: each launch bracketed by its own
+    /// pair of CUDA events on the stream, `prepare` running before it, outside the events
     /// (e.g. to clear an accumulator).
-    pub fn time_ms(
+    fn launch_times(
         &self,
         what: &str,
-        iters: usize,
+        iters: u64,
         mut prepare: impl FnMut() -> GpuResult<()>,
         mut launch: impl FnMut() -> GpuResult<()>,
-    ) -> GpuResult<f64> {
+    ) -> GpuResult<Vec<f64>> {
         let start = Event::new(EventFlags::DEFAULT).during("creating an event")?;
         let stop = Event::new(EventFlags::DEFAULT).during("creating an event")?;
-        prepare()?;
-        launch()?;
-        self.synchronize(what)?;
-        let mut times = Vec::with_capacity(iters.max(1));
-        for _ in 0..iters.max(1) {
+        let mut times = Vec::with_capacity(iters as usize);
+        for _ in 0..iters {
             prepare()?;
             start.record(&self.stream).during("recording an event")?;
             launch()?;
@@ -255,31 +255,32 @@ impl Gpu {
             stop.synchronize().during(format!("running {}", what))?;
             times.push(stop.elapsed_time_f32(&start).during("reading event time")? as f64);
         }
-        Ok(median(&mut times))
+        Ok(times)
     }
-}
 
-impl Gpu {
-    /// Total GPU time of `iters` launches, each bracketed by its own pair of CUDA events
-    /// (`prepare` runs outside them): what criterion's `iter_custom` wants.
+    /// Median time (ms) of `iters` launches after one untimed warm-up launch.
+    pub fn time_ms(
+        &self,
+        what: &str,
+        iters: usize,
+        mut prepare: impl FnMut() -> GpuResult<()>,
+        mut launch: impl FnMut() -> GpuResult<()>,
+    ) -> GpuResult<f64> {
+        prepare()?;
+        launch()?;
+        self.synchronize(what)?;
+        Ok(median(&mut self.launch_times(what, iters.max(1) as u64, prepare, launch)?))
+    }
+
+    /// Total time of `iters` launches: what criterion's `iter_custom` wants.
     pub fn time_total(
         &self,
         iters: u64,
-        mut prepare: impl FnMut() -> GpuResult<()>,
-        mut launch: impl FnMut() -> GpuResult<()>,
+        prepare: impl FnMut() -> GpuResult<()>,
+        launch: impl FnMut() -> GpuResult<()>,
     ) -> GpuResult<std::time::Duration> {
-        let start = Event::new(EventFlags::DEFAULT).during("creating an event")?;
-        let stop = Event::new(EventFlags::DEFAULT).during("creating an event")?;
-        let mut total = std::time::Duration::ZERO;
-        for _ in 0..iters {
-            prepare()?;
-            start.record(&self.stream).during("recording an event")?;
-            launch()?;
-            stop.record(&self.stream).during("recording an event")?;
-            stop.synchronize().during("running a kernel")?;
-            total += stop.elapsed(&start).during("reading event time")?;
-        }
-        Ok(total)
+        let total_ms: f64 = self.launch_times("a benchmark", iters, prepare, launch)?.iter().sum();
+        Ok(std::time::Duration::from_secs_f64(total_ms / 1e3))
     }
 }
 
@@ -325,6 +326,16 @@ fn device_info(device: Device) -> GpuResult<DeviceInfo> {
         free_memory: free as u64,
         max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
         max_shared_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+        max_block_dims: (
+            attr(DeviceAttribute::MaxBlockDimX)?,
+            attr(DeviceAttribute::MaxBlockDimY)?,
+            attr(DeviceAttribute::MaxBlockDimZ)?,
+        ),
+        max_grid_dims: (
+            attr(DeviceAttribute::MaxGridDimX)?,
+            attr(DeviceAttribute::MaxGridDimY)?,
+            attr(DeviceAttribute::MaxGridDimZ)?,
+        ),
         peak_bandwidth_gbs: 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits as f64 / 8.0) / 1e9,
         peak_fp32_gflops: multiprocessors as f64 * fp32_lanes_per_sm(major, minor) as f64 * 2.0 * clock_khz * 1e3 / 1e9,
     })

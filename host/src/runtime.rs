@@ -93,6 +93,7 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     first.launch_on(gpu, &s1, variant)?;
     wait_for(&s2, &s1)?;
     let add = LaunchConfig::linear(len, 256)?;
+    gpu.validate("vector_add", &add)?;
     gpu.launch_on(&s2, "vector_add", &add, &[arg(&pc1), arg(&len), arg(&pc1), arg(&len), arg(&pd)])?;
     s2.synchronize().during("running the dependent kernel")?;
     let c1 = first.result()?;
@@ -225,6 +226,7 @@ pub fn overlap(gpu: &Gpu, n: usize, streams: usize, chunks: usize, iters: usize,
     let db = DeviceBuffer::<f32>::zeroed(n).during("allocating device memory")?;
     let dc = gpu.poisoned::<f32>("c", n)?;
     let pool: Vec<Stream> = (0..streams).map(|_| stream()).collect::<GpuResult<_>>()?;
+    gpu.validate("vector_add", &LaunchConfig::linear(n, 256)?)?;
 
     let run = |pieces: usize, lanes: &[Stream], c: &mut LockedBuffer<f32>| -> GpuResult<f64> {
         let piece = (n + pieces - 1) / pieces;
