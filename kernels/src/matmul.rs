@@ -1,5 +1,7 @@
 //! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in four steps a
-//! reader can compare (`host matmul` runs them side by side).
+//! reader can compare (`host matmul` runs them side by side). Measured at 4096³ on an H100
+//! (2026-11-22, cuBLAS 51 TFLOP/s): naive 2.4, tiled 8.3, register-blocked 25.7 and
+//! vectorized + double-buffered 37.1 TFLOP/s (docs/performance.md).
 //!
 //! **`matmul_naive`**: one thread per element of `C`, a 2D grid of 2D blocks:
 //! `row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + threadIdx.x`.
