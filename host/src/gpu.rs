@@ -147,10 +147,16 @@ impl Gpu {
     pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
         let bytes = (len * std::mem::size_of::<T>()) as u64;
         self.ensure_fits(what, bytes)?;
-        let mut buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }
+        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }
             .during(format!("allocating {}", what))?;
-        buffer.set_8(0xFF).during(format!("poisoning {}", what))?;
+        self.poison(what, &buffer)?;
         Ok(buffer)
+    }
+
+    /// Sets every byte of `buffer` to 0xFF (an f32 NaN, u32::MAX) before a kernel writes it,
+    /// so that an element the kernel misses fails the check against the CPU.
+    pub fn poison<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
+        buffer.index(..).set_8(0xFF).during(format!("poisoning {}", what))
     }
 
     /// Zeroes `buffer` in stream order, so the next launch on the stream sees zeros.
@@ -239,6 +245,7 @@ impl Gpu {
     /// (e.g. to clear an accumulator).
     fn launch_times(
         &self,
+        stream: &Stream,
         what: &str,
         iters: u64,
         mut prepare: impl FnMut() -> GpuResult<()>,
@@ -249,9 +256,9 @@ impl Gpu {
         let mut times = Vec::with_capacity(iters as usize);
         for _ in 0..iters {
             prepare()?;
-            start.record(&self.stream).during("recording an event")?;
+            start.record(stream).during("recording an event")?;
             launch()?;
-            stop.record(&self.stream).during("recording an event")?;
+            stop.record(stream).during("recording an event")?;
             stop.synchronize().during(format!("running {}", what))?;
             times.push(stop.elapsed_time_f32(&start).during("reading event time")? as f64);
         }
@@ -263,13 +270,26 @@ impl Gpu {
         &self,
         what: &str,
         iters: usize,
+        prepare: impl FnMut() -> GpuResult<()>,
+        launch: impl FnMut() -> GpuResult<()>,
+    ) -> GpuResult<f64> {
+        self.time_ms_on(&self.stream, what, iters, prepare, launch)
+    }
+
+    /// [`Gpu::time_ms`] with the events on `stream`: `launch` must queue its work there, or
+    /// make `stream` wait for it.
+    pub fn time_ms_on(
+        &self,
+        stream: &Stream,
+        what: &str,
+        iters: usize,
         mut prepare: impl FnMut() -> GpuResult<()>,
         mut launch: impl FnMut() -> GpuResult<()>,
     ) -> GpuResult<f64> {
         prepare()?;
         launch()?;
-        self.synchronize(what)?;
-        Ok(median(&mut self.launch_times(what, iters.max(1) as u64, prepare, launch)?))
+        stream.synchronize().during(format!("running {}", what))?;
+        Ok(median(&mut self.launch_times(stream, what, iters.max(1) as u64, prepare, launch)?))
     }
 
     /// Total time of `iters` launches: what criterion's `iter_custom` wants.
@@ -279,7 +299,7 @@ impl Gpu {
         prepare: impl FnMut() -> GpuResult<()>,
         launch: impl FnMut() -> GpuResult<()>,
     ) -> GpuResult<std::time::Duration> {
-        let total_ms: f64 = self.launch_times("a benchmark", iters, prepare, launch)?.iter().sum();
+        let total_ms: f64 = self.launch_times(&self.stream, "a benchmark", iters, prepare, launch)?.iter().sum();
         Ok(std::time::Duration::from_secs_f64(total_ms / 1e3))
     }
 }

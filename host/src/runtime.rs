@@ -53,40 +53,21 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     let first = Matmul::new(gpu, shape, seed)?;
     let second = Matmul::new(gpu, shape, seed ^ 2)?;
 
-    let time_alone = |s: &Stream, job: &Matmul| -> GpuResult<f64> {
-        let mut times = Vec::new();
-        for i in 0..iters.max(1) + 1 {
-            let (start, stop) = (event()?, event()?);
-            start.record(s).during("recording an event")?;
-            job.launch_on(gpu, s, variant)?;
-            stop.record(s).during("recording an event")?;
-            stop.synchronize().during("running the matmul")?;
-            if i > 0 {
-                times.push(stop.elapsed_time_f32(&start).during("reading event time")? as f64);
-            }
-        }
-        Ok(median(&mut times))
-    };
-    let alone = (time_alone(&s1, &first)?, time_alone(&s2, &second)?);
-
-    let mut together = Vec::new();
-    for i in 0..iters.max(1) + 1 {
-        let (start, stop) = (event()?, event()?);
-        start.record(&s1).during("recording an event")?;
-        wait_for(&s2, &s1)?; // both start from the same point
+    let alone = (
+        gpu.time_ms_on(&s1, "the first matmul", iters, || Ok(()), || first.launch_on(gpu, &s1, variant))?,
+        gpu.time_ms_on(&s2, "the second matmul", iters, || Ok(()), || second.launch_on(gpu, &s2, variant))?,
+    );
+    // Timed on stream 1: stream 2 waits to start from the same point, and stream 1 waits for
+    // stream 2 so that the stop event comes after both.
+    let together_ms = gpu.time_ms_on(&s1, "two matmuls", iters, || Ok(()), || {
+        wait_for(&s2, &s1)?;
         first.launch_on(gpu, &s1, variant)?;
         second.launch_on(gpu, &s2, variant)?;
-        wait_for(&s1, &s2)?; // and `stop` comes after both
-        stop.record(&s1).during("recording an event")?;
-        stop.synchronize().during("running two matmuls")?;
-        if i > 0 {
-            together.push(stop.elapsed_time_f32(&start).during("reading event time")? as f64);
-        }
-    }
-    let together_ms = median(&mut together);
+        wait_for(&s1, &s2)
+    })?;
 
     // The dependency. C1 is poisoned first: if stream 2 ran early it would double NaNs.
-    first.poison()?;
+    first.poison(gpu)?;
     let len = side * side;
     let doubled = gpu.poisoned::<f32>("2·C1", len)?;
     let (pc1, pd) = (first.c().as_device_ptr(), doubled.as_device_ptr());

@@ -141,8 +141,8 @@ impl Conv2d {
         }
     }
 
-    pub fn poison(&self) -> GpuResult<()> {
-        self.output.index(..).set_8(0xFF).during("poisoning the output")
+    pub fn poison(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("the output", &self.output)
     }
 
     pub fn result(&self) -> GpuResult<Vec<f32>> {
@@ -171,7 +171,7 @@ pub fn run_2d(
     let tolerance = 4.0 * (filter * filter) as f64 * f32::EPSILON as f64;
     let mut reports = Vec::new();
     for &variant in variants {
-        conv.poison()?;
+        conv.poison(gpu)?;
         conv.launch(gpu, variant)?;
         gpu.synchronize("conv2d")?;
         let check = check::close(&conv.result()?, &reference, tolerance);

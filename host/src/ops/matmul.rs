@@ -135,8 +135,8 @@ impl Matmul {
     }
 
     /// Fills C with NaN so that an element no kernel writes fails the check.
-    pub fn poison(&self) -> GpuResult<()> {
-        self.dc.index(..).set_8(0xFF).during("poisoning C")
+    pub fn poison(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("C", &self.dc)
     }
 
     pub fn result(&self) -> GpuResult<Vec<f32>> {
@@ -155,7 +155,7 @@ pub fn run(gpu: &Gpu, shape: (usize, usize, usize), variants: &[Variant], iters:
     let (reference, cpu_ms) = timed(|| matmul.cpu_reference());
     let mut reports = Vec::new();
     for &variant in variants {
-        matmul.poison()?;
+        matmul.poison(gpu)?;
         matmul.launch(gpu, variant)?;
         gpu.synchronize(variant.kernel())?;
         let check = check::close(&matmul.result()?, &reference, tolerance(matmul.k));
