@@ -1,42 +1,63 @@
-//! Compiles the `kernels` crate to PTX with rustc_codegen_nvvm; the host embeds the result.
+//! Builds the kernels' PTX and hands it to the host (`include_str!` in `gpu`).
+//!
+//! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
+//! `kernels/rust-toolchain.toml` pins, while this crate builds on stable. So this script runs
+//! the builder in `kernels/ptx` with that nightly (`rustup run`), in a clean environment:
+//! rustup and cargo pass their own toolchain, flags and target directory to child processes,
+//! which would otherwise leak into the nightly build.
 
-use cuda_builder::{CudaBuilder, NvvmArch};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// Launch bounds (`__launch_bounds__(threads, blocks per SM)` in CUDA C), which cuda_std 0.2
-/// cannot express: written into the PTX as `.maxntid` / `.minnctapersm`, so that ptxas caps
-/// the kernel's registers to fit that many blocks on an SM. Only the kernels listed here
-/// are affected.
-const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("matmul_vec4_128x128", 256, 2)];
+/// Variables the outer cargo and rustup set for this script that must not reach the inner one.
+fn leaks_into_nested_cargo(name: &str) -> bool {
+    let kept = ["CARGO_HOME", "RUSTUP_HOME"];
+    let prefixes = ["CARGO", "RUST", "DEP_"];
+    let build_script = ["TARGET", "HOST", "OUT_DIR", "PROFILE", "OPT_LEVEL", "DEBUG", "NUM_JOBS"];
+    !kept.contains(&name) && (prefixes.iter().any(|p| name.starts_with(p)) || build_script.contains(&name))
+}
 
-fn with_launch_bounds(ptx: &str) -> Result<String, String> {
-    let mut out = ptx.to_string();
-    for (kernel, threads, blocks) in LAUNCH_BOUNDS {
-        let entry = out
-            .find(&format!(".entry {}(", kernel))
-            .ok_or_else(|| format!("kernel `{}` is not in the PTX", kernel))?;
-        // The directives go between the parameter list and the body.
-        let body = entry + out[entry..].find("\n{").ok_or_else(|| format!("no body for `{}`", kernel))?;
-        out.insert_str(body, &format!("\n.maxntid {}, 1, 1\n.minnctapersm {}", threads, blocks));
+fn pinned_toolchain(kernels: &Path) -> Result<String, String> {
+    let file = kernels.join("rust-toolchain.toml");
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("reading {}: {}", file.display(), e))?;
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix("channel = \"")?.strip_suffix('"').map(str::to_string))
+        .ok_or_else(|| format!("{} names no channel", file.display()))
+}
+
+fn build_ptx(kernels: &Path, ptx: &Path) -> Result<(), String> {
+    let toolchain = pinned_toolchain(kernels)?;
+    let mut command = Command::new("rustup");
+    command
+        .args(["run", &toolchain, "cargo", "run", "--release", "--quiet", "-p", "ptx", "--"])
+        .arg(ptx)
+        .current_dir(kernels);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(leaks_into_nested_cargo) {
+            command.env_remove(&name);
+        }
     }
-    Ok(out)
+    let status = command.status().map_err(|e| format!("running `rustup run {} cargo`: {}", toolchain, e))?;
+    if !status.success() {
+        return Err(format!("the PTX build with {} failed ({}); has scripts/setup run?", toolchain, status));
+    }
+    Ok(())
 }
 
 fn main() {
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let ptx = out_dir.join("kernels.ptx");
-    println!("cargo:rerun-if-changed=../kernels/src");
-    println!("cargo:rerun-if-changed=../kernels/Cargo.toml");
-    if let Err(err) = CudaBuilder::new("../kernels").copy_to(&ptx).arch(NvvmArch::Compute80).build() {
-        eprintln!("compiling kernels/ to PTX failed: {}", err);
+    let host = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = host.parent().expect("host/ sits in the repository");
+    let kernels = root.join("kernels");
+    for watched in ["kernels/src", "kernels/ptx", "kernels/Cargo.toml", "kernels/rust-toolchain.toml", "interface/src"]
+    {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    let ptx = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("kernels.ptx");
+    if let Err(err) = build_ptx(&kernels, &ptx) {
+        eprintln!("{}", err);
         std::process::exit(1);
     }
-    let bounded = std::fs::read_to_string(&ptx).map_err(|e| e.to_string()).and_then(|text| with_launch_bounds(&text));
-    match bounded.and_then(|text| std::fs::write(&ptx, text).map_err(|e| e.to_string())) {
-        Ok(()) => {}
-        Err(err) => {
-            eprintln!("adding launch bounds to {}: {}", ptx.display(), err);
-            std::process::exit(1);
-        }
-    }
+    // The toolchain tests check the codegen dylib that made the PTX.
+    let codegen = kernels.join("target/release/deps/librustc_codegen_nvvm.so");
+    println!("cargo:rustc-env=CODEGEN_DYLIB={}", codegen.display());
 }

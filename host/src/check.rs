@@ -16,7 +16,8 @@ impl Check {
     fn from_errors(errors: impl Iterator<Item = f64>, tolerance: f64, len_ok: bool) -> Self {
         let (mut worst, mut mismatches, mut first) = (0.0f64, 0usize, None);
         for (i, error) in errors.enumerate() {
-            if !(error <= tolerance) {
+            // NaN compares false: an error that is NaN is a mismatch.
+            if error.partial_cmp(&tolerance).is_none_or(|o| o == std::cmp::Ordering::Greater) {
                 mismatches += 1;
                 first.get_or_insert(i);
             }

@@ -1,23 +1,35 @@
 //! Inputs: seeded random data (never zeros, which hide unwritten outputs and bad indexing),
 //! and a wall-clock timer for the CPU references.
 
-use rand::distributions::{Distribution, Uniform};
+use rand::distr::uniform::SampleUniform;
+use rand::distr::{Distribution, Uniform};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use rayon::prelude::*;
 use std::time::Instant;
+
+/// Values drawn per generator: each chunk has its own seed, so chunks fill in parallel and the
+/// data depends only on `seed` and `n`, not on the number of threads.
+const CHUNK: usize = 1 << 20;
+
+/// `n` values uniform in [low, high).
+pub fn random_in<T>(n: usize, seed: u64, low: T, high: T) -> Vec<T>
+where
+    T: SampleUniform + Copy + Default + Send + Sync,
+    T::Sampler: Sync,
+{
+    let dist = Uniform::new(low, high).expect("low < high");
+    let mut values = vec![T::default(); n];
+    values.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let mut rng = SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        chunk.iter_mut().for_each(|v| *v = dist.sample(&mut rng));
+    });
+    values
+}
 
 /// `n` values uniform in [-1, 1).
 pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     random_in(n, seed, -1.0f32, 1.0)
-}
-
-pub fn random_in<T>(n: usize, seed: u64, low: T, high: T) -> Vec<T>
-where
-    T: rand::distributions::uniform::SampleUniform,
-{
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let dist = Uniform::new(low, high);
-    (0..n).map(|_| dist.sample(&mut rng)).collect()
 }
 
 /// Runs `f` once and returns its result with the wall time in milliseconds.
@@ -25,4 +37,18 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();
     let value = f();
     (value, start.elapsed().as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_data_is_seeded_and_in_range() {
+        let a = random_in(3 * CHUNK + 5, 9, 0u32, 300);
+        assert_eq!(a, random_in(3 * CHUNK + 5, 9, 0u32, 300));
+        assert_ne!(a, random_in(3 * CHUNK + 5, 10, 0u32, 300));
+        assert!(a.iter().all(|&v| v < 300));
+        assert_ne!(a[..CHUNK], a[CHUNK..2 * CHUNK], "chunks must not repeat one another");
+    }
 }

@@ -4,14 +4,17 @@
 pub mod bench;
 pub mod check;
 pub mod data;
+pub mod demos;
 pub mod gpu;
+pub mod registry;
 pub mod report;
 pub mod resources;
-pub mod runtime;
 
-/// One module per kernel family: launch configuration, CPU reference, check.
+/// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
+/// reference, check. [`registry::FAMILIES`] lists them.
 pub mod ops {
-    pub mod conv;
+    pub mod conv1d;
+    pub mod conv2d;
     pub mod counter;
     pub mod histogram;
     pub mod matmul;

@@ -1,9 +1,12 @@
-//! One line per kernel run: shape, variant, median time, throughput, speed-up over the CPU
-//! reference and the check; or the same as one JSON object per line with `--json`.
+//! What a kernel run reports: shape, variant, timing, throughput against the device's peak,
+//! speed-up over the CPU reference and the check; printed as a table, or one JSON object per
+//! result with `--json`.
 
 use crate::check::Check;
-use crate::gpu::DeviceInfo;
+use crate::gpu::{Cache, DeviceInfo, Timing};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use serde::Serialize;
+use std::fmt;
 
 /// What a kernel's speed is measured in: bytes moved (memory-bound) or flops (compute-bound).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -16,14 +19,36 @@ pub enum Work {
     Launches,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub kernel: String,
+impl Work {
+    pub fn unit(self) -> &'static str {
+        match self {
+            Work::Bytes(_) => "GB/s",
+            Work::Flops(_) => "GFLOP/s",
+            Work::Launches => "",
+        }
+    }
+}
+
+/// What was measured; [`Report::new`] derives the rates from it.
+pub struct Measured {
+    pub family: &'static str,
     pub variant: String,
     pub shape: String,
-    pub gpu_ms: f64,
+    pub timing: Timing,
     pub work: Work,
-    /// GB/s for `Work::Bytes`, GFLOP/s for `Work::Flops`.
+    pub cpu_ms: Option<f64>,
+    pub check: Check,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub family: String,
+    pub variant: String,
+    pub shape: String,
+    pub timing: Timing,
+    pub work: Work,
+    /// GB/s for `Work::Bytes`, GFLOP/s for `Work::Flops`, at the median time.
     pub throughput: Option<f64>,
     /// Share of the device's peak memory bandwidth or FP32 rate, in percent.
     pub percent_of_peak: Option<f64>,
@@ -35,87 +60,129 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(
-        device: &DeviceInfo,
-        kernel: &str,
-        variant: &str,
-        shape: String,
-        gpu_ms: f64,
-        work: Work,
-        cpu_ms: Option<f64>,
-        check: Check,
-    ) -> Self {
-        let seconds = gpu_ms / 1e3;
-        let (throughput, peak) = match work {
+    pub fn new(device: &DeviceInfo, m: Measured) -> Self {
+        let seconds = m.timing.median_ms / 1e3;
+        let (throughput, peak) = match m.work {
             Work::Bytes(b) => (Some(b as f64 / seconds / 1e9), device.peak_bandwidth_gbs),
             Work::Flops(f) => (Some(f as f64 / seconds / 1e9), device.peak_fp32_gflops),
             Work::Launches => (None, 0.0),
         };
         Self {
-            kernel: kernel.to_string(),
-            variant: variant.to_string(),
-            shape,
-            gpu_ms,
-            work,
+            family: m.family.to_string(),
+            variant: m.variant,
+            shape: m.shape,
+            work: m.work,
             throughput,
             percent_of_peak: throughput.filter(|_| peak > 0.0).map(|t| 100.0 * t / peak),
-            cpu_ms,
-            speedup: cpu_ms.map(|cpu| cpu / gpu_ms),
-            check,
-            note: None,
+            speedup: m.cpu_ms.map(|cpu| cpu / m.timing.median_ms),
+            cpu_ms: m.cpu_ms,
+            timing: m.timing,
+            check: m.check,
+            note: m.note,
         }
-    }
-
-    pub fn with_note(mut self, note: String) -> Self {
-        self.note = Some(note);
-        self
     }
 
     pub fn unit(&self) -> &'static str {
-        match self.work {
-            Work::Bytes(_) => "GB/s",
-            Work::Flops(_) => "GFLOP/s",
-            Work::Launches => "",
+        self.work.unit()
+    }
+
+    fn rate(&self) -> String {
+        match (self.throughput, self.percent_of_peak) {
+            (Some(t), Some(p)) => format!("{:.1} {} ({:.1}%)", t, self.unit(), p),
+            (Some(t), None) => format!("{:.1} {}", t, self.unit()),
+            _ => "-".into(),
         }
     }
 
-    pub fn line(&self) -> String {
-        let rate = match (self.throughput, self.percent_of_peak) {
-            (Some(t), Some(p)) => format!("{:>9.1} {:<7} ({:>4.1}% of peak)", t, self.unit(), p),
-            (Some(t), None) => format!("{:>9.1} {:<7}", t, self.unit()),
-            _ => " ".repeat(34),
-        };
-        let verdict = if self.check.passed { "PASS" } else { "FAIL" };
-        let cpu = match (self.cpu_ms, self.speedup) {
-            (Some(ms), Some(x)) => format!("cpu {:>9.1} ms  x{:<8.1}", ms, x),
-            _ => format!("{:<27}", "cpu -"),
-        };
-        let mut line = format!(
-            "{:<11} {:<10} {:<26} {:>10.4} ms {}  {} {} (worst error {:.3e}, tolerance {:.1e})",
-            self.kernel,
-            self.variant,
-            self.shape,
-            self.gpu_ms,
-            rate,
-            cpu,
-            verdict,
+    fn verdict(&self) -> String {
+        let mut verdict = format!(
+            "{} (worst error {:.3e}, tolerance {:.1e})",
+            if self.check.passed { "PASS" } else { "FAIL" },
             self.check.worst_error,
             self.check.tolerance
         );
         if let Some(first) = self.check.first_mismatch {
-            line += &format!(" [{} mismatches, first at {}]", self.check.mismatches, first);
+            verdict += &format!(" [{} mismatches, first at {}]", self.check.mismatches, first);
         }
-        if let Some(note) = &self.note {
-            line += &format!("  {}", note);
-        }
-        line
+        verdict
     }
+}
 
-    pub fn print(&self, json: bool) {
-        if json {
-            println!("{}", serde_json::to_string(self).expect("a report serializes"));
-        } else {
-            println!("{}", self.line());
+/// One line: what a test prints when a result does not match.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {}: {:.4} ms, {}, {}",
+            self.family,
+            self.variant,
+            self.shape,
+            self.timing.median_ms,
+            self.rate(),
+            self.verdict()
+        )?;
+        match &self.note {
+            Some(note) => write!(f, "; {}", note),
+            None => Ok(()),
         }
+    }
+}
+
+fn cache_label(cache: Cache) -> &'static str {
+    match cache {
+        Cache::Flushed => "L2 flushed",
+        Cache::Warm => "L2 warm",
+    }
+}
+
+/// The reports as a terminal table.
+pub fn table(reports: &[Report]) -> Table {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "kernel",
+        "variant",
+        "shape",
+        "median ms",
+        "min ms",
+        "spread",
+        "throughput (% of peak)",
+        "cpu ms",
+        "x cpu",
+        "check",
+    ]);
+    for r in reports {
+        let mut check = r.verdict();
+        if let Some(note) = &r.note {
+            check += &format!("\n{}", note);
+        }
+        table.add_row([
+            Cell::new(&r.family),
+            Cell::new(&r.variant),
+            Cell::new(&r.shape),
+            Cell::new(format!("{:.4}", r.timing.median_ms)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.4}", r.timing.min_ms)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.1}%", r.timing.spread_percent)).set_alignment(CellAlignment::Right),
+            Cell::new(r.rate()).set_alignment(CellAlignment::Right),
+            Cell::new(r.cpu_ms.map_or("-".into(), |ms| format!("{:.1}", ms))).set_alignment(CellAlignment::Right),
+            Cell::new(r.speedup.map_or("-".into(), |x| format!("{:.1}", x))).set_alignment(CellAlignment::Right),
+            Cell::new(check),
+        ]);
+    }
+    table
+}
+
+/// Prints the reports: a table with a line saying how they were timed, or JSON lines.
+pub fn print(reports: &[Report], json: bool) {
+    if json {
+        for report in reports {
+            println!("{}", serde_json::to_string(report).expect("a report serializes"));
+        }
+    } else if let Some(first) = reports.first() {
+        println!("{}", table(reports));
+        println!(
+            "times: CUDA events, {} launches per kernel after a warm-up, {}",
+            first.timing.launches,
+            cache_label(first.timing.cache)
+        );
     }
 }

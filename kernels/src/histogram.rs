@@ -1,6 +1,7 @@
 //! 256-bin histograms, first with global atomics, then privatized in shared memory.
 //!
-//! Two kinds of input share one code path through [`BinRule`]:
+//! Two kinds of input share one code path through [`BinRule`] (in the `interface` crate, so
+//! that the host's CPU reference bins with the very same code):
 //! - `u32` values: value `v` goes to bin `v`; values of 256 and above are counted nowhere.
 //! - `f32` values over `[min, max)`: bin `floor((v - min) * 256 / (max - min))`, clamped to
 //!   255 against rounding at the top edge. Values outside the range, infinities outside it
@@ -17,66 +18,18 @@
 //! value. Barriers separate zeroing, counting and merging, because each phase reads what
 //! other threads of the block wrote in the one before.
 
+use crate::{global_index, grid_threads};
 use core::arch::asm;
 use core::sync::atomic::Ordering;
 use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
-
-pub const NUM_BINS: usize = 256;
-
-/// Where a value lands: its bin, or `None` for a value the histogram does not count.
-pub trait BinRule: Copy {
-    type Value: Copy;
-    fn bin(&self, value: Self::Value) -> Option<u32>;
-}
-
-#[derive(Clone, Copy)]
-pub struct U32Bins;
-
-impl BinRule for U32Bins {
-    type Value = u32;
-    #[inline(always)]
-    fn bin(&self, value: u32) -> Option<u32> {
-        if (value as usize) < NUM_BINS {
-            Some(value)
-        } else {
-            None
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-pub struct F32Bins {
-    min: f32,
-    max: f32,
-    bins_per_unit: f32,
-}
-
-impl F32Bins {
-    #[inline(always)]
-    pub fn new(min: f32, max: f32) -> Self {
-        Self { min, max, bins_per_unit: NUM_BINS as f32 / (max - min) }
-    }
-}
-
-impl BinRule for F32Bins {
-    type Value = f32;
-    #[inline(always)]
-    fn bin(&self, value: f32) -> Option<u32> {
-        if !(value >= self.min && value < self.max) {
-            return None;
-        }
-        // In range, so the product lies in [0, 256]: the cast cannot overflow.
-        let bin: u32 = unsafe { ((value - self.min) * self.bins_per_unit).to_int_unchecked() };
-        Some(if bin as usize >= NUM_BINS { NUM_BINS as u32 - 1 } else { bin })
-    }
-}
+use interface::histogram::{BinRule, F32Bins, U32Bins, NUM_BINS};
 
 #[inline(always)]
 unsafe fn histogram_global<R: BinRule>(values: &[R::Value], rule: R, bins: *mut u32) {
-    let stride = (thread::block_dim_x() * thread::grid_dim_x()) as usize;
-    let mut i = thread::index_1d() as usize;
+    let stride = grid_threads();
+    let mut i = global_index();
     while i < values.len() {
         if let Some(bin) = rule.bin(*values.get_unchecked(i)) {
             atomic_fetch_add_u32_device(bins.add(bin as usize), Ordering::Relaxed, 1);
@@ -108,8 +61,8 @@ unsafe fn histogram_shared<R: BinRule>(values: &[R::Value], rule: R, bins: *mut 
     }
     thread::sync_threads();
 
-    let stride = threads * thread::grid_dim_x() as usize;
-    let mut i = thread::index_1d() as usize;
+    let stride = grid_threads();
+    let mut i = global_index();
     while i < values.len() {
         if let Some(bin) = rule.bin(*values.get_unchecked(i)) {
             shared_increment(local.add(bin as usize));

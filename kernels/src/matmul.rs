@@ -35,6 +35,7 @@
 
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
+use interface::matmul::{BK, BM, BN, LARGE_TILE, SMALL_TILE, TM, TN};
 
 #[kernel]
 pub unsafe fn matmul_naive(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
@@ -87,12 +88,12 @@ unsafe fn matmul_tiled<const TILE: usize>(
 
 #[kernel]
 pub unsafe fn matmul_tiled_16(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_tiled::<16>(a, b, c, m, n, k);
+    matmul_tiled::<SMALL_TILE>(a, b, c, m, n, k);
 }
 
 #[kernel]
 pub unsafe fn matmul_tiled_32(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_tiled::<32>(a, b, c, m, n, k);
+    matmul_tiled::<LARGE_TILE>(a, b, c, m, n, k);
 }
 
 #[inline(always)]
@@ -181,9 +182,6 @@ unsafe fn matmul_blocked<
     }
 }
 
-/// Threads per block of [`matmul_blocked_128x128`]: (128 / 8) × (128 / 8).
-pub const BLOCKED_THREADS: usize = 256;
-
 #[kernel]
 pub unsafe fn matmul_blocked_128x128(
     a: &[f32],
@@ -193,7 +191,7 @@ pub unsafe fn matmul_blocked_128x128(
     n: usize,
     k: usize,
 ) {
-    matmul_blocked::<128, 128, 8, 8, 8>(a, b, c, m, n, k);
+    matmul_blocked::<BM, BN, BK, TM, TN>(a, b, c, m, n, k);
 }
 
 /// Runs `$body` with `$k` bound to 0, 1, ..., 7: a loop unrolled at compile time.
@@ -257,7 +255,6 @@ unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
     n: usize,
     k: usize,
 ) {
-    const BK: usize = 8;
     let stage_size = BK * (BM + BN);
     let shared = dynamic_shared_mem::<f32>();
     let a_tile = |stage: usize| shared.add(stage * stage_size);
@@ -334,5 +331,5 @@ unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
 
 #[kernel]
 pub unsafe fn matmul_vec4_128x128(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_vec4::<128, 128>(a, b, c, m, n, k);
+    matmul_vec4::<BM, BN>(a, b, c, m, n, k);
 }

@@ -1,101 +1,112 @@
-//! Host side of `kernels::atomics`: `threads` threads each add 1 to one counter.
+//! Host side of `kernels::counter`: `threads` threads each add 1 to one counter.
+//!
+//! The atomic count must equal `threads`. The racy one is a demonstration: it passes as long
+//! as it is a possible outcome (1 ..= threads), and the note says how many increments were lost.
 
 use crate::check;
-use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
-use crate::report::{Report, Work};
-use cust::memory::{CopyDestination, DeviceBuffer};
+use crate::gpu::{arg, require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::DeviceBuffer;
+use interface::DEFAULT_BLOCK;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    Racy,
-    Atomic,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::Racy, Variant::Atomic];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Racy => "racy",
-            Variant::Atomic => "atomic",
-        }
-    }
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Variant::Racy => "counter_racy",
-            Variant::Atomic => "counter_atomic",
-        }
-    }
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Threads, each adding 1.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub threads: usize,
+    /// Threads per block.
+    #[arg(long, default_value_t = DEFAULT_BLOCK)]
+    pub block: u32,
 }
 
 /// A zeroed counter and the launch shape.
 pub struct Counter {
     pub threads: u32,
     config: LaunchConfig,
+    variants: [Variant; 2],
     counter: DeviceBuffer<u32>,
 }
 
-impl Counter {
-    pub fn new(gpu: &Gpu, threads: usize, block: u32) -> GpuResult<Self> {
-        if threads == 0 {
-            return Err(GpuError::InvalidInput("counter needs at least 1 thread".into()));
+impl Kernel for Counter {
+    const NAME: &'static str = "counter";
+    const ABOUT: &'static str = "every thread adds 1 to one counter: racy load-add-store vs atomic add";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        let config = LaunchConfig::linear(1 << 20, DEFAULT_BLOCK)?;
+        Ok(vec![("counter_racy", config), ("counter_atomic", config)])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Default => vec![String::new()],
+            Purpose::Check => ["--threads 1", "--threads 999", "--threads 1048576"].map(String::from).to_vec(),
+            Purpose::Quick | Purpose::Full => vec!["--threads 1048576".into()],
+            Purpose::Criterion => ["--threads 1024", "--threads 65536", "--threads 1048576"].map(String::from).to_vec(),
         }
-        let threads = u32::try_from(threads)
-            .map_err(|_| GpuError::InvalidInput(format!("{} threads overflow a u32 counter", threads)))?;
-        let config = LaunchConfig::linear(threads as usize, block)?;
-        for variant in Variant::ALL {
-            gpu.validate(variant.kernel(), &config)?;
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, _seed: u64) -> GpuResult<Self> {
+        require(options.threads >= 1, || "counter needs at least 1 thread".into())?;
+        let threads = u32::try_from(options.threads)
+            .map_err(|_| GpuError::InvalidInput(format!("{} threads overflow a u32 counter", options.threads)))?;
+        let config = LaunchConfig::linear(options.threads, options.block)?;
+        let variants = [Variant::new("racy", "counter_racy"), Variant::new("atomic", "counter_atomic")];
+        for variant in &variants {
+            gpu.validate(&variant.kernel, &config)?;
         }
         let counter = DeviceBuffer::<u32>::zeroed(1).during("allocating the counter")?;
-        Ok(Self { threads, config, counter })
-    }
-
-    pub fn reset(&self, gpu: &Gpu) -> GpuResult<()> {
-        gpu.zero("the counter", &self.counter)
-    }
-
-    pub fn launch(&self, gpu: &Gpu, variant: Variant) -> GpuResult<()> {
-        let (ptr, threads) = (self.counter.as_device_ptr(), self.threads);
-        gpu.launch(variant.kernel(), &self.config, &[arg(&ptr), arg(&threads)])
-    }
-
-    pub fn count(&self) -> GpuResult<u32> {
-        let mut count = [0u32];
-        self.counter.copy_to(&mut count[..]).during("reading the counter")?;
-        Ok(count[0])
+        Ok(Self { threads, config, variants, counter })
     }
 }
 
-/// Runs both counters. The atomic count must equal `threads`. The racy one is a
-/// demonstration: it passes as long as it is a possible outcome (1 ..= threads), and the
-/// note says how many increments were lost.
-pub fn run(gpu: &Gpu, threads: usize, block: u32, iters: usize) -> GpuResult<Vec<Report>> {
-    let counter = Counter::new(gpu, threads, block)?;
-    let expected = counter.threads;
-    let mut reports = Vec::new();
-    for variant in Variant::ALL {
-        counter.reset(gpu)?;
-        counter.launch(gpu, variant)?;
-        gpu.synchronize(variant.kernel())?;
-        let count = counter.count()?;
-        let mut check = check::exact(&[count], &[expected]);
-        if variant == Variant::Racy {
-            check.passed = (1..=expected).contains(&count);
+impl Workload for Counter {
+    fn shape(&self) -> String {
+        format!("threads={}", self.threads)
+    }
+
+    fn size(&self) -> u64 {
+        self.threads as u64
+    }
+
+    fn work(&self) -> Work {
+        Work::Launches
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let (ptr, threads) = (self.counter.as_device_ptr(), self.threads);
+        gpu.launch(&variant.kernel, &self.config, &[arg(&ptr), arg(&threads)])
+    }
+
+    fn reset(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.zero("the counter", &self.counter)
+    }
+
+    fn before_check(&self, _gpu: &Gpu) -> GpuResult<()> {
+        Ok(())
+    }
+
+    fn compute_reference(&mut self) {}
+
+    fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
+        let count = gpu.download("the counter", &self.counter, 1)?[0];
+        let mut check = check::exact(&[count], &[self.threads]);
+        if variant.name == "racy" {
+            check.passed = (1..=self.threads).contains(&count);
         }
-        let gpu_ms = gpu.time_ms(variant.kernel(), iters, || counter.reset(gpu), || counter.launch(gpu, variant))?;
-        let lost = expected - count.min(expected);
+        let lost = self.threads - count.min(self.threads);
         let note = format!(
             "count {} of {} ({} increments lost, {:.1}%)",
             count,
-            expected,
+            self.threads,
             lost,
-            100.0 * lost as f64 / expected as f64
+            100.0 * lost as f64 / self.threads as f64
         );
-        reports.push(
-            Report::new(&gpu.info, "counter", variant.name(), format!("threads={}", threads), gpu_ms, Work::Launches, None, check)
-                .with_note(note),
-        );
+        Ok(Checked { check, note: Some(note) })
     }
-    Ok(reports)
 }

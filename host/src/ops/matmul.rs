@@ -6,22 +6,20 @@
 //! by up to `4·k·ε`, about 12 times the typical error.
 
 use crate::check;
-use crate::data::{random_f32, timed};
-use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
-use crate::report::{Report, Work};
-use cust::memory::{CopyDestination, DeviceBuffer};
+use crate::data::random_f32;
+use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
+use interface::matmul::{
+    tiled_shared_bytes, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE,
+    VEC4_SHARED_BYTES,
+};
 use ndarray::ArrayView2;
 
-/// Must match `kernels::matmul`: both register-blocked kernels use 256 threads on a 128×128
-/// tile with BK = 8; `vec4` keeps two shared-memory stages.
-const BLOCKED_THREADS: u32 = 256;
-const BLOCKED_TILE: usize = 128;
-const BLOCKED_SHARED_BYTES: u32 = (8 * (128 + 128) * 4) as u32;
-const VEC4_SHARED_BYTES: u32 = 2 * BLOCKED_SHARED_BYTES;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ArgEnum)]
-pub enum Variant {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Step {
     Naive,
     Tiled16,
     Tiled32,
@@ -29,58 +27,64 @@ pub enum Variant {
     Vec4,
 }
 
-impl Variant {
-    pub const ALL: [Variant; 5] = [Variant::Naive, Variant::Tiled16, Variant::Tiled32, Variant::Blocked, Variant::Vec4];
+impl Step {
+    pub const ALL: [Step; 5] = [Step::Naive, Step::Tiled16, Step::Tiled32, Step::Blocked, Step::Vec4];
 
     pub fn name(self) -> &'static str {
         match self {
-            Variant::Naive => "naive",
-            Variant::Tiled16 => "tiled16",
-            Variant::Tiled32 => "tiled32",
-            Variant::Blocked => "blocked",
-            Variant::Vec4 => "vec4",
+            Step::Naive => "naive",
+            Step::Tiled16 => "tiled16",
+            Step::Tiled32 => "tiled32",
+            Step::Blocked => "blocked",
+            Step::Vec4 => "vec4",
         }
     }
 
     pub fn kernel(self) -> &'static str {
         match self {
-            Variant::Naive => "matmul_naive",
-            Variant::Tiled16 => "matmul_tiled_16",
-            Variant::Tiled32 => "matmul_tiled_32",
-            Variant::Blocked => "matmul_blocked_128x128",
-            Variant::Vec4 => "matmul_vec4_128x128",
+            Step::Naive => "matmul_naive",
+            Step::Tiled16 => "matmul_tiled_16",
+            Step::Tiled32 => "matmul_tiled_32",
+            Step::Blocked => "matmul_blocked_128x128",
+            Step::Vec4 => "matmul_vec4_128x128",
         }
     }
 
+    fn of(kernel: &str) -> Step {
+        Step::ALL.into_iter().find(|s| s.kernel() == kernel).expect("a matmul kernel")
+    }
+
     pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
-        let blocks = |extent: usize, tile: usize| {
-            u32::try_from((extent + tile - 1) / tile)
-                .map_err(|_| GpuError::InvalidInput(format!("{} does not fit a grid of {}-wide tiles", extent, tile)))
-        };
-        let square = |tile: usize, shared: u32| -> GpuResult<LaunchConfig> {
-            Ok(LaunchConfig {
-                grid: (blocks(n, tile)?, blocks(m, tile)?, 1),
-                block: (tile as u32, tile as u32, 1),
-                shared_bytes: shared,
-            })
-        };
+        let square =
+            |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
+        let blocked = |shared: usize| LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), shared);
         match self {
-            Variant::Naive => square(16, 0),
-            Variant::Tiled16 => square(16, 2 * 16 * 16 * 4),
-            Variant::Tiled32 => square(32, 2 * 32 * 32 * 4),
-            Variant::Blocked | Variant::Vec4 => Ok(LaunchConfig {
-                grid: (blocks(n, BLOCKED_TILE)?, blocks(m, BLOCKED_TILE)?, 1),
-                block: (BLOCKED_THREADS, 1, 1),
-                shared_bytes: if self == Variant::Blocked { BLOCKED_SHARED_BYTES } else { VEC4_SHARED_BYTES },
-            }),
+            Step::Naive => square(NAIVE_BLOCK, 0),
+            Step::Tiled16 => square(SMALL_TILE, tiled_shared_bytes(SMALL_TILE)),
+            Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
+            Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
+            Step::Vec4 => blocked(VEC4_SHARED_BYTES),
         }
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    #[arg(long, default_value_t = 4096)]
+    pub m: usize,
+    #[arg(long, default_value_t = 4096)]
+    pub n: usize,
+    #[arg(long, default_value_t = 4096)]
+    pub k: usize,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Step>,
 }
 
 pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
     let b = ArrayView2::from_shape((k, n), b).expect("b is k×n");
-    a.dot(&b).into_raw_vec()
+    a.dot(&b).into_raw_vec_and_offset().0
 }
 
 pub fn tolerance(k: usize) -> f64 {
@@ -94,39 +98,33 @@ pub struct Matmul {
     pub k: usize,
     pub a: Vec<f32>,
     pub b: Vec<f32>,
+    variants: Vec<Variant>,
+    expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
     dc: DeviceBuffer<f32>,
 }
 
 impl Matmul {
-    pub fn new(gpu: &Gpu, (m, n, k): (usize, usize, usize), seed: u64) -> GpuResult<Self> {
-        if m == 0 || n == 0 || k == 0 {
-            return Err(GpuError::InvalidInput(format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k)));
-        }
-        for variant in Variant::ALL {
-            gpu.validate(variant.kernel(), &variant.launch_config(m, n)?)?;
+    pub fn new(gpu: &Gpu, (m, n, k): (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
+        require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))?;
+        let steps = if steps.is_empty() { &Step::ALL[..] } else { steps };
+        for step in steps {
+            gpu.validate(step.kernel(), &step.launch_config(m, n)?)?;
         }
         gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
         let (a, b) = (random_f32(m * k, seed), random_f32(k * n, seed ^ 1));
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
         let dc = gpu.poisoned::<f32>("C", m * n)?;
-        Ok(Self { m, n, k, a, b, da, db, dc })
+        let variants = steps.iter().map(|s| Variant::new(s.name(), s.kernel())).collect();
+        Ok(Self { m, n, k, a, b, variants, expected: vec![], da, db, dc })
     }
 
-    pub fn work(&self) -> Work {
-        Work::Flops(2 * (self.m * self.n * self.k) as u64)
-    }
-
-    pub fn launch(&self, gpu: &Gpu, variant: Variant) -> GpuResult<()> {
-        self.launch_on(gpu, &gpu.stream, variant)
-    }
-
-    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, variant: Variant) -> GpuResult<()> {
+    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, step: Step) -> GpuResult<()> {
         let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
         let (m, n, k, a_len, b_len) = (self.m, self.n, self.k, self.a.len(), self.b.len());
         let args = [arg(&pa), arg(&a_len), arg(&pb), arg(&b_len), arg(&pc), arg(&m), arg(&n), arg(&k)];
-        gpu.launch_on(stream, variant.kernel(), &variant.launch_config(m, n)?, &args)
+        gpu.launch_on(stream, step.kernel(), &step.launch_config(m, n)?, &args)
     }
 
     /// C on the GPU, for kernels that consume it.
@@ -134,15 +132,8 @@ impl Matmul {
         &self.dc
     }
 
-    /// Fills C with NaN so that an element no kernel writes fails the check.
-    pub fn poison(&self, gpu: &Gpu) -> GpuResult<()> {
-        gpu.poison("C", &self.dc)
-    }
-
-    pub fn result(&self) -> GpuResult<Vec<f32>> {
-        let mut c = vec![0.0f32; self.m * self.n];
-        self.dc.copy_to(&mut c).during("copying C back")?;
-        Ok(c)
+    pub fn result(&self, gpu: &Gpu) -> GpuResult<Vec<f32>> {
+        gpu.download("C", &self.dc, self.m * self.n)
     }
 
     pub fn cpu_reference(&self) -> Vec<f32> {
@@ -150,26 +141,73 @@ impl Matmul {
     }
 }
 
-pub fn run(gpu: &Gpu, shape: (usize, usize, usize), variants: &[Variant], iters: usize, seed: u64) -> GpuResult<Vec<Report>> {
-    let matmul = Matmul::new(gpu, shape, seed)?;
-    let (reference, cpu_ms) = timed(|| matmul.cpu_reference());
-    let mut reports = Vec::new();
-    for &variant in variants {
-        matmul.poison(gpu)?;
-        matmul.launch(gpu, variant)?;
-        gpu.synchronize(variant.kernel())?;
-        let check = check::close(&matmul.result()?, &reference, tolerance(matmul.k));
-        let gpu_ms = gpu.time_ms(variant.kernel(), iters, || Ok(()), || matmul.launch(gpu, variant))?;
-        reports.push(Report::new(
-            &gpu.info,
-            "matmul",
-            variant.name(),
-            format!("{}x{}x{}", matmul.m, matmul.n, matmul.k),
-            gpu_ms,
-            matmul.work(),
-            Some(cpu_ms),
-            check,
-        ));
+impl Kernel for Matmul {
+    const NAME: &'static str = "matmul";
+    const ABOUT: &'static str = "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        Step::ALL.into_iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?))).collect()
     }
-    Ok(reports)
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        let cube = |side: usize| format!("--m {side} --n {side} --k {side}");
+        // The simple kernels alone would take most of a sweep at 8192.
+        let fast = |side: usize| format!("{} --variant blocked --variant vec4", cube(side));
+        match purpose {
+            Purpose::Default => vec![String::new()],
+            Purpose::Check => {
+                [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700), (1024, 768, 512)]
+                    .iter()
+                    .map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"))
+                    .collect()
+            }
+            Purpose::Quick => vec![cube(1024), cube(2048), cube(4096)],
+            Purpose::Full => vec![cube(512), cube(1024), cube(2048), cube(4096), fast(8192)],
+            Purpose::Criterion => vec![cube(256), cube(512), cube(1024)],
+        }
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        Self::new(gpu, (options.m, options.n, options.k), &options.variants, seed)
+    }
+}
+
+impl Workload for Matmul {
+    fn shape(&self) -> String {
+        format!("{}x{}x{}", self.m, self.n, self.k)
+    }
+
+    fn size(&self) -> u64 {
+        self.m as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        let cube = self.m == self.n && self.n == self.k;
+        Some(if cube { format!("sgemm_f32_{}", self.m) } else { format!("sgemm_f32_{}x{}x{}", self.m, self.n, self.k) })
+    }
+
+    fn work(&self) -> Work {
+        Work::Flops(2 * (self.m * self.n * self.k) as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        self.launch_on(gpu, &gpu.stream, Step::of(&variant.kernel))
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("C", &self.dc)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = self.cpu_reference();
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        Ok(check::close(&self.result(gpu)?, &self.expected, tolerance(self.k)).into())
+    }
 }

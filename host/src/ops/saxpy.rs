@@ -1,81 +1,120 @@
-//! Host side of `kernels::grid_stride::saxpy`: a grid sized to the GPU, not to the data.
+//! Host side of `kernels::saxpy`: a grid-stride loop over a grid sized to the GPU, not to the
+//! data.
+//!
+//! Tolerance: the GPU may fuse the multiply-add (one rounding instead of two). With x and y in
+//! [-1, 1) and a = 2.5, |a·x| + |y| <= 3.5, so the two differ by at most one rounding of that
+//! size: 3.5·ε.
 
 use crate::check;
-use crate::data::{random_f32, timed};
-use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
-use crate::report::{Report, Work};
+use crate::data::random_f32;
+use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
 use cust::memory::{CopyDestination, DeviceBuffer};
-use ndarray::ArrayView1;
+use interface::DEFAULT_BLOCK;
 
 pub const A: f32 = 2.5;
+/// Blocks per SM when the grid is left to the host: enough to hide memory latency.
+const BLOCKS_PER_SM: u32 = 4;
 
-pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
-    (&ArrayView1::from(x) * a + &ArrayView1::from(y)).to_vec()
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Elements.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub n: usize,
+    /// Threads per block.
+    #[arg(long, default_value_t = DEFAULT_BLOCK)]
+    pub block: u32,
+    /// Blocks in the grid (0: 4 per SM).
+    #[arg(long, default_value_t = 0)]
+    pub grid: u32,
 }
 
-/// `grid` blocks of `block` threads; `grid` = 0 picks 4 blocks per SM, independent of `n`.
-pub fn launch_config(gpu: &Gpu, block: u32, grid: u32) -> GpuResult<LaunchConfig> {
-    let grid = if grid == 0 { 4 * gpu.info.multiprocessors as u32 } else { grid };
-    Ok(LaunchConfig { grid: (grid, 1, 1), ..LaunchConfig::linear(1, block)? })
+pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
+    x.iter().zip(y).map(|(x, y)| a * x + y).collect()
 }
 
 /// Inputs on the GPU, ready to launch. `y` is updated in place, so every launch after the
-/// first works on changed values (the same work, for timing).
+/// first works on changed values (the same work, for timing); the check restores it first.
 pub struct Saxpy {
-    pub n: usize,
-    pub config: LaunchConfig,
     pub x: Vec<f32>,
     pub y: Vec<f32>,
+    pub config: LaunchConfig,
+    variants: [Variant; 1],
+    expected: Vec<f32>,
     dx: DeviceBuffer<f32>,
     dy: DeviceBuffer<f32>,
 }
 
-impl Saxpy {
-    pub fn new(gpu: &Gpu, n: usize, block: u32, grid: u32, seed: u64) -> GpuResult<Self> {
-        if n == 0 {
-            return Err(GpuError::InvalidInput("saxpy needs n >= 1".into()));
+impl Kernel for Saxpy {
+    const NAME: &'static str = "saxpy";
+    const ABOUT: &'static str = "y = a·x + y with a grid-stride loop over a grid sized to the GPU";
+    type Options = Options;
+
+    fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        Ok(vec![("saxpy", LaunchConfig::grid_stride(sms, BLOCKS_PER_SM, DEFAULT_BLOCK, 0)?)])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Check => {
+                ["--n 1", "--n 999983 --block 128 --grid 1", "--n 16777217 --grid 7", "--n 4099 --block 32"]
+                    .map(String::from)
+                    .to_vec()
+            }
+            _ => one_per_element_sizes(purpose),
         }
-        let config = launch_config(gpu, block, grid)?;
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1, || "saxpy needs n >= 1".into())?;
+        let config =
+            LaunchConfig::grid_stride(gpu.info.multiprocessors as u32, BLOCKS_PER_SM, options.block, options.grid)?;
         gpu.validate("saxpy", &config)?;
         gpu.ensure_fits("saxpy's two buffers", 2 * 4 * n as u64)?;
         let (x, y) = (random_f32(n, seed), random_f32(n, seed ^ 1));
         let (dx, dy) = (gpu.upload("x", &x)?, gpu.upload("y", &y)?);
-        Ok(Self { n, config, x, y, dx, dy })
-    }
-
-    pub fn work(&self) -> Work {
-        Work::Bytes(3 * 4 * self.n as u64)
-    }
-
-    pub fn launch(&self, gpu: &Gpu) -> GpuResult<()> {
-        let (px, py, n) = (self.dx.as_device_ptr(), self.dy.as_device_ptr(), self.n);
-        gpu.launch("saxpy", &self.config, &[arg(&A), arg(&px), arg(&n), arg(&py)])
-    }
-
-    pub fn result(&self) -> GpuResult<Vec<f32>> {
-        let mut y = vec![0.0f32; self.n];
-        self.dy.copy_to(&mut y).during("copying y back")?;
-        Ok(y)
+        Ok(Self { x, y, config, variants: [Variant::new("gridstride", "saxpy")], expected: vec![], dx, dy })
     }
 }
 
-pub fn run(gpu: &Gpu, n: usize, block: u32, grid: u32, iters: usize, seed: u64) -> GpuResult<Report> {
-    let saxpy = Saxpy::new(gpu, n, block, grid, seed)?;
-    saxpy.launch(gpu)?;
-    gpu.synchronize("saxpy")?;
-    let (reference, cpu_ms) = timed(|| cpu_reference(A, &saxpy.x, &saxpy.y));
-    // The GPU may fuse the multiply-add (one rounding instead of two): |a·x| + |y| <= 3.5,
-    // so the two differ by at most one rounding of that size.
-    let check = check::close(&saxpy.result()?, &reference, 3.5 * f32::EPSILON as f64);
-    let gpu_ms = gpu.time_ms("saxpy", iters, || Ok(()), || saxpy.launch(gpu))?;
-    Ok(Report::new(
-        &gpu.info,
-        "saxpy",
-        "gridstride",
-        format!("n={} grid={}x{}", n, saxpy.config.grid.0, block),
-        gpu_ms,
-        saxpy.work(),
-        Some(cpu_ms),
-        check,
-    ))
+impl Workload for Saxpy {
+    fn shape(&self) -> String {
+        format!("n={} grid={}x{}", self.x.len(), self.config.grid.0, self.config.block.0)
+    }
+
+    fn size(&self) -> u64 {
+        self.x.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some("copy_f32".into())
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(3 * 4 * self.x.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let (px, py, n) = (self.dx.as_device_ptr(), self.dy.as_device_ptr(), self.x.len());
+        gpu.launch(&variant.kernel, &self.config, &[arg(&A), arg(&px), arg(&n), arg(&py)])
+    }
+
+    fn before_check(&self, _gpu: &Gpu) -> GpuResult<()> {
+        self.dy.index(..).copy_from(&self.y[..]).during("restoring y")
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(A, &self.x, &self.y);
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let tolerance = 3.5 * f32::EPSILON as f64;
+        Ok(check::close(&gpu.download("y", &self.dy, self.y.len())?, &self.expected, tolerance).into())
+    }
 }

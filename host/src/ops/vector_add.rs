@@ -1,74 +1,113 @@
 //! Host side of `kernels::vector_add`: one thread per element.
+//!
+//! Tolerance: the GPU performs the same single IEEE addition as the CPU, so the result must be
+//! bit-identical.
 
 use crate::check;
-use crate::data::{random_f32, timed};
-use crate::gpu::{arg, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
-use crate::report::{Report, Work};
-use cust::memory::{CopyDestination, DeviceBuffer};
-use ndarray::ArrayView1;
+use crate::data::random_f32;
+use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::DeviceBuffer;
+use interface::DEFAULT_BLOCK;
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Elements.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub n: usize,
+    /// Threads per block.
+    #[arg(long, default_value_t = DEFAULT_BLOCK)]
+    pub block: u32,
+}
 
 pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
-    (&ArrayView1::from(a) + &ArrayView1::from(b)).to_vec()
+    a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
 
 /// Inputs on the GPU, ready to launch.
 pub struct VectorAdd {
-    pub n: usize,
-    config: LaunchConfig,
     pub a: Vec<f32>,
     pub b: Vec<f32>,
+    block: u32,
+    config: LaunchConfig,
+    variants: [Variant; 1],
+    expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
     dc: DeviceBuffer<f32>,
 }
 
-impl VectorAdd {
-    pub fn new(gpu: &Gpu, n: usize, block: u32, seed: u64) -> GpuResult<Self> {
-        if n == 0 {
-            return Err(GpuError::InvalidInput("vector-add needs n >= 1".into()));
+impl Kernel for VectorAdd {
+    const NAME: &'static str = "vector-add";
+    const ABOUT: &'static str = "c = a + b, one thread per element";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        Ok(vec![("vector_add", LaunchConfig::linear(1 << 28, DEFAULT_BLOCK)?)])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Check => {
+                ["--n 1", "--n 1000", "--n 1048579 --block 1024", "--n 10000019 --block 97", "--n 5 --block 1"]
+                    .map(String::from)
+                    .to_vec()
+            }
+            _ => one_per_element_sizes(purpose),
         }
-        let config = LaunchConfig::linear(n, block)?;
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1, || "vector-add needs n >= 1".into())?;
+        let config = LaunchConfig::linear(n, options.block)?;
         gpu.validate("vector_add", &config)?;
         gpu.ensure_fits("vector-add's three buffers", 3 * 4 * n as u64)?;
         let (a, b) = (random_f32(n, seed), random_f32(n, seed ^ 1));
         let (da, db) = (gpu.upload("a", &a)?, gpu.upload("b", &b)?);
         let dc = gpu.poisoned::<f32>("c", n)?;
-        Ok(Self { n, config, a, b, da, db, dc })
-    }
-
-    pub fn work(&self) -> Work {
-        Work::Bytes(3 * 4 * self.n as u64)
-    }
-
-    pub fn launch(&self, gpu: &Gpu) -> GpuResult<()> {
-        let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
-        let n = self.n;
-        gpu.launch("vector_add", &self.config, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
-    }
-
-    pub fn result(&self) -> GpuResult<Vec<f32>> {
-        let mut c = vec![0.0f32; self.n];
-        self.dc.copy_to(&mut c).during("copying c back")?;
-        Ok(c)
+        let variants = [Variant::new("scalar", "vector_add")];
+        Ok(Self { a, b, block: options.block, config, variants, expected: vec![], da, db, dc })
     }
 }
 
-pub fn run(gpu: &Gpu, n: usize, block: u32, iters: usize, seed: u64) -> GpuResult<Report> {
-    let add = VectorAdd::new(gpu, n, block, seed)?;
-    add.launch(gpu)?;
-    gpu.synchronize("vector_add")?;
-    let (reference, cpu_ms) = timed(|| cpu_reference(&add.a, &add.b));
-    // The GPU performs the same single IEEE addition: the result must be bit-identical.
-    let check = check::close(&add.result()?, &reference, 0.0);
-    let gpu_ms = gpu.time_ms("vector_add", iters, || Ok(()), || add.launch(gpu))?;
-    Ok(Report::new(
-        &gpu.info,
-        "vector-add",
-        "scalar",
-        format!("n={} block={}", n, block),
-        gpu_ms,
-        add.work(),
-        Some(cpu_ms),
-        check,
-    ))
+impl Workload for VectorAdd {
+    fn shape(&self) -> String {
+        format!("n={} block={}", self.a.len(), self.block)
+    }
+
+    fn size(&self) -> u64 {
+        self.a.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some("vector_add_f32".into())
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(3 * 4 * self.a.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
+        let n = self.a.len();
+        gpu.launch(&variant.kernel, &self.config, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("c", &self.dc)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(&self.a, &self.b);
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        Ok(check::close(&gpu.download("c", &self.dc, self.a.len())?, &self.expected, 0.0).into())
+    }
 }

@@ -1,7 +1,13 @@
-//! What the GPU test files share: a GPU, or the report that there is none.
+//! What the GPU test files share: a GPU, or the report that there is none; and running a
+//! family at given options.
+#![allow(dead_code)] // each test binary uses its own part of this
 
-use host::gpu::{Gpu, GpuError};
+use host::gpu::{Cache, Gpu, GpuError};
+use host::registry::{self, Timer};
+use host::report::Report;
 use std::io::Write;
+
+pub const SEED: u64 = 7;
 
 /// The GPU, or `None` after saying on stderr (past the test harness's capture) that `test`
 /// skipped and why. With `REQUIRE_GPU=1` a missing GPU fails the test instead.
@@ -13,5 +19,19 @@ pub fn gpu(test: &str) -> Option<Gpu> {
             None
         }
         Err(err) => panic!("{}: {}", test, err),
+    }
+}
+
+/// Checks and times `family` at `options` with `launches` timed launches.
+pub fn run(gpu: &Gpu, family: &str, options: &str, launches: usize) -> Vec<Report> {
+    let family = registry::family(family).unwrap_or_else(|| panic!("no family {}", family));
+    registry::run_options(gpu, family, options, SEED, Timer { launches, cache: Cache::Flushed })
+        .unwrap_or_else(|e| panic!("{} {}: {:#}", family.name(), options, e))
+}
+
+pub fn assert_passed(reports: &[Report]) {
+    assert!(!reports.is_empty());
+    for report in reports {
+        assert!(report.check.passed, "{}", report);
     }
 }

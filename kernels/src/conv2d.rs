@@ -1,4 +1,4 @@
-//! Convolution with a small filter in constant memory: 2D (naive and tiled) and 1D.
+//! 2D convolution with a small filter in constant memory: naive, then tiled with a halo.
 //!
 //! As in deep-learning frameworks, "convolution" here is cross-correlation (the filter is not
 //! flipped): `out[y][x] = Σ filter[fy][fx] · in[y + fy - r][x + fx - r]` for a
@@ -28,17 +28,13 @@
 //!
 //! Measured on an H100 (8192², 5×5, 2026-11-22): naive 2.28 ms, tiled with one pixel per
 //! thread 0.444 ms, tiled with the register columns 0.427 ms (cuDNN: 7.4 ms).
-//!
-//! **`conv1d`**: the same idea in one dimension: a 256-thread block stages its 256 inputs
-//! plus `r` on each side in shared memory, then each thread applies the `2r + 1` taps.
 
 use cuda_std::prelude::*;
 use cuda_std::{address_space, shared_array};
+use interface::conv::{BLOCK_ROWS, MAX_RADIUS, MAX_TAPS, TILE};
 
-pub const MAX_RADIUS: usize = 3;
-pub const MAX_TAPS: usize = (2 * MAX_RADIUS + 1) * (2 * MAX_RADIUS + 1);
-
-/// The filter taps, row-major, `(2r + 1)²` of them for 2D and `2r + 1` for 1D.
+/// The filter taps, row-major, `(2r + 1)²` of them for 2D and `2r + 1` for 1D (`conv1d`
+/// reads the same array). The host finds it by name, [`interface::conv::FILTER_SYMBOL`].
 #[address_space(constant)]
 #[no_mangle]
 pub static mut FILTER: [f32; MAX_TAPS] = [0.0; MAX_TAPS];
@@ -75,8 +71,6 @@ pub unsafe fn conv2d_naive(
     *output.add(y * width + x) = acc;
 }
 
-const TILE: usize = 32;
-const BLOCK_ROWS: usize = 4;
 const ROWS_PER_THREAD: usize = TILE / BLOCK_ROWS;
 const SHARED_WIDTH: usize = TILE + 2 * MAX_RADIUS;
 
@@ -141,32 +135,4 @@ pub unsafe fn conv2d_tiled_r2(input: &[f32], output: *mut f32, width: usize, hei
 #[kernel]
 pub unsafe fn conv2d_tiled_r3(input: &[f32], output: *mut f32, width: usize, height: usize) {
     conv2d_tiled::<3>(input, output, width, height);
-}
-
-/// Threads per block (and outputs per block) of [`conv1d`].
-pub const CONV1D_BLOCK: usize = 256;
-
-#[kernel]
-pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
-    let tile = shared_array![f32; CONV1D_BLOCK + 2 * MAX_RADIUS];
-    let n = input.len();
-    let tid = thread::thread_idx_x() as usize;
-    let start = thread::block_idx_x() as usize * CONV1D_BLOCK;
-
-    let mut e = tid;
-    while e < CONV1D_BLOCK + 2 * radius {
-        let g = (start + e).wrapping_sub(radius);
-        *tile.add(e) = if g < n { *input.get_unchecked(g) } else { 0.0 };
-        e += CONV1D_BLOCK;
-    }
-    thread::sync_threads();
-
-    let i = start + tid;
-    if i < n {
-        let mut acc = 0.0f32;
-        for f in 0..2 * radius + 1 {
-            acc += FILTER[f] * *tile.add(tid + f);
-        }
-        *output.add(i) = acc;
-    }
 }

@@ -7,12 +7,13 @@
 //! the grid to the GPU (a few blocks per SM) instead of to the data. On each pass of the loop
 //! neighbouring threads still touch neighbouring elements, so accesses stay coalesced.
 
+use crate::{global_index, grid_threads};
 use cuda_std::prelude::*;
 
 #[kernel]
 pub unsafe fn saxpy(a: f32, x: &[f32], y: *mut f32) {
-    let stride = (thread::block_dim_x() * thread::grid_dim_x()) as usize;
-    let mut i = thread::index_1d() as usize;
+    let stride = grid_threads();
+    let mut i = global_index();
     while i < x.len() {
         let yi = y.add(i);
         *yi = a * *x.get_unchecked(i) + *yi;

@@ -1,10 +1,11 @@
-//! The CUDA runtime, shown on its own: streams and events, host-device bandwidth, and
-//! copy/compute overlap. Each function prints what it measured and returns it for `--json`.
+//! The CUDA runtime shown on its own, beside the kernel families: streams and events
+//! (`host streams`), host-device bandwidth (`host bandwidth`) and copy/compute overlap
+//! (`host overlap`). Each returns what it measured, to print or to write as JSON.
 
 use crate::check::{self, Check};
 use crate::data::random_f32;
-use crate::gpu::{arg, median, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
-use crate::ops::matmul::{self, Matmul};
+use crate::gpu::{arg, require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig, Timing};
+use crate::ops::matmul::{self, Matmul, Step};
 use cust::event::{Event, EventFlags};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, LockedBuffer};
 use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
@@ -47,39 +48,39 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     // Tiles of 128: a square of side 128·⌊√(SMs/2)⌋ puts at most half the SMs to work.
     let side = 128 * ((sms as f64 / 2.0).sqrt().floor() as usize).max(1);
     let shape = (side, side, 8192);
-    let variant = matmul::Variant::Blocked;
-    let config = variant.launch_config(side, side)?;
+    let step = Step::Blocked;
+    let config = step.launch_config(side, side)?;
     let (s1, s2) = (stream()?, stream()?);
-    let first = Matmul::new(gpu, shape, seed)?;
-    let second = Matmul::new(gpu, shape, seed ^ 2)?;
+    let first = Matmul::new(gpu, shape, &[step], seed)?;
+    let second = Matmul::new(gpu, shape, &[step], seed ^ 2)?;
+    let median_ms = |stream: &Stream, launch: &dyn Fn() -> GpuResult<()>| -> GpuResult<f64> {
+        Ok(gpu.time_on(stream, iters, Cache::Warm, || Ok(()), launch)?.median_ms)
+    };
 
-    let alone = (
-        gpu.time_ms_on(&s1, "the first matmul", iters, || Ok(()), || first.launch_on(gpu, &s1, variant))?,
-        gpu.time_ms_on(&s2, "the second matmul", iters, || Ok(()), || second.launch_on(gpu, &s2, variant))?,
-    );
+    let alone =
+        (median_ms(&s1, &|| first.launch_on(gpu, &s1, step))?, median_ms(&s2, &|| second.launch_on(gpu, &s2, step))?);
     // Timed on stream 1: stream 2 waits to start from the same point, and stream 1 waits for
     // stream 2 so that the stop event comes after both.
-    let together_ms = gpu.time_ms_on(&s1, "two matmuls", iters, || Ok(()), || {
+    let together_ms = median_ms(&s1, &|| {
         wait_for(&s2, &s1)?;
-        first.launch_on(gpu, &s1, variant)?;
-        second.launch_on(gpu, &s2, variant)?;
+        first.launch_on(gpu, &s1, step)?;
+        second.launch_on(gpu, &s2, step)?;
         wait_for(&s1, &s2)
     })?;
 
     // The dependency. C1 is poisoned first: if stream 2 ran early it would double NaNs.
-    first.poison(gpu)?;
+    gpu.poison("C1", first.c())?;
     let len = side * side;
     let doubled = gpu.poisoned::<f32>("2·C1", len)?;
     let (pc1, pd) = (first.c().as_device_ptr(), doubled.as_device_ptr());
-    first.launch_on(gpu, &s1, variant)?;
+    first.launch_on(gpu, &s1, step)?;
     wait_for(&s2, &s1)?;
     let add = LaunchConfig::linear(len, 256)?;
     gpu.validate("vector_add", &add)?;
     gpu.launch_on(&s2, "vector_add", &add, &[arg(&pc1), arg(&len), arg(&pc1), arg(&len), arg(&pd)])?;
     s2.synchronize().during("running the dependent kernel")?;
-    let c1 = first.result()?;
-    let mut doubled_host = vec![0.0f32; len];
-    doubled.copy_to(&mut doubled_host).during("copying 2·C1 back")?;
+    let c1 = first.result(gpu)?;
+    let doubled_host = gpu.download("2·C1", &doubled, len)?;
     let matmul_check = check::close(&c1, &first.cpu_reference(), matmul::tolerance(shape.2));
     let expected: Vec<f32> = c1.iter().map(|x| x + x).collect();
     let dependent_check = check::close(&doubled_host, &expected, 0.0);
@@ -99,15 +100,31 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
 impl StreamsReport {
     pub fn print(&self) {
         let (m, n, k) = self.shape;
-        println!("two independent SGEMMs {}x{}x{}, {} blocks each on a {}-SM GPU", m, n, k, self.blocks_per_kernel, self.multiprocessors);
+        println!(
+            "two independent SGEMMs {}x{}x{}, {} blocks each on a {}-SM GPU",
+            m, n, k, self.blocks_per_kernel, self.multiprocessors
+        );
         println!("  stream 1 alone      {:>9.3} ms", self.alone_ms.0);
         println!("  stream 2 alone      {:>9.3} ms", self.alone_ms.1);
         println!("  sum                 {:>9.3} ms", self.alone_ms.0 + self.alone_ms.1);
-        println!("  both, two streams   {:>9.3} ms   = {:.2} x the sum ({})", self.together_ms, self.overlap_ratio,
-            if self.overlap_ratio < 0.75 { "they overlap" } else { "little overlap" });
+        println!(
+            "  both, two streams   {:>9.3} ms   = {:.2} x the sum ({})",
+            self.together_ms,
+            self.overlap_ratio,
+            if self.overlap_ratio < 0.75 { "they overlap" } else { "little overlap" }
+        );
         println!("dependent kernel on stream 2 after an event on stream 1:");
-        println!("  C1 vs CPU           {} (worst error {:.3e}, tolerance {:.1e})", verdict(&self.matmul_check), self.matmul_check.worst_error, self.matmul_check.tolerance);
-        println!("  2*C1 read after the event  {} (worst error {:.3e})", verdict(&self.dependent_check), self.dependent_check.worst_error);
+        println!(
+            "  C1 vs CPU           {} (worst error {:.3e}, tolerance {:.1e})",
+            verdict(&self.matmul_check),
+            self.matmul_check.worst_error,
+            self.matmul_check.tolerance
+        );
+        println!(
+            "  2*C1 read after the event  {} (worst error {:.3e})",
+            verdict(&self.dependent_check),
+            self.dependent_check.worst_error
+        );
     }
 
     pub fn passed(&self) -> bool {
@@ -141,40 +158,45 @@ pub struct BandwidthRow {
 pub fn bandwidth(gpu: &Gpu, sizes: &[usize], iters: usize) -> GpuResult<Vec<BandwidthRow>> {
     let mut rows = Vec::new();
     for &bytes in sizes {
-        if bytes == 0 {
-            return Err(GpuError::InvalidInput("bandwidth sizes must be at least 1 byte".into()));
-        }
+        require(bytes > 0, || "bandwidth sizes must be at least 1 byte".into())?;
         gpu.ensure_fits("bandwidth buffers", 2 * bytes as u64)?;
         let mut pageable = vec![0x5Au8; bytes];
         let mut pinned = LockedBuffer::new(&0x5Au8, bytes).during("allocating pinned memory")?;
         let mut device = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
         let mut device2 = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
-        let gbs = |ms: f64, moved: usize| moved as f64 / (ms / 1e3) / 1e9;
         let s = &gpu.stream;
-        let h2d_pageable = gpu.time_ms("H2D", iters, || Ok(()), || device.copy_from(&pageable[..]).during("copying H2D"))?;
-        let h2d_pinned = gpu.time_ms("H2D", iters, || Ok(()), || unsafe { device.async_copy_from(&pinned[..], s) }.during("copying H2D"))?;
-        let d2h_pageable = gpu.time_ms("D2H", iters, || Ok(()), || device.copy_to(&mut pageable[..]).during("copying D2H"))?;
-        let d2h_pinned = gpu.time_ms("D2H", iters, || Ok(()), || unsafe { device.async_copy_to(&mut pinned[..], s) }.during("copying D2H"))?;
-        let d2d = gpu.time_ms("D2D", iters, || Ok(()), || unsafe { device2.async_copy_from(&device, s) }.during("copying D2D"))?;
-        rows.push(BandwidthRow {
-            bytes,
-            h2d_pageable: gbs(h2d_pageable, bytes),
-            h2d_pinned: gbs(h2d_pinned, bytes),
-            d2h_pageable: gbs(d2h_pageable, bytes),
-            d2h_pinned: gbs(d2h_pinned, bytes),
-            d2d: gbs(d2d, 2 * bytes),
-        });
+        let gbs = |moved: usize, copy: &mut dyn FnMut() -> GpuResult<()>| -> GpuResult<f64> {
+            let ms = gpu.time(iters, Cache::Warm, || Ok(()), &mut *copy)?.median_ms;
+            Ok(moved as f64 / (ms / 1e3) / 1e9)
+        };
+        let h2d_pageable = gbs(bytes, &mut || device.copy_from(&pageable[..]).during("copying H2D"))?;
+        let h2d_pinned = gbs(bytes, &mut || unsafe { device.async_copy_from(&pinned[..], s) }.during("copying H2D"))?;
+        let d2h_pageable = gbs(bytes, &mut || device.copy_to(&mut pageable[..]).during("copying D2H"))?;
+        let d2h_pinned = gbs(bytes, &mut || unsafe { device.async_copy_to(&mut pinned[..], s) }.during("copying D2H"))?;
+        let d2d = gbs(2 * bytes, &mut || unsafe { device2.async_copy_from(&device, s) }.during("copying D2D"))?;
+        rows.push(BandwidthRow { bytes, h2d_pageable, h2d_pinned, d2h_pageable, d2h_pinned, d2d });
     }
     Ok(rows)
 }
 
 pub fn print_bandwidth(rows: &[BandwidthRow]) {
-    println!("{:>12}  {:>12} {:>12}  {:>12} {:>12}  {:>10}   (GB/s)", "bytes", "H2D pageable", "H2D pinned", "D2H pageable", "D2H pinned", "D2D");
+    println!(
+        "{:>12}  {:>12} {:>12}  {:>12} {:>12}  {:>10}   (GB/s)",
+        "bytes", "H2D pageable", "H2D pinned", "D2H pageable", "D2H pinned", "D2D"
+    );
     for r in rows {
-        println!("{:>12}  {:>12.1} {:>12.1}  {:>12.1} {:>12.1}  {:>10.1}", r.bytes, r.h2d_pageable, r.h2d_pinned, r.d2h_pageable, r.d2h_pinned, r.d2d);
+        println!(
+            "{:>12}  {:>12.1} {:>12.1}  {:>12.1} {:>12.1}  {:>10.1}",
+            r.bytes, r.h2d_pageable, r.h2d_pinned, r.d2h_pageable, r.d2h_pinned, r.d2d
+        );
     }
     if let Some(last) = rows.last() {
-        println!("pinned / pageable at {} bytes: H2D x{:.2}, D2H x{:.2}", last.bytes, last.h2d_pinned / last.h2d_pageable, last.d2h_pinned / last.d2h_pageable);
+        println!(
+            "pinned / pageable at {} bytes: H2D x{:.2}, D2H x{:.2}",
+            last.bytes,
+            last.h2d_pinned / last.h2d_pageable,
+            last.d2h_pinned / last.d2h_pageable
+        );
     }
 }
 
@@ -195,10 +217,19 @@ pub struct OverlapReport {
 /// chunks are copied in either direction (the H100 has separate copy engines for each).
 /// Host buffers are pinned: asynchronous copies need page-locked memory. Times are host
 /// wall-clock from the first enqueue to the last synchronize, median of `iters`.
-pub fn overlap(gpu: &Gpu, n: usize, streams: usize, chunks: usize, iters: usize, seed: u64) -> GpuResult<OverlapReport> {
-    if n == 0 || streams == 0 || chunks == 0 {
-        return Err(GpuError::InvalidInput("overlap needs n, streams and chunks >= 1".into()));
-    }
+pub fn overlap(
+    gpu: &Gpu,
+    n: usize,
+    streams: usize,
+    chunks: usize,
+    iters: usize,
+    seed: u64,
+) -> GpuResult<OverlapReport> {
+    require(n >= 1 && streams >= 1 && chunks >= 1, || "overlap needs n, streams and chunks >= 1".into())?;
+    require(chunks <= n, || {
+        format!("overlap cannot split {} elements into {} chunks (at most one chunk per element)", n, chunks)
+    })?;
+    require(iters >= 1, || "overlap needs at least one timed run (--iters 1 or more)".into())?;
     gpu.ensure_fits("overlap's three buffers", 3 * 4 * n as u64)?;
     let a = LockedBuffer::from_slice(&random_f32(n, seed)).during("allocating pinned memory")?;
     let b = LockedBuffer::from_slice(&random_f32(n, seed ^ 1)).during("allocating pinned memory")?;
@@ -210,7 +241,7 @@ pub fn overlap(gpu: &Gpu, n: usize, streams: usize, chunks: usize, iters: usize,
     gpu.validate("vector_add", &LaunchConfig::linear(n, 256)?)?;
 
     let run = |pieces: usize, lanes: &[Stream], c: &mut LockedBuffer<f32>| -> GpuResult<f64> {
-        let piece = (n + pieces - 1) / pieces;
+        let piece = n.div_ceil(pieces);
         let start = Instant::now();
         for (i, lo) in (0..n).step_by(piece).enumerate() {
             let hi = (lo + piece).min(n);
@@ -220,8 +251,14 @@ pub fn overlap(gpu: &Gpu, n: usize, streams: usize, chunks: usize, iters: usize,
                 da.index(lo..hi).async_copy_from(&a[lo..hi], s).during("copying a in")?;
                 db.index(lo..hi).async_copy_from(&b[lo..hi], s).during("copying b in")?;
             }
-            let (pa, pb, pc) = unsafe { (da.as_device_ptr().add(lo), db.as_device_ptr().add(lo), dc.as_device_ptr().add(lo)) };
-            gpu.launch_on(s, "vector_add", &LaunchConfig::linear(len, 256)?, &[arg(&pa), arg(&len), arg(&pb), arg(&len), arg(&pc)])?;
+            let (pa, pb, pc) =
+                unsafe { (da.as_device_ptr().add(lo), db.as_device_ptr().add(lo), dc.as_device_ptr().add(lo)) };
+            gpu.launch_on(
+                s,
+                "vector_add",
+                &LaunchConfig::linear(len, 256)?,
+                &[arg(&pa), arg(&len), arg(&pb), arg(&len), arg(&pc)],
+            )?;
             unsafe { dc.index(lo..hi).async_copy_to(&mut c[lo..hi], s) }.during("copying c out")?;
         }
         for s in lanes {
@@ -234,11 +271,12 @@ pub fn overlap(gpu: &Gpu, n: usize, streams: usize, chunks: usize, iters: usize,
     let expected: Vec<f32> = a.iter().zip(b.iter()).map(|(x, y)| x + y).collect();
     let check = check::close(&c, &expected, 0.0);
     let (mut serial, mut pipelined) = (Vec::new(), Vec::new());
-    for _ in 0..iters.max(1) {
+    for _ in 0..iters {
         serial.push(run(1, &pool[..1], &mut c)?);
         pipelined.push(run(chunks, &pool, &mut c)?);
     }
-    let (serial_ms, pipelined_ms) = (median(&mut serial), median(&mut pipelined));
+    let (serial_ms, pipelined_ms) =
+        (Timing::from_samples(serial, Cache::Warm).median_ms, Timing::from_samples(pipelined, Cache::Warm).median_ms);
     Ok(OverlapReport { n, streams, chunks, serial_ms, pipelined_ms, speedup: serial_ms / pipelined_ms, check })
 }
 
@@ -246,7 +284,15 @@ impl OverlapReport {
     pub fn print(&self) {
         println!("c = a + b over {} floats from and back to pinned host memory", self.n);
         println!("  serial     (1 stream, 1 chunk)            {:>9.3} ms", self.serial_ms);
-        println!("  pipelined  ({} streams, {} chunks)        {:>9.3} ms", self.streams, self.chunks, self.pipelined_ms);
-        println!("  speed-up   x{:.2}   result {} (worst error {:.3e})", self.speedup, verdict(&self.check), self.check.worst_error);
+        println!(
+            "  pipelined  ({} streams, {} chunks)        {:>9.3} ms",
+            self.streams, self.chunks, self.pipelined_ms
+        );
+        println!(
+            "  speed-up   x{:.2}   result {} (worst error {:.3e})",
+            self.speedup,
+            verdict(&self.check),
+            self.check.worst_error
+        );
     }
 }

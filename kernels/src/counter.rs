@@ -12,13 +12,14 @@
 //! address serialize in L2, which is why real code (see `histogram`) spreads them over many
 //! addresses and merges per-block partial results.
 
+use crate::global_index;
+use core::sync::atomic::Ordering;
 use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
-use core::sync::atomic::Ordering;
 
 #[kernel]
 pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
-    if thread::index_1d() < threads {
+    if global_index() < threads as usize {
         let seen = core::ptr::read_volatile(counter);
         core::ptr::write_volatile(counter, seen + 1);
     }
@@ -26,7 +27,7 @@ pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
 
 #[kernel]
 pub unsafe fn counter_atomic(counter: *mut u32, threads: u32) {
-    if thread::index_1d() < threads {
+    if global_index() < threads as usize {
         atomic_fetch_add_u32_device(counter, Ordering::Relaxed, 1);
     }
 }

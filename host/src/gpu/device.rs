@@ -1,0 +1,97 @@
+//! The device's facts the reports need: limits, clocks and the peaks rates are measured against.
+
+use super::{CudaContext, GpuResult};
+use cust::device::{Device, DeviceAttribute};
+use cust::memory::mem_get_info;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub clock_mhz: f64,
+    pub memory_clock_mhz: f64,
+    pub memory_bus_bits: i32,
+    pub l2_bytes: u64,
+    pub total_memory: u64,
+    pub free_memory: u64,
+    pub max_threads_per_block: i32,
+    pub max_threads_per_multiprocessor: i32,
+    pub max_shared_per_block: i32,
+    pub max_block_dims: (i32, i32, i32),
+    pub max_grid_dims: (i32, i32, i32),
+    /// 2 transfers per memory clock (DDR) over the whole bus.
+    pub peak_bandwidth_gbs: f64,
+    /// FP32 lanes × 2 flops (FMA) × clock.
+    pub peak_fp32_gflops: f64,
+}
+
+/// FP32 lanes per SM by architecture (CUDA C Programming Guide, arithmetic throughput).
+fn fp32_lanes_per_sm(major: i32, minor: i32) -> i32 {
+    match (major, minor) {
+        (8, 0) | (7, _) | (6, 0) => 64,
+        _ => 128,
+    }
+}
+
+impl DeviceInfo {
+    pub fn query(device: Device) -> GpuResult<Self> {
+        let attr = |a: DeviceAttribute| device.get_attribute(a).during("reading device attributes");
+        let (major, minor) =
+            (attr(DeviceAttribute::ComputeCapabilityMajor)?, attr(DeviceAttribute::ComputeCapabilityMinor)?);
+        let multiprocessors = attr(DeviceAttribute::MultiprocessorCount)?;
+        let clock_khz = attr(DeviceAttribute::ClockRate)? as f64;
+        let memory_clock_khz = attr(DeviceAttribute::MemoryClockRate)? as f64;
+        let memory_bus_bits = attr(DeviceAttribute::GlobalMemoryBusWidth)?;
+        let (free, total) = mem_get_info().during("querying GPU memory")?;
+        Ok(Self {
+            name: device.name().during("reading the device name")?,
+            compute_capability: (major, minor),
+            multiprocessors,
+            clock_mhz: clock_khz / 1e3,
+            memory_clock_mhz: memory_clock_khz / 1e3,
+            memory_bus_bits,
+            l2_bytes: attr(DeviceAttribute::L2CacheSize)? as u64,
+            total_memory: total as u64,
+            free_memory: free as u64,
+            max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
+            max_threads_per_multiprocessor: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)?,
+            max_shared_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+            max_block_dims: (
+                attr(DeviceAttribute::MaxBlockDimX)?,
+                attr(DeviceAttribute::MaxBlockDimY)?,
+                attr(DeviceAttribute::MaxBlockDimZ)?,
+            ),
+            max_grid_dims: (
+                attr(DeviceAttribute::MaxGridDimX)?,
+                attr(DeviceAttribute::MaxGridDimY)?,
+                attr(DeviceAttribute::MaxGridDimZ)?,
+            ),
+            peak_bandwidth_gbs: 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits as f64 / 8.0) / 1e9,
+            peak_fp32_gflops: multiprocessors as f64 * fp32_lanes_per_sm(major, minor) as f64 * 2.0 * clock_khz * 1e3
+                / 1e9,
+        })
+    }
+
+    pub fn print(&self) {
+        let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+        println!("device              {}", self.name);
+        println!("compute capability  {}.{}", self.compute_capability.0, self.compute_capability.1);
+        println!("multiprocessors     {}", self.multiprocessors);
+        println!(
+            "clock               {:.0} MHz (memory {:.0} MHz, {}-bit bus)",
+            self.clock_mhz, self.memory_clock_mhz, self.memory_bus_bits
+        );
+        println!("memory              {:.1} GiB total, {:.1} GiB free", gib(self.total_memory), gib(self.free_memory));
+        println!("L2 cache            {:.1} MiB", self.l2_bytes as f64 / (1 << 20) as f64);
+        println!(
+            "limits              {} threads per block, {} bytes shared memory per block",
+            self.max_threads_per_block, self.max_shared_per_block
+        );
+        println!(
+            "peaks               {:.0} GB/s memory, {:.0} GFLOP/s FP32",
+            self.peak_bandwidth_gbs, self.peak_fp32_gflops
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! Launch configurations, checked against the device and the kernel before any launch, so a
+//! bad one is an error naming the limit rather than a bare CUDA error code.
+
+use super::{CudaContext, Gpu, GpuError, GpuResult};
+use cust::function::{BlockSize, FunctionAttribute, GridSize};
+use cust::stream::Stream;
+use std::ffi::c_void;
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+/// Blocks of `per_block` needed to cover `extent`, as one grid dimension.
+pub fn blocks(extent: usize, per_block: usize) -> GpuResult<u32> {
+    u32::try_from(extent.div_ceil(per_block).max(1))
+        .map_err(|_| GpuError::InvalidInput(format!("{} elements need more than 2^32 blocks of {}", extent, per_block)))
+}
+
+impl LaunchConfig {
+    /// One thread per element, `block` threads per block.
+    pub fn linear(elements: usize, block: u32) -> GpuResult<Self> {
+        if block == 0 {
+            return Err(GpuError::InvalidInput("block size must be at least 1".into()));
+        }
+        Ok(Self { grid: (blocks(elements, block as usize)?, 1, 1), block: (block, 1, 1), shared_bytes: 0 })
+    }
+
+    /// A grid-stride launch: `grid` blocks of `block`, or `per_sm` blocks per SM when `grid` is 0.
+    pub fn grid_stride(sms: u32, per_sm: u32, block: u32, grid: u32) -> GpuResult<Self> {
+        let grid = if grid == 0 { per_sm * sms } else { grid };
+        Ok(Self { grid: (grid, 1, 1), ..Self::linear(1, block)? })
+    }
+
+    /// A 2D grid of `tile.0 × tile.1` tiles over `width × height`, `block` threads each.
+    pub fn tiles_2d(
+        width: usize,
+        height: usize,
+        tile: (usize, usize),
+        block: (u32, u32),
+        shared_bytes: usize,
+    ) -> GpuResult<Self> {
+        Ok(Self {
+            grid: (blocks(width, tile.0)?, blocks(height, tile.1)?, 1),
+            block: (block.0, block.1, 1),
+            shared_bytes: shared_bytes as u32,
+        })
+    }
+
+    pub fn threads_per_block(&self) -> u64 {
+        self.block.0 as u64 * self.block.1 as u64 * self.block.2 as u64
+    }
+}
+
+/// Pointer to a launch argument, as `cuLaunchKernel` wants it.
+pub fn arg<T>(value: &T) -> *mut c_void {
+    value as *const T as *mut c_void
+}
+
+impl Gpu {
+    /// Checks `config` against the device and the kernel.
+    pub fn validate(&self, kernel: &str, config: &LaunchConfig) -> GpuResult<()> {
+        let invalid = |reason: String| GpuError::InvalidLaunch { kernel: kernel.to_string(), reason };
+        let (bx, by, bz) = config.block;
+        let (gx, gy, gz) = config.grid;
+        if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
+            return Err(invalid(format!("grid {:?} and block {:?} must be non-zero", config.grid, config.block)));
+        }
+        let device_max = self.info.max_threads_per_block as u64;
+        if config.threads_per_block() > device_max {
+            return Err(invalid(format!(
+                "{} threads per block exceed the device limit of {}",
+                config.threads_per_block(),
+                device_max
+            )));
+        }
+        let function = self.function(kernel)?;
+        let kernel_max =
+            function.get_attribute(FunctionAttribute::MaxThreadsPerBlock).during("reading kernel limits")?;
+        if config.threads_per_block() > kernel_max as u64 {
+            return Err(invalid(format!(
+                "{} threads per block exceed this kernel's limit of {} (set by its register use)",
+                config.threads_per_block(),
+                kernel_max
+            )));
+        }
+        let static_shared =
+            function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
+        let shared = static_shared as u64 + config.shared_bytes as u64;
+        if shared > self.info.max_shared_per_block as u64 {
+            return Err(invalid(format!(
+                "{} bytes of shared memory exceed the per-block limit of {}",
+                shared, self.info.max_shared_per_block
+            )));
+        }
+        let (grid_max, block_max) = (self.info.max_grid_dims, self.info.max_block_dims);
+        for (name, value, max) in [
+            ("grid.x", gx, grid_max.0),
+            ("grid.y", gy, grid_max.1),
+            ("grid.z", gz, grid_max.2),
+            ("block.x", bx, block_max.0),
+            ("block.y", by, block_max.1),
+            ("block.z", bz, block_max.2),
+        ] {
+            if value as i64 > max as i64 {
+                return Err(invalid(format!("{} = {} exceeds the device limit of {}", name, value, max)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches `kernel` on the stream. `args` are pointers to the argument values, in the
+    /// kernel's parameter order (a slice parameter takes two: pointer and length). The
+    /// configuration is not checked here, to keep driver queries out of timed launches:
+    /// every workload calls [`Gpu::validate`] once when it is built.
+    pub fn launch(&self, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
+        self.launch_on(&self.stream, kernel, config, args)
+    }
+
+    /// [`Gpu::launch`] on another stream.
+    pub fn launch_on(
+        &self,
+        stream: &Stream,
+        kernel: &str,
+        config: &LaunchConfig,
+        args: &[*mut c_void],
+    ) -> GpuResult<()> {
+        let function = self.function(kernel)?;
+        let (grid, block) = (
+            GridSize::xyz(config.grid.0, config.grid.1, config.grid.2),
+            BlockSize::xyz(config.block.0, config.block.1, config.block.2),
+        );
+        unsafe { stream.launch(&function, grid, block, config.shared_bytes, args) }
+            .during(format!("launching {}", kernel))
+    }
+}

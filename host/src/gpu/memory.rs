@@ -1,0 +1,60 @@
+//! Device memory: allocations checked against the free memory first, poisoned outputs, zeroed
+//! accumulators and copies back.
+
+use super::{CudaContext, Gpu, GpuError, GpuResult};
+use cust::memory::{mem_get_info, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+
+impl Gpu {
+    /// Fails with a clear message unless `bytes` more fit in the free GPU memory.
+    pub fn ensure_fits(&self, what: &str, bytes: u64) -> GpuResult<()> {
+        let (free, total) = mem_get_info().during("querying free GPU memory")?;
+        if bytes > free as u64 {
+            return Err(GpuError::OutOfMemory {
+                what: what.to_string(),
+                needed: bytes,
+                free: free as u64,
+                total: total as u64,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn upload<T: DeviceCopy>(&self, what: &str, data: &[T]) -> GpuResult<DeviceBuffer<T>> {
+        self.ensure_fits(what, std::mem::size_of_val(data) as u64)?;
+        DeviceBuffer::from_slice(data).during(format!("copying {} to the GPU", what))
+    }
+
+    /// A buffer of `len` elements, every byte set to 0xFF: an f32 NaN, u32::MAX. Results are
+    /// checked against a CPU reference, so an element the kernel never wrote shows up.
+    pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
+        self.ensure_fits(what, (len * std::mem::size_of::<T>()) as u64)?;
+        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
+        self.poison(what, &buffer)?;
+        Ok(buffer)
+    }
+
+    /// Sets every byte of `buffer` to 0xFF before a kernel writes it (see [`Gpu::poisoned`]).
+    pub fn poison<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
+        buffer.index(..).set_8(0xFF).during(format!("poisoning {}", what))
+    }
+
+    /// Zeroes `buffer` in stream order, so the next launch on the stream sees zeros.
+    pub fn zero<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
+        // A view of the same memory: the memset is ordered on the stream like a kernel that
+        // writes through a shared reference.
+        let mut view = buffer.index(..);
+        unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
+    }
+
+    /// The first `len` elements of `buffer`, copied to the host.
+    pub fn download<T: DeviceCopy + Default + Clone>(
+        &self,
+        what: &str,
+        buffer: &DeviceSlice<T>,
+        len: usize,
+    ) -> GpuResult<Vec<T>> {
+        let mut host = vec![T::default(); len];
+        buffer.index(..len).copy_to(&mut host[..]).during(format!("copying {} back", what))?;
+        Ok(host)
+    }
+}

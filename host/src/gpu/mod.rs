@@ -1,0 +1,65 @@
+//! The host machinery every kernel uses, written once: the context, the module holding the
+//! kernels' PTX and the stream ([`Gpu`]); launches checked against the device's limits
+//! (`launch`); allocation, poisoning and copies (`memory`); CUDA-event timing (`timing`); and
+//! the device's facts (`device`).
+
+mod device;
+mod error;
+mod launch;
+mod memory;
+mod timing;
+
+pub use device::DeviceInfo;
+pub use error::{require, CudaContext, GpuError, GpuResult};
+pub use launch::{arg, LaunchConfig};
+pub use timing::{Cache, Timing};
+
+use cust::context::Context;
+use cust::device::Device;
+use cust::function::Function;
+use cust::memory::DeviceBuffer;
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use cust::CudaFlags;
+use std::cell::OnceCell;
+
+/// The PTX that host/build.rs compiled from `kernels/` with rustc_codegen_nvvm.
+pub const KERNELS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+pub struct Gpu {
+    // Field order is drop order: everything allocated in the context goes before it.
+    pub stream: Stream,
+    /// Written before each cold-cache timed launch to evict the working set from L2.
+    flush_buffer: OnceCell<DeviceBuffer<u8>>,
+    pub module: Module,
+    pub device: Device,
+    pub info: DeviceInfo,
+    _context: Context,
+}
+
+impl Gpu {
+    /// Opens device 0 and loads the kernels' PTX.
+    pub fn new() -> GpuResult<Self> {
+        Self::with_ptx(KERNELS_PTX)
+    }
+
+    pub fn with_ptx(ptx: &str) -> GpuResult<Self> {
+        cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))?;
+        let device = Device::get_device(0).map_err(|e| GpuError::NoGpu(format!("no device 0: {}", e)))?;
+        let context = Context::new(device).during("creating a context")?;
+        let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
+        // A blocking stream: synchronous copies and memsets (legacy default stream) are then
+        // ordered before the kernels launched here.
+        let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
+        let info = DeviceInfo::query(device)?;
+        Ok(Self { stream, flush_buffer: OnceCell::new(), module, device, info, _context: context })
+    }
+
+    pub fn function(&self, name: &str) -> GpuResult<Function<'_>> {
+        self.module.get_function(name).during(format!("looking up kernel `{}`", name))
+    }
+
+    pub fn synchronize(&self, what: &str) -> GpuResult<()> {
+        self.stream.synchronize().during(format!("running {}", what))
+    }
+}

@@ -1,0 +1,144 @@
+//! Host side of `kernels::conv1d`: same-size output, zero padding, 3 to 7 taps in constant
+//! memory (the `FILTER` that `conv2d` also uses).
+//!
+//! Tolerance: as for `conv2d`, `4·taps·ε`.
+
+use crate::check;
+use crate::data::random_f32;
+use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::ops::conv2d::{radius, set_filter};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::DeviceBuffer;
+use interface::conv::CONV1D_BLOCK;
+use ndarray::{s, Array1, ArrayView1, Zip};
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Elements.
+    #[arg(long, default_value_t = 1 << 26)]
+    pub n: usize,
+    /// Filter length: 3, 5 or 7.
+    #[arg(long, default_value_t = 7)]
+    pub filter: usize,
+}
+
+pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1<f32> {
+    let r = filter.len() / 2;
+    let mut padded = Array1::<f32>::zeros(signal.len() + 2 * r);
+    padded.slice_mut(s![r..r + signal.len()]).assign(&signal);
+    let mut out = Array1::<f32>::zeros(signal.len());
+    Zip::from(&mut out).and(padded.windows(filter.len())).par_for_each(|o, window| {
+        *o = window.iter().zip(filter.iter()).map(|(x, f)| x * f).sum();
+    });
+    out
+}
+
+fn config(n: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::linear(n, CONV1D_BLOCK as u32)
+}
+
+/// Signal on the GPU, filter in constant memory, output poisoned.
+pub struct Conv1d {
+    pub filter: usize,
+    pub signal: Vec<f32>,
+    pub taps: Vec<f32>,
+    config: LaunchConfig,
+    variants: [Variant; 1],
+    expected: Vec<f32>,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+}
+
+impl Kernel for Conv1d {
+    const NAME: &'static str = "conv1d";
+    const ABOUT: &'static str = "1D convolution with a shared-memory tile and halo";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        Ok(vec![("conv1d", config(1 << 26)?)])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Check => {
+                let mut sizes = Vec::new();
+                for n in [1, 255, 257, 1_000_003] {
+                    sizes.extend([3, 5, 7].map(|f| format!("--n {n} --filter {f}")));
+                }
+                sizes
+            }
+            _ => one_per_element_sizes(purpose),
+        }
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let (n, filter) = (options.n, options.filter);
+        radius(filter)?;
+        require(n >= 1, || "conv1d needs n >= 1".into())?;
+        let config = config(n)?;
+        gpu.validate("conv1d", &config)?;
+        gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
+        let signal = random_f32(n, seed);
+        let taps = random_f32(filter, seed ^ 1);
+        set_filter(gpu, &taps)?;
+        let input = gpu.upload("the signal", &signal)?;
+        let output = gpu.poisoned::<f32>("the output", n)?;
+        let variants = [Variant::new("tiled", "conv1d")];
+        Ok(Self { filter, signal, taps, config, variants, expected: vec![], input, output })
+    }
+}
+
+impl Workload for Conv1d {
+    fn shape(&self) -> String {
+        format!("n={} filter {}", self.signal.len(), self.filter)
+    }
+
+    fn size(&self) -> u64 {
+        self.signal.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some(format!("conv1d_{}_f32", self.filter))
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(2 * 4 * self.signal.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let (pi, po, n, r) =
+            (self.input.as_device_ptr(), self.output.as_device_ptr(), self.signal.len(), self.filter / 2);
+        gpu.launch(&variant.kernel, &self.config, &[arg(&pi), arg(&n), arg(&po), arg(&r)])
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("the output", &self.output)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(ArrayView1::from(&self.signal), ArrayView1::from(&self.taps)).to_vec();
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let tolerance = 4.0 * self.filter as f64 * f32::EPSILON as f64;
+        Ok(check::close(&gpu.download("the output", &self.output, self.signal.len())?, &self.expected, tolerance)
+            .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn reference_matches_hand_computed_values() {
+        let out = cpu_reference(array![1.0f32, 2.0, 3.0, 4.0].view(), array![1.0f32, 10.0, 100.0].view());
+        assert_eq!(out.to_vec(), vec![210.0, 321.0, 432.0, 43.0]);
+    }
+}

@@ -1,0 +1,244 @@
+//! The registry of kernel families: one list ([`FAMILIES`]) that the CLI, `all`, the size
+//! sweep, `info --kernels`, the criterion benches, the tests and the sanitizer iterate.
+//!
+//! A family's host file (`ops/<name>.rs`) implements [`Kernel`]: its CLI options, its launch
+//! shapes, its sizes for each purpose, and a prepared [`Workload`] (inputs on the GPU, the
+//! launches, the CPU reference, the check). Adding a family is its kernel file, its host file
+//! and one line in [`FAMILIES`]. [`run`] is the one loop that checks and times any workload.
+
+use crate::check::Check;
+use crate::data::timed;
+use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
+use crate::ops::{conv1d, conv2d, counter, histogram, matmul, saxpy, vector_add};
+use crate::report::{Measured, Report, Work};
+use anyhow::{Context, Result};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use std::marker::PhantomData;
+
+/// Every kernel family, in the order the CLI lists and `all` runs them.
+pub const FAMILIES: &[&dyn Family] = &[
+    &Entry::<vector_add::VectorAdd>(PhantomData),
+    &Entry::<saxpy::Saxpy>(PhantomData),
+    &Entry::<counter::Counter>(PhantomData),
+    &Entry::<histogram::Histogram>(PhantomData),
+    &Entry::<matmul::Matmul>(PhantomData),
+    &Entry::<conv2d::Conv2d>(PhantomData),
+    &Entry::<conv1d::Conv1d>(PhantomData),
+];
+
+/// The family named `name` (its CLI subcommand).
+pub fn family(name: &str) -> Option<&'static dyn Family> {
+    FAMILIES.iter().copied().find(|f| f.name() == name)
+}
+
+/// What a list of sizes is for. Each size is a string of the family's CLI options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The default size of `all`: what each family's own command runs without options.
+    Default,
+    /// Small, odd shapes (1, primes, non-multiples of tiles): GPU tests, sanitizer, memory check.
+    Check,
+    /// The size sweep of `host bench --quick`.
+    Quick,
+    /// The size sweep of `host bench`.
+    Full,
+    /// `cargo bench`: sizes at which criterion can also sample the CPU reference.
+    Criterion,
+}
+
+/// Sweep sizes of the kernels over `n` elements: `--n 2^p` for a range of powers.
+pub fn one_per_element_sizes(purpose: Purpose) -> Vec<String> {
+    let powers: &[u32] = match purpose {
+        Purpose::Default => return vec![String::new()],
+        Purpose::Check => &[10],
+        Purpose::Quick => &[20, 24, 28],
+        Purpose::Full => &[16, 18, 20, 22, 24, 26, 28],
+        Purpose::Criterion => &[16, 20, 24],
+    };
+    powers.iter().map(|p| format!("--n {}", 1u64 << p)).collect()
+}
+
+/// One variant as launched: the name reports use and the kernel it launches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub name: String,
+    pub kernel: String,
+}
+
+impl Variant {
+    pub fn new(name: impl Into<String>, kernel: impl Into<String>) -> Self {
+        Self { name: name.into(), kernel: kernel.into() }
+    }
+}
+
+/// The check of one variant, and what else is worth saying about the result.
+pub struct Checked {
+    pub check: Check,
+    pub note: Option<String>,
+}
+
+impl From<Check> for Checked {
+    fn from(check: Check) -> Self {
+        Self { check, note: None }
+    }
+}
+
+/// A family's inputs on the GPU, ready to launch any of its selected variants.
+pub trait Workload {
+    fn shape(&self) -> String;
+    /// The size a sweep plots it at: elements, or the side of a square image or matrix.
+    fn size(&self) -> u64;
+    /// The key in `peers.json` (`bench/peers/run`) of the library doing the same work.
+    fn peer(&self) -> Option<String> {
+        None
+    }
+    /// Bytes or flops one launch must do, for the throughput.
+    fn work(&self) -> Work;
+    /// The variants to run, as selected by the options.
+    fn variants(&self) -> &[Variant];
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()>;
+    /// Before every launch, outside the timing: clears what launches accumulate into.
+    fn reset(&self, _gpu: &Gpu) -> GpuResult<()> {
+        Ok(())
+    }
+    /// Before the checked launch: fills the output with NaN / 0xFF, so an element the kernel
+    /// does not write fails the check, and restores any input a launch updates in place.
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()>;
+    /// Computes the CPU reference, once, before any check.
+    fn compute_reference(&mut self);
+    /// Compares the GPU's result of the last launch of `variant` with the CPU reference.
+    fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked>;
+}
+
+/// A kernel family as its host file writes it; [`Entry`] turns it into a [`Family`].
+pub trait Kernel: Workload + Sized + 'static {
+    /// The CLI subcommand and the name in reports; the kernel file and host module are
+    /// `NAME` with `_` for `-`.
+    const NAME: &'static str;
+    const ABOUT: &'static str;
+    type Options: Args + FromArgMatches;
+    /// Every kernel of the family with the launch shape of its default run on a GPU of `sms` SMs.
+    fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
+    fn sizes(purpose: Purpose) -> Vec<String>;
+    fn prepare(gpu: &Gpu, options: &Self::Options, seed: u64) -> GpuResult<Self>;
+}
+
+/// The registry's view of a family.
+pub trait Family: Sync {
+    fn name(&self) -> &'static str;
+    /// Its CLI subcommand with its options and their defaults.
+    fn command(&self) -> Command;
+    fn launches(&self, sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
+    fn sizes(&self, purpose: Purpose) -> Vec<String>;
+    fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>>;
+
+    /// Every kernel the family launches.
+    fn kernels(&self) -> Vec<&'static str> {
+        // The names do not depend on the SM count.
+        self.launches(1).map(|l| l.into_iter().map(|(kernel, _)| kernel).collect()).unwrap_or_default()
+    }
+
+    /// [`Family::prepare`] from an options string such as `--m 67 --n 129 --k 33`.
+    fn prepare_from(&self, gpu: &Gpu, options: &str, seed: u64) -> Result<Box<dyn Workload>> {
+        let matches = self
+            .command()
+            .try_get_matches_from(std::iter::once(self.name()).chain(options.split_whitespace()))
+            .with_context(|| format!("parsing `{} {}`", self.name(), options))?;
+        self.prepare(gpu, &matches, seed)
+    }
+}
+
+pub struct Entry<K>(PhantomData<fn() -> K>);
+
+impl<K: Kernel> Family for Entry<K> {
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
+
+    fn command(&self) -> Command {
+        K::Options::augment_args(Command::new(K::NAME).about(K::ABOUT))
+    }
+
+    fn launches(&self, sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        K::launches(sms)
+    }
+
+    fn sizes(&self, purpose: Purpose) -> Vec<String> {
+        K::sizes(purpose)
+    }
+
+    fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>> {
+        let options = K::Options::from_arg_matches(options).with_context(|| format!("{} options", K::NAME))?;
+        Ok(Box::new(K::prepare(gpu, &options, seed)?))
+    }
+}
+
+/// How [`run`] times.
+#[derive(Debug, Clone, Copy)]
+pub struct Timer {
+    pub launches: usize,
+    pub cache: Cache,
+}
+
+/// Checks every selected variant of `workload` against the CPU reference, then times it.
+pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: Timer) -> GpuResult<Vec<Report>> {
+    let ((), cpu_ms) = timed(|| workload.compute_reference());
+    let workload = &*workload;
+    let mut reports = Vec::new();
+    for variant in workload.variants() {
+        workload.before_check(gpu)?;
+        workload.reset(gpu)?;
+        workload.launch(gpu, variant)?;
+        gpu.synchronize(&variant.kernel)?;
+        let Checked { check, note } = workload.check(gpu, variant)?;
+        let timing = gpu.time(timer.launches, timer.cache, || workload.reset(gpu), || workload.launch(gpu, variant))?;
+        let measured = Measured {
+            family,
+            variant: variant.name.clone(),
+            shape: workload.shape(),
+            timing,
+            work: workload.work(),
+            cpu_ms: Some(cpu_ms),
+            check,
+            note,
+        };
+        reports.push(Report::new(&gpu.info, measured));
+    }
+    Ok(reports)
+}
+
+/// Prepares `family` at `options` and runs it.
+pub fn run_options(
+    gpu: &Gpu,
+    family: &'static dyn Family,
+    options: &str,
+    seed: u64,
+    timer: Timer,
+) -> Result<Vec<Report>> {
+    let mut workload = family.prepare_from(gpu, options, seed)?;
+    run(gpu, family.name(), workload.as_mut(), timer).with_context(|| format!("{} {}", family.name(), options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_size_parses() {
+        for (i, family) in FAMILIES.iter().enumerate() {
+            assert!(FAMILIES[..i].iter().all(|f| f.name() != family.name()), "{} twice", family.name());
+            assert!(!family.kernels().is_empty(), "{} has no kernels", family.name());
+            for purpose in [Purpose::Default, Purpose::Check, Purpose::Quick, Purpose::Full, Purpose::Criterion] {
+                let sizes = family.sizes(purpose);
+                assert!(!sizes.is_empty(), "{} has no {:?} sizes", family.name(), purpose);
+                for options in sizes {
+                    let args = std::iter::once(family.name()).chain(options.split_whitespace());
+                    family
+                        .command()
+                        .try_get_matches_from(args)
+                        .unwrap_or_else(|e| panic!("{} {}: {}", family.name(), options, e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The interface between the kernels (`kernels/`, compiled to PTX) and the host that launches
+//! them: every number both sides must agree on lives here once, and so does the histogram's
+//! binning rule, so that the CPU reference bins exactly as the GPU does.
+//!
+//! `no_std` with no dependencies: the pinned nightly builds it for the GPU and the stable
+//! toolchain builds it for the host.
+#![no_std]
+
+pub mod conv;
+pub mod histogram;
+pub mod matmul;
+
+/// Threads per block of the one-thread-per-element kernels when the user does not choose.
+pub const DEFAULT_BLOCK: u32 = 256;
+
+/// `__launch_bounds__(threads, min_blocks)` of a kernel, which cuda_std 0.2 cannot express:
+/// the PTX builder writes them as `.maxntid` / `.minnctapersm`, so ptxas caps the registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchBounds {
+    pub kernel: &'static str,
+    pub max_threads: u32,
+    pub min_blocks_per_sm: u32,
+}
+
+/// Every kernel that has launch bounds.
+pub const LAUNCH_BOUNDS: &[LaunchBounds] = &[matmul::VEC4_BOUNDS];
