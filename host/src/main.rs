@@ -10,6 +10,7 @@ use host::report::{self, Report};
 use host::{bench, demos, resources};
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 #[derive(Args)]
 struct Global {
@@ -236,7 +237,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     Ok(vec![])
 }
 
-fn main() -> Result<()> {
+fn run_cli() -> Result<()> {
     let matches = cli().get_matches();
     let global = Global::from_arg_matches(&matches)?;
     let (name, options) = matches.subcommand().expect("clap requires a subcommand");
@@ -247,4 +248,15 @@ fn main() -> Result<()> {
         bail!("{} result(s) did not match the CPU reference: {}", failed.len(), failed.join(", "));
     }
     Ok(())
+}
+
+/// An error ends the program with its chain of causes on one line and exit code 1.
+fn main() -> ExitCode {
+    match run_cli() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {:#}", err);
+            ExitCode::FAILURE
+        }
+    }
 }
