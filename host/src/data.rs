@@ -27,6 +27,22 @@ where
     values
 }
 
+/// `n` samples of the standard normal distribution (Box-Muller on uniform pairs).
+pub fn random_normal(n: usize, seed: u64) -> Vec<f32> {
+    let uniform = random_in(n.div_ceil(2) * 2, seed, f32::MIN_POSITIVE, 1.0);
+    let mut values: Vec<f32> = uniform
+        .as_chunks::<2>()
+        .0
+        .iter()
+        .flat_map(|pair| {
+            let (radius, angle) = ((-2.0 * pair[0].ln()).sqrt(), std::f32::consts::TAU * pair[1]);
+            [radius * angle.cos(), radius * angle.sin()]
+        })
+        .collect();
+    values.truncate(n);
+    values
+}
+
 /// `n` values uniform in [-1, 1).
 pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     random_in(n, seed, -1.0f32, 1.0)
@@ -50,5 +66,14 @@ mod tests {
         assert_ne!(a, random_in(3 * CHUNK + 5, 10, 0u32, 300));
         assert!(a.iter().all(|&v| v < 300));
         assert_ne!(a[..CHUNK], a[CHUNK..2 * CHUNK], "chunks must not repeat one another");
+    }
+
+    #[test]
+    fn normal_samples_have_mean_0_and_variance_1() {
+        let values = random_normal(100_001, 3);
+        assert_eq!(values.len(), 100_001);
+        let mean = values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64;
+        let variance = values.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / values.len() as f64;
+        assert!(mean.abs() < 0.02 && (variance - 1.0).abs() < 0.02, "mean {} variance {}", mean, variance);
     }
 }

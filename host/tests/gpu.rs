@@ -11,6 +11,7 @@ mod common;
 use common::{assert_passed, gpu, run, SEED};
 use host::gpu::{Gpu, GpuError, LaunchConfig};
 use host::registry::{family, Purpose, FAMILIES};
+use std::io::Write;
 
 #[test]
 fn every_family_matches_the_cpu_on_odd_shapes() {
@@ -38,6 +39,25 @@ fn racy_counter_loses_increments() {
     let note = racy.note.as_deref().unwrap_or_default();
     assert!(note.contains("increments lost"), "{}", racy);
     assert!(!note.starts_with("count 1048576 "), "a million racy increments all survived: {}", racy);
+}
+
+/// Indices past 2^32 (a `u32` thread index wraps there): vector add just past the boundary,
+/// where a 32-bit index once failed from element 4294967296 on.
+#[test]
+fn arrays_past_2_32_elements() {
+    let Some(gpu) = gpu("arrays_past_2_32_elements") else { return };
+    let n: u64 = (1 << 32) + 1000;
+    let needed = 3 * 4 * n + 2 * gpu.info.l2_bytes;
+    if gpu.info.free_memory < needed {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED arrays_past_2_32_elements: needs {} bytes of GPU memory, {} free",
+            needed,
+            gpu.info.free_memory
+        );
+        return;
+    }
+    assert_passed(&run(&gpu, "vector-add", &format!("--n {}", n), 1));
 }
 
 fn expect_error(gpu: &Gpu, family_name: &str, options: &str, needle: &str) {
@@ -68,6 +88,9 @@ fn bad_input_is_a_clear_error() {
     expect_error(&gpu, "histogram", "--n 0", "n >= 1");
     expect_error(&gpu, "counter", "--threads 0", "at least 1 thread");
     expect_error(&gpu, "matmul", "--m 4 --n 4 --k 4 --variant fastest", "invalid value");
+    expect_error(&gpu, "histogram", "--n 100 --bins 20000 --variant shared", "shared memory");
+    expect_error(&gpu, "histogram", "--n 100 --bins 0", "at least 1 bin");
+    expect_error(&gpu, "histogram", "--n 100 --input f32 --min 4 --max -4", "finite min < max");
     let too_big = gpu.info.total_memory;
     expect_error(&gpu, "vector-add", &format!("--n {}", too_big), "not enough GPU memory");
     let config = LaunchConfig { grid: (1, 1, 1), block: (32, 32, 2), shared_bytes: 0 };

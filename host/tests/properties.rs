@@ -7,7 +7,7 @@ mod common;
 
 use common::{gpu, run};
 use host::gpu::{Cache, Gpu};
-use host::ops::histogram::{Histogram, Input, Method, F32_RANGE};
+use host::ops::histogram::{Binning, Histogram, Input, Method};
 use host::registry::{self, Timer};
 use host::report::Report;
 use proptest::prelude::*;
@@ -35,11 +35,13 @@ fn one_dimensional_kernels_match_for_random_sizes_and_launch_shapes() {
         check(&gpu, "saxpy", format!("--n {n} --block {block} --grid {grid}"))?;
         check(&gpu, "counter", format!("--threads {n} --block {block}"))?;
         for input in ["u32", "f32"] {
-            check(&gpu, "histogram", format!("--n {n} --input {input} --block {block} --grid {grid}"))?;
+            check(&gpu, "histogram", format!("--n {n} --input {input} --block {block} --grid {grid} --bins {}", 1 + n % 700))?;
         }
         check(&gpu, "conv1d", format!("--n {n} --filter {filter}"))?;
     });
 }
+
+const F32_RANGE: (f32, f32) = (-4.0, 4.0);
 
 fn special_f32() -> impl Strategy<Value = f32> {
     prop_oneof![
@@ -57,9 +59,10 @@ fn special_f32() -> impl Strategy<Value = f32> {
 #[test]
 fn f32_histogram_ignores_nan_infinities_and_out_of_range() {
     let Some(gpu) = gpu("f32_histogram_ignores_nan_infinities_and_out_of_range") else { return };
-    proptest!(cases(48), |(values in proptest::collection::vec(special_f32(), 1..3000), grid in 0u32..10)| {
+    proptest!(cases(48), |(values in proptest::collection::vec(special_f32(), 1..3000), grid in 0u32..10, bins in 1u32..400)| {
         let bits = values.iter().map(|v| v.to_bits()).collect();
-        let mut histogram = Histogram::with_values(&gpu, Input::F32, bits, &Method::ALL, 128, grid).unwrap();
+        let binning = Binning { input: Input::F32, bins, range: F32_RANGE };
+        let mut histogram = Histogram::with_values(&gpu, binning, bits, &Method::ALL, 128, grid).unwrap();
         all_passed(&registry::run(&gpu, "histogram", &mut histogram, Timer { launches: 1, cache: Cache::Warm }).unwrap())?;
     });
 }

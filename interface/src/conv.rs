@@ -16,3 +16,6 @@ pub const TILE: usize = 32;
 pub const BLOCK_ROWS: usize = 4;
 /// `conv1d`: threads (and outputs) per block.
 pub const CONV1D_BLOCK: usize = 256;
+/// `conv1d_vec4`: groups of four inputs each thread stages, and the outputs a block covers.
+pub const CONV1D_VEC4_QUADS: usize = 4;
+pub const CONV1D_VEC4_SPAN: usize = 4 * CONV1D_VEC4_QUADS * CONV1D_BLOCK;

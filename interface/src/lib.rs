@@ -24,3 +24,13 @@ pub struct LaunchBounds {
 
 /// Every kernel that has launch bounds.
 pub const LAUNCH_BOUNDS: &[LaunchBounds] = &[matmul::VEC4_BOUNDS];
+
+/// Launch shapes of the element-wise kernels with 16-byte accesses.
+pub mod vector {
+    /// Groups of four elements each thread of `vector_add_vec4` adds.
+    pub const QUADS_PER_THREAD: usize = 4;
+    /// Elements one block of `vector_add_vec4` covers.
+    pub const fn elements_per_block(block: usize) -> usize {
+        4 * QUADS_PER_THREAD * block
+    }
+}

@@ -33,6 +33,7 @@
 //! **`matmul_vec4_128x128`**: the same blocking with 16-byte loads, conflict-free shared
 //! reads and double buffering; see [`matmul_vec4`] below.
 
+use crate::Quad;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::matmul::{BK, BM, BN, LARGE_TILE, SMALL_TILE, TM, TN};
@@ -209,9 +210,7 @@ macro_rules! unroll_8 {
 }
 
 /// Four floats moved as one 16-byte load or store (`ld.global.v4.f32`, `ld.shared.v4.f32`).
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Float4([f32; 4]);
+type Float4 = Quad<f32>;
 
 /// Four consecutive elements of row `row` starting at `col`, zero outside the matrix: one
 /// 16-byte load when all four are inside and aligned (`cols` a multiple of 4), else one
@@ -225,7 +224,7 @@ unsafe fn load4(matrix: &[f32], row: usize, col: usize, rows: usize, cols: usize
         for j in 0..4 {
             v[j] = load_or_zero(matrix, row, col + j, rows, cols);
         }
-        Float4(v)
+        Quad(v)
     }
 }
 
@@ -315,7 +314,7 @@ unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
         let row = block_row + if i < 4 { ty * 4 + i } else { BM / 2 + ty * 4 + i - 4 };
         for half in 0..2 {
             let col = block_col + half * (BN / 2) + tx * 4;
-            let v = Float4([acc[i][half * 4], acc[i][half * 4 + 1], acc[i][half * 4 + 2], acc[i][half * 4 + 3]]);
+            let v = Quad([acc[i][half * 4], acc[i][half * 4 + 1], acc[i][half * 4 + 2], acc[i][half * 4 + 3]]);
             if row < m && col + 4 <= n && n % 4 == 0 {
                 *(c.add(row * n + col) as *mut Float4) = v;
             } else {

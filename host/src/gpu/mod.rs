@@ -11,7 +11,7 @@ mod timing;
 
 pub use device::DeviceInfo;
 pub use error::{require, CudaContext, GpuError, GpuResult};
-pub use launch::{arg, LaunchConfig};
+pub use launch::{arg, blocks, LaunchConfig};
 pub use timing::{Cache, Timing};
 
 use cust::context::Context;

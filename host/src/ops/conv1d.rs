@@ -5,13 +5,52 @@
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{arg, blocks, require, Gpu, GpuResult, LaunchConfig};
 use crate::ops::conv2d::{radius, set_filter};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
-use interface::conv::CONV1D_BLOCK;
+use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN};
 use ndarray::{s, Array1, ArrayView1, Zip};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    /// One output per thread, a block's inputs staged in shared memory.
+    Tiled,
+    /// Four outputs per thread, staged with 16-byte loads.
+    Vec4,
+}
+
+impl Method {
+    const ALL: [Method; 2] = [Method::Tiled, Method::Vec4];
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Method::Tiled => "conv1d",
+            Method::Vec4 => "conv1d_vec4",
+        }
+    }
+
+    fn variant(self) -> Variant {
+        let name = match self {
+            Method::Tiled => "tiled",
+            Method::Vec4 => "vec4",
+        };
+        Variant::new(name, self.kernel())
+    }
+
+    fn config(self, n: usize) -> GpuResult<LaunchConfig> {
+        let per_block = match self {
+            Method::Tiled => CONV1D_BLOCK,
+            Method::Vec4 => CONV1D_VEC4_SPAN,
+        };
+        Ok(LaunchConfig { grid: (blocks(n, per_block)?, 1, 1), ..LaunchConfig::linear(1, CONV1D_BLOCK as u32)? })
+    }
+
+    fn of(kernel: &str) -> Method {
+        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a conv1d kernel")
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -21,6 +60,9 @@ pub struct Options {
     /// Filter length: 3, 5 or 7.
     #[arg(long, default_value_t = 7)]
     pub filter: usize,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Method>,
 }
 
 pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1<f32> {
@@ -34,17 +76,12 @@ pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1
     out
 }
 
-fn config(n: usize) -> GpuResult<LaunchConfig> {
-    LaunchConfig::linear(n, CONV1D_BLOCK as u32)
-}
-
 /// Signal on the GPU, filter in constant memory, output poisoned.
 pub struct Conv1d {
     pub filter: usize,
     pub signal: Vec<f32>,
     pub taps: Vec<f32>,
-    config: LaunchConfig,
-    variants: [Variant; 1],
+    variants: Vec<Variant>,
     expected: Vec<f32>,
     input: DeviceBuffer<f32>,
     output: DeviceBuffer<f32>,
@@ -56,7 +93,7 @@ impl Kernel for Conv1d {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Ok(vec![("conv1d", config(1 << 26)?)])
+        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(1 << 26)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -76,16 +113,18 @@ impl Kernel for Conv1d {
         let (n, filter) = (options.n, options.filter);
         radius(filter)?;
         require(n >= 1, || "conv1d needs n >= 1".into())?;
-        let config = config(n)?;
-        gpu.validate("conv1d", &config)?;
+        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        for method in methods {
+            gpu.validate(method.kernel(), &method.config(n)?)?;
+        }
         gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
         let signal = random_f32(n, seed);
         let taps = random_f32(filter, seed ^ 1);
         set_filter(gpu, &taps)?;
         let input = gpu.upload("the signal", &signal)?;
         let output = gpu.poisoned::<f32>("the output", n)?;
-        let variants = [Variant::new("tiled", "conv1d")];
-        Ok(Self { filter, signal, taps, config, variants, expected: vec![], input, output })
+        let variants = methods.iter().map(|m| m.variant()).collect();
+        Ok(Self { filter, signal, taps, variants, expected: vec![], input, output })
     }
 }
 
@@ -113,7 +152,8 @@ impl Workload for Conv1d {
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let (pi, po, n, r) =
             (self.input.as_device_ptr(), self.output.as_device_ptr(), self.signal.len(), self.filter / 2);
-        gpu.launch(&variant.kernel, &self.config, &[arg(&pi), arg(&n), arg(&po), arg(&r)])
+        let config = Method::of(&variant.kernel).config(n)?;
+        gpu.launch(&variant.kernel, &config, &[arg(&pi), arg(&n), arg(&po), arg(&r)])
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {

@@ -1,19 +1,17 @@
-//! Host side of `kernels::histogram`: 256 bins over u32 values or over f32 values in
-//! [min, max); global atomics vs shared-memory privatization. The CPU reference bins with the
-//! kernels' own rule (`interface::histogram`), so every value lands in the same bin.
+//! Host side of `kernels::histogram`: any number of bins over u32 values or over f32 values in
+//! [min, max); global atomics vs shared-memory privatization, scalar and 16-byte loads. The CPU
+//! reference bins with the kernels' own rule (`interface::histogram`), so every value lands in
+//! the same bin.
 
 use crate::check;
-use crate::data::random_in;
-use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::data::{random_in, random_normal};
+use crate::gpu::{arg, require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
-use interface::histogram::{BinRule, F32Bins, U32Bins, NUM_BINS};
+use interface::histogram::{BinRule, F32Bins, U32Bins, DEFAULT_BINS};
 use interface::DEFAULT_BLOCK;
 
-/// The f32 input is drawn from [-4.5, 4.5) and binned over [-4, 4), so some values fall
-/// outside the range, as the u32 input draws from [0, 300) for 256 bins.
-pub const F32_RANGE: (f32, f32) = (-4.0, 4.0);
 /// Blocks per SM when the grid is left to the host.
 const BLOCKS_PER_SM: u32 = 8;
 
@@ -32,22 +30,42 @@ impl Input {
     }
 }
 
+/// How the random f32 input is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Data {
+    /// Uniform over the range widened by 1/16 on each side, so some values fall outside.
+    Uniform,
+    /// Standard normal samples.
+    Normal,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Method {
     /// One global atomic per value.
     Global,
     /// Per-block bins in shared memory, merged at the end.
     Shared,
+    /// Shared-memory bins, four values per 16-byte load.
+    SharedVec4,
 }
 
 impl Method {
-    pub const ALL: [Method; 2] = [Method::Global, Method::Shared];
+    pub const ALL: [Method; 3] = [Method::Global, Method::Shared, Method::SharedVec4];
 
     fn name(self) -> &'static str {
         match self {
             Method::Global => "global",
             Method::Shared => "shared",
+            Method::SharedVec4 => "shared_vec4",
         }
+    }
+
+    fn uses_shared_bins(self) -> bool {
+        self != Method::Global
+    }
+
+    fn kernel(self, input: Input) -> String {
+        format!("histogram_{}_{}", self.name(), input.name())
     }
 }
 
@@ -58,7 +76,20 @@ pub struct Options {
     pub n: usize,
     #[arg(long, value_enum, default_value_t = Input::U32)]
     pub input: Input,
-    /// Variants to run (all when omitted).
+    /// Bins. The shared-memory variants need 4 bytes per bin in a block's 48 KiB of shared
+    /// memory (about 12 000 bins); beyond that only global atomics run.
+    #[arg(long, default_value_t = DEFAULT_BINS)]
+    pub bins: u32,
+    /// Lower edge of the f32 range.
+    #[arg(long, default_value_t = -4.0, allow_negative_numbers = true)]
+    pub min: f32,
+    /// Upper edge of the f32 range (exclusive).
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
+    pub max: f32,
+    /// How random f32 input is drawn.
+    #[arg(long, value_enum, default_value_t = Data::Uniform)]
+    pub data: Data,
+    /// Variants to run (all that fit when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Method>,
     /// Threads per block.
@@ -71,7 +102,7 @@ pub struct Options {
 
 /// Bins of `values` by `rule`: the CPU reference.
 pub fn cpu_reference<R: BinRule>(values: impl IntoIterator<Item = R::Value>, rule: R) -> Vec<u32> {
-    let mut bins = vec![0u32; NUM_BINS];
+    let mut bins = vec![0u32; rule.bins() as usize];
     for v in values {
         if let Some(b) = rule.bin(v) {
             bins[b as usize] += 1;
@@ -80,81 +111,159 @@ pub fn cpu_reference<R: BinRule>(values: impl IntoIterator<Item = R::Value>, rul
     bins
 }
 
+/// The binning of one histogram: input type, bin count, f32 range.
+#[derive(Debug, Clone, Copy)]
+pub struct Binning {
+    pub input: Input,
+    pub bins: u32,
+    pub range: (f32, f32),
+}
+
+impl Binning {
+    fn validate(&self) -> GpuResult<()> {
+        require(self.bins >= 1, || "a histogram needs at least 1 bin".into())?;
+        let (min, max) = self.range;
+        require(self.input == Input::U32 || (min.is_finite() && max.is_finite() && min < max), || {
+            format!("the f32 range needs finite min < max (got [{}, {}))", min, max)
+        })
+    }
+
+    fn f32_rule(&self) -> F32Bins {
+        F32Bins::new(self.range.0, self.range.1, self.bins)
+    }
+}
+
 /// Values on the GPU (f32 values as their bits) and zeroed bins, ready to launch.
 pub struct Histogram {
-    input: Input,
+    binning: Binning,
     values: Vec<u32>,
     pub config: LaunchConfig,
     variants: Vec<Variant>,
+    /// Why some variants were left out, for the report.
+    skipped: Option<String>,
     expected: Vec<u32>,
     device_values: DeviceBuffer<u32>,
-    bins: DeviceBuffer<u32>,
+    counts: DeviceBuffer<u32>,
 }
 
 impl Histogram {
-    /// `values` (f32 input as bits) binned with `input`'s rule.
+    /// `values` (f32 input as bits) binned by `binning`. Without `methods`, every variant whose
+    /// bins fit in shared memory.
     pub fn with_values(
         gpu: &Gpu,
-        input: Input,
+        binning: Binning,
         values: Vec<u32>,
         methods: &[Method],
         block: u32,
         grid: u32,
     ) -> GpuResult<Self> {
         require(!values.is_empty(), || "histogram needs n >= 1".into())?;
+        binning.validate()?;
         let config = LaunchConfig::grid_stride(gpu.info.multiprocessors as u32, BLOCKS_PER_SM, block, grid)?;
-        let methods = if methods.is_empty() { &Method::ALL[..] } else { methods };
+        // Whether a block's copy of the bins fits beside the kernel's own shared memory: the
+        // launch check says so, with the numbers.
+        let shared_check =
+            gpu.validate(&Method::Shared.kernel(binning.input), &Self::shaped(config, Method::Shared, binning.bins));
+        let (methods, skipped) = match (methods, shared_check) {
+            ([], Ok(())) => (Method::ALL.to_vec(), None),
+            ([], Err(GpuError::InvalidLaunch { reason, .. })) if reason.contains("shared memory") => (
+                vec![Method::Global],
+                Some(format!("global atomics only: {} bins in shared memory: {}", binning.bins, reason)),
+            ),
+            ([], Err(err)) => return Err(err),
+            (chosen, _) => (chosen.to_vec(), None),
+        };
         let variants: Vec<Variant> = methods
             .iter()
-            .map(|m| {
-                Variant::new(
-                    format!("{}-{}", m.name(), input.name()),
-                    format!("histogram_{}_{}", m.name(), input.name()),
-                )
-            })
+            .map(|m| Variant::new(format!("{}-{}", m.name(), binning.input.name()), m.kernel(binning.input)))
             .collect();
-        for variant in &variants {
-            gpu.validate(&variant.kernel, &config)?;
+        for (variant, method) in variants.iter().zip(&methods) {
+            gpu.validate(&variant.kernel, &Self::shaped(config, *method, binning.bins))?;
         }
         let device_values = gpu.upload("histogram input", &values)?;
-        let bins = DeviceBuffer::<u32>::zeroed(NUM_BINS).during("allocating bins")?;
-        Ok(Self { input, values, config, variants, expected: vec![], device_values, bins })
+        let counts = DeviceBuffer::<u32>::zeroed(binning.bins as usize).during("allocating bins")?;
+        Ok(Self { binning, values, config, variants, skipped, expected: vec![], device_values, counts })
+    }
+
+    /// The launch of `method`: the shared-memory kernels get one counter per bin.
+    fn shaped(config: LaunchConfig, method: Method, bins: u32) -> LaunchConfig {
+        let shared_bytes = if method.uses_shared_bins() { 4 * bins } else { 0 };
+        LaunchConfig { shared_bytes, ..config }
+    }
+
+    fn method_of(kernel: &str, input: Input) -> Method {
+        Method::ALL.into_iter().find(|m| m.kernel(input) == kernel).expect("a histogram kernel")
     }
 }
 
 impl Kernel for Histogram {
     const NAME: &'static str = "histogram";
-    const ABOUT: &'static str = "256-bin histogram with global atomics and with shared-memory privatization";
+    const ABOUT: &'static str =
+        "Histogram of any bin count: global atomics, shared-memory privatization, 16-byte loads";
     type Options = Options;
 
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
         let config = LaunchConfig::grid_stride(sms, BLOCKS_PER_SM, DEFAULT_BLOCK, 0)?;
-        let kernels = ["histogram_global_u32", "histogram_global_f32", "histogram_shared_u32", "histogram_shared_f32"];
-        Ok(kernels.into_iter().map(|k| (k, config)).collect())
+        let kernels = [
+            ("histogram_global_u32", Method::Global),
+            ("histogram_global_f32", Method::Global),
+            ("histogram_shared_u32", Method::Shared),
+            ("histogram_shared_f32", Method::Shared),
+            ("histogram_shared_vec4_u32", Method::SharedVec4),
+            ("histogram_shared_vec4_f32", Method::SharedVec4),
+        ];
+        Ok(kernels.into_iter().map(|(k, m)| (k, Self::shaped(config, m, DEFAULT_BINS))).collect())
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
         let sizes = match purpose {
-            Purpose::Check => vec!["--n 1".into(), "--n 1021 --block 96 --grid 3".into(), "--n 4194311".into()],
+            Purpose::Check => vec![
+                "--n 1".into(),
+                "--n 1021 --block 96 --grid 3".into(),
+                "--n 4194311".into(),
+                "--n 100003 --bins 150 --data normal".into(),
+                "--n 100003 --bins 1".into(),
+                "--n 300007 --bins 12000".into(),
+                "--n 300007 --bins 20000".into(),
+            ],
             _ => one_per_element_sizes(purpose),
         };
         sizes.into_iter().flat_map(|s| [format!("{} --input u32", s), format!("{} --input f32", s)]).collect()
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        require(options.n >= 1, || "histogram needs n >= 1".into())?;
-        gpu.ensure_fits("histogram input", 4 * options.n as u64)?;
-        let values = match options.input {
-            Input::U32 => random_in(options.n, seed, 0u32, 300),
-            Input::F32 => random_in(options.n, seed, -4.5f32, 4.5).into_iter().map(f32::to_bits).collect(),
+        let n = options.n;
+        require(n >= 1, || "histogram needs n >= 1".into())?;
+        let binning = Binning { input: options.input, bins: options.bins, range: (options.min, options.max) };
+        binning.validate()?;
+        gpu.ensure_fits("histogram input", 4 * n as u64)?;
+        let values = match (options.input, options.data) {
+            // About 15% of the values fall past the last bin.
+            (Input::U32, _) => random_in(n, seed, 0u32, binning.bins.saturating_add(binning.bins * 3 / 17).max(2)),
+            (Input::F32, Data::Uniform) => {
+                let margin = (options.max - options.min) / 16.0;
+                random_in(n, seed, options.min - margin, options.max + margin).into_iter().map(f32::to_bits).collect()
+            }
+            (Input::F32, Data::Normal) => random_normal(n, seed).into_iter().map(f32::to_bits).collect(),
         };
-        Self::with_values(gpu, options.input, values, &options.variants, options.block, options.grid)
+        Self::with_values(gpu, binning, values, &options.variants, options.block, options.grid)
     }
 }
 
 impl Workload for Histogram {
     fn shape(&self) -> String {
-        format!("n={} grid={}x{}", self.values.len(), self.config.grid.0, self.config.block.0)
+        let range = match self.binning.input {
+            Input::U32 => String::new(),
+            Input::F32 => format!(" [{}, {})", self.binning.range.0, self.binning.range.1),
+        };
+        format!(
+            "n={} bins={}{} grid={}x{}",
+            self.values.len(),
+            self.binning.bins,
+            range,
+            self.config.grid.0,
+            self.config.block.0
+        )
     }
 
     fn size(&self) -> u64 {
@@ -162,7 +271,7 @@ impl Workload for Histogram {
     }
 
     fn peer(&self) -> Option<String> {
-        Some(format!("histogram256_{}", self.input.name()))
+        Some(format!("histogram{}_{}", self.binning.bins, self.binning.input.name()))
     }
 
     fn work(&self) -> Work {
@@ -174,18 +283,19 @@ impl Workload for Histogram {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pv, pb, n) = (self.device_values.as_device_ptr(), self.bins.as_device_ptr(), self.values.len());
-        let (min, max) = F32_RANGE;
-        let args = match self.input {
-            Input::U32 => vec![arg(&pv), arg(&n), arg(&pb)],
-            Input::F32 => vec![arg(&pv), arg(&n), arg(&min), arg(&max), arg(&pb)],
+        let (pv, pc, n) = (self.device_values.as_device_ptr(), self.counts.as_device_ptr(), self.values.len());
+        let Binning { input, bins, range: (min, max) } = self.binning;
+        let args = match input {
+            Input::U32 => vec![arg(&pv), arg(&n), arg(&bins), arg(&pc)],
+            Input::F32 => vec![arg(&pv), arg(&n), arg(&min), arg(&max), arg(&bins), arg(&pc)],
         };
-        gpu.launch(&variant.kernel, &self.config, &args)
+        let config = Self::shaped(self.config, Self::method_of(&variant.kernel, input), bins);
+        gpu.launch(&variant.kernel, &config, &args)
     }
 
     /// Each launch adds to the bins.
     fn reset(&self, gpu: &Gpu) -> GpuResult<()> {
-        gpu.zero("bins", &self.bins)
+        gpu.zero("bins", &self.counts)
     }
 
     fn before_check(&self, _gpu: &Gpu) -> GpuResult<()> {
@@ -193,19 +303,21 @@ impl Workload for Histogram {
     }
 
     fn compute_reference(&mut self) {
-        self.expected = match self.input {
-            Input::U32 => cpu_reference(self.values.iter().copied(), U32Bins),
-            Input::F32 => cpu_reference(
-                self.values.iter().map(|&bits| f32::from_bits(bits)),
-                F32Bins::new(F32_RANGE.0, F32_RANGE.1),
-            ),
+        let values = self.values.iter().copied();
+        self.expected = match self.binning.input {
+            Input::U32 => cpu_reference(values, U32Bins::new(self.binning.bins)),
+            Input::F32 => cpu_reference(values.map(f32::from_bits), self.binning.f32_rule()),
         };
     }
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
         let counted: u64 = self.expected.iter().map(|&c| c as u64).sum();
-        let check = check::exact(&gpu.download("bins", &self.bins, NUM_BINS)?, &self.expected);
-        Ok(Checked { check, note: Some(format!("{} of {} values in range", counted, self.values.len())) })
+        let check = check::exact(&gpu.download("bins", &self.counts, self.binning.bins as usize)?, &self.expected);
+        let mut note = format!("{} of {} values in range", counted, self.values.len());
+        if let Some(skipped) = &self.skipped {
+            note += &format!("; {}", skipped);
+        }
+        Ok(Checked { check, note: Some(note) })
     }
 }
 
@@ -214,7 +326,7 @@ mod tests {
     use super::*;
 
     fn bin_f32(value: f32) -> Option<u32> {
-        F32Bins::new(F32_RANGE.0, F32_RANGE.1).bin(value)
+        F32Bins::new(-4.0, 4.0, 256).bin(value)
     }
 
     #[test]
@@ -227,16 +339,19 @@ mod tests {
         assert_eq!(bin_f32(f32::NAN), None);
         assert_eq!(bin_f32(f32::NEG_INFINITY), None);
         assert_eq!(bin_f32(f32::INFINITY), None);
-        // The largest float below max must not round up into a 257th bin.
+        // The largest float below max must not round up into one bin too many.
         assert_eq!(bin_f32(f32::from_bits(4.0f32.to_bits() - 1)), Some(255));
     }
 
     #[test]
     fn reference_counts_a_hand_made_input() {
-        let bins = cpu_reference([0u32, 5, 5, 255, 256, 1000], U32Bins);
+        let bins = cpu_reference([0u32, 5, 5, 255, 256, 1000], U32Bins::new(256));
         assert_eq!((bins[0], bins[5], bins[255]), (1, 2, 1));
         assert_eq!(bins.iter().sum::<u32>(), 4, "256 and 1000 are out of range");
-        let bins = cpu_reference([-4.0f32, -3.99, 3.99, 4.0, f32::NAN], F32Bins::new(-4.0, 4.0));
+        let bins = cpu_reference([-4.0f32, -3.99, 3.99, 4.0, f32::NAN], F32Bins::new(-4.0, 4.0, 256));
         assert_eq!((bins[0], bins[255], bins.iter().sum::<u32>()), (2, 1, 3));
+        // The tutorial's 150 bins over [-4, 4): 0 is in bin 75, -4 in bin 0, 3.99 in bin 149.
+        let bins = cpu_reference([0.0f32, -4.0, 3.99], F32Bins::new(-4.0, 4.0, 150));
+        assert_eq!((bins.len(), bins[75], bins[0], bins[149]), (150, 1, 1, 1));
     }
 }

@@ -14,8 +14,35 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use interface::DEFAULT_BLOCK;
 
 pub const A: f32 = 2.5;
-/// Blocks per SM when the grid is left to the host: enough to hide memory latency.
-const BLOCKS_PER_SM: u32 = 4;
+/// Blocks per SM when the grid is left to the host: with 256 threads, a full SM.
+const BLOCKS_PER_SM: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    /// One element per pass of the loop.
+    Gridstride,
+    /// Four elements per pass, with 16-byte loads and stores.
+    Vec4,
+}
+
+impl Method {
+    const ALL: [Method; 2] = [Method::Gridstride, Method::Vec4];
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Method::Gridstride => "saxpy",
+            Method::Vec4 => "saxpy_vec4",
+        }
+    }
+
+    fn variant(self) -> Variant {
+        let name = match self {
+            Method::Gridstride => "gridstride",
+            Method::Vec4 => "vec4",
+        };
+        Variant::new(name, self.kernel())
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -25,9 +52,12 @@ pub struct Options {
     /// Threads per block.
     #[arg(long, default_value_t = DEFAULT_BLOCK)]
     pub block: u32,
-    /// Blocks in the grid (0: 4 per SM).
+    /// Blocks in the grid (0: 8 per SM).
     #[arg(long, default_value_t = 0)]
     pub grid: u32,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Method>,
 }
 
 pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
@@ -40,7 +70,7 @@ pub struct Saxpy {
     pub x: Vec<f32>,
     pub y: Vec<f32>,
     pub config: LaunchConfig,
-    variants: [Variant; 1],
+    variants: Vec<Variant>,
     expected: Vec<f32>,
     dx: DeviceBuffer<f32>,
     dy: DeviceBuffer<f32>,
@@ -52,7 +82,8 @@ impl Kernel for Saxpy {
     type Options = Options;
 
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Ok(vec![("saxpy", LaunchConfig::grid_stride(sms, BLOCKS_PER_SM, DEFAULT_BLOCK, 0)?)])
+        let config = LaunchConfig::grid_stride(sms, BLOCKS_PER_SM, DEFAULT_BLOCK, 0)?;
+        Ok(Method::ALL.into_iter().map(|m| (m.kernel(), config)).collect())
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -71,11 +102,15 @@ impl Kernel for Saxpy {
         require(n >= 1, || "saxpy needs n >= 1".into())?;
         let config =
             LaunchConfig::grid_stride(gpu.info.multiprocessors as u32, BLOCKS_PER_SM, options.block, options.grid)?;
-        gpu.validate("saxpy", &config)?;
+        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        for method in methods {
+            gpu.validate(method.kernel(), &config)?;
+        }
         gpu.ensure_fits("saxpy's two buffers", 2 * 4 * n as u64)?;
         let (x, y) = (random_f32(n, seed), random_f32(n, seed ^ 1));
         let (dx, dy) = (gpu.upload("x", &x)?, gpu.upload("y", &y)?);
-        Ok(Self { x, y, config, variants: [Variant::new("gridstride", "saxpy")], expected: vec![], dx, dy })
+        let variants = methods.iter().map(|m| m.variant()).collect();
+        Ok(Self { x, y, config, variants, expected: vec![], dx, dy })
     }
 }
 

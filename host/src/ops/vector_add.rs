@@ -9,7 +9,47 @@ use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
+use interface::vector::QUADS_PER_THREAD;
 use interface::DEFAULT_BLOCK;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    /// One thread per element.
+    Scalar,
+    /// 16-byte loads and stores, several quads per thread.
+    Vec4,
+}
+
+impl Method {
+    const ALL: [Method; 2] = [Method::Scalar, Method::Vec4];
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Method::Scalar => "vector_add",
+            Method::Vec4 => "vector_add_vec4",
+        }
+    }
+
+    fn variant(self) -> Variant {
+        let name = match self {
+            Method::Scalar => "scalar",
+            Method::Vec4 => "vec4",
+        };
+        Variant::new(name, self.kernel())
+    }
+
+    fn config(self, n: usize, block: u32) -> GpuResult<LaunchConfig> {
+        match self {
+            Method::Scalar => LaunchConfig::linear(n, block),
+            // One more quad slot than whole quads: its thread adds the `n % 4` tail.
+            Method::Vec4 => LaunchConfig::linear((n / 4 + 1).div_ceil(QUADS_PER_THREAD), block),
+        }
+    }
+
+    fn of(kernel: &str) -> Method {
+        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a vector-add kernel")
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -19,6 +59,9 @@ pub struct Options {
     /// Threads per block.
     #[arg(long, default_value_t = DEFAULT_BLOCK)]
     pub block: u32,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Method>,
 }
 
 pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
@@ -30,8 +73,7 @@ pub struct VectorAdd {
     pub a: Vec<f32>,
     pub b: Vec<f32>,
     block: u32,
-    config: LaunchConfig,
-    variants: [Variant; 1],
+    variants: Vec<Variant>,
     expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
@@ -44,7 +86,7 @@ impl Kernel for VectorAdd {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Ok(vec![("vector_add", LaunchConfig::linear(1 << 28, DEFAULT_BLOCK)?)])
+        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(1 << 28, DEFAULT_BLOCK)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -61,14 +103,16 @@ impl Kernel for VectorAdd {
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let n = options.n;
         require(n >= 1, || "vector-add needs n >= 1".into())?;
-        let config = LaunchConfig::linear(n, options.block)?;
-        gpu.validate("vector_add", &config)?;
+        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        for &method in methods {
+            gpu.validate(method.kernel(), &method.config(n, options.block)?)?;
+        }
         gpu.ensure_fits("vector-add's three buffers", 3 * 4 * n as u64)?;
         let (a, b) = (random_f32(n, seed), random_f32(n, seed ^ 1));
         let (da, db) = (gpu.upload("a", &a)?, gpu.upload("b", &b)?);
         let dc = gpu.poisoned::<f32>("c", n)?;
-        let variants = [Variant::new("scalar", "vector_add")];
-        Ok(Self { a, b, block: options.block, config, variants, expected: vec![], da, db, dc })
+        let variants = methods.iter().map(|m| m.variant()).collect();
+        Ok(Self { a, b, block: options.block, variants, expected: vec![], da, db, dc })
     }
 }
 
@@ -96,7 +140,8 @@ impl Workload for VectorAdd {
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
         let n = self.a.len();
-        gpu.launch(&variant.kernel, &self.config, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
+        let config = Method::of(&variant.kernel).config(n, self.block)?;
+        gpu.launch(&variant.kernel, &config, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
