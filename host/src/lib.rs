@@ -19,5 +19,6 @@ pub mod ops {
     pub mod histogram;
     pub mod matmul;
     pub mod saxpy;
+    pub mod transpose;
     pub mod vector_add;
 }

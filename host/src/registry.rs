@@ -9,7 +9,7 @@
 use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
-use crate::ops::{conv1d, conv2d, counter, histogram, matmul, saxpy, vector_add};
+use crate::ops::{conv1d, conv2d, counter, histogram, matmul, saxpy, transpose, vector_add};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
@@ -21,6 +21,7 @@ pub const FAMILIES: &[&dyn Family] = &[
     &Entry::<saxpy::Saxpy>(PhantomData),
     &Entry::<counter::Counter>(PhantomData),
     &Entry::<histogram::Histogram>(PhantomData),
+    &Entry::<transpose::Transpose>(PhantomData),
     &Entry::<matmul::Matmul>(PhantomData),
     &Entry::<conv2d::Conv2d>(PhantomData),
     &Entry::<conv1d::Conv1d>(PhantomData),

@@ -34,3 +34,11 @@ pub mod vector {
         4 * QUADS_PER_THREAD * block
     }
 }
+
+/// Launch shape of the transpose kernels (`kernels/src/transpose.rs`).
+pub mod transpose {
+    /// Side of the square tile a block transposes.
+    pub const TILE: usize = 32;
+    /// Rows of threads per block: each thread takes TILE / BLOCK_ROWS rows of the tile.
+    pub const BLOCK_ROWS: usize = 8;
+}

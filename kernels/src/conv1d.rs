@@ -10,6 +10,19 @@ use cuda_std::prelude::*;
 use cuda_std::shared_array;
 use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN, MAX_RADIUS};
 
+/// `Σ FILTER[f] · window[f]` over the `2·radius + 1` taps, unrolled to the largest filter with
+/// each tap guarded by the run-time radius.
+#[inline(always)]
+unsafe fn taps(radius: usize, window: *const f32) -> f32 {
+    let mut acc = 0.0f32;
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6], |f| {
+        if f <= 2 * radius {
+            acc += *FILTER.get_unchecked(f) * *window.add(f);
+        }
+    });
+    acc
+}
+
 #[kernel]
 pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
     let tile = shared_array![f32; CONV1D_BLOCK + 2 * MAX_RADIUS];
@@ -27,11 +40,7 @@ pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
 
     let i = start + tid;
     if i < n {
-        let mut acc = 0.0f32;
-        for f in 0..2 * radius + 1 {
-            acc += FILTER[f] * *tile.add(tid + f);
-        }
-        *output.add(i) = acc;
+        *output.add(i) = taps(radius, tile.add(tid));
     }
 }
 
@@ -80,11 +89,7 @@ pub unsafe fn conv1d_vec4(input: &[f32], output: *mut f32, radius: usize) {
         let o = tid + u * CONV1D_BLOCK;
         let i = start + o;
         if i < n {
-            let mut acc = 0.0f32;
-            for f in 0..2 * radius + 1 {
-                acc += FILTER[f] * *tile.add(o + f);
-            }
-            *output.add(i) = acc;
+            *output.add(i) = taps(radius, tile.add(o));
         }
     }
 }

@@ -54,20 +54,20 @@ pub unsafe fn conv2d_naive(
     }
     let taps = 2 * radius + 1;
     let mut acc = 0.0f32;
-    for fy in 0..taps {
+    // Both tap loops unrolled to the largest filter, each tap guarded by the run-time size.
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6], |fy| {
         // Unsigned arithmetic: above the image `y + fy - radius` wraps to a huge value and
         // fails the bounds check like any other outside row.
         let iy = (y + fy).wrapping_sub(radius);
-        if iy >= height {
-            continue;
+        if fy < taps && iy < height {
+            crate::unroll!([0, 1, 2, 3, 4, 5, 6], |fx| {
+                let ix = (x + fx).wrapping_sub(radius);
+                if fx < taps && ix < width {
+                    acc += *FILTER.get_unchecked(fy * taps + fx) * *input.get_unchecked(iy * width + ix);
+                }
+            });
         }
-        for fx in 0..taps {
-            let ix = (x + fx).wrapping_sub(radius);
-            if ix < width {
-                acc += FILTER[fy * taps + fx] * *input.get_unchecked(iy * width + ix);
-            }
-        }
-    }
+    });
     *output.add(y * width + x) = acc;
 }
 
@@ -85,14 +85,16 @@ unsafe fn conv2d_tiled<const R: usize>(input: &[f32], output: *mut f32, width: u
     let y0 = thread::block_idx_y() as usize * TILE;
 
     // Stage the (32 + 2R)² input window, zero outside the image.
-    let mut e = ty * TILE + tx;
-    while e < span * span {
-        let (sy, sx) = (e / span, e % span);
+    // Positions inside the window are below (32 + 2R)²: 32-bit arithmetic, whose division by
+    // a constant is a multiply and a shift (nvcc narrows the same C to 32 bits by itself).
+    let mut e = (ty * TILE + tx) as u32;
+    while e < (span * span) as u32 {
+        let (sy, sx) = ((e / span as u32) as usize, (e % span as u32) as usize);
         let gy = (y0 + sy).wrapping_sub(R);
         let gx = (x0 + sx).wrapping_sub(R);
         *tile.add(sy * SHARED_WIDTH + sx) =
             if gy < height && gx < width { *input.get_unchecked(gy * width + gx) } else { 0.0 };
-        e += TILE * BLOCK_ROWS;
+        e += (TILE * BLOCK_ROWS) as u32;
     }
     thread::sync_threads();
 
@@ -102,17 +104,21 @@ unsafe fn conv2d_tiled<const R: usize>(input: &[f32], output: *mut f32, width: u
     let first_row = ty * ROWS_PER_THREAD;
     let mut acc = [0.0f32; ROWS_PER_THREAD];
     let mut column = [0.0f32; ROWS_PER_THREAD + 2 * MAX_RADIUS];
-    for fx in 0..taps {
-        for i in 0..ROWS_PER_THREAD + 2 * R {
-            column[i] = *tile.add((first_row + i) * SHARED_WIDTH + tx + fx);
-        }
-        for fy in 0..taps {
-            let tap = FILTER[fy * taps + fx];
-            for row in 0..ROWS_PER_THREAD {
-                acc[row] += tap * column[row + fy];
+    // Every filter column, unrolled (`unroll!` lists 2·MAX_RADIUS + 1 of them; the ones past
+    // this kernel's `taps` drop out, since both are constants).
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6], |fx| {
+        if fx < taps {
+            for i in 0..ROWS_PER_THREAD + 2 * R {
+                column[i] = *tile.add((first_row + i) * SHARED_WIDTH + tx + fx);
+            }
+            for fy in 0..taps {
+                let tap = *FILTER.get_unchecked(fy * taps + fx);
+                for row in 0..ROWS_PER_THREAD {
+                    acc[row] += tap * column[row + fy];
+                }
             }
         }
-    }
+    });
     let x = x0 + tx;
     for row in 0..ROWS_PER_THREAD {
         let y = y0 + first_row + row;

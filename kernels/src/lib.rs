@@ -9,12 +9,25 @@
 )]
 #![allow(improper_ctypes_definitions)]
 
+/// Runs `$body` once for each listed constant, bound to `$i`: a loop unrolled in the source.
+/// libNVVM unrolls a loop on its own only while the unrolled body stays small; nvcc unrolls
+/// the same loops in CUDA C, and a rolled loop pays a branch, a counter and a lost chance to
+/// schedule loads early on every pass. A listed iteration the kernel does not need (an index
+/// past a smaller filter, say) is removed when its guard is a constant.
+#[macro_export]
+macro_rules! unroll {
+    ([$($n:literal),+], |$i:ident| $body:block) => {{
+        $( { let $i: usize = $n; $body } )+
+    }};
+}
+
 pub mod conv1d;
 pub mod conv2d;
 pub mod counter;
 pub mod histogram;
 pub mod matmul;
 pub mod saxpy;
+pub mod transpose;
 pub mod vector_add;
 
 use cuda_std::thread;

@@ -1,0 +1,268 @@
+// The library peers of the project's kernels, timed like the project times its own: CUDA
+// events around each launch, warm-up first, median and min of 30, L2 flushed before every
+// launch (outside the events). Each result is spot-checked against the CPU before it counts.
+// Prints one JSON object, {"device": ..., "peers": {...}}, on stdout; exit 2 without a GPU.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o libraries libraries.cu -lcublas
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cub/device/device_histogram.cuh>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+const int kRuns = 30, kWarmup = 3;
+
+struct Failure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+void check_cuda(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw Failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+void cublas(cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS) throw Failure(std::string(what) + ": cuBLAS status " + std::to_string((int)s));
+}
+#define CUDA(call) check_cuda((call), #call)
+#define CUBLAS(call) cublas((call), #call)
+
+template <class T>
+struct Device {
+    T* ptr = nullptr;
+    size_t n = 0;
+    explicit Device(size_t count) : n(count) { CUDA(cudaMalloc(&ptr, count * sizeof(T))); }
+    ~Device() { cudaFree(ptr); }
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+    std::vector<T> download() const {
+        std::vector<T> h(n);
+        CUDA(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
+        return h;
+    }
+};
+
+// Seeded uniform data made on the GPU: 2^28 values from the CPU would dominate the run time.
+__device__ uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+__global__ void fill_f32(float* out, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)blockDim.x * gridDim.x) {
+        float u = (float)(mix(seed + i * 0x9E3779B97F4A7C15ull) >> 40) * 0x1p-24f;
+        float v = lo + (hi - lo) * u;
+        out[i] = v < hi ? v : nextafterf(hi, lo);  // [lo, hi) even after rounding
+    }
+}
+
+__global__ void fill_i32(int* out, size_t n, uint64_t seed, int lo, int hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)blockDim.x * gridDim.x)
+        out[i] = lo + (int)((mix(seed + i * 0x9E3779B97F4A7C15ull) >> 32) % (uint64_t)(hi - lo));
+}
+
+struct Stats {
+    double median, min;
+};
+
+struct Timer {
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+    Device<unsigned char> scratch{256u << 20};  // written before every launch to flush L2
+
+    Timer() {
+        CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CUDA(cudaEventCreate(&start));
+        CUDA(cudaEventCreate(&stop));
+    }
+
+    template <class Launch>
+    Stats time(Launch launch) {
+        for (int i = 0; i < kWarmup; ++i) launch();
+        CUDA(cudaStreamSynchronize(stream));
+        std::vector<double> ms;
+        for (int i = 0; i < kRuns; ++i) {
+            CUDA(cudaMemsetAsync(scratch.ptr, 0, scratch.n, stream));
+            CUDA(cudaEventRecord(start, stream));
+            launch();
+            CUDA(cudaEventRecord(stop, stream));
+            CUDA(cudaEventSynchronize(stop));
+            float t = 0;
+            CUDA(cudaEventElapsedTime(&t, start, stop));
+            ms.push_back(t);
+        }
+        CUDA(cudaGetLastError());
+        std::sort(ms.begin(), ms.end());
+        return {0.5 * (ms[(kRuns - 1) / 2] + ms[kRuns / 2]), ms.front()};
+    }
+};
+
+std::string num(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+std::string entry(const std::string& library, const std::string& sizes, Stats s, const char* rate_key, double work) {
+    return "{\"library\": \"" + library + "\", " + sizes + ", \"ms\": " + num(s.median) + ", \"min_ms\": " +
+           num(s.min) + ", \"" + rate_key + "\": " + num(work / (s.median * 1e-3) / 1e9) + "}";
+}
+
+void fill(Timer& t, float* p, size_t n, uint64_t seed, float lo, float hi) {
+    fill_f32<<<1024, 256, 0, t.stream>>>(p, n, seed, lo, hi);
+    CUDA(cudaGetLastError());
+}
+
+std::string copy_peer(Timer& t) {
+    size_t n = 1u << 28;
+    Device<float> src(n), dst(n);
+    fill(t, src.ptr, n, 1, -1.0f, 1.0f);
+    Stats s = t.time([&] { CUDA(cudaMemcpyAsync(dst.ptr, src.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, t.stream)); });
+    CUDA(cudaStreamSynchronize(t.stream));
+    if (src.download() != dst.download()) throw Failure("cudaMemcpy D2D: the copy differs from its source");
+    return entry("cudaMemcpy D2D", "\"n\": " + std::to_string(n), s, "GBps", 2.0 * 4 * n);
+}
+
+// Row-major C (m x n) = A (m x k) B (k x n). cuBLAS is column-major, where these buffers are
+// the transposes, so it computes C^T = B^T A^T: operands swapped, n and m swapped.
+std::string sgemm_peer(Timer& t, cublasHandle_t h, size_t m, size_t n, size_t k) {
+    Device<float> a(m * k), b(k * n), c(m * n);
+    fill(t, a.ptr, a.n, 2, -1.0f, 1.0f);
+    fill(t, b.ptr, b.n, 3, -1.0f, 1.0f);
+    const float alpha = 1.0f, beta = 0.0f;
+    auto launch = [&] {
+        CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b.ptr, (int)n, a.ptr, (int)k,
+                           &beta, c.ptr, (int)n));
+    };
+    Stats s = t.time(launch);
+    CUDA(cudaStreamSynchronize(t.stream));
+    // A TF32 product would miss this tolerance by an order of magnitude.
+    auto ah = a.download(), bh = b.download(), ch = c.download();
+    double tolerance = 4.0 * k * FLT_EPSILON;
+    for (size_t e = 0; e < 64; ++e) {
+        size_t row = (e * 7919) % m, col = (e * 104729) % n;
+        double want = 0;
+        for (size_t i = 0; i < k; ++i) want += (double)ah[row * k + i] * bh[i * n + col];
+        if (!(std::fabs(ch[row * n + col] - want) <= tolerance))
+            throw Failure("cuBLAS SGEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                          ": C[" + std::to_string(row) + "][" + std::to_string(col) + "] = " +
+                          num(ch[row * n + col]) + ", want " + num(want));
+    }
+    std::string sizes = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) + ", \"k\": " + std::to_string(k);
+    return entry("cuBLAS SGEMM (TF32 off)", sizes, s, "GFLOPs", 2.0 * m * n * k);
+}
+
+// 256 bins, like the project's histograms: int32 in [0, 300) over levels 0..256 (values of 256
+// and above count nowhere), and f32 in [-4.5, 4.5) over [-4, 4).
+template <class Sample, class Level>
+std::string histogram_peer(Timer& t, Level lower, Level upper, Sample* samples, size_t n) {
+    const int bins = 256;
+    Device<int> hist(bins);
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, samples, hist.ptr, bins + 1, lower, upper, (int)n,
+                                             t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));  // allocated once, outside timing
+    Stats s = t.time([&] {
+        CUDA(cub::DeviceHistogram::HistogramEven(temp.ptr, temp_bytes, samples, hist.ptr, bins + 1, lower, upper,
+                                                 (int)n, t.stream));
+    });
+    CUDA(cudaStreamSynchronize(t.stream));
+    std::vector<Sample> values(n);
+    CUDA(cudaMemcpy(values.data(), samples, n * sizeof(Sample), cudaMemcpyDeviceToHost));
+    std::vector<long long> want(bins, 0);
+    for (Sample v : values) {
+        if (!(v >= (Sample)lower && v < (Sample)upper)) continue;
+        int b = (int)((double)(v - (Sample)lower) * bins / (double)(upper - lower));
+        ++want[std::min(b, bins - 1)];
+    }
+    auto got = hist.download();
+    long long total_got = 0, total_want = 0, worst = 0;
+    for (int b = 0; b < bins; ++b) {
+        total_got += got[b], total_want += want[b];
+        worst = std::max(worst, std::llabs(got[b] - want[b]));
+    }
+    // Integer bins must match. CUB computes float bins with its own rounding, so a few values
+    // at bin edges (and at the top edge, which it may leave out) land elsewhere: tolerated up
+    // to one in a million, which still catches a wrong call.
+    bool exact = std::is_integral<Sample>::value;
+    long long allowed = exact ? 0 : std::max<long long>(16, total_want / 1000000);
+    if (std::llabs(total_got - total_want) > allowed || worst > allowed)
+        throw Failure("CUB HistogramEven: counted " + std::to_string(total_got) + " values (want " +
+                      std::to_string(total_want) + "), a bin off by " + std::to_string(worst));
+    return entry("CUB DeviceHistogram::HistogramEven", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
+}
+
+}  // namespace
+
+int main() {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        std::fprintf(stderr, "libraries: no usable GPU (%s); nothing measured\n",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+        return 2;
+    }
+    // TF32 stays off: CUBLAS_DEFAULT_MATH (below) keeps cublasSgemm in FP32 on the CUDA cores,
+    // and NVIDIA_TF32_OVERRIDE=0, set before cuBLAS starts, rules out a global override.
+    setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+    std::string step = "setup";
+    try {
+        cudaDeviceProp prop;
+        CUDA(cudaGetDeviceProperties(&prop, 0));
+        Timer t;
+        cublasHandle_t h;
+        CUBLAS(cublasCreate(&h));
+        CUBLAS(cublasSetStream(h, t.stream));
+        CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+
+        std::vector<std::pair<std::string, std::string>> peers;
+        step = "copy_f32";
+        peers.emplace_back(step, copy_peer(t));
+        for (size_t side : {1024, 4096, 8192}) {
+            step = "sgemm_f32_" + std::to_string(side);
+            peers.emplace_back(step, sgemm_peer(t, h, side, side, side));
+        }
+        step = "sgemm_f32_8192x8192x256";
+        peers.emplace_back(step, sgemm_peer(t, h, 8192, 8192, 256));
+
+        size_t n = 1u << 28;
+        {
+            step = "histogram256_u32";
+            Device<int> values(n);
+            fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 4, 0, 300);
+            CUDA(cudaGetLastError());
+            peers.emplace_back(step, histogram_peer<int, int>(t, 0, 256, values.ptr, n));
+        }
+        {
+            step = "histogram256_f32";
+            Device<float> values(n);
+            fill(t, values.ptr, n, 5, -4.5f, 4.5f);
+            peers.emplace_back(step, histogram_peer<float, float>(t, -4.0f, 4.0f, values.ptr, n));
+        }
+        cublasDestroy(h);
+
+        std::ostringstream out;
+        out << "{\"device\": \"" << prop.name << "\", \"peers\": {";
+        for (size_t i = 0; i < peers.size(); ++i)
+            out << (i ? ",\n  " : "\n  ") << "\"" << peers[i].first << "\": " << peers[i].second;
+        out << "\n}}\n";
+        std::fputs(out.str().c_str(), stdout);
+    } catch (const std::exception& ex) {
+        std::fprintf(stderr, "libraries: %s: %s\n", step.c_str(), ex.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,905 @@
+// The Rust-tax runner: launches each Rust kernel (the project's PTX) and its CUDA C twin
+// (bench/twins/*.cu) on the same buffers with the same arguments and launch shape, checks
+// that they agree, and times both with CUDA events, interleaved. Driver API only.
+//
+//   runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] [--only a,b]
+//   runner <project.ptx> <twins.ptx> --signatures      (no GPU: entries and parameters only)
+//
+// Exit status: 0 all cross-checks passed; 1 a check failed, a kernel was missing or had
+// another signature, or a CUDA call failed; 2 no usable GPU.
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// --signatures: no GPU, no allocation; only the kernels' presence and parameters are checked.
+bool g_dry = false;
+
+struct CudaError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::string error_text(CUresult r) {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (cuGetErrorName(r, &name) != CUDA_SUCCESS) name = "CUDA_ERROR_?";
+    if (cuGetErrorString(r, &text) != CUDA_SUCCESS) text = "unknown error";
+    return std::string(name) + " (" + text + ")";
+}
+
+void check(CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) throw CudaError(std::string(what) + ": " + error_text(r));
+}
+#define CK(call) check((call), #call)
+
+struct DeviceBuffer {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+    explicit DeviceBuffer(size_t n) : bytes(n) {
+        if (!g_dry) CK(cuMemAlloc(&ptr, n));
+    }
+    ~DeviceBuffer() {
+        if (ptr) cuMemFree(ptr);
+    }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+using Buffer = std::shared_ptr<DeviceBuffer>;
+Buffer device(size_t bytes) { return std::make_shared<DeviceBuffer>(bytes); }
+template <class T>
+Buffer upload(const std::vector<T>& host) {
+    Buffer b = device(host.size() * sizeof(T));
+    if (!g_dry) CK(cuMemcpyHtoD(b->ptr, host.data(), b->bytes));
+    return b;
+}
+
+// Kernel parameters by value, as cuLaunchKernel wants them: one pointer per parameter.
+struct Args {
+    unsigned char storage[16][8];
+    size_t sizes[16];
+    void* ptrs[16];
+    int count = 0;
+    template <class T>
+    Args& add(T v) {
+        static_assert(sizeof(T) <= 8, "parameters of at most 8 bytes");
+        std::memcpy(storage[count], &v, sizeof v);
+        sizes[count++] = sizeof v;
+        return *this;
+    }
+    // A Rust slice is two parameters: its pointer, then its length.
+    Args& slice(const Buffer& b, size_t len) { return add<CUdeviceptr>(b->ptr).add<size_t>(len); }
+    Args& ptr(const Buffer& b) { return add<CUdeviceptr>(b->ptr); }
+    void** params() {
+        for (int i = 0; i < count; ++i) ptrs[i] = storage[i];
+        return ptrs;
+    }
+    std::vector<size_t> layout() const { return std::vector<size_t>(sizes, sizes + count); }
+};
+
+struct Shape {
+    unsigned gx, gy, bx, by, shared;
+};
+
+unsigned blocks(size_t n, size_t per) { return (unsigned)((n + per - 1) / per); }
+Shape linear(size_t n, unsigned block) { return {blocks(n, block), 1, block, 1, 0}; }
+
+enum class Compare { Exact, Close, Racy };
+
+struct Case {
+    std::string kernel, size;
+    Shape shape{};
+    Args args;
+    std::string unit;  // "GB/s", "GFLOP/s" or "Gop/s"
+    double work = 0;   // bytes, flops or operations per launch
+    std::function<void(CUstream)> reset;  // before every launch, outside timing
+    std::function<void()> setup;          // once before the case (e.g. the filter)
+    Buffer out;                           // the result compared between the two kernels
+    Compare compare = Compare::Exact;
+    double tolerance = 0;                 // absolute, for Compare::Close
+    unsigned racy_threads = 0;
+    // CPU spot check of one kernel's result: "" when it holds, else what is wrong.
+    std::function<std::string(const std::vector<unsigned char>&)> reference;
+};
+
+struct Row {
+    std::string kernel, size, unit, check, detail;
+    double rust_ms = NAN, rust_min = NAN, c_ms = NAN, c_min = NAN, work = 0;
+    int rust_regs = -1, c_regs = -1;
+    bool passed = false;
+};
+
+// ---- seeded inputs, generated in fixed chunks so the data do not depend on the thread count
+
+const size_t kChunk = 1 << 20;
+
+uint64_t splitmix(uint64_t& s) {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+template <class T, class F>
+std::vector<T> generate(size_t n, uint64_t seed, F draw) {
+    std::vector<T> v(n);
+    size_t chunks = (n + kChunk - 1) / kChunk;
+    unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w) {
+        pool.emplace_back([&, w] {
+            for (size_t c = w; c < chunks; c += workers) {
+                uint64_t s = seed ^ (c * 0xD1B54A32D192ED03ull);
+                size_t end = std::min(n, (c + 1) * kChunk);
+                for (size_t i = c * kChunk; i < end; ++i) v[i] = draw(s);
+            }
+        });
+    }
+    for (auto& t : pool) t.join();
+    return v;
+}
+
+std::vector<float> random_f32(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    return generate<float>(n, seed, [=](uint64_t& s) {
+        float v = (float)(lo + (double)(hi - lo) * (double)(splitmix(s) >> 40) * 0x1p-24);
+        return v < hi ? v : std::nextafter(hi, lo);  // [lo, hi) even after rounding
+    });
+}
+
+std::vector<unsigned> random_u32(size_t n, uint64_t seed, unsigned lo, unsigned hi) {
+    return generate<unsigned>(n, seed, [=](uint64_t& s) { return lo + (unsigned)((splitmix(s) >> 32) % (hi - lo)); });
+}
+
+std::vector<size_t> sample_indices(size_t n, size_t count, uint64_t seed) {
+    std::vector<size_t> idx{0, n - 1};
+    uint64_t s = seed;
+    while (idx.size() < count) idx.push_back(splitmix(s) % n);
+    return idx;
+}
+
+// ---- PTX signature: parameter sizes of an entry, from the PTX text
+
+size_t ptx_type_size(const std::string& decl) {
+    size_t open = decl.find('[');
+    if (decl.find(".b8") != std::string::npos && open != std::string::npos) return std::stoul(decl.substr(open + 1));
+    static const char* const eight[] = {".u64", ".s64", ".b64", ".f64"};
+    static const char* const four[] = {".u32", ".s32", ".b32", ".f32"};
+    static const char* const two[] = {".u16", ".s16", ".b16", ".f16"};
+    for (auto t : eight)
+        if (decl.find(t) != std::string::npos) return 8;
+    for (auto t : four)
+        if (decl.find(t) != std::string::npos) return 4;
+    for (auto t : two)
+        if (decl.find(t) != std::string::npos) return 2;
+    return 1;
+}
+
+// False when the text holds no such entry.
+bool ptx_signature(const std::string& ptx, const std::string& name, std::vector<size_t>& sizes) {
+    const std::string key = ".entry " + name + "(";
+    size_t at = ptx.find(key);
+    if (at == std::string::npos) return false;
+    size_t begin = at + key.size(), end = ptx.find(')', begin);
+    std::stringstream list(ptx.substr(begin, end - begin));
+    std::string decl;
+    sizes.clear();
+    while (std::getline(list, decl, ','))
+        if (decl.find(".param") != std::string::npos) sizes.push_back(ptx_type_size(decl));
+    return true;
+}
+
+std::string join(const std::vector<size_t>& v) {
+    std::string s;
+    for (size_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return "[" + s + "]";
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot read " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+std::string fmt(const char* format, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if ((unsigned char)c < 0x20) out += fmt("\\u%04x", (double)c);
+        else out += c;
+    }
+    return out + "\"";
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt("%.6g", v) : "null"; }
+
+std::string utc_now() {
+    char buf[32];
+    std::time_t t = std::time(nullptr);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+// ---- the runner
+
+struct Runner {
+    bool quick = false;
+    int runs = 20;
+    std::vector<std::string> only;
+    std::string rust_ptx, twin_text;  // twin_text is empty for a cubin
+    CUmodule rust = nullptr, twin = nullptr;
+    CUstream stream = nullptr;
+    CUevent start = nullptr, stop = nullptr;
+    Buffer scratch;  // written before every timed launch to flush L2
+    unsigned sms = 0;
+    std::vector<Row> rows;
+    std::string current = "setup";  // what was running, for error messages
+
+    size_t pick(size_t full, size_t small, size_t dry) const { return g_dry ? dry : quick ? small : full; }
+
+    bool wanted(const std::string& kernel) const {
+        if (only.empty()) return true;
+        for (auto& o : only)
+            if (kernel.find(o) != std::string::npos) return true;
+        return false;
+    }
+
+    CUfunction function(CUmodule m, const std::string& name, CUresult& r) {
+        CUfunction f = nullptr;
+        r = cuModuleGetFunction(&f, m, name.c_str());
+        return f;
+    }
+
+    void launch(CUfunction f, Case& c) {
+        Args a = c.args;
+        CK(cuLaunchKernel(f, c.shape.gx, c.shape.gy, 1, c.shape.bx, c.shape.by, 1, c.shape.shared, stream, a.params(),
+                          nullptr));
+    }
+
+    std::vector<unsigned char> run_once(CUfunction f, Case& c) {
+        // A reset prepares the output itself (zeroed bins, a fresh copy of SAXPY's y); any other
+        // output is NaN everywhere, so an element a kernel does not write cannot agree.
+        if (c.reset)
+            c.reset(stream);
+        else
+            CK(cuMemsetD8Async(c.out->ptr, 0xFF, c.out->bytes, stream));
+        launch(f, c);
+        CK(cuStreamSynchronize(stream));
+        std::vector<unsigned char> host(c.out->bytes);
+        CK(cuMemcpyDtoH(host.data(), c.out->ptr, host.size()));
+        return host;
+    }
+
+    // "" when the two results agree.
+    static std::string agree(const Case& c, const std::vector<unsigned char>& r, const std::vector<unsigned char>& t) {
+        if (c.compare == Compare::Racy) {
+            unsigned a, b;
+            std::memcpy(&a, r.data(), 4);
+            std::memcpy(&b, t.data(), 4);
+            bool ok = a >= 1 && a <= c.racy_threads && b >= 1 && b <= c.racy_threads;
+            std::string counts = "counts " + std::to_string(a) + " / " + std::to_string(b);
+            return ok ? "" : counts + " outside [1, " + std::to_string(c.racy_threads) + "]";
+        }
+        if (c.compare == Compare::Exact) {
+            if (std::memcmp(r.data(), t.data(), r.size()) == 0) return "";
+            size_t i = 0;
+            while (r[i] == t[i]) ++i;
+            return "results differ first at element " + std::to_string(i / 4);
+        }
+        const float* a = reinterpret_cast<const float*>(r.data());
+        const float* b = reinterpret_cast<const float*>(t.data());
+        size_t n = r.size() / 4, bad = 0, first = 0;
+        double worst = 0;
+        for (size_t i = 0; i < n; ++i) {
+            double e = std::fabs((double)a[i] - (double)b[i]);
+            if (!(e <= c.tolerance)) {
+                if (!bad++) first = i;
+                worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+            }
+        }
+        if (!bad) return "";
+        return std::to_string(bad) + " elements differ beyond " + fmt("%.3g", c.tolerance) + " (first " +
+               std::to_string(first) + ": " + fmt("%.9g", a[first]) + " vs " + fmt("%.9g", b[first]) + ", worst " +
+               fmt("%.3g", worst) + ")";
+    }
+
+    double time_one(CUfunction f, Case& c) {
+        if (c.reset) c.reset(stream);
+        // Flushed before every launch, like the project's own timer: inputs come from DRAM.
+        CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, stream));
+        CK(cuEventRecord(start, stream));
+        launch(f, c);
+        CK(cuEventRecord(stop, stream));
+        CK(cuEventSynchronize(stop));
+        float ms = 0;
+        CK(cuEventElapsedTime(&ms, start, stop));
+        return ms;
+    }
+
+    static void median_min(std::vector<double> v, double& median, double& min) {
+        std::sort(v.begin(), v.end());
+        size_t n = v.size();
+        median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        min = v.front();
+    }
+
+    int regs(CUfunction f) {
+        int r = -1;
+        cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+        return r;
+    }
+
+    void run(Case& c) {
+        if (!wanted(c.kernel)) return;
+        current = c.kernel + " " + c.size;
+        Row row;
+        row.kernel = c.kernel, row.size = c.size, row.unit = c.unit, row.work = c.work;
+        std::vector<size_t> sizes;
+        CUresult rr = CUDA_SUCCESS, tr = CUDA_SUCCESS;
+        CUfunction rf = nullptr, tf = nullptr;
+        if (g_dry) {
+            if (!ptx_signature(rust_ptx, c.kernel, sizes)) rr = CUDA_ERROR_NOT_FOUND;
+            if (!twin_text.empty() && !ptx_signature(twin_text, c.kernel, sizes)) tr = CUDA_ERROR_NOT_FOUND;
+        } else {
+            rf = function(rust, c.kernel, rr), tf = function(twin, c.kernel, tr);
+        }
+        if (rr != CUDA_SUCCESS || tr != CUDA_SUCCESS) {
+            row.check = "MISSING";
+            row.detail = rr != CUDA_SUCCESS ? "not in the project PTX: " + error_text(rr)
+                                            : "not in the twins module: " + error_text(tr);
+        } else if (!ptx_signature(rust_ptx, c.kernel, sizes) || sizes != c.args.layout()) {
+            row.check = "SIGNATURE";
+            row.detail = "project PTX parameters " + join(sizes) + " bytes, runner passes " + join(c.args.layout());
+        } else if (!twin_text.empty() && (!ptx_signature(twin_text, c.kernel, sizes) || sizes != c.args.layout())) {
+            row.check = "SIGNATURE";
+            row.detail = "twin PTX parameters " + join(sizes) + " bytes, runner passes " + join(c.args.layout());
+        } else if (g_dry) {
+            row.passed = true;
+            row.check = "SIGNATURE OK";
+            row.detail = join(c.args.layout()) + " grid " + std::to_string(c.shape.gx) + "x" +
+                         std::to_string(c.shape.gy) + " block " + std::to_string(c.shape.bx) + "x" +
+                         std::to_string(c.shape.by) + " shared " + std::to_string(c.shape.shared);
+        } else {
+            row.rust_regs = regs(rf), row.c_regs = regs(tf);
+            if (c.setup) c.setup();
+            auto r = run_once(rf, c), t = run_once(tf, c);
+            std::string problem = agree(c, r, t);
+            if (problem.empty() && c.reference) {
+                problem = c.reference(r);
+                if (!problem.empty()) problem = "Rust result vs CPU: " + problem;
+                else if (!(problem = c.reference(t)).empty()) problem = "CUDA C result vs CPU: " + problem;
+            }
+            row.passed = problem.empty();
+            row.check = row.passed ? "PASS" : "FAIL";
+            row.detail = problem;
+            if (row.passed && c.compare == Compare::Racy) row.detail = "racy by design: counts only range-checked";
+
+            for (int w = 0; w < 2; ++w) time_one(rf, c), time_one(tf, c);  // warm-up
+            std::vector<double> rust_ms, c_ms;
+            for (int i = 0; i < runs; ++i) {
+                // Alternate which goes first, so drift and ordering hit both alike.
+                if (i % 2 == 0) rust_ms.push_back(time_one(rf, c)), c_ms.push_back(time_one(tf, c));
+                else c_ms.push_back(time_one(tf, c)), rust_ms.push_back(time_one(rf, c));
+            }
+            median_min(rust_ms, row.rust_ms, row.rust_min);
+            median_min(c_ms, row.c_ms, row.c_min);
+        }
+        print(row);
+        rows.push_back(row);
+    }
+
+    static double rate(const Row& r, double ms) { return r.work / (ms * 1e-3) / 1e9; }
+
+    static void header() {
+        if (g_dry) return;
+        std::printf("%-26s %-22s %10s %10s %7s %10s %10s %-8s %9s  %s\n", "kernel", "size", "Rust ms", "CUDA C ms",
+                    "ratio", "Rust rate", "C rate", "unit", "regs R/C", "check");
+    }
+
+    static void print(const Row& r) {
+        if (g_dry) {
+            std::printf("%-26s %-22s %s: %s\n", r.kernel.c_str(), r.size.c_str(), r.check.c_str(), r.detail.c_str());
+            return;
+        }
+        std::string regs = std::to_string(r.rust_regs) + "/" + std::to_string(r.c_regs);
+        std::printf("%-26s %-22s %10.4f %10.4f %7.3f %10.1f %10.1f %-8s %9s  %s%s%s\n", r.kernel.c_str(),
+                    r.size.c_str(), r.rust_ms, r.c_ms, r.rust_ms / r.c_ms, rate(r, r.rust_ms), rate(r, r.c_ms),
+                    r.unit.c_str(), regs.c_str(), r.check.c_str(), r.detail.empty() ? "" : ": ", r.detail.c_str());
+        std::fflush(stdout);
+    }
+
+    // ---- the kernel families; sizes follow the host's defaults (host/src/ops/*.rs)
+
+    void vector_add() {
+        size_t n = pick(1u << 28, 1u << 26, 4099);
+        auto ah = random_f32(n, 1), bh = random_f32(n, 2);
+        auto a = upload(ah), b = upload(bh), c = device(4 * n);
+        for (std::string k : {"vector_add", "vector_add_vec4"}) {
+            Case x;
+            x.kernel = k, x.size = "n=" + std::to_string(n), x.unit = "GB/s", x.work = 12.0 * n;
+            // vec4: 4 quads per thread, plus one position for the n % 4 tail (as the host).
+            x.shape = k == "vector_add" ? linear(n, 256) : linear((n / 4 + 1 + 3) / 4, 256);
+            x.args.slice(a, n).slice(b, n).ptr(c);
+            x.out = c, x.compare = Compare::Exact;
+            // Both outputs start poisoned alike, so agreeing is not enough: check every element.
+            x.reference = [&ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                const float* o = reinterpret_cast<const float*>(out.data());
+                for (size_t i = 0; i < ah.size(); ++i)
+                    if (!(o[i] == ah[i] + bh[i]))
+                        return "c[" + std::to_string(i) + "] = " + fmt("%.9g", o[i]) + ", want " +
+                               fmt("%.9g", ah[i] + bh[i]);
+                return "";
+            };
+            run(x);
+        }
+    }
+
+    void saxpy() {
+        size_t n = pick(1u << 28, 1u << 26, 4099);
+        const float alpha = 2.5f;  // host/src/ops/saxpy.rs A
+        auto xh = random_f32(n, 3), yh = random_f32(n, 4);
+        auto x = upload(xh), y0 = upload(yh), y = device(4 * n);
+        for (std::string k : {"saxpy", "saxpy_vec4"}) {
+            Case c;
+            c.kernel = k, c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 12.0 * n;
+            c.shape = {8 * sms, 1, 256, 1, 0};  // grid-stride: 8 blocks per SM, as the host
+            c.args.add(alpha).slice(x, n).ptr(y);
+            c.out = y, c.compare = Compare::Close;
+            c.tolerance = 4 * FLT_EPSILON * (std::fabs(alpha) + 1);
+            // y is updated in place: every launch starts from a fresh copy.
+            c.reset = [y, y0](CUstream s) { CK(cuMemcpyDtoDAsync(y->ptr, y0->ptr, y->bytes, s)); };
+            double tolerance = c.tolerance;
+            c.reference = [=, &xh, &yh](const std::vector<unsigned char>& out) -> std::string {
+                const float* o = reinterpret_cast<const float*>(out.data());
+                for (size_t i : sample_indices(n, 256, 5)) {
+                    double want = (double)alpha * xh[i] + yh[i];
+                    if (!(std::fabs(o[i] - want) <= tolerance))
+                        return "y[" + std::to_string(i) + "] = " + fmt("%.9g", o[i]) + ", want " + fmt("%.9g", want);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    void counter() {
+        unsigned threads = 1u << 20;
+        auto counter = device(4);
+        for (std::string k : {"counter_racy", "counter_atomic"}) {
+            Case c;
+            c.kernel = k, c.size = "threads=" + std::to_string(threads), c.unit = "Gop/s", c.work = threads;
+            c.shape = linear(threads, 256);
+            c.args.ptr(counter).add(threads);
+            c.out = counter;
+            c.reset = [counter](CUstream s) { CK(cuMemsetD32Async(counter->ptr, 0, 1, s)); };
+            if (k == "counter_racy") {
+                c.compare = Compare::Racy, c.racy_threads = threads;
+            } else {
+                c.compare = Compare::Exact;
+                c.reference = [threads](const std::vector<unsigned char>& out) -> std::string {
+                    unsigned v;
+                    std::memcpy(&v, out.data(), 4);
+                    return v == threads ? "" : "count " + std::to_string(v) + ", want " + std::to_string(threads);
+                };
+            }
+            run(c);
+        }
+    }
+
+    void histogram() {
+        size_t n = pick(1u << 28, 1u << 26, 4099);
+        const unsigned bins = 256;
+        const float lo = -4.0f, hi = 4.0f;  // host/src/ops/histogram.rs F32_RANGE
+        auto counts = device(4 * bins);
+        for (bool f32 : {false, true}) {
+            // u32 values in [0, 300): some past the last bin; f32 in [-4.5, 4.5): some outside.
+            std::vector<unsigned> uh;
+            std::vector<float> fh;
+            Buffer values;
+            std::vector<unsigned> want(bins, 0);
+            if (f32) {
+                fh = random_f32(n, 7, -4.5f, 4.5f);
+                values = upload(fh);
+                float per_unit = (float)bins / (hi - lo);
+                for (float v : fh) {
+                    if (!(v >= lo && v < hi)) continue;
+                    unsigned b = (unsigned)((v - lo) * per_unit);
+                    ++want[b >= bins ? bins - 1 : b];
+                }
+            } else {
+                uh = random_u32(n, 6, 0, 300);
+                values = upload(uh);
+                for (unsigned v : uh)
+                    if (v < bins) ++want[v];
+            }
+            for (std::string method : {"global", "shared", "shared_vec4"}) {
+                Case c;
+                c.kernel = "histogram_" + method + (f32 ? "_f32" : "_u32");
+                c.size = "n=" + std::to_string(n) + " bins=" + std::to_string(bins);
+                c.unit = "GB/s", c.work = 4.0 * n;
+                // Block-private bins in dynamic shared memory for the shared kernels.
+                c.shape = {8 * sms, 1, 256, 1, method == "global" ? 0u : 4 * bins};
+                c.args.slice(values, n);
+                if (f32) c.args.add(lo).add(hi);
+                c.args.add(bins).ptr(counts);
+                c.out = counts, c.compare = Compare::Exact;
+                c.reset = [counts, bins](CUstream s) { CK(cuMemsetD32Async(counts->ptr, 0, bins, s)); };
+                c.reference = [want](const std::vector<unsigned char>& out) -> std::string {
+                    for (size_t b = 0; b < want.size(); ++b) {
+                        unsigned v;
+                        std::memcpy(&v, out.data() + 4 * b, 4);
+                        if (v != want[b])
+                            return "bin " + std::to_string(b) + " = " + std::to_string(v) + ", want " +
+                                   std::to_string(want[b]);
+                    }
+                    return "";
+                };
+                run(c);
+            }
+        }
+    }
+
+    void matmul() {
+        size_t small = pick(4096, 2048, 64), large = pick(8192, 4096, 128);
+        auto ah = random_f32(large * large, 8), bh = random_f32(large * large, 9);
+        // A smaller shape uses the first m * k and k * n elements: still random matrices.
+        auto a = upload(ah), b = upload(bh);
+        struct Variant {
+            const char* kernel;
+            unsigned tile, threads, shared;
+            bool large;
+        };
+        const Variant variants[] = {
+            {"matmul_naive", 16, 0, 0, false},
+            {"matmul_tiled_16", 16, 0, 2 * 16 * 16 * 4, false},
+            {"matmul_tiled_32", 32, 0, 2 * 32 * 32 * 4, false},
+            {"matmul_blocked_128x128", 128, 256, 8 * 256 * 4, true},
+            {"matmul_vec4_128x128", 128, 256, 2 * 8 * 256 * 4, true},
+        };
+        for (size_t side : {small, large}) {
+            size_t m = side, n = side, k = side;
+            auto c = device(4 * m * n);
+            for (const Variant& v : variants) {
+                if (side == large && !v.large) continue;  // the simple kernels would take too long
+                Case x;
+                x.kernel = v.kernel;
+                x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+                x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+                unsigned gx = blocks(n, v.tile), gy = blocks(m, v.tile);
+                x.shape = v.threads ? Shape{gx, gy, v.threads, 1, v.shared} : Shape{gx, gy, v.tile, v.tile, v.shared};
+                x.args.slice(a, m * k).slice(b, k * n).ptr(c).add(m).add(n).add(k);
+                x.out = c, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
+                double tolerance = x.tolerance;
+                x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                    const float* o = reinterpret_cast<const float*>(out.data());
+                    for (size_t e : sample_indices(m * n, 32, 10)) {
+                        size_t row = e / n, col = e % n;
+                        double want = 0;
+                        for (size_t i = 0; i < k; ++i) want += (double)ah[row * k + i] * bh[i * n + col];
+                        if (!(std::fabs(o[e] - want) <= tolerance))
+                            return "C[" + std::to_string(row) + "][" + std::to_string(col) + "] = " +
+                                   fmt("%.9g", o[e]) + ", want " + fmt("%.9g", want);
+                    }
+                    return "";
+                };
+                run(x);
+            }
+        }
+    }
+
+    void set_filter(const std::vector<float>& taps) {
+        std::vector<float> padded(49, 0.0f);
+        std::copy(taps.begin(), taps.end(), padded.begin());
+        for (CUmodule m : {rust, twin}) {
+            CUdeviceptr symbol;
+            size_t bytes;
+            CK(cuModuleGetGlobal(&symbol, &bytes, m, "FILTER"));
+            if (bytes != 4 * padded.size())
+                throw CudaError("FILTER holds " + std::to_string(bytes) + " bytes, the runner writes 196");
+            CK(cuMemcpyHtoD(symbol, padded.data(), bytes));
+        }
+    }
+
+    void conv2d() {
+        size_t side = pick(8192, 4096, 100), w = side, h = side;
+        auto image = random_f32(w * h, 11);
+        auto in = upload(image), out = device(4 * w * h);
+        struct Variant {
+            const char* kernel;
+            size_t radius;
+        };
+        for (Variant v : {Variant{"conv2d_naive", 2}, Variant{"conv2d_tiled_r2", 2}, Variant{"conv2d_tiled_r1", 1},
+                          Variant{"conv2d_tiled_r3", 3}}) {
+            size_t r = v.radius, width = 2 * r + 1, taps = width * width;
+            auto filter = random_f32(taps, 12 + r);
+            bool naive = std::string(v.kernel) == "conv2d_naive";
+            Case c;
+            c.kernel = v.kernel;
+            c.size = std::to_string(w) + "^2 " + std::to_string(width) + "x" + std::to_string(width);
+            c.unit = "GB/s", c.work = 8.0 * w * h;
+            c.shape = naive ? Shape{blocks(w, 16), blocks(h, 16), 16, 16, 0} : Shape{blocks(w, 32), blocks(h, 32), 32, 4, 0};
+            c.args.slice(in, w * h).ptr(out).add(w).add(h);
+            if (naive) c.args.add(r);
+            c.out = out, c.compare = Compare::Close, c.tolerance = 4.0 * taps * FLT_EPSILON;
+            c.setup = [this, filter] { set_filter(filter); };
+            double tolerance = c.tolerance;
+            c.reference = [=, &image](const std::vector<unsigned char>& bytes) -> std::string {
+                const float* o = reinterpret_cast<const float*>(bytes.data());
+                for (size_t e : sample_indices(w * h, 256, 13)) {
+                    long y = (long)(e / w), x = (long)(e % w);
+                    double want = 0;
+                    for (long fy = 0; fy < (long)width; ++fy)
+                        for (long fx = 0; fx < (long)width; ++fx) {
+                            long iy = y + fy - (long)r, ix = x + fx - (long)r;
+                            if (iy >= 0 && iy < (long)h && ix >= 0 && ix < (long)w)
+                                want += (double)filter[fy * width + fx] * image[iy * w + ix];
+                        }
+                    if (!(std::fabs(o[e] - want) <= tolerance))
+                        return "out[" + std::to_string(y) + "][" + std::to_string(x) + "] = " + fmt("%.9g", o[e]) +
+                               ", want " + fmt("%.9g", want);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    void conv1d() {
+        size_t n = pick(1u << 26, 1u << 24, 4099), r = 3, taps = 2 * r + 1;
+        auto signal = random_f32(n, 14);
+        auto filter = random_f32(taps, 15);
+        auto in = upload(signal), out = device(4 * n);
+        for (std::string k : {"conv1d", "conv1d_vec4"}) {
+            Case c;
+            c.kernel = k, c.size = "n=" + std::to_string(n) + " " + std::to_string(taps) + " taps";
+            c.unit = "GB/s", c.work = 8.0 * n;
+            // conv1d: CONV1D_BLOCK (256) outputs a block; vec4: CONV1D_VEC4_SPAN (4096).
+            c.shape = {blocks(n, k == "conv1d" ? 256 : 4096), 1, 256, 1, 0};
+            c.args.slice(in, n).ptr(out).add(r);
+            c.out = out, c.compare = Compare::Close, c.tolerance = 4.0 * taps * FLT_EPSILON;
+            c.setup = [this, filter] { set_filter(filter); };
+            double tolerance = c.tolerance;
+            c.reference = [=, &signal](const std::vector<unsigned char>& bytes) -> std::string {
+                const float* o = reinterpret_cast<const float*>(bytes.data());
+                for (size_t i : sample_indices(n, 256, 16)) {
+                    double want = 0;
+                    for (size_t f = 0; f < taps; ++f) {
+                        long g = (long)i + (long)f - (long)r;
+                        if (g >= 0 && g < (long)n) want += (double)filter[f] * signal[g];
+                    }
+                    if (!(std::fabs(o[i] - want) <= tolerance))
+                        return "out[" + std::to_string(i) + "] = " + fmt("%.9g", o[i]) + ", want " + fmt("%.9g", want);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    void transpose() {
+        size_t rows = pick(8192, 4096, 67), cols = pick(8192, 4096, 45);
+        auto matrix = random_f32(rows * cols, 17);
+        auto in = upload(matrix), out = device(4 * rows * cols);
+        for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded"}) {
+            Case c;
+            c.kernel = k, c.size = std::to_string(rows) + "x" + std::to_string(cols);
+            c.unit = "GB/s", c.work = 8.0 * rows * cols;
+            c.shape = {blocks(cols, 32), blocks(rows, 32), 32, 8, 0};  // TILE 32, BLOCK_ROWS 8
+            c.args.slice(in, rows * cols).ptr(out).add(rows).add(cols);
+            c.out = out, c.compare = Compare::Exact;
+            c.reference = [=, &matrix](const std::vector<unsigned char>& bytes) -> std::string {
+                const float* o = reinterpret_cast<const float*>(bytes.data());
+                for (size_t e : sample_indices(rows * cols, 4096, 18)) {
+                    size_t r = e / cols, col = e % cols;
+                    if (!(o[col * rows + r] == matrix[e]))
+                        return "out[" + std::to_string(col) + "][" + std::to_string(r) + "] = " +
+                               fmt("%.9g", o[col * rows + r]) + ", want " + fmt("%.9g", matrix[e]);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    // Entries of the project PTX that no case launches: a new kernel that needs a twin.
+    std::vector<std::string> untwinned() const {
+        std::vector<std::string> names;
+        const std::string key = ".entry ";
+        for (size_t at = rust_ptx.find(key); at != std::string::npos; at = rust_ptx.find(key, at + 1)) {
+            size_t begin = at + key.size();
+            std::string name = rust_ptx.substr(begin, rust_ptx.find('(', begin) - begin);
+            bool covered = false;
+            for (const Row& r : rows) covered |= r.kernel == name;
+            if (!covered) names.push_back(name);
+        }
+        return names;
+    }
+
+    void warn_untwinned() const {
+        if (!only.empty()) return;
+        for (const std::string& name : untwinned())
+            std::fprintf(stderr, "runner: warning: %s is in the project PTX but has no twin here\n", name.c_str());
+    }
+
+    void write_json(const std::string& path, const std::string& device_name, const std::string& error) const {
+        std::ofstream f(path);
+        f << "{\"device\": " << json_string(device_name) << ", \"date\": " << json_string(utc_now())
+          << ", \"quick\": " << (quick ? "true" : "false") << ", \"runs\": " << runs;
+        if (!error.empty()) f << ", \"error\": " << json_string(error);
+        if (only.empty()) {
+            f << ", \"untwinned\": [";
+            auto names = untwinned();
+            for (size_t i = 0; i < names.size(); ++i) f << (i ? ", " : "") << json_string(names[i]);
+            f << "]";
+        }
+        f << ", \"rows\": [";
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const Row& r = rows[i];
+            f << (i ? ",\n  " : "\n  ") << "{\"kernel\": " << json_string(r.kernel) << ", \"size\": " << json_string(r.size)
+              << ", \"rust_ms\": " << json_number(r.rust_ms) << ", \"rust_min_ms\": " << json_number(r.rust_min)
+              << ", \"c_ms\": " << json_number(r.c_ms) << ", \"c_min_ms\": " << json_number(r.c_min)
+              << ", \"ratio\": " << json_number(r.rust_ms / r.c_ms) << ", \"unit\": " << json_string(r.unit)
+              << ", \"rust_rate\": " << json_number(rate(r, r.rust_ms))
+              << ", \"c_rate\": " << json_number(rate(r, r.c_ms)) << ", \"rust_regs\": " << r.rust_regs
+              << ", \"c_regs\": " << r.c_regs << ", \"check\": " << json_string(r.check)
+              << ", \"detail\": " << json_string(r.detail) << "}";
+        }
+        f << "\n]}\n";
+        if (!f) std::fprintf(stderr, "runner: could not write %s\n", path.c_str());
+    }
+};
+
+CUmodule load_module(const std::string& image, const char* what) {
+    char log[8192] = {0};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, (void*)(uintptr_t)sizeof log};
+    CUmodule m = nullptr;
+    CUresult r = cuModuleLoadDataEx(&m, image.c_str(), 2, options, values);
+    if (r != CUDA_SUCCESS) throw CudaError(std::string("loading ") + what + ": " + error_text(r) + (log[0] ? "\n" : "") + log);
+    return m;
+}
+
+int usage() {
+    std::fprintf(stderr,
+                 "usage: runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] "
+                 "[--only name,name] [--signatures]\n"
+                 "  --signatures: no GPU needed; check that every kernel is in both modules with the\n"
+                 "  parameters the runner passes (give the twins as PTX to check them too)\n");
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Runner run;
+    std::vector<std::string> files;
+    std::string json;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--quick") run.quick = true;
+        else if (a == "--signatures") g_dry = true;
+        else if (a == "--json" && i + 1 < argc) json = argv[++i];
+        else if (a == "--runs" && i + 1 < argc) run.runs = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--only" && i + 1 < argc) {
+            std::stringstream list(argv[++i]);
+            for (std::string s; std::getline(list, s, ',');)
+                if (!s.empty()) run.only.push_back(s);
+        } else if (a.rfind("--", 0) == 0) return usage();
+        else files.push_back(a);
+    }
+    if (files.size() != 2) return usage();
+    bool runs_given = false;
+    for (int i = 1; i < argc; ++i) runs_given |= std::string(argv[i]) == "--runs";
+    if (run.quick && !runs_given) run.runs = 5;
+
+    std::string twin_image;
+    try {
+        run.rust_ptx = read_file(files[0]);
+        twin_image = read_file(files[1]);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "runner: %s\n", e.what());
+        return 1;
+    }
+    if (run.rust_ptx.find(".entry") == std::string::npos) {
+        std::fprintf(stderr, "runner: %s is not PTX text\n", files[0].c_str());
+        return 1;
+    }
+    if (twin_image.compare(0, 4, "\x7f" "ELF") != 0) run.twin_text = twin_image;
+
+    if (g_dry) {
+        run.sms = 132;  // an H100 SXM, for the grid sizes printed
+        Runner::header();
+        run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
+            run.conv1d();
+        size_t failed = 0;
+        for (const Row& r : run.rows) failed += !r.passed;
+        run.warn_untwinned();
+        std::printf("\n%zu kernels, %zu with a missing entry or other parameters%s\n", run.rows.size(), failed,
+                    run.twin_text.empty() ? " (the twins' cubin is not checked: pass twins.ptx)" : "");
+        return failed ? 1 : 0;
+    }
+
+    // No GPU is not a crash: say why and exit 2.
+    CUresult init = cuInit(0);
+    int count = 0;
+    if (init == CUDA_SUCCESS) init = cuDeviceGetCount(&count);
+    if (init != CUDA_SUCCESS || count == 0) {
+        std::fprintf(stderr, "runner: no usable GPU (%s); nothing measured\n",
+                     init != CUDA_SUCCESS ? ("cuInit: " + error_text(init)).c_str() : "no CUDA device");
+        return 2;
+    }
+
+    std::string device_name = "?", error;
+    try {
+        CUdevice dev;
+        CK(cuDeviceGet(&dev, 0));
+        char name[256] = {0};
+        CK(cuDeviceGetName(name, sizeof name, dev));
+        device_name = name;
+        int sms = 0, major = 0, minor = 0, driver = 0;
+        CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+        CK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+        CK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+        CK(cuDriverGetVersion(&driver));
+        run.sms = (unsigned)sms;
+        // The primary context: cuCtxCreate's signature differs between CUDA 11 and 13.
+        CUcontext ctx;
+        CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CK(cuCtxSetCurrent(ctx));
+        CK(cuStreamCreate(&run.stream, CU_STREAM_NON_BLOCKING));
+        CK(cuEventCreate(&run.start, CU_EVENT_DEFAULT));
+        CK(cuEventCreate(&run.stop, CU_EVENT_DEFAULT));
+        run.rust = load_module(run.rust_ptx, files[0].c_str());
+        run.twin = load_module(twin_image, files[1].c_str());
+        run.scratch = device(256u << 20);
+        std::printf("%s, sm_%d%d, %d SMs, driver %d.%d; %d timed launches each (median, interleaved), L2 flushed "
+                    "before each\nRust: %s\nC:    %s\n\n",
+                    name, major, minor, sms, driver / 1000, driver % 1000 / 10, run.runs, files[0].c_str(),
+                    files[1].c_str());
+        Runner::header();
+        run.vector_add();
+        run.saxpy();
+        run.counter();
+        run.histogram();
+        run.transpose();
+        run.matmul();
+        run.conv2d();
+        run.conv1d();
+    } catch (const std::exception& e) {
+        error = e.what();
+        std::fprintf(stderr, "runner: %s: %s\n", run.current.c_str(), e.what());
+    }
+
+    size_t failed = 0, met = 0;
+    for (const Row& r : run.rows) {
+        failed += !r.passed;
+        met += r.passed && r.rust_ms / r.c_ms <= 1.03;
+    }
+    run.warn_untwinned();
+    std::printf("\n%zu kernels: %zu failed their checks; %zu within 3%% of CUDA C (ratio <= 1.03)\n", run.rows.size(),
+                failed, met);
+    if (!json.empty()) run.write_json(json, device_name, error);
+    return !error.empty() || failed ? 1 : 0;
+}

@@ -1,0 +1,14 @@
+// Helpers shared by the CUDA C twins; the Rust originals are in kernels/src/lib.rs.
+// No #pragma unroll unless the Rust unrolls by hand: which loops unroll is left to the
+// compiler on both sides, so the twins differ from the Rust in the language only.
+#pragma once
+#include <stddef.h>
+
+// 64-bit like the Rust global_index(): a 32-bit index wraps past 2^32 elements.
+static __device__ __forceinline__ size_t global_index() {
+    return (size_t)blockIdx.x * (size_t)blockDim.x + (size_t)threadIdx.x;
+}
+
+static __device__ __forceinline__ size_t grid_threads() {
+    return (size_t)blockDim.x * (size_t)gridDim.x;
+}

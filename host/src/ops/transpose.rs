@@ -1,0 +1,187 @@
+//! Host side of `kernels::transpose`: `rows × cols` in, `cols × rows` out, f32 row-major.
+//! The result must be exact (nothing is computed). Each report says how the kernel compares
+//! with a device-to-device copy of the same bytes, timed the same way in the same run: the
+//! ceiling a transpose can reach.
+
+use crate::check;
+use crate::data::random_f32;
+use crate::gpu::{arg, require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+use interface::transpose::{BLOCK_ROWS, TILE};
+use std::cell::Cell;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    /// Coalesced reads, strided writes.
+    Naive,
+    /// Through a shared-memory tile (32-way bank conflicts on the column reads).
+    Shared,
+    /// The tile padded by one column: no bank conflicts.
+    Padded,
+}
+
+impl Method {
+    const ALL: [Method; 3] = [Method::Naive, Method::Shared, Method::Padded];
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Method::Naive => "transpose_naive",
+            Method::Shared => "transpose_shared",
+            Method::Padded => "transpose_padded",
+        }
+    }
+
+    fn variant(self) -> Variant {
+        let name = match self {
+            Method::Naive => "naive",
+            Method::Shared => "shared",
+            Method::Padded => "padded",
+        };
+        Variant::new(name, self.kernel())
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    #[arg(long, default_value_t = 8192)]
+    pub rows: usize,
+    #[arg(long, default_value_t = 8192)]
+    pub cols: usize,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Method>,
+}
+
+pub fn cpu_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let input = ndarray::ArrayView2::from_shape((rows, cols), input).expect("rows×cols");
+    input.t().iter().copied().collect()
+}
+
+fn config(rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::tiles_2d(cols, rows, (TILE, TILE), (TILE as u32, BLOCK_ROWS as u32), 0)
+}
+
+/// The input on the GPU, the output poisoned.
+pub struct Transpose {
+    pub rows: usize,
+    pub cols: usize,
+    pub values: Vec<f32>,
+    config: LaunchConfig,
+    variants: Vec<Variant>,
+    expected: Vec<f32>,
+    /// Median ms of a device copy of the matrix, timed once.
+    copy_ms: Cell<Option<f64>>,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+}
+
+impl Transpose {
+    fn copy_ms(&self, gpu: &Gpu) -> GpuResult<f64> {
+        if let Some(ms) = self.copy_ms.get() {
+            return Ok(ms);
+        }
+        let copy =
+            || unsafe { self.output.index(..).async_copy_from(&self.input, &gpu.stream) }.during("copying on the GPU");
+        let ms = gpu.time(10, Cache::Flushed, || Ok(()), copy)?.median_ms;
+        self.copy_ms.set(Some(ms));
+        Ok(ms)
+    }
+}
+
+impl Kernel for Transpose {
+    const NAME: &'static str = "transpose";
+    const ABOUT: &'static str = "Matrix transpose: naive, through shared memory, with a padded tile";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        let config = config(8192, 8192)?;
+        Ok(Method::ALL.into_iter().map(|m| (m.kernel(), config)).collect())
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        let matrix = |rows: usize, cols: usize| format!("--rows {rows} --cols {cols}");
+        match purpose {
+            Purpose::Default => vec![String::new()],
+            Purpose::Check => [(1, 1), (1, 1000), (1000, 1), (31, 33), (127, 257), (1031, 517), (4096, 4096)]
+                .iter()
+                .map(|&(r, c)| matrix(r, c))
+                .collect(),
+            Purpose::Quick => [1024, 4096, 8192].iter().map(|&s| matrix(s, s)).collect(),
+            Purpose::Full => [512, 1024, 2048, 4096, 8192, 16384].iter().map(|&s| matrix(s, s)).collect(),
+            Purpose::Criterion => [512, 1024, 2048].iter().map(|&s| matrix(s, s)).collect(),
+        }
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let (rows, cols) = (options.rows, options.cols);
+        require(rows >= 1 && cols >= 1, || format!("transpose needs a non-empty matrix (got {}x{})", rows, cols))?;
+        let config = config(rows, cols)?;
+        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        for method in methods {
+            gpu.validate(method.kernel(), &config)?;
+        }
+        gpu.ensure_fits("transpose's input and output", 2 * 4 * (rows * cols) as u64)?;
+        let values = random_f32(rows * cols, seed);
+        let input = gpu.upload("the matrix", &values)?;
+        let output = gpu.poisoned::<f32>("the transpose", rows * cols)?;
+        let variants = methods.iter().map(|m| m.variant()).collect();
+        Ok(Self { rows, cols, values, config, variants, expected: vec![], copy_ms: Cell::new(None), input, output })
+    }
+}
+
+impl Workload for Transpose {
+    fn shape(&self) -> String {
+        format!("{}x{}", self.rows, self.cols)
+    }
+
+    fn size(&self) -> u64 {
+        self.rows as u64
+    }
+
+    /// Read once, written once.
+    fn work(&self) -> Work {
+        Work::Bytes(2 * 4 * self.values.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let (pi, po, len) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.values.len());
+        let (rows, cols) = (self.rows, self.cols);
+        gpu.launch(&variant.kernel, &self.config, &[arg(&pi), arg(&len), arg(&po), arg(&rows), arg(&cols)])
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("the transpose", &self.output)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(&self.values, self.rows, self.cols);
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let check = check::close(&gpu.download("the transpose", &self.output, self.values.len())?, &self.expected, 0.0);
+        let copy_ms = self.copy_ms(gpu)?;
+        let copy_gbs = 2.0 * 4.0 * self.values.len() as f64 / (copy_ms / 1e3) / 1e9;
+        Ok(Checked {
+            check,
+            note: Some(format!("device copy of the same bytes: {:.4} ms, {:.1} GB/s", copy_ms, copy_gbs)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_transposes() {
+        // [[1, 2, 3], [4, 5, 6]] → [[1, 4], [2, 5], [3, 6]]
+        assert_eq!(cpu_reference(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(cpu_reference(&[7.0, 8.0], 1, 2), vec![7.0, 8.0]);
+    }
+}

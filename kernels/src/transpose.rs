@@ -1,0 +1,88 @@
+//! Matrix transpose, the lesson in coalescing: `out[c][r] = in[r][c]` for a `rows × cols`
+//! row-major f32 matrix. No arithmetic at all, so the only question is how the memory
+//! accesses of a warp line up.
+//!
+//! Every kernel here gives a block a TILE×TILE square of the input, TILE × [`BLOCK_ROWS`]
+//! threads that each take TILE / BLOCK_ROWS rows of it: thread `(tx, ty)` handles column
+//! `tx` of rows `ty`, `ty + BLOCK_ROWS`, ...
+//!
+//! **`transpose_naive`**: each thread copies its elements straight across. A warp reads 32
+//! consecutive floats of one input row (one 128-byte transaction) but writes them down one
+//! output column, 32 floats `rows · 4` bytes apart: 32 transactions for 128 useful bytes.
+//! The writes waste most of the bandwidth.
+//!
+//! **`transpose_shared`**: the block first reads its tile into shared memory row by row
+//! (coalesced), synchronizes, then writes the output row by row, reading the tile column by
+//! column: the transposition happens inside shared memory, where access order costs little,
+//! and both global sides are coalesced. Little, not nothing: a tile column is 32 floats
+//! TILE words apart, so all 32 fall in the same shared-memory bank and the warp's read is
+//! split into 32 (a 32-way bank conflict).
+//!
+//! **`transpose_padded`**: the same with each tile row padded by one float (TILE + 1 words),
+//! so that consecutive rows start one bank apart and a tile column touches all 32 banks once.
+
+use cuda_std::prelude::*;
+use cuda_std::shared_array;
+use interface::transpose::{BLOCK_ROWS, TILE};
+
+/// The corner of this block's tile: (first row, first column) of the input.
+#[inline(always)]
+fn tile_origin() -> (usize, usize) {
+    (thread::block_idx_y() as usize * TILE, thread::block_idx_x() as usize * TILE)
+}
+
+#[kernel]
+pub unsafe fn transpose_naive(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
+    let (row0, col0) = tile_origin();
+    let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
+    let col = col0 + tx;
+    let mut r = ty;
+    while r < TILE {
+        let row = row0 + r;
+        if row < rows && col < cols {
+            *output.add(col * rows + row) = *input.get_unchecked(row * cols + col);
+        }
+        r += BLOCK_ROWS;
+    }
+}
+
+/// Through a shared tile whose rows are `STRIDE` words apart: TILE (conflicts) or TILE + 1.
+#[inline(always)]
+unsafe fn transpose_tiled<const STRIDE: usize>(input: &[f32], output: *mut f32, rows: usize, cols: usize, tile: *mut f32) {
+    let (row0, col0) = tile_origin();
+    let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
+
+    // Read: thread (tx, r) takes input[row0 + r][col0 + tx] into tile[r][tx].
+    let mut r = ty;
+    while r < TILE {
+        let (row, col) = (row0 + r, col0 + tx);
+        if row < rows && col < cols {
+            *tile.add(r * STRIDE + tx) = *input.get_unchecked(row * cols + col);
+        }
+        r += BLOCK_ROWS;
+    }
+    thread::sync_threads();
+
+    // Write: thread (tx, r) writes output[col0 + r][row0 + tx] = tile[tx][r]; consecutive
+    // threads write consecutive output addresses.
+    let mut r = ty;
+    while r < TILE {
+        let (out_row, out_col) = (col0 + r, row0 + tx);
+        if out_row < cols && out_col < rows {
+            *output.add(out_row * rows + out_col) = *tile.add(tx * STRIDE + r);
+        }
+        r += BLOCK_ROWS;
+    }
+}
+
+#[kernel]
+pub unsafe fn transpose_shared(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
+    let tile = shared_array![f32; TILE * TILE];
+    transpose_tiled::<TILE>(input, output, rows, cols, tile);
+}
+
+#[kernel]
+pub unsafe fn transpose_padded(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
+    let tile = shared_array![f32; TILE * (TILE + 1)];
+    transpose_tiled::<{ TILE + 1 }>(input, output, rows, cols, tile);
+}
