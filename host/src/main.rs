@@ -100,6 +100,7 @@ fn cli() -> Command {
         .subcommand(Bench::augment_args(
             Command::new("bench").about("A size sweep of every family: report.json, report.md, SVG charts"),
         ))
+        .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
         .subcommand(Cases::augment_args(
             Command::new("cases")
                 .about("Prints `<family> <options>` for each size of a set (the sanitizer runs these)"),
@@ -112,6 +113,14 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// Writes `text` to stdout; a reader that stops early (`| head`) is not an error.
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written,
+    }
+}
+
 fn purpose_of(set: CaseSet) -> Purpose {
     match set {
         CaseSet::Check => Purpose::Check,
@@ -122,19 +131,18 @@ fn purpose_of(set: CaseSet) -> Purpose {
 
 /// Runs one subcommand; returns the kernel reports it made, for the final verdict.
 fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>> {
+    if name == "ptx" {
+        write_stdout(host::gpu::KERNELS_PTX)?;
+        return Ok(vec![]);
+    }
     let cases = if name == "cases" { Some(Cases::from_arg_matches(options)?) } else { None };
     if let Some(Cases { set, run: false }) = cases {
         let purpose = purpose_of(set);
-        let mut out = std::io::stdout().lock();
-        for family in FAMILIES {
-            for size in family.sizes(purpose) {
-                match writeln!(out, "{} {}", family.name(), size) {
-                    // A reader that stops early (`| head`) is not an error.
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(vec![]),
-                    written => written?,
-                }
-            }
-        }
+        let lines: Vec<String> = FAMILIES
+            .iter()
+            .flat_map(|f| f.sizes(purpose).into_iter().map(move |size| format!("{} {}\n", f.name(), size)))
+            .collect();
+        write_stdout(&lines.concat())?;
         return Ok(vec![]);
     }
     let gpu = Gpu::new().context("starting CUDA")?;
