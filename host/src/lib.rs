@@ -6,6 +6,7 @@ pub mod check;
 pub mod data;
 pub mod demos;
 pub mod gpu;
+pub mod io;
 pub mod registry;
 pub mod report;
 pub mod resources;

@@ -109,6 +109,11 @@ pub trait Workload {
     fn compute_reference(&mut self);
     /// Compares the GPU's result of the last launch of `variant` with the CPU reference.
     fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked>;
+    /// Once, after every variant is checked and timed: writes the GPU's result to the file the
+    /// options name (`--out`, `--output`), if any.
+    fn save_output(&self, _gpu: &Gpu) -> GpuResult<()> {
+        Ok(())
+    }
 }
 
 /// A kernel family as its host file writes it; [`Entry`] turns it into a [`Family`].
@@ -205,6 +210,7 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
         };
         reports.push(Report::new(&gpu.info, measured));
     }
+    workload.save_output(gpu)?;
     Ok(reports)
 }
 

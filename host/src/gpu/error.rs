@@ -16,6 +16,9 @@ pub enum GpuError {
     InvalidLaunch { kernel: String, reason: String },
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A file the user named (input or output) that cannot be used.
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
 }
 
 pub type GpuResult<T> = Result<T, GpuError>;

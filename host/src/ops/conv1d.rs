@@ -1,17 +1,20 @@
 //! Host side of `kernels::conv1d`: same-size output, zero padding, 3 to 7 taps in constant
-//! memory (the `FILTER` that `conv2d` also uses).
+//! memory (the `FILTER` that `conv2d` also uses). The signal is random or read from a `.npy`
+//! file (`--signal`); the taps are random; `--output` writes the result as `.npy`.
 //!
-//! Tolerance: as for `conv2d`, `4·taps·ε`.
+//! Tolerance: as for `conv2d`, `4·taps·ε·max(1, max|x|·max|f|)`.
 
 use crate::check;
 use crate::data::random_f32;
 use crate::gpu::{arg, blocks, require, Gpu, GpuResult, LaunchConfig};
-use crate::ops::conv2d::{radius, set_filter};
+use crate::io;
+use crate::ops::conv2d::{product_scale, radius, set_filter};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
 use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN};
 use ndarray::{s, Array1, ArrayView1, Zip};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Method {
@@ -63,6 +66,12 @@ pub struct Options {
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Method>,
+    /// A 1-D f32 .npy file of the signal; replaces the random data and --n.
+    #[arg(long, conflicts_with = "n")]
+    pub signal: Option<PathBuf>,
+    /// Writes the GPU's result to this 1-D f32 .npy file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1<f32> {
@@ -82,6 +91,10 @@ pub struct Conv1d {
     pub signal: Vec<f32>,
     pub taps: Vec<f32>,
     variants: Vec<Variant>,
+    /// The tolerance's `max(1, max|x|·max|f|)`.
+    scale: f64,
+    /// Where `--output` writes.
+    output_path: Option<PathBuf>,
     expected: Vec<f32>,
     input: DeviceBuffer<f32>,
     output: DeviceBuffer<f32>,
@@ -110,21 +123,31 @@ impl Kernel for Conv1d {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let (n, filter) = (options.n, options.filter);
+        let filter = options.filter;
         radius(filter)?;
+        let file = match &options.signal {
+            Some(path) => {
+                let signal = io::read_vector::<f32>(path)?;
+                io::require_finite(path, &signal)?;
+                Some(signal)
+            }
+            None => None,
+        };
+        let n = file.as_ref().map_or(options.n, Vec::len);
         require(n >= 1, || "conv1d needs n >= 1".into())?;
         let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
         for method in methods {
             gpu.validate(method.kernel(), &method.config(n)?)?;
         }
         gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
-        let signal = random_f32(n, seed);
+        let signal = file.unwrap_or_else(|| random_f32(n, seed));
         let taps = random_f32(filter, seed ^ 1);
         set_filter(gpu, &taps)?;
         let input = gpu.upload("the signal", &signal)?;
         let output = gpu.poisoned::<f32>("the output", n)?;
         let variants = methods.iter().map(|m| m.variant()).collect();
-        Ok(Self { filter, signal, taps, variants, expected: vec![], input, output })
+        let (scale, output_path) = (product_scale(&signal, &taps), options.output.clone());
+        Ok(Self { filter, signal, taps, variants, scale, output_path, expected: vec![], input, output })
     }
 }
 
@@ -165,9 +188,14 @@ impl Workload for Conv1d {
     }
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
-        let tolerance = 4.0 * self.filter as f64 * f32::EPSILON as f64;
+        let tolerance = 4.0 * self.filter as f64 * f32::EPSILON as f64 * self.scale;
         Ok(check::close(&gpu.download("the output", &self.output, self.signal.len())?, &self.expected, tolerance)
             .into())
+    }
+
+    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+        let Some(path) = &self.output_path else { return Ok(()) };
+        io::write_vector(path, &gpu.download("the output", &self.output, self.signal.len())?)
     }
 }
 

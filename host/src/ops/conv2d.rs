@@ -1,19 +1,25 @@
 //! Host side of `kernels::conv2d`: same-size output, zero padding, odd filters 3×3 to 7×7,
-//! the taps written into the kernels' constant memory.
+//! the taps written into the kernels' constant memory. The image is random or a PNG (as
+//! grey-scale in [0, 1]); the filter random, named (box, gaussian, sharpen, sobel-x) or read
+//! from a text file; `--out` writes the GPU's result as a PNG.
 //!
-//! Tolerance: image and filter are uniform in [-1, 1), so each of the `taps` products has
-//! magnitude at most 1; the GPU (with fused multiply-adds) and the CPU round differently,
-//! each within about `taps·ε` of the exact sum. Elements may differ by `4·taps·ε`.
+//! Tolerance: each of the `taps` products has magnitude at most `s = max|x|·max|f|`, below 1
+//! for the random image and filter (uniform in [-1, 1)), up to 5 for a PNG and `sharpen`. The
+//! GPU (with fused multiply-adds) and the CPU round differently, each within about `taps·ε·s`
+//! of the exact sum. Elements may differ by `4·taps·ε·max(1, s)`.
 
 use crate::check;
 use crate::data::random_f32;
 use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::io;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use interface::conv::{BLOCK_ROWS, FILTER_SYMBOL, MAX_RADIUS, MAX_TAPS, NAIVE_BLOCK, TILE};
 use ndarray::{s, Array2, ArrayView2, Zip};
+use rayon::prelude::*;
 use std::ffi::CString;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Method {
@@ -25,15 +31,115 @@ impl Method {
     pub const ALL: [Method; 2] = [Method::Naive, Method::Tiled];
 }
 
+/// The filters `--filter` knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// 3×3 mean.
+    Box,
+    /// 5×5 binomial blur.
+    Gaussian,
+    /// 3×3: the centre minus the discrete Laplacian.
+    Sharpen,
+    /// 3×3 horizontal gradient.
+    SobelX,
+}
+
+impl Named {
+    pub const ALL: [Named; 4] = [Named::Box, Named::Gaussian, Named::Sharpen, Named::SobelX];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Named::Box => "box",
+            Named::Gaussian => "gaussian",
+            Named::Sharpen => "sharpen",
+            Named::SobelX => "sobel-x",
+        }
+    }
+
+    /// The side and the taps, row by row.
+    pub fn taps(self) -> (usize, Vec<f32>) {
+        match self {
+            Named::Box => (3, vec![1.0 / 9.0; 9]),
+            Named::Gaussian => {
+                // The outer product of the binomial row 1 4 6 4 1 with itself, over 256.
+                let row = [1.0f32, 4.0, 6.0, 4.0, 1.0];
+                (5, row.iter().flat_map(|a| row.iter().map(move |b| a * b / 256.0)).collect())
+            }
+            Named::Sharpen => (3, vec![0.0, -1.0, 0.0, -1.0, 5.0, -1.0, 0.0, -1.0, 0.0]),
+            Named::SobelX => (3, vec![-1.0, 0.0, 1.0, -2.0, 0.0, 2.0, -1.0, 0.0, 1.0]),
+        }
+    }
+}
+
+/// What `--filter` names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// Random taps in [-1, 1), this many a side.
+    Random(usize),
+    Named(Named),
+    /// A text file of a square filter, one row per line (see [`io::parse_filter`]).
+    File(PathBuf),
+}
+
+impl Filter {
+    /// Parses `--filter`: a number, else a name, else an existing file (`./box` for a file
+    /// named like a filter).
+    pub fn parse(text: &str) -> Result<Filter, String> {
+        if let Ok(side) = text.parse() {
+            return Ok(Filter::Random(side));
+        }
+        if let Some(named) = Named::ALL.into_iter().find(|n| n.name() == text) {
+            return Ok(Filter::Named(named));
+        }
+        if Path::new(text).is_file() {
+            return Ok(Filter::File(text.into()));
+        }
+        let names: Vec<&str> = Named::ALL.iter().map(|n| n.name()).collect();
+        Err(format!("not 3, 5 or 7 (random taps), {}, nor an existing filter file", names.join(", ")))
+    }
+
+    /// The side, the taps row by row, and how the report names the filter.
+    fn taps(&self, seed: u64) -> GpuResult<(usize, Vec<f32>, String)> {
+        let (side, taps, name) = match self {
+            Filter::Random(side) => {
+                radius(*side)?;
+                (*side, random_f32(side * side, seed), None)
+            }
+            Filter::Named(named) => {
+                let (side, taps) = named.taps();
+                (side, taps, Some(named.name().to_string()))
+            }
+            Filter::File(path) => {
+                let (side, taps) = io::read_filter(path)?;
+                let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.display().to_string());
+                (side, taps, Some(name))
+            }
+        };
+        let label = match name {
+            None => format!("{0}x{0}", side),
+            Some(name) => format!("{0}x{0} {1}", side, name),
+        };
+        Ok((side, taps, label))
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Options {
     #[arg(long, default_value_t = 8192)]
     pub width: usize,
     #[arg(long, default_value_t = 8192)]
     pub height: usize,
-    /// Filter side: 3, 5 or 7.
-    #[arg(long, default_value_t = 5)]
-    pub filter: usize,
+    /// 3, 5 or 7 (random taps of that side); box, gaussian, sharpen or sobel-x; or a text file
+    /// of a square 3×3, 5×5 or 7×7 filter, one row per line.
+    #[arg(long, default_value = "5", value_parser = Filter::parse)]
+    pub filter: Filter,
+    /// A PNG to filter, as grey-scale in [0, 1]; its size replaces --width and --height.
+    #[arg(long, conflicts_with_all = ["width", "height"])]
+    pub image: Option<PathBuf>,
+    /// Writes the GPU's result as an 8-bit grey PNG, clamped to [0, 1]; for sobel-x |v|, so
+    /// edges of either direction are bright.
+    #[arg(long, visible_alias = "output")]
+    pub out: Option<PathBuf>,
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Method>,
@@ -92,10 +198,23 @@ pub struct Conv2d {
     pub filter: usize,
     pub image: Vec<f32>,
     pub taps: Vec<f32>,
+    /// The filter as reports name it: `5x5`, `5x5 gaussian`.
+    label: String,
+    /// The tolerance's `max(1, max|x|·max|f|)`.
+    scale: f64,
+    /// Where `--out` writes, and whether it writes magnitudes.
+    out: Option<(PathBuf, bool)>,
     variants: Vec<Variant>,
     expected: Vec<f32>,
     input: DeviceBuffer<f32>,
     output: DeviceBuffer<f32>,
+}
+
+/// `max(1, max|a|·max|b|)`: what bounds a product of an `a` and a `b`, at least 1; scales the
+/// tolerances of conv2d, conv1d and matmul to inputs from files.
+pub fn product_scale(a: &[f32], b: &[f32]) -> f64 {
+    let largest = |v: &[f32]| v.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max) as f64;
+    (largest(a) * largest(b)).max(1.0)
 }
 
 impl Kernel for Conv2d {
@@ -128,8 +247,10 @@ impl Kernel for Conv2d {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let (width, height, filter) = (options.width, options.height, options.filter);
+        let (filter, taps, label) = options.filter.taps(seed ^ 1)?;
         let r = radius(filter)?;
+        let photo = options.image.as_deref().map(io::read_png).transpose()?;
+        let (width, height) = photo.as_ref().map_or((options.width, options.height), |p| (p.width, p.height));
         require(width >= 1 && height >= 1, || format!("conv2d needs a non-empty image (got {}x{})", width, height))?;
         let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
         let mut variants = Vec::new();
@@ -142,18 +263,21 @@ impl Kernel for Conv2d {
             variants.push(variant);
         }
         gpu.ensure_fits("conv2d's input and output", 2 * 4 * (width * height) as u64)?;
-        let image = random_f32(width * height, seed);
-        let taps = random_f32(filter * filter, seed ^ 1);
+        let image = photo.map_or_else(|| random_f32(width * height, seed), |p| p.pixels);
         set_filter(gpu, &taps)?;
         let input = gpu.upload("the image", &image)?;
         let output = gpu.poisoned::<f32>("the output", width * height)?;
-        Ok(Self { width, height, filter, image, taps, variants, expected: vec![], input, output })
+        let scale = product_scale(&image, &taps);
+        let magnitude = options.filter == Filter::Named(Named::SobelX);
+        let out = options.out.clone().map(|path| (path, magnitude));
+        let expected = vec![];
+        Ok(Self { width, height, filter, image, taps, label, scale, out, variants, expected, input, output })
     }
 }
 
 impl Workload for Conv2d {
     fn shape(&self) -> String {
-        format!("{}x{} filter {}x{}", self.width, self.height, self.filter, self.filter)
+        format!("{}x{} filter {}", self.width, self.height, self.label)
     }
 
     fn size(&self) -> u64 {
@@ -198,8 +322,17 @@ impl Workload for Conv2d {
     }
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
-        let tolerance = 4.0 * (self.filter * self.filter) as f64 * f32::EPSILON as f64;
+        let tolerance = 4.0 * (self.filter * self.filter) as f64 * f32::EPSILON as f64 * self.scale;
         Ok(check::close(&gpu.download("the output", &self.output, self.image.len())?, &self.expected, tolerance).into())
+    }
+
+    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+        let Some((path, magnitude)) = &self.out else { return Ok(()) };
+        let mut pixels = gpu.download("the output", &self.output, self.image.len())?;
+        if *magnitude {
+            pixels.iter_mut().for_each(|v| *v = v.abs());
+        }
+        io::write_png(path, self.width, self.height, &pixels)
     }
 }
 
@@ -220,6 +353,45 @@ mod tests {
         // Cross-correlation, not convolution: an off-centre tap is not mirrored.
         let shift = array![[0.0f32, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]];
         assert_eq!(cpu_reference(image.view(), shift.view())[[1, 1]], 6.0);
+    }
+
+    #[test]
+    fn named_filters_have_their_taps() {
+        let (side, gaussian) = Named::Gaussian.taps();
+        assert_eq!((side, gaussian[0], gaussian[12]), (5, 1.0 / 256.0, 36.0 / 256.0));
+        assert_eq!(gaussian.iter().sum::<f32>(), 1.0);
+        assert_eq!(Named::Box.taps().1.iter().sum::<f32>(), 1.0);
+        assert_eq!(Named::Sharpen.taps().1.iter().sum::<f32>(), 1.0, "sharpening keeps flat areas");
+        assert_eq!(Named::SobelX.taps().1.iter().sum::<f32>(), 0.0);
+        // Flat image: sobel-x sees no edge inside; the zero padding makes edges at the borders.
+        let flat = Array2::<f32>::ones((4, 4));
+        let taps = Named::SobelX.taps().1;
+        let out = cpu_reference(flat.view(), ArrayView2::from_shape((3, 3), &taps).unwrap());
+        assert_eq!((out[[1, 1]], out[[1, 0]], out[[1, 3]]), (0.0, 4.0, -4.0));
+    }
+
+    #[test]
+    fn filter_option_parses_sizes_names_and_files() {
+        assert_eq!(Filter::parse("5"), Ok(Filter::Random(5)));
+        assert_eq!(Filter::parse("4"), Ok(Filter::Random(4)), "the side is checked when preparing");
+        assert_eq!(Filter::parse("sobel-x"), Ok(Filter::Named(Named::SobelX)));
+        let manifest = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
+        assert_eq!(Filter::parse(&manifest), Ok(Filter::File(manifest.into())));
+        let unknown = Filter::parse("gausian").unwrap_err();
+        assert!(unknown.contains("box, gaussian, sharpen, sobel-x, nor an existing filter file"), "{}", unknown);
+        assert!(Filter::Random(9).taps(1).is_err());
+        assert_eq!(Filter::Named(Named::Sharpen).taps(1).unwrap().2, "3x3 sharpen");
+        assert_eq!(Filter::Random(3).taps(1).unwrap().2, "3x3");
+    }
+
+    #[test]
+    fn an_image_replaces_width_and_height_but_not_both() {
+        let command = <Options as clap::Args>::augment_args(clap::Command::new("conv2d"));
+        let parse = |args: &[&str]| command.clone().try_get_matches_from([&["conv2d"], args].concat());
+        assert!(parse(&["--image", "in.png", "--filter", "box", "--out", "out.png"]).is_ok());
+        assert!(parse(&["--image", "in.png", "--output", "out.png"]).is_ok());
+        let both = parse(&["--image", "in.png", "--width", "64"]).unwrap_err().to_string();
+        assert!(both.contains("cannot be used with"), "{}", both);
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! Host side of `kernels::histogram`: any number of bins over u32 values or over f32 values in
 //! [min, max); global atomics vs shared-memory privatization, scalar and 16-byte loads. The CPU
 //! reference bins with the kernels' own rule (`interface::histogram`), so every value lands in
-//! the same bin.
+//! the same bin. The values are random or read from a `.npy` file (`--input-file`); `--output`
+//! writes the counts as `.npy`.
 
 use crate::check;
 use crate::data::{random_in, random_normal};
 use crate::gpu::{arg, require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::io;
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
 use interface::histogram::{BinRule, F32Bins, U32Bins, DEFAULT_BINS};
 use interface::DEFAULT_BLOCK;
+use std::path::{Path, PathBuf};
 
 /// Blocks per SM when the grid is left to the host.
 const BLOCKS_PER_SM: u32 = 8;
@@ -74,6 +77,7 @@ pub struct Options {
     /// Values.
     #[arg(long, default_value_t = 1 << 28)]
     pub n: usize,
+    /// The values' type; an --input-file must hold this dtype.
     #[arg(long, value_enum, default_value_t = Input::U32)]
     pub input: Input,
     /// Bins. The shared-memory variants need 4 bytes per bin in a block's 48 KiB of shared
@@ -98,6 +102,22 @@ pub struct Options {
     /// Blocks in the grid (0: 8 per SM).
     #[arg(long, default_value_t = 0)]
     pub grid: u32,
+    /// A 1-D .npy file of the values (u32 or f32, as --input says); replaces the random data
+    /// and --n.
+    #[arg(long, conflicts_with_all = ["n", "data"])]
+    pub input_file: Option<PathBuf>,
+    /// Writes the counts (the GPU's result) to this 1-D u32 .npy file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// The values in `path` as the kernels take them: u32, or f32 as their bits. NaN and
+/// infinities are fine: they fall outside every bin.
+fn read_values(path: &Path, input: Input) -> GpuResult<Vec<u32>> {
+    match input {
+        Input::U32 => io::read_vector::<u32>(path),
+        Input::F32 => Ok(io::read_vector::<f32>(path)?.into_iter().map(f32::to_bits).collect()),
+    }
 }
 
 /// Bins of `values` by `rule`: the CPU reference.
@@ -141,6 +161,7 @@ pub struct Histogram {
     variants: Vec<Variant>,
     /// Why some variants were left out, for the report.
     skipped: Option<String>,
+    output: Option<PathBuf>,
     expected: Vec<u32>,
     device_values: DeviceBuffer<u32>,
     counts: DeviceBuffer<u32>,
@@ -182,7 +203,7 @@ impl Histogram {
         }
         let device_values = gpu.upload("histogram input", &values)?;
         let counts = DeviceBuffer::<u32>::zeroed(binning.bins as usize).during("allocating bins")?;
-        Ok(Self { binning, values, config, variants, skipped, expected: vec![], device_values, counts })
+        Ok(Self { binning, values, config, variants, skipped, output: None, expected: vec![], device_values, counts })
     }
 
     /// The launch of `method`: the shared-memory kernels get one counter per bin.
@@ -232,21 +253,27 @@ impl Kernel for Histogram {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let n = options.n;
+        let file = options.input_file.as_deref().map(|path| read_values(path, options.input)).transpose()?;
+        let n = file.as_ref().map_or(options.n, Vec::len);
         require(n >= 1, || "histogram needs n >= 1".into())?;
         let binning = Binning { input: options.input, bins: options.bins, range: (options.min, options.max) };
         binning.validate()?;
         gpu.ensure_fits("histogram input", 4 * n as u64)?;
-        let values = match (options.input, options.data) {
+        let values = match (file, options.input, options.data) {
+            (Some(values), _, _) => values,
             // About 15% of the values fall past the last bin.
-            (Input::U32, _) => random_in(n, seed, 0u32, binning.bins.saturating_add(binning.bins * 3 / 17).max(2)),
-            (Input::F32, Data::Uniform) => {
+            (None, Input::U32, _) => {
+                random_in(n, seed, 0u32, binning.bins.saturating_add(binning.bins * 3 / 17).max(2))
+            }
+            (None, Input::F32, Data::Uniform) => {
                 let margin = (options.max - options.min) / 16.0;
                 random_in(n, seed, options.min - margin, options.max + margin).into_iter().map(f32::to_bits).collect()
             }
-            (Input::F32, Data::Normal) => random_normal(n, seed).into_iter().map(f32::to_bits).collect(),
+            (None, Input::F32, Data::Normal) => random_normal(n, seed).into_iter().map(f32::to_bits).collect(),
         };
-        Self::with_values(gpu, binning, values, &options.variants, options.block, options.grid)
+        let mut histogram = Self::with_values(gpu, binning, values, &options.variants, options.block, options.grid)?;
+        histogram.output = options.output.clone();
+        Ok(histogram)
     }
 }
 
@@ -318,6 +345,11 @@ impl Workload for Histogram {
             note += &format!("; {}", skipped);
         }
         Ok(Checked { check, note: Some(note) })
+    }
+
+    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+        let Some(path) = &self.output else { return Ok(()) };
+        io::write_vector(path, &gpu.download("bins", &self.counts, self.binning.bins as usize)?)
     }
 }
 

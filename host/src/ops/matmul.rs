@@ -1,13 +1,17 @@
-//! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k.
+//! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k. A and B are random
+//! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`.
 //!
-//! Tolerance: inputs are uniform in [-1, 1), so a product term has magnitude at most 1 and
-//! a length-k dot product rounded in any order is typically within about k·ε/3 of the exact
-//! value (ε = f32::EPSILON). GPU and CPU sum in different orders, so each element may differ
-//! by up to `4·k·ε`, about 12 times the typical error.
+//! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
+//! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
+//! exact value (ε = f32::EPSILON). GPU and CPU sum in different orders, so each element may
+//! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
+//! `max(1, max|a|·max|b|)`, the bound of a product term.
 
 use crate::check;
 use crate::data::random_f32;
 use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::io;
+use crate::ops::conv2d::product_scale;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
@@ -17,6 +21,7 @@ use interface::matmul::{
     VEC4_SHARED_BYTES,
 };
 use ndarray::ArrayView2;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Step {
@@ -79,6 +84,30 @@ pub struct Options {
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Step>,
+    /// A 2-D f32 .npy file for A, m×k (with --b); replaces the random data, --m and --k.
+    #[arg(long, requires = "b", conflicts_with_all = ["m", "k"])]
+    pub a: Option<PathBuf>,
+    /// A 2-D f32 .npy file for B, k×n; replaces --n.
+    #[arg(long, requires = "a", conflicts_with = "n")]
+    pub b: Option<PathBuf>,
+    /// Writes C (the GPU's result, m×n) to this .npy file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// m, n, k.
+type Dims = (usize, usize, usize);
+
+/// A and B from their files: finite f32 matrices whose inner dimensions agree.
+fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Dims, Vec<f32>, Vec<f32>)> {
+    let (((m, k), va), ((kb, n), vb)) = (io::read_matrix::<f32>(a)?, io::read_matrix::<f32>(b)?);
+    io::require_finite(a, &va)?;
+    io::require_finite(b, &vb)?;
+    require(k == kb, || {
+        let (a, b) = (a.display(), b.display());
+        format!("A ({a}) is {m}x{k} and B ({b}) is {kb}x{n}: A's columns ({k}) must equal B's rows ({kb})")
+    })?;
+    Ok(((m, n, k), va, vb))
 }
 
 pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
@@ -99,6 +128,9 @@ pub struct Matmul {
     pub a: Vec<f32>,
     pub b: Vec<f32>,
     variants: Vec<Variant>,
+    /// The tolerance's `max(1, max|a|·max|b|)`.
+    scale: f64,
+    output: Option<PathBuf>,
     expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
@@ -106,18 +138,31 @@ pub struct Matmul {
 }
 
 impl Matmul {
-    pub fn new(gpu: &Gpu, (m, n, k): (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
+    /// Random A and B of shape `(m, n, k)`.
+    pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
+        let (m, n, k) = shape;
+        Self::with_inputs(gpu, shape, steps, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))
+    }
+
+    /// A and B from `inputs`, called once the shape is known to fit.
+    fn with_inputs(
+        gpu: &Gpu,
+        (m, n, k): (usize, usize, usize),
+        steps: &[Step],
+        inputs: impl FnOnce() -> (Vec<f32>, Vec<f32>),
+    ) -> GpuResult<Self> {
         require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))?;
         let steps = if steps.is_empty() { &Step::ALL[..] } else { steps };
         for step in steps {
             gpu.validate(step.kernel(), &step.launch_config(m, n)?)?;
         }
         gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
-        let (a, b) = (random_f32(m * k, seed), random_f32(k * n, seed ^ 1));
+        let (a, b) = inputs();
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
         let dc = gpu.poisoned::<f32>("C", m * n)?;
         let variants = steps.iter().map(|s| Variant::new(s.name(), s.kernel())).collect();
-        Ok(Self { m, n, k, a, b, variants, expected: vec![], da, db, dc })
+        let scale = product_scale(&a, &b);
+        Ok(Self { m, n, k, a, b, variants, scale, output: None, expected: vec![], da, db, dc })
     }
 
     pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, step: Step) -> GpuResult<()> {
@@ -169,7 +214,15 @@ impl Kernel for Matmul {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        Self::new(gpu, (options.m, options.n, options.k), &options.variants, seed)
+        let mut matmul = match (&options.a, &options.b) {
+            (Some(a), Some(b)) => {
+                let (shape, a, b) = read_inputs(a, b)?;
+                Self::with_inputs(gpu, shape, &options.variants, || (a, b))?
+            }
+            _ => Self::new(gpu, (options.m, options.n, options.k), &options.variants, seed)?,
+        };
+        matmul.output = options.output.clone();
+        Ok(matmul)
     }
 }
 
@@ -208,6 +261,11 @@ impl Workload for Matmul {
     }
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
-        Ok(check::close(&self.result(gpu)?, &self.expected, tolerance(self.k)).into())
+        Ok(check::close(&self.result(gpu)?, &self.expected, tolerance(self.k) * self.scale).into())
+    }
+
+    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+        let Some(path) = &self.output else { return Ok(()) };
+        io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)
     }
 }

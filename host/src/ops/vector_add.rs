@@ -1,4 +1,5 @@
-//! Host side of `kernels::vector_add`: one thread per element.
+//! Host side of `kernels::vector_add`: one thread per element. The inputs are random or read
+//! from `.npy` files (`--a`, `--b`); `--output` writes c as `.npy`.
 //!
 //! Tolerance: the GPU performs the same single IEEE addition as the CPU, so the result must be
 //! bit-identical.
@@ -6,11 +7,13 @@
 use crate::check;
 use crate::data::random_f32;
 use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::io;
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
 use interface::vector::QUADS_PER_THREAD;
 use interface::DEFAULT_BLOCK;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Method {
@@ -62,6 +65,27 @@ pub struct Options {
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Method>,
+    /// A 1-D f32 .npy file for a (with --b); replaces the random data and --n.
+    #[arg(long, requires = "b", conflicts_with = "n")]
+    pub a: Option<PathBuf>,
+    /// A 1-D f32 .npy file for b, as long as a.
+    #[arg(long, requires = "a")]
+    pub b: Option<PathBuf>,
+    /// Writes c (the GPU's result) to this .npy file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// a and b from their files: finite f32 vectors of one length.
+fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Vec<f32>, Vec<f32>)> {
+    let (va, vb) = (io::read_vector::<f32>(a)?, io::read_vector::<f32>(b)?);
+    io::require_finite(a, &va)?;
+    io::require_finite(b, &vb)?;
+    require(va.len() == vb.len(), || {
+        let (a, b, na, nb) = (a.display(), b.display(), va.len(), vb.len());
+        format!("{a} has {na} elements and {b} has {nb}: a and b must be as long")
+    })?;
+    Ok((va, vb))
 }
 
 pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
@@ -74,6 +98,7 @@ pub struct VectorAdd {
     pub b: Vec<f32>,
     block: u32,
     variants: Vec<Variant>,
+    output: Option<PathBuf>,
     expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
@@ -101,18 +126,23 @@ impl Kernel for VectorAdd {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let n = options.n;
+        let files = match (&options.a, &options.b) {
+            (Some(a), Some(b)) => Some(read_inputs(a, b)?),
+            _ => None,
+        };
+        let n = files.as_ref().map_or(options.n, |(a, _)| a.len());
         require(n >= 1, || "vector-add needs n >= 1".into())?;
         let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
         for &method in methods {
             gpu.validate(method.kernel(), &method.config(n, options.block)?)?;
         }
         gpu.ensure_fits("vector-add's three buffers", 3 * 4 * n as u64)?;
-        let (a, b) = (random_f32(n, seed), random_f32(n, seed ^ 1));
+        let (a, b) = files.unwrap_or_else(|| (random_f32(n, seed), random_f32(n, seed ^ 1)));
         let (da, db) = (gpu.upload("a", &a)?, gpu.upload("b", &b)?);
         let dc = gpu.poisoned::<f32>("c", n)?;
         let variants = methods.iter().map(|m| m.variant()).collect();
-        Ok(Self { a, b, block: options.block, variants, expected: vec![], da, db, dc })
+        let output = options.output.clone();
+        Ok(Self { a, b, block: options.block, variants, output, expected: vec![], da, db, dc })
     }
 }
 
@@ -154,5 +184,10 @@ impl Workload for VectorAdd {
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
         Ok(check::close(&gpu.download("c", &self.dc, self.a.len())?, &self.expected, 0.0).into())
+    }
+
+    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+        let Some(path) = &self.output else { return Ok(()) };
+        io::write_vector(path, &gpu.download("c", &self.dc, self.a.len())?)
     }
 }

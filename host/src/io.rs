@@ -1,0 +1,401 @@
+//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D), grey-scale PNG images
+//! and filter text files. Every failure is a [`GpuError::File`] naming the file and what is
+//! wrong with it; nothing here panics on what a user hands in.
+
+use crate::gpu::{GpuError, GpuResult};
+use image::{GrayImage, ImageFormat, ImageReader};
+use interface::conv::MAX_RADIUS;
+use ndarray::{ArrayView, IxDyn, ShapeBuilder};
+use ndarray_npy::npy::header::{Header, ParseHeaderError, ReadHeaderError};
+use ndarray_npy::{ReadableElement, WritableElement, WriteNpyExt};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, ErrorKind, Seek, Write};
+use std::path::Path;
+
+/// The error for a file the user named: `<path>: <reason>`.
+pub fn file_error(path: &Path, reason: impl Into<String>) -> GpuError {
+    GpuError::File { path: path.display().to_string(), reason: reason.into() }
+}
+
+/// An element type of the `.npy` files read and written here.
+pub trait NpyElement: ReadableElement + WritableElement + Copy {
+    /// The dtype descriptors it is read from: little- and big-endian.
+    const DTYPES: [&'static str; 2];
+    const NAME: &'static str;
+}
+
+impl NpyElement for f32 {
+    const DTYPES: [&'static str; 2] = ["<f4", ">f4"];
+    const NAME: &'static str = "f32";
+}
+
+impl NpyElement for u32 {
+    const DTYPES: [&'static str; 2] = ["<u4", ">u4"];
+    const NAME: &'static str = "u32";
+}
+
+fn open(path: &Path) -> GpuResult<File> {
+    File::open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => file_error(path, "no such file"),
+        _ => file_error(path, format!("cannot open: {}", e)),
+    })
+}
+
+/// A shape as `3x4`, the way the reports write shapes; `()` for a scalar.
+fn shape_text(shape: &[usize]) -> String {
+    if shape.is_empty() {
+        return "()".into();
+    }
+    shape.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
+}
+
+/// A NumPy dtype descriptor with the Rust name of the common ones, for error messages.
+fn dtype_text(descriptor: &str) -> String {
+    let name = match descriptor.trim_start_matches(['<', '>', '=', '|']) {
+        "f2" => "f16",
+        "f4" => "f32",
+        "f8" => "f64",
+        "i1" => "i8",
+        "i2" => "i16",
+        "i4" => "i32",
+        "i8" => "i64",
+        "u1" => "u8",
+        "u2" => "u16",
+        "u4" => "u32",
+        "u8" => "u64",
+        "b1" => "bool",
+        _ => return format!("'{}'", descriptor),
+    };
+    format!("{} ('{}')", name, descriptor)
+}
+
+fn header_reason(error: ReadHeaderError) -> String {
+    match error {
+        ReadHeaderError::Io(e) if e.kind() == ErrorKind::UnexpectedEof => "not a .npy file (too short)".into(),
+        ReadHeaderError::Io(e) => format!("cannot read: {}", e),
+        ReadHeaderError::Parse(ParseHeaderError::MagicString) => {
+            "not a .npy file (it does not start with \\x93NUMPY)".into()
+        }
+        ReadHeaderError::Parse(e) => format!("not a valid .npy file: {}", e),
+    }
+}
+
+/// The `ndim`-dimensional array in `path`: its shape and its elements in row-major order.
+/// Everything is checked before the data is read, so a bad header cannot ask for more memory
+/// than the file holds.
+fn read_npy<T: NpyElement>(path: &Path, ndim: usize) -> GpuResult<(Vec<usize>, Vec<T>)> {
+    let file = open(path)?;
+    let size = file.metadata().map_err(|e| file_error(path, format!("cannot read: {}", e)))?.len();
+    let mut reader = BufReader::new(file);
+    let header = Header::from_reader(&mut reader).map_err(|e| file_error(path, header_reason(e)))?;
+    let descriptor = header.type_descriptor.as_string().map(String::as_str);
+    let expected = format!("{} ('{}')", T::NAME, T::DTYPES[0]);
+    match descriptor {
+        Some(d) if T::DTYPES.contains(&d) => {}
+        Some(d) => return Err(file_error(path, format!("holds {} values, expected {}", dtype_text(d), expected))),
+        None => return Err(file_error(path, format!("holds a structured dtype, expected {}", expected))),
+    }
+    let shape = header.shape;
+    if shape.len() != ndim {
+        let reason = format!("is {}-D (shape {}), expected a {}-D array", shape.len(), shape_text(&shape), ndim);
+        return Err(file_error(path, reason));
+    }
+    let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    let bytes = len.and_then(|n| n.checked_mul(size_of::<T>())).map(|b| b as u64);
+    let (Some(len), Some(bytes)) = (len, bytes) else {
+        return Err(file_error(path, format!("has an impossible shape {}", shape_text(&shape))));
+    };
+    if len == 0 {
+        return Err(file_error(path, format!("is empty (shape {})", shape_text(&shape))));
+    }
+    let start = reader.stream_position().map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
+    let present = size.saturating_sub(start);
+    if present != bytes {
+        let what = if present < bytes { "is truncated" } else { "has bytes past its data" };
+        let shape = shape_text(&shape);
+        let reason = format!("{what}: shape {shape} needs {bytes} bytes of data, the file holds {present}");
+        return Err(file_error(path, reason));
+    }
+    let data = T::read_to_end_exact_vec(&mut reader, &header.type_descriptor, len)
+        .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
+    if !header.layout.is_fortran() {
+        return Ok((shape, data));
+    }
+    let array = ArrayView::from_shape(IxDyn(&shape).f(), &data)
+        .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
+    let row_major = array.iter().copied().collect();
+    Ok((shape, row_major))
+}
+
+/// A 1-D array of `T` from an `.npy` file.
+pub fn read_vector<T: NpyElement>(path: &Path) -> GpuResult<Vec<T>> {
+    Ok(read_npy(path, 1)?.1)
+}
+
+/// A 2-D array of `T` from an `.npy` file: its (rows, columns) and its elements row by row.
+pub fn read_matrix<T: NpyElement>(path: &Path) -> GpuResult<((usize, usize), Vec<T>)> {
+    let (shape, data) = read_npy(path, 2)?;
+    Ok(((shape[0], shape[1]), data))
+}
+
+/// Fails unless every value is finite: a NaN or infinity in an input makes the GPU and CPU
+/// results incomparable (NaN never passes a check).
+pub fn require_finite(path: &Path, values: &[f32]) -> GpuResult<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(file_error(path, format!("element {} is {}; inputs must be finite", i, values[i]))),
+    }
+}
+
+fn write_npy<T: NpyElement>(path: &Path, shape: &[usize], data: &[T]) -> GpuResult<()> {
+    let cannot = |e: &dyn std::fmt::Display| file_error(path, format!("cannot write: {}", e));
+    let array = ArrayView::from_shape(IxDyn(shape), data).map_err(|e| cannot(&e))?;
+    let mut writer = BufWriter::new(File::create(path).map_err(|e| cannot(&e))?);
+    array.write_npy(&mut writer).map_err(|e| cannot(&e))?;
+    writer.flush().map_err(|e| cannot(&e))
+}
+
+/// Writes `data` as a 1-D `.npy` array (native byte order: little-endian on every host here).
+pub fn write_vector<T: NpyElement>(path: &Path, data: &[T]) -> GpuResult<()> {
+    write_npy(path, &[data.len()], data)
+}
+
+/// Writes `data`, row by row, as a `rows`×`cols` `.npy` array.
+pub fn write_matrix<T: NpyElement>(path: &Path, (rows, cols): (usize, usize), data: &[T]) -> GpuResult<()> {
+    write_npy(path, &[rows, cols], data)
+}
+
+/// A grey-scale image: luminance in [0, 1], row by row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GreyImage {
+    pub width: usize,
+    pub height: usize,
+    pub pixels: Vec<f32>,
+}
+
+/// A PNG of any colour type and bit depth as luminance in [0, 1] (alpha dropped).
+pub fn read_png(path: &Path) -> GpuResult<GreyImage> {
+    let reader = ImageReader::new(BufReader::new(open(path)?))
+        .with_guessed_format()
+        .map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
+    if reader.format() != Some(ImageFormat::Png) {
+        return Err(file_error(path, "not a PNG file"));
+    }
+    let image = reader.decode().map_err(|e| file_error(path, format!("not a valid PNG: {}", e)))?;
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    if width == 0 || height == 0 {
+        return Err(file_error(path, format!("is empty ({}x{})", width, height)));
+    }
+    // Colour converts with weights that sum to a hair over 1: clamp to keep white at 1.
+    let pixels = image.to_luma32f().into_raw().into_iter().map(|v| v.clamp(0.0, 1.0)).collect();
+    Ok(GreyImage { width, height, pixels })
+}
+
+/// Writes `pixels` (row by row) as an 8-bit grey PNG, each value clamped to [0, 1].
+pub fn write_png(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));
+    let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
+        return Err(cannot(format!("{}x{} is too large for a PNG", width, height)));
+    };
+    // NaN clamps to NaN, which `as u8` turns into 0.
+    let bytes = pixels.iter().map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect();
+    let image = GrayImage::from_raw(w, h, bytes)
+        .ok_or_else(|| cannot(format!("{} pixels do not make a {}x{} image", pixels.len(), width, height)))?;
+    image.save_with_format(path, ImageFormat::Png).map_err(|e| cannot(e.to_string()))
+}
+
+/// A square filter from text: one row per line, numbers separated by white space, blank lines
+/// ignored; 3×3, 5×5 or 7×7. Returns its side and its taps row by row.
+pub fn parse_filter(text: &str) -> Result<(usize, Vec<f32>), String> {
+    let mut rows = Vec::new();
+    for (line, row) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let parse = |word: &str| match word.parse::<f32>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(_) => Err(format!("line {}: `{}` is not a finite number", line + 1, word)),
+            Err(_) => Err(format!("line {}: `{}` is not a number", line + 1, word)),
+        };
+        rows.push(row.split_whitespace().map(parse).collect::<Result<Vec<f32>, String>>()?);
+    }
+    let side = rows.len();
+    if let Some(row) = rows.iter().find(|r| r.len() != side) {
+        return Err(format!("{} rows of {} numbers: a filter must be square", side, row.len()));
+    }
+    let widest = 2 * MAX_RADIUS + 1;
+    if side % 2 == 0 || !(3..=widest).contains(&side) {
+        return Err(format!("a {0}x{0} filter: the side must be 3, 5 or 7", side));
+    }
+    Ok((side, rows.concat()))
+}
+
+/// A filter file, as [`parse_filter`] reads it.
+pub fn read_filter(path: &Path) -> GpuResult<(usize, Vec<f32>)> {
+    let text = std::io::read_to_string(open(path)?).map_err(|e| match e.kind() {
+        ErrorKind::InvalidData => file_error(path, "not a text file"),
+        _ => file_error(path, format!("cannot read: {}", e)),
+    })?;
+    parse_filter(&text).map_err(|reason| file_error(path, reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A fresh temporary directory per test and process, so tests can run in parallel.
+    fn scratch(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("host-io-{}-{}", std::process::id(), test));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        dir
+    }
+
+    fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
+        match result {
+            Ok(value) => panic!("expected an error, got {:?}", value),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn npy_round_trips_f32_and_u32_vectors_and_matrices() {
+        let dir = scratch("round-trip");
+        let vector = [1.5f32, -2.25, 0.0, 3e-8, f32::MAX];
+        write_vector(&dir.join("v.npy"), &vector).unwrap();
+        assert_eq!(read_vector::<f32>(&dir.join("v.npy")).unwrap(), vector);
+
+        let matrix: Vec<f32> = (0..6).map(|i| i as f32 * 0.5 - 1.0).collect();
+        write_matrix(&dir.join("m.npy"), (2, 3), &matrix).unwrap();
+        assert_eq!(read_matrix::<f32>(&dir.join("m.npy")).unwrap(), ((2, 3), matrix));
+
+        let counts = [0u32, 7, u32::MAX, 42];
+        write_vector(&dir.join("c.npy"), &counts).unwrap();
+        assert_eq!(read_vector::<u32>(&dir.join("c.npy")).unwrap(), counts);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A version 1.0 `.npy` file as NumPy writes it, for headers this crate would not write.
+    fn npy_bytes(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+        let order = if fortran { "True" } else { "False" };
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+        let mut header = dict.into_bytes();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(b' ');
+        }
+        header.push(b'\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend(header);
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    fn f32_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn npy_in_fortran_order_is_read_row_major() {
+        let dir = scratch("fortran");
+        let path = dir.join("f.npy");
+        // [[1, 2, 3], [4, 5, 6]] stored column by column.
+        std::fs::write(&path, npy_bytes("<f4", true, "(2, 3)", &f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]))).unwrap();
+        assert_eq!(read_matrix::<f32>(&path).unwrap(), ((2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_npy_files_give_errors_naming_the_file_and_the_problem() {
+        let dir = scratch("bad-npy");
+        let path = |name: &str| dir.join(name);
+        let missing = error_of(read_vector::<f32>(&path("missing.npy")));
+        assert!(missing.contains("missing.npy: no such file"), "{}", missing);
+
+        std::fs::write(path("text.npy"), "this is not numpy at all").unwrap();
+        assert!(error_of(read_vector::<f32>(&path("text.npy"))).contains("not a .npy file"));
+        std::fs::write(path("tiny.npy"), "ab").unwrap();
+        assert!(error_of(read_vector::<f32>(&path("tiny.npy"))).contains("not a .npy file"));
+
+        let whole = npy_bytes("<f4", false, "(4,)", &f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+        std::fs::write(path("short.npy"), &whole[..whole.len() - 3]).unwrap();
+        let short = error_of(read_vector::<f32>(&path("short.npy")));
+        assert!(short.contains("is truncated") && short.contains("needs 16 bytes"), "{}", short);
+        // A header that promises far more than the file holds is an error, not an allocation.
+        std::fs::write(path("huge.npy"), npy_bytes("<f4", false, "(4000000000000,)", &[])).unwrap();
+        assert!(error_of(read_vector::<f32>(&path("huge.npy"))).contains("is truncated"));
+
+        write_vector(&path("f.npy"), &[1.0f32, 2.0]).unwrap();
+        let dtype = error_of(read_vector::<u32>(&path("f.npy")));
+        assert!(dtype.contains("holds f32 ('<f4') values, expected u32 ('<u4')"), "{}", dtype);
+        std::fs::write(path("f8.npy"), npy_bytes("<f8", false, "(1,)", &1.0f64.to_le_bytes())).unwrap();
+        assert!(error_of(read_vector::<f32>(&path("f8.npy"))).contains("holds f64 ('<f8') values"));
+
+        let ndim = error_of(read_matrix::<f32>(&path("f.npy")));
+        assert!(ndim.contains("is 1-D (shape 2), expected a 2-D array"), "{}", ndim);
+        std::fs::write(path("empty.npy"), npy_bytes("<f4", false, "(0, 3)", &[])).unwrap();
+        assert!(error_of(read_matrix::<f32>(&path("empty.npy"))).contains("is empty (shape 0x3)"));
+
+        let unwritable = error_of(write_vector(&dir.join("no-such-dir").join("out.npy"), &[1.0f32]));
+        assert!(unwritable.contains("cannot write"), "{}", unwritable);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn non_finite_inputs_are_rejected() {
+        assert!(require_finite(Path::new("x.npy"), &[1.0, -2.0]).is_ok());
+        let nan = error_of(require_finite(Path::new("x.npy"), &[1.0, f32::NAN]));
+        assert!(nan.contains("x.npy: element 1 is NaN"), "{}", nan);
+    }
+
+    #[test]
+    fn png_round_trips_and_bad_pngs_are_errors() {
+        let dir = scratch("png");
+        let (width, height) = (5, 3);
+        let pixels: Vec<f32> = (0..width * height).map(|i| (i * 17) as f32 / 255.0).collect();
+        write_png(&dir.join("grey.png"), width, height, &pixels).unwrap();
+        assert_eq!(read_png(&dir.join("grey.png")).unwrap(), GreyImage { width, height, pixels });
+
+        // Out-of-range values are clamped; colour images are read as luminance.
+        write_png(&dir.join("clamped.png"), 3, 1, &[-2.0, 0.5, 7.0]).unwrap();
+        let clamped = read_png(&dir.join("clamped.png")).unwrap().pixels;
+        assert_eq!(clamped, vec![0.0, 128.0 / 255.0, 1.0], "0.5 is 127.5 grey levels, rounded up");
+        let mut rgb = image::RgbImage::from_pixel(2, 1, image::Rgb([255, 255, 255]));
+        rgb.put_pixel(1, 0, image::Rgb([255, 0, 0]));
+        rgb.save(dir.join("rgb.png")).unwrap();
+        let luma = read_png(&dir.join("rgb.png")).unwrap().pixels;
+        assert_eq!(luma[0], 1.0);
+        assert!((luma[1] - 0.2126).abs() < 1e-3, "red has the luminance 0.2126: {}", luma[1]);
+
+        assert!(error_of(read_png(&dir.join("nothing.png"))).contains("no such file"));
+        write_vector(&dir.join("array.npy"), &[1.0f32]).unwrap();
+        assert!(error_of(read_png(&dir.join("array.npy"))).contains("not a PNG file"));
+        let whole = std::fs::read(dir.join("grey.png")).unwrap();
+        std::fs::write(dir.join("cut.png"), &whole[..whole.len() / 2]).unwrap();
+        assert!(error_of(read_png(&dir.join("cut.png"))).contains("not a valid PNG"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn filter_files_are_parsed_and_checked() {
+        let (side, taps) = parse_filter("0 -1 0\n-1 5 -1\n\n 0 -1 0 \n").unwrap();
+        assert_eq!((side, taps), (3, vec![0.0, -1.0, 0.0, -1.0, 5.0, -1.0, 0.0, -1.0, 0.0]));
+        assert_eq!(parse_filter(&"1 1 1 1 1 1 1\n".repeat(7)).unwrap(), (7, vec![1.0; 49]));
+        assert!(parse_filter("1 2 3\n4 5 6\n").unwrap_err().contains("must be square"));
+        assert!(parse_filter("1 2 3\n4 5\n7 8 9\n").unwrap_err().contains("must be square"));
+        assert!(parse_filter("1 2\n3 4\n").unwrap_err().contains("the side must be 3, 5 or 7"));
+        assert!(parse_filter("1\n").unwrap_err().contains("the side must be 3, 5 or 7"));
+        assert!(parse_filter("").unwrap_err().contains("the side must be 3, 5 or 7"));
+        let word = parse_filter("1 2 3\n4 five 6\n7 8 9\n").unwrap_err();
+        assert!(word.contains("line 2: `five` is not a number"), "{}", word);
+        assert!(parse_filter("1 2 3\n4 inf 6\n7 8 9\n").unwrap_err().contains("not a finite number"));
+
+        let dir = scratch("filter");
+        std::fs::write(dir.join("edge.txt"), "1 0 -1\n2 0 -2\n1 0 -1\n").unwrap();
+        assert_eq!(read_filter(&dir.join("edge.txt")).unwrap().0, 3);
+        std::fs::write(dir.join("even.txt"), "1 1\n1 1\n").unwrap();
+        let even = error_of(read_filter(&dir.join("even.txt")));
+        assert!(even.contains("even.txt: a 2x2 filter"), "{}", even);
+        std::fs::write(dir.join("binary.txt"), [0xFFu8, 0xFE, 0x00]).unwrap();
+        assert!(error_of(read_filter(&dir.join("binary.txt"))).contains("not a text file"));
+        assert!(error_of(read_filter(&dir.join("absent.txt"))).contains("no such file"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,173 @@
+//! Real data in and out through the GPU: a PNG filtered with every named filter and a filter
+//! file, `.npy` round trips through matmul, vector add, histogram and conv1d, and bad files
+//! rejected with clear errors. Without a GPU each test reports that it skipped, like
+//! tests/gpu.rs.
+
+mod common;
+
+use common::{assert_passed, gpu, SEED};
+use host::gpu::{Cache, Gpu};
+use host::io;
+use host::ops::conv2d::{cpu_reference, Named};
+use host::registry::{self, Timer};
+use host::report::Report;
+use ndarray::ArrayView2;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory for `test` under cargo's scratch directory for integration tests.
+fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("io").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// Prepares and runs `family` with `args`, each one argument (paths may hold spaces).
+fn run_args(gpu: &Gpu, family: &str, args: &[&str]) -> anyhow::Result<Vec<Report>> {
+    let family = registry::family(family).expect("a registered family");
+    let matches = family.command().try_get_matches_from([&[family.name()], args].concat())?;
+    let mut workload = family.prepare(gpu, &matches, SEED)?;
+    Ok(registry::run(gpu, family.name(), workload.as_mut(), Timer { launches: 1, cache: Cache::Warm })?)
+}
+
+fn run_ok(gpu: &Gpu, family: &str, args: &[&str]) -> Vec<Report> {
+    let reports = run_args(gpu, family, args).unwrap_or_else(|e| panic!("{} {:?}: {:#}", family, args, e));
+    assert_passed(&reports);
+    reports
+}
+
+fn expect_error(gpu: &Gpu, family: &str, args: &[&str], needle: &str) {
+    match run_args(gpu, family, args) {
+        Ok(_) => panic!("`{} {:?}` was accepted; expected an error mentioning {:?}", family, args, needle),
+        Err(err) => assert!(format!("{:#}", err).contains(needle), "{:?} not in {:#}", needle, err),
+    }
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 scratch path")
+}
+
+#[test]
+fn png_is_filtered_with_every_named_filter_and_a_filter_file() {
+    let Some(gpu) = gpu("png_is_filtered_with_every_named_filter_and_a_filter_file") else { return };
+    let dir = scratch("png");
+    // Odd sizes, a gradient with a bright square: edges for sobel-x, ramps for the blurs.
+    let (width, height) = (67, 45);
+    let pixels: Vec<f32> = (0..width * height)
+        .map(|i| {
+            let (x, y) = (i % width, i / width);
+            if (20..40).contains(&x) && (10..30).contains(&y) {
+                1.0
+            } else {
+                x as f32 / width as f32 * 0.6
+            }
+        })
+        .collect();
+    let input = dir.join("in.png");
+    io::write_png(&input, width, height, &pixels).unwrap();
+    let image = io::read_png(&input).unwrap();
+    let edge = dir.join("edge 7x7.txt");
+    std::fs::write(&edge, "0 0 0 1 0 0 0\n".repeat(3) + "1 1 1 -8 1 1 1\n" + &"0 0 0 1 0 0 0\n".repeat(3)).unwrap();
+
+    let mut filters: Vec<(String, usize, Vec<f32>)> =
+        Named::ALL.iter().map(|n| (n.name().to_string(), n.taps().0, n.taps().1)).collect();
+    let (side, taps) = io::read_filter(&edge).unwrap();
+    filters.push((text(&edge).to_string(), side, taps));
+    for (i, (filter, side, taps)) in filters.into_iter().enumerate() {
+        let out = dir.join(format!("out {}.png", i));
+        let reports = run_ok(&gpu, "conv2d", &["--image", text(&input), "--filter", &filter, "--out", text(&out)]);
+        assert!(reports[0].shape.starts_with("67x45 filter"), "{}", reports[0].shape);
+        let written = io::read_png(&out).unwrap_or_else(|e| panic!("{}: {}", filter, e));
+        assert_eq!((written.width, written.height), (width, height), "{}", filter);
+        // The PNG holds the result, clamped (sobel-x: its magnitude) and rounded to 8 bits.
+        let expected = cpu_reference(
+            ArrayView2::from_shape((height, width), &image.pixels).unwrap(),
+            ArrayView2::from_shape((side, side), &taps).unwrap(),
+        );
+        let magnitude = filter == "sobel-x";
+        for (i, (&got, &want)) in written.pixels.iter().zip(expected.iter()).enumerate() {
+            let want = if magnitude { want.abs() } else { want }.clamp(0.0, 1.0);
+            assert!((got - want).abs() <= 0.5 / 255.0 + 1e-4, "{} pixel {}: {} vs {}", filter, i, got, want);
+        }
+    }
+}
+
+#[test]
+fn npy_round_trips_through_the_gpu() {
+    let Some(gpu) = gpu("npy_round_trips_through_the_gpu") else { return };
+    let dir = scratch("npy");
+    let path = |name: &str| dir.join(name);
+    let arg = |name: &str| text(&dir.join(name)).to_string();
+
+    // matmul: A 3×4 and B 4×2 of small known values against a CPU product.
+    let a: Vec<f32> = (0..12).map(|i| i as f32 - 5.5).collect();
+    let b: Vec<f32> = (0..8).map(|i| (i as f32) * 0.25 + 1.0).collect();
+    io::write_matrix(&path("a.npy"), (3, 4), &a).unwrap();
+    io::write_matrix(&path("b.npy"), (4, 2), &b).unwrap();
+    let reports = run_ok(&gpu, "matmul", &["--a", &arg("a.npy"), "--b", &arg("b.npy"), "--output", &arg("c.npy")]);
+    assert_eq!(reports[0].shape, "3x2x4");
+    let ((m, n), c) = io::read_matrix::<f32>(&path("c.npy")).unwrap();
+    assert_eq!((m, n), (3, 2));
+    for i in 0..3 {
+        for j in 0..2 {
+            let want: f32 = (0..4).map(|p| a[i * 4 + p] * b[p * 2 + j]).sum();
+            assert!((c[i * 2 + j] - want).abs() <= 1e-4, "C[{}][{}] = {}, expected {}", i, j, c[i * 2 + j], want);
+        }
+    }
+
+    // vector add: one IEEE addition, so exactly the CPU's sums.
+    let (x, y) = ([1.5f32, -2.0, 1e-3, 7.0, 0.1], [0.25f32, 2.0, 1e3, -7.5, 0.2]);
+    io::write_vector(&path("x.npy"), &x).unwrap();
+    io::write_vector(&path("y.npy"), &y).unwrap();
+    run_ok(&gpu, "vector-add", &["--a", &arg("x.npy"), "--b", &arg("y.npy"), "--output", &arg("z.npy")]);
+    let sums: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+    assert_eq!(io::read_vector::<f32>(&path("z.npy")).unwrap(), sums);
+
+    // histogram: u32 values into 4 bins (7 is past the last), then f32 values over [0, 2).
+    io::write_vector(&path("u.npy"), &[0u32, 1, 1, 3, 3, 3, 7]).unwrap();
+    run_ok(&gpu, "histogram", &["--input-file", &arg("u.npy"), "--bins", "4", "--output", &arg("uc.npy")]);
+    assert_eq!(io::read_vector::<u32>(&path("uc.npy")).unwrap(), vec![1, 2, 0, 3]);
+    io::write_vector(&path("f.npy"), &[0.1f32, 0.6, 1.9, f32::NAN, 2.0, -0.1]).unwrap();
+    let (f, fc) = (arg("f.npy"), arg("fc.npy"));
+    let options = ["--input", "f32", "--input-file", &f, "--bins", "2", "--min", "0", "--max", "2", "--output", &fc];
+    run_ok(&gpu, "histogram", &options);
+    assert_eq!(io::read_vector::<u32>(&path("fc.npy")).unwrap(), vec![2, 1], "NaN, 2 and -0.1 are outside");
+
+    // conv1d: the taps are random, so check the run passed and the length came back.
+    let signal: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.01).sin()).collect();
+    io::write_vector(&path("s.npy"), &signal).unwrap();
+    run_ok(&gpu, "conv1d", &["--signal", &arg("s.npy"), "--filter", "5", "--output", &arg("t.npy")]);
+    assert_eq!(io::read_vector::<f32>(&path("t.npy")).unwrap().len(), 1000);
+}
+
+#[test]
+fn bad_files_are_clear_errors() {
+    let Some(gpu) = gpu("bad_files_are_clear_errors") else { return };
+    let dir = scratch("bad");
+    let path = |name: &str| text(&dir.join(name)).to_string();
+    let (a, b, v3, v4, nan) = (path("a.npy"), path("b.npy"), path("v3.npy"), path("v4.npy"), path("nan.npy"));
+    let (notes, wide, missing) = (path("notes.txt"), path("wide.txt"), path("missing.npy"));
+    io::write_matrix(Path::new(&a), (3, 4), &[1.0f32; 12]).unwrap();
+    io::write_matrix(Path::new(&b), (3, 2), &[1.0f32; 6]).unwrap();
+    io::write_vector(Path::new(&v3), &[1.0f32; 3]).unwrap();
+    io::write_vector(Path::new(&v4), &[1.0f32; 4]).unwrap();
+    io::write_vector(Path::new(&nan), &[1.0f32, f32::NAN]).unwrap();
+    std::fs::write(&notes, "not an array").unwrap();
+    std::fs::write(&wide, "1 2 3\n4 5 6\n").unwrap();
+
+    expect_error(&gpu, "matmul", &["--a", &a, "--b", &b], "A's columns (4) must equal B's rows (3)");
+    expect_error(&gpu, "matmul", &["--a", &v3, "--b", &b], "is 1-D (shape 3), expected a 2-D array");
+    expect_error(&gpu, "matmul", &["--a", &a, "--b", &missing], "missing.npy: no such file");
+    expect_error(&gpu, "matmul", &["--a", &a], "--b");
+    expect_error(&gpu, "vector-add", &["--a", &v3, "--b", &v4], "a and b must be as long");
+    expect_error(&gpu, "vector-add", &["--a", &notes, "--b", &v3], "notes.txt: not a .npy file");
+    expect_error(&gpu, "vector-add", &["--a", &nan, "--b", &v3], "element 1 is NaN");
+    expect_error(&gpu, "histogram", &["--input-file", &v3], "holds f32 ('<f4') values, expected u32 ('<u4')");
+    expect_error(&gpu, "conv1d", &["--signal", &a], "expected a 1-D array");
+    expect_error(&gpu, "conv2d", &["--image", &v3], "not a PNG file");
+    expect_error(&gpu, "conv2d", &["--image", &missing], "no such file");
+    expect_error(&gpu, "conv2d", &["--width", "8", "--height", "8", "--filter", &wide], "must be square");
+    expect_error(&gpu, "conv2d", &["--filter", "gausian"], "nor an existing filter file");
+    let unwritable = path("no-such-dir/c.npy");
+    expect_error(&gpu, "vector-add", &["--n", "10", "--output", &unwritable], "cannot write");
+}
