@@ -702,11 +702,13 @@ struct Runner {
         size_t rows = pick(8192, 4096, 67), cols = pick(8192, 4096, 45);
         auto matrix = random_f32(rows * cols, 17);
         auto in = upload(matrix), out = device(4 * rows * cols);
-        for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded"}) {
+        for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded", "transpose_padded_64"}) {
             Case c;
             c.kernel = k, c.size = std::to_string(rows) + "x" + std::to_string(cols);
             c.unit = "GB/s", c.work = 8.0 * rows * cols;
-            c.shape = {blocks(cols, 32), blocks(rows, 32), 32, 8, 0};  // TILE 32, BLOCK_ROWS 8
+            // TILE 32 with BLOCK_ROWS 8; the wide kernel: a 64 tile with 4 rows of threads.
+            c.shape = k == "transpose_padded_64" ? Shape{blocks(cols, 64), blocks(rows, 64), 64, 4, 0}
+                                                 : Shape{blocks(cols, 32), blocks(rows, 32), 32, 8, 0};
             c.args.slice(in, rows * cols).ptr(out).add(rows).add(cols);
             c.out = out, c.compare = Compare::Exact;
             c.reference = [=, &matrix](const std::vector<unsigned char>& bytes) -> std::string {

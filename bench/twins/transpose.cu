@@ -1,5 +1,6 @@
 // Twin of kernels/src/transpose.rs: a 32x32 tile per block of 32x8 threads, each thread
-// taking every 8th row of the tile; naive, through shared memory, and with a padded tile.
+// taking every 8th row of the tile; naive, through shared memory, with a padded tile, and
+// padded on a 64x64 tile with 64x4 threads.
 #include "twins.cuh"
 
 #define TILE 32
@@ -14,17 +15,17 @@ extern "C" __global__ void transpose_naive(const float* __restrict__ input, size
     }
 }
 
-template <size_t STRIDE>
+template <size_t SIDE, size_t STRIDE, size_t ROWS>
 __device__ __forceinline__ void transpose_tiled(const float* __restrict__ input, float* output, size_t rows,
                                                 size_t cols, float* tile) {
-    size_t row0 = (size_t)blockIdx.y * TILE, col0 = (size_t)blockIdx.x * TILE;
+    size_t row0 = (size_t)blockIdx.y * SIDE, col0 = (size_t)blockIdx.x * SIDE;
     size_t tx = threadIdx.x;
-    for (size_t r = threadIdx.y; r < TILE; r += BLOCK_ROWS) {
+    for (size_t r = threadIdx.y; r < SIDE; r += ROWS) {
         size_t row = row0 + r, col = col0 + tx;
         if (row < rows && col < cols) tile[r * STRIDE + tx] = input[row * cols + col];
     }
     __syncthreads();
-    for (size_t r = threadIdx.y; r < TILE; r += BLOCK_ROWS) {
+    for (size_t r = threadIdx.y; r < SIDE; r += ROWS) {
         size_t out_row = col0 + r, out_col = row0 + tx;
         if (out_row < cols && out_col < rows) output[out_row * rows + out_col] = tile[tx * STRIDE + r];
     }
@@ -33,13 +34,19 @@ __device__ __forceinline__ void transpose_tiled(const float* __restrict__ input,
 extern "C" __global__ void transpose_shared(const float* __restrict__ input, size_t len, float* output, size_t rows,
                                             size_t cols) {
     __shared__ float tile[TILE * TILE];
-    transpose_tiled<TILE>(input, output, rows, cols, tile);
+    transpose_tiled<TILE, TILE, BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
 extern "C" __global__ void transpose_padded(const float* __restrict__ input, size_t len, float* output, size_t rows,
                                             size_t cols) {
     __shared__ float tile[TILE * (TILE + 1)];
-    transpose_tiled<TILE + 1>(input, output, rows, cols, tile);
+    transpose_tiled<TILE, TILE + 1, BLOCK_ROWS>(input, output, rows, cols, tile);
+}
+
+extern "C" __global__ void transpose_padded_64(const float* __restrict__ input, size_t len, float* output,
+                                               size_t rows, size_t cols) {
+    __shared__ float tile[64 * 65];
+    transpose_tiled<64, 65, 4>(input, output, rows, cols, tile);
 }
 
 #undef TILE

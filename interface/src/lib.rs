@@ -35,10 +35,14 @@ pub mod vector {
     }
 }
 
-/// Launch shape of the transpose kernels (`kernels/src/transpose.rs`).
+/// Launch shapes of the transpose kernels (`kernels/src/transpose.rs`): a block of
+/// `TILE × BLOCK_ROWS` threads transposes a `TILE × TILE` tile.
 pub mod transpose {
-    /// Side of the square tile a block transposes.
+    /// Side of the square tile of the naive, shared and padded kernels.
     pub const TILE: usize = 32;
     /// Rows of threads per block: each thread takes TILE / BLOCK_ROWS rows of the tile.
     pub const BLOCK_ROWS: usize = 8;
+    /// `transpose_padded_64`: a 64 × 64 tile, 16 of its rows per thread.
+    pub const WIDE_TILE: usize = 64;
+    pub const WIDE_BLOCK_ROWS: usize = 4;
 }

@@ -20,20 +20,24 @@
 //!
 //! **`transpose_padded`**: the same with each tile row padded by one float (TILE + 1 words),
 //! so that consecutive rows start one bank apart and a tile column touches all 32 banks once.
+//!
+//! **`transpose_padded_64`**: the padded kernel on a 64 × 64 tile with 64 × 4 threads, so
+//! each thread moves 16 elements instead of 4: more loads in flight per thread while the
+//! block waits at its barrier, and a quarter as many blocks to schedule.
 
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
-use interface::transpose::{BLOCK_ROWS, TILE};
+use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
 
-/// The corner of this block's tile: (first row, first column) of the input.
+/// The corner of this block's `side × side` tile: (first row, first column) of the input.
 #[inline(always)]
-fn tile_origin() -> (usize, usize) {
-    (thread::block_idx_y() as usize * TILE, thread::block_idx_x() as usize * TILE)
+fn tile_origin(side: usize) -> (usize, usize) {
+    (thread::block_idx_y() as usize * side, thread::block_idx_x() as usize * side)
 }
 
 #[kernel]
 pub unsafe fn transpose_naive(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
-    let (row0, col0) = tile_origin();
+    let (row0, col0) = tile_origin(TILE);
     let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
     let col = col0 + tx;
     let mut r = ty;
@@ -46,43 +50,56 @@ pub unsafe fn transpose_naive(input: &[f32], output: *mut f32, rows: usize, cols
     }
 }
 
-/// Through a shared tile whose rows are `STRIDE` words apart: TILE (conflicts) or TILE + 1.
+/// Through a shared `SIDE × SIDE` tile whose rows are `STRIDE` words apart (SIDE: bank
+/// conflicts; SIDE + 1: none), with `SIDE × ROWS` threads.
 #[inline(always)]
-unsafe fn transpose_tiled<const STRIDE: usize>(input: &[f32], output: *mut f32, rows: usize, cols: usize, tile: *mut f32) {
-    let (row0, col0) = tile_origin();
+unsafe fn transpose_tiled<const SIDE: usize, const STRIDE: usize, const ROWS: usize>(
+    input: &[f32],
+    output: *mut f32,
+    rows: usize,
+    cols: usize,
+    tile: *mut f32,
+) {
+    let (row0, col0) = tile_origin(SIDE);
     let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
 
     // Read: thread (tx, r) takes input[row0 + r][col0 + tx] into tile[r][tx].
     let mut r = ty;
-    while r < TILE {
+    while r < SIDE {
         let (row, col) = (row0 + r, col0 + tx);
         if row < rows && col < cols {
             *tile.add(r * STRIDE + tx) = *input.get_unchecked(row * cols + col);
         }
-        r += BLOCK_ROWS;
+        r += ROWS;
     }
     thread::sync_threads();
 
     // Write: thread (tx, r) writes output[col0 + r][row0 + tx] = tile[tx][r]; consecutive
     // threads write consecutive output addresses.
     let mut r = ty;
-    while r < TILE {
+    while r < SIDE {
         let (out_row, out_col) = (col0 + r, row0 + tx);
         if out_row < cols && out_col < rows {
             *output.add(out_row * rows + out_col) = *tile.add(tx * STRIDE + r);
         }
-        r += BLOCK_ROWS;
+        r += ROWS;
     }
 }
 
 #[kernel]
 pub unsafe fn transpose_shared(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * TILE];
-    transpose_tiled::<TILE>(input, output, rows, cols, tile);
+    transpose_tiled::<TILE, TILE, BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
 #[kernel]
 pub unsafe fn transpose_padded(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * (TILE + 1)];
-    transpose_tiled::<{ TILE + 1 }>(input, output, rows, cols, tile);
+    transpose_tiled::<TILE, { TILE + 1 }, BLOCK_ROWS>(input, output, rows, cols, tile);
+}
+
+#[kernel]
+pub unsafe fn transpose_padded_64(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
+    let tile = shared_array![f32; WIDE_TILE * (WIDE_TILE + 1)];
+    transpose_tiled::<WIDE_TILE, { WIDE_TILE + 1 }, WIDE_BLOCK_ROWS>(input, output, rows, cols, tile);
 }

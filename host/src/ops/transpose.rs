@@ -9,7 +9,7 @@ use crate::gpu::{arg, require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig}
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::{AsyncCopyDestination, DeviceBuffer};
-use interface::transpose::{BLOCK_ROWS, TILE};
+use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
 use std::cell::Cell;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,17 +20,32 @@ pub enum Method {
     Shared,
     /// The tile padded by one column: no bank conflicts.
     Padded,
+    /// Padded, on 64 × 64 tiles: 16 elements per thread.
+    Padded64,
 }
 
 impl Method {
-    const ALL: [Method; 3] = [Method::Naive, Method::Shared, Method::Padded];
+    const ALL: [Method; 4] = [Method::Naive, Method::Shared, Method::Padded, Method::Padded64];
 
     fn kernel(self) -> &'static str {
         match self {
             Method::Naive => "transpose_naive",
             Method::Shared => "transpose_shared",
             Method::Padded => "transpose_padded",
+            Method::Padded64 => "transpose_padded_64",
         }
+    }
+
+    fn config(self, rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
+        let (side, block_rows) = match self {
+            Method::Padded64 => (WIDE_TILE, WIDE_BLOCK_ROWS),
+            _ => (TILE, BLOCK_ROWS),
+        };
+        LaunchConfig::tiles_2d(cols, rows, (side, side), (side as u32, block_rows as u32), 0)
+    }
+
+    fn of(kernel: &str) -> Method {
+        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a transpose kernel")
     }
 
     fn variant(self) -> Variant {
@@ -38,6 +53,7 @@ impl Method {
             Method::Naive => "naive",
             Method::Shared => "shared",
             Method::Padded => "padded",
+            Method::Padded64 => "padded64",
         };
         Variant::new(name, self.kernel())
     }
@@ -59,16 +75,11 @@ pub fn cpu_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     input.t().iter().copied().collect()
 }
 
-fn config(rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
-    LaunchConfig::tiles_2d(cols, rows, (TILE, TILE), (TILE as u32, BLOCK_ROWS as u32), 0)
-}
-
 /// The input on the GPU, the output poisoned.
 pub struct Transpose {
     pub rows: usize,
     pub cols: usize,
     pub values: Vec<f32>,
-    config: LaunchConfig,
     variants: Vec<Variant>,
     expected: Vec<f32>,
     /// Median ms of a device copy of the matrix, timed once.
@@ -96,8 +107,7 @@ impl Kernel for Transpose {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        let config = config(8192, 8192)?;
-        Ok(Method::ALL.into_iter().map(|m| (m.kernel(), config)).collect())
+        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(8192, 8192)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -117,17 +127,16 @@ impl Kernel for Transpose {
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (rows, cols) = (options.rows, options.cols);
         require(rows >= 1 && cols >= 1, || format!("transpose needs a non-empty matrix (got {}x{})", rows, cols))?;
-        let config = config(rows, cols)?;
         let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
         for method in methods {
-            gpu.validate(method.kernel(), &config)?;
+            gpu.validate(method.kernel(), &method.config(rows, cols)?)?;
         }
         gpu.ensure_fits("transpose's input and output", 2 * 4 * (rows * cols) as u64)?;
         let values = random_f32(rows * cols, seed);
         let input = gpu.upload("the matrix", &values)?;
         let output = gpu.poisoned::<f32>("the transpose", rows * cols)?;
         let variants = methods.iter().map(|m| m.variant()).collect();
-        Ok(Self { rows, cols, values, config, variants, expected: vec![], copy_ms: Cell::new(None), input, output })
+        Ok(Self { rows, cols, values, variants, expected: vec![], copy_ms: Cell::new(None), input, output })
     }
 }
 
@@ -152,7 +161,8 @@ impl Workload for Transpose {
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let (pi, po, len) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.values.len());
         let (rows, cols) = (self.rows, self.cols);
-        gpu.launch(&variant.kernel, &self.config, &[arg(&pi), arg(&len), arg(&po), arg(&rows), arg(&cols)])
+        let config = Method::of(&variant.kernel).config(rows, cols)?;
+        gpu.launch(&variant.kernel, &config, &[arg(&pi), arg(&len), arg(&po), arg(&rows), arg(&cols)])
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
