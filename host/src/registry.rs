@@ -59,6 +59,56 @@ pub fn one_per_element_sizes(purpose: Purpose) -> Vec<String> {
     powers.iter().map(|p| format!("--n {}", 1u64 << p)).collect()
 }
 
+/// Declares the steps of a family whose variants each launch one kernel: a `clap::ValueEnum`
+/// for `--variant`, each value with the name reports use and its kernel, and the lookups every
+/// such family needs.
+#[macro_export]
+macro_rules! variants {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$doc:meta])* $variant:ident => ($label:literal, $kernel:literal)),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+        $vis enum $name {
+            $($(#[$doc])* $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $label),+
+                }
+            }
+
+            pub fn kernel(self) -> &'static str {
+                match self {
+                    $($name::$variant => $kernel),+
+                }
+            }
+
+            pub fn variant(self) -> $crate::registry::Variant {
+                $crate::registry::Variant::new(self.name(), self.kernel())
+            }
+
+            /// The step that launches `kernel` (one of this family's `variants()`).
+            pub fn of(kernel: &str) -> Self {
+                Self::ALL.iter().copied().find(|s| s.kernel() == kernel).expect("a kernel of this family")
+            }
+
+            /// The steps chosen with `--variant`, or all of them when none was.
+            pub fn chosen(chosen: &[Self]) -> &[Self] {
+                if chosen.is_empty() {
+                    Self::ALL
+                } else {
+                    chosen
+                }
+            }
+        }
+    };
+}
+
 /// One variant as launched: the name reports use and the kernel it launches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {

@@ -16,42 +16,22 @@ use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN};
 use ndarray::{s, Array1, ArrayView1, Zip};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Method {
-    /// One output per thread, a block's inputs staged in shared memory.
-    Tiled,
-    /// Four outputs per thread, staged with 16-byte loads.
-    Vec4,
+crate::variants! {
+    pub enum Method {
+        /// One output per thread, a block's inputs staged in shared memory.
+        Tiled => ("tiled", "conv1d"),
+        /// Sixteen outputs per thread, staged with 16-byte loads.
+        Vec4 => ("vec4", "conv1d_vec4"),
+    }
 }
 
 impl Method {
-    const ALL: [Method; 2] = [Method::Tiled, Method::Vec4];
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Method::Tiled => "conv1d",
-            Method::Vec4 => "conv1d_vec4",
-        }
-    }
-
-    fn variant(self) -> Variant {
-        let name = match self {
-            Method::Tiled => "tiled",
-            Method::Vec4 => "vec4",
-        };
-        Variant::new(name, self.kernel())
-    }
-
     fn config(self, n: usize) -> GpuResult<LaunchConfig> {
         let per_block = match self {
             Method::Tiled => CONV1D_BLOCK,
             Method::Vec4 => CONV1D_VEC4_SPAN,
         };
         Ok(LaunchConfig { grid: (blocks(n, per_block)?, 1, 1), ..LaunchConfig::linear(1, CONV1D_BLOCK as u32)? })
-    }
-
-    fn of(kernel: &str) -> Method {
-        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a conv1d kernel")
     }
 }
 
@@ -106,7 +86,7 @@ impl Kernel for Conv1d {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(1 << 26)?))).collect()
+        Method::ALL.iter().map(|m| Ok((m.kernel(), m.config(1 << 26)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -135,7 +115,7 @@ impl Kernel for Conv1d {
         };
         let n = file.as_ref().map_or(options.n, Vec::len);
         require(n >= 1, || "conv1d needs n >= 1".into())?;
-        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        let methods = Method::chosen(&options.variants);
         for method in methods {
             gpu.validate(method.kernel(), &method.config(n)?)?;
         }

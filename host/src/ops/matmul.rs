@@ -23,42 +23,18 @@ use interface::matmul::{
 use ndarray::ArrayView2;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Step {
-    Naive,
-    Tiled16,
-    Tiled32,
-    Blocked,
-    Vec4,
+crate::variants! {
+    /// The steps of the tutorial, each faster than the one before.
+    pub enum Step {
+        Naive => ("naive", "matmul_naive"),
+        Tiled16 => ("tiled16", "matmul_tiled_16"),
+        Tiled32 => ("tiled32", "matmul_tiled_32"),
+        Blocked => ("blocked", "matmul_blocked_128x128"),
+        Vec4 => ("vec4", "matmul_vec4_128x128"),
+    }
 }
 
 impl Step {
-    pub const ALL: [Step; 5] = [Step::Naive, Step::Tiled16, Step::Tiled32, Step::Blocked, Step::Vec4];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Step::Naive => "naive",
-            Step::Tiled16 => "tiled16",
-            Step::Tiled32 => "tiled32",
-            Step::Blocked => "blocked",
-            Step::Vec4 => "vec4",
-        }
-    }
-
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Step::Naive => "matmul_naive",
-            Step::Tiled16 => "matmul_tiled_16",
-            Step::Tiled32 => "matmul_tiled_32",
-            Step::Blocked => "matmul_blocked_128x128",
-            Step::Vec4 => "matmul_vec4_128x128",
-        }
-    }
-
-    fn of(kernel: &str) -> Step {
-        Step::ALL.into_iter().find(|s| s.kernel() == kernel).expect("a matmul kernel")
-    }
-
     pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
         let square =
             |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
@@ -152,7 +128,7 @@ impl Matmul {
         inputs: impl FnOnce() -> (Vec<f32>, Vec<f32>),
     ) -> GpuResult<Self> {
         require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))?;
-        let steps = if steps.is_empty() { &Step::ALL[..] } else { steps };
+        let steps = Step::chosen(steps);
         for step in steps {
             gpu.validate(step.kernel(), &step.launch_config(m, n)?)?;
         }
@@ -160,7 +136,7 @@ impl Matmul {
         let (a, b) = inputs();
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
         let dc = gpu.poisoned::<f32>("C", m * n)?;
-        let variants = steps.iter().map(|s| Variant::new(s.name(), s.kernel())).collect();
+        let variants = steps.iter().map(|s| s.variant()).collect();
         let scale = product_scale(&a, &b);
         Ok(Self { m, n, k, a, b, variants, scale, output: None, expected: vec![], da, db, dc })
     }
@@ -192,7 +168,7 @@ impl Kernel for Matmul {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Step::ALL.into_iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?))).collect()
+        Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {

@@ -17,30 +17,12 @@ pub const A: f32 = 2.5;
 /// Blocks per SM when the grid is left to the host: with 256 threads, a full SM.
 const BLOCKS_PER_SM: u32 = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Method {
-    /// One element per pass of the loop.
-    Gridstride,
-    /// Four elements per pass, with 16-byte loads and stores.
-    Vec4,
-}
-
-impl Method {
-    const ALL: [Method; 2] = [Method::Gridstride, Method::Vec4];
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Method::Gridstride => "saxpy",
-            Method::Vec4 => "saxpy_vec4",
-        }
-    }
-
-    fn variant(self) -> Variant {
-        let name = match self {
-            Method::Gridstride => "gridstride",
-            Method::Vec4 => "vec4",
-        };
-        Variant::new(name, self.kernel())
+crate::variants! {
+    pub enum Method {
+        /// One element per pass of the loop.
+        Gridstride => ("gridstride", "saxpy"),
+        /// Four elements per pass, with 16-byte loads and stores.
+        Vec4 => ("vec4", "saxpy_vec4"),
     }
 }
 
@@ -83,7 +65,7 @@ impl Kernel for Saxpy {
 
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
         let config = LaunchConfig::grid_stride(sms, BLOCKS_PER_SM, DEFAULT_BLOCK, 0)?;
-        Ok(Method::ALL.into_iter().map(|m| (m.kernel(), config)).collect())
+        Ok(Method::ALL.iter().map(|m| (m.kernel(), config)).collect())
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -102,7 +84,7 @@ impl Kernel for Saxpy {
         require(n >= 1, || "saxpy needs n >= 1".into())?;
         let config =
             LaunchConfig::grid_stride(gpu.info.multiprocessors as u32, BLOCKS_PER_SM, options.block, options.grid)?;
-        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        let methods = Method::chosen(&options.variants);
         for method in methods {
             gpu.validate(method.kernel(), &config)?;
         }

@@ -12,50 +12,26 @@ use cust::memory::{AsyncCopyDestination, DeviceBuffer};
 use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
 use std::cell::Cell;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Method {
-    /// Coalesced reads, strided writes.
-    Naive,
-    /// Through a shared-memory tile (32-way bank conflicts on the column reads).
-    Shared,
-    /// The tile padded by one column: no bank conflicts.
-    Padded,
-    /// Padded, on 64 × 64 tiles: 16 elements per thread.
-    Padded64,
+crate::variants! {
+    pub enum Method {
+        /// Coalesced reads, strided writes.
+        Naive => ("naive", "transpose_naive"),
+        /// Through a shared-memory tile (32-way bank conflicts on the column reads).
+        Shared => ("shared", "transpose_shared"),
+        /// The tile padded by one column: no bank conflicts.
+        Padded => ("padded", "transpose_padded"),
+        /// Padded, on 64 × 64 tiles: 16 elements per thread.
+        Padded64 => ("padded64", "transpose_padded_64"),
+    }
 }
 
 impl Method {
-    const ALL: [Method; 4] = [Method::Naive, Method::Shared, Method::Padded, Method::Padded64];
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Method::Naive => "transpose_naive",
-            Method::Shared => "transpose_shared",
-            Method::Padded => "transpose_padded",
-            Method::Padded64 => "transpose_padded_64",
-        }
-    }
-
     fn config(self, rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
         let (side, block_rows) = match self {
             Method::Padded64 => (WIDE_TILE, WIDE_BLOCK_ROWS),
             _ => (TILE, BLOCK_ROWS),
         };
         LaunchConfig::tiles_2d(cols, rows, (side, side), (side as u32, block_rows as u32), 0)
-    }
-
-    fn of(kernel: &str) -> Method {
-        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a transpose kernel")
-    }
-
-    fn variant(self) -> Variant {
-        let name = match self {
-            Method::Naive => "naive",
-            Method::Shared => "shared",
-            Method::Padded => "padded",
-            Method::Padded64 => "padded64",
-        };
-        Variant::new(name, self.kernel())
     }
 }
 
@@ -107,7 +83,7 @@ impl Kernel for Transpose {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(8192, 8192)?))).collect()
+        Method::ALL.iter().map(|m| Ok((m.kernel(), m.config(8192, 8192)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -127,7 +103,7 @@ impl Kernel for Transpose {
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (rows, cols) = (options.rows, options.cols);
         require(rows >= 1 && cols >= 1, || format!("transpose needs a non-empty matrix (got {}x{})", rows, cols))?;
-        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        let methods = Method::chosen(&options.variants);
         for method in methods {
             gpu.validate(method.kernel(), &method.config(rows, cols)?)?;
         }

@@ -15,42 +15,22 @@ use interface::vector::QUADS_PER_THREAD;
 use interface::DEFAULT_BLOCK;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Method {
-    /// One thread per element.
-    Scalar,
-    /// 16-byte loads and stores, several quads per thread.
-    Vec4,
+crate::variants! {
+    pub enum Method {
+        /// One thread per element.
+        Scalar => ("scalar", "vector_add"),
+        /// 16-byte loads and stores, several quads per thread.
+        Vec4 => ("vec4", "vector_add_vec4"),
+    }
 }
 
 impl Method {
-    const ALL: [Method; 2] = [Method::Scalar, Method::Vec4];
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Method::Scalar => "vector_add",
-            Method::Vec4 => "vector_add_vec4",
-        }
-    }
-
-    fn variant(self) -> Variant {
-        let name = match self {
-            Method::Scalar => "scalar",
-            Method::Vec4 => "vec4",
-        };
-        Variant::new(name, self.kernel())
-    }
-
     fn config(self, n: usize, block: u32) -> GpuResult<LaunchConfig> {
         match self {
             Method::Scalar => LaunchConfig::linear(n, block),
             // One more quad slot than whole quads: its thread adds the `n % 4` tail.
             Method::Vec4 => LaunchConfig::linear((n / 4 + 1).div_ceil(QUADS_PER_THREAD), block),
         }
-    }
-
-    fn of(kernel: &str) -> Method {
-        Method::ALL.into_iter().find(|m| m.kernel() == kernel).expect("a vector-add kernel")
     }
 }
 
@@ -111,7 +91,7 @@ impl Kernel for VectorAdd {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Method::ALL.into_iter().map(|m| Ok((m.kernel(), m.config(1 << 28, DEFAULT_BLOCK)?))).collect()
+        Method::ALL.iter().map(|m| Ok((m.kernel(), m.config(1 << 28, DEFAULT_BLOCK)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -132,7 +112,7 @@ impl Kernel for VectorAdd {
         };
         let n = files.as_ref().map_or(options.n, |(a, _)| a.len());
         require(n >= 1, || "vector-add needs n >= 1".into())?;
-        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        let methods = Method::chosen(&options.variants);
         for &method in methods {
             gpu.validate(method.kernel(), &method.config(n, options.block)?)?;
         }
