@@ -2,12 +2,6 @@
 // A m x k, B k x n. Same tiles, same thread-to-element mapping, same loads, same launch.
 #include "twins.cuh"
 
-#define BM 128
-#define BN 128
-#define BK 8
-#define TM 8
-#define TN 8
-
 extern "C" __global__ void matmul_naive(const float* __restrict__ a, size_t a_len, const float* __restrict__ b,
                                         size_t b_len, float* c, size_t m, size_t n, size_t k) {
     // 32-bit products widened afterwards, as in the Rust kernel.
@@ -60,6 +54,8 @@ static __device__ __forceinline__ float load_or_zero(const float* __restrict__ m
 extern "C" __global__ void matmul_blocked_128x128(const float* __restrict__ a, size_t a_len,
                                                   const float* __restrict__ b, size_t b_len, float* c, size_t m,
                                                   size_t n, size_t k) {
+    // interface::matmul::{BM, BN, BK, TM, TN}; local, as matmul_vec4 takes these names as parameters.
+    constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
     const size_t threads = (BM / TM) * (BN / TN);
     // A slice transposed (BK rows of BM), then the B slice (BK rows of BN).
     float* a_tile = reinterpret_cast<float*>(matmul_shared4);
@@ -99,90 +95,124 @@ extern "C" __global__ void matmul_blocked_128x128(const float* __restrict__ a, s
     }
 }
 
-// Four consecutive elements of `row` from `col`, zero outside: one 16-byte load when all four
-// are inside and aligned (cols a multiple of 4), else element by element.
-static __device__ __forceinline__ float4 load4(const float* __restrict__ matrix, size_t row, size_t col, size_t rows,
-                                               size_t cols) {
-    if (row < rows && col + 4 <= cols && cols % 4 == 0) {
-        return *reinterpret_cast<const float4*>(matrix + row * cols + col);
-    }
-    return make_float4(load_or_zero(matrix, row, col, rows, cols), load_or_zero(matrix, row, col + 1, rows, cols),
-                       load_or_zero(matrix, row, col + 2, rows, cols), load_or_zero(matrix, row, col + 3, rows, cols));
-}
-
 static __device__ __forceinline__ float lane(float4 v, int j) {
     return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
-// Register blocking plus 16-byte loads, conflict-free shared reads and double buffering.
-// __launch_bounds__(256, 2) matches the .maxntid/.minnctapersm the project's PTX carries.
-extern "C" __global__ void __launch_bounds__(256, 2)
-    matmul_vec4_128x128(const float* __restrict__ a, size_t a_len, const float* __restrict__ b, size_t b_len,
-                        float* c, size_t m, size_t n, size_t k) {
-    const size_t stage_size = BK * (BM + BN);
+// Four consecutive elements from `p`, zero past the first `valid`: one 16-byte load when all
+// four exist and `aligned` (the row length is a multiple of 4), else one element at a time.
+static __device__ __forceinline__ float4 load4(const float* __restrict__ p, size_t valid, bool aligned) {
+    if (valid >= 4 && aligned) return *reinterpret_cast<const float4*>(p);
+    float v[4] = {};
+    for (size_t j = 0; j < 4; ++j) {
+        if (j < valid) v[j] = p[j];
+    }
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// interface::matmul::MAX_LOADS: most 16-byte pieces of one slice a thread stages per step.
+constexpr int MAX_LOADS = 4;
+
+// Register blocking plus 16-byte loads, conflict-free shared reads and double buffering;
+// #pragma unroll exactly where the Rust unrolls by hand (unroll!): the piece loops and kk.
+template <int BM, int BN, int BK, int TM, int TN, bool CHECKED>
+__device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, const float* __restrict__ b, float* c,
+                                                 size_t m, size_t n, size_t k) {
+    constexpr size_t threads = (BM / TM) * (BN / TN);
+    // 16-byte pieces of each slice a thread stages per step.
+    constexpr size_t a_loads = BM * BK / 4 / threads, b_loads = BK * BN / 4 / threads;
+    // TileConfig::is_valid.
+    static_assert((TM == 4 || TM == 8) && (TN == 4 || TN == 8) && BM % TM == 0 && BN % TN == 0, "sub-tile");
+    static_assert(BK == 8 || BK == 16, "BK");
+    static_assert(BM * BK / 4 % threads == 0 && BK * BN / 4 % threads == 0, "whole pieces per thread");
+    static_assert(a_loads >= 1 && a_loads <= MAX_LOADS && b_loads >= 1 && b_loads <= MAX_LOADS, "pieces");
+    constexpr size_t stage_size = BK * (BM + BN);
     float* shared = reinterpret_cast<float*>(matmul_shared4);
+    auto a_tile = [&](size_t stage) { return shared + stage * stage_size; };
+    auto b_tile = [&](size_t stage) { return shared + stage * stage_size + BK * BM; };
+
     size_t tid = threadIdx.x;
-    size_t tx = tid % (BN / 8), ty = tid / (BN / 8);
+    size_t tx = tid % (BN / TN), ty = tid / (BN / TN);
     size_t block_row = (size_t)blockIdx.y * BM;
     size_t block_col = (size_t)blockIdx.x * BN;
-    // Which float4 of each slice this thread fetches.
-    size_t a_row = tid / (BK / 4), a_col = (tid % (BK / 4)) * 4;
-    size_t b_row = tid / (BN / 4), b_col = (tid % (BN / 4)) * 4;
+    // A thread's rows are TM/4 groups of 4, `row_step` apart; its columns likewise.
+    constexpr size_t row_step = BM / (TM / 4), col_step = BN / (TN / 4);
+    // Piece `l` of each slice this thread fetches: row and column inside the slice.
+    struct Piece {
+        size_t r, col;
+    };
+    auto a_piece = [&](size_t l) { return Piece{(tid + l * threads) / (BK / 4), (tid + l * threads) % (BK / 4) * 4}; };
+    auto b_piece = [&](size_t l) { return Piece{(tid + l * threads) / (BN / 4), (tid + l * threads) % (BN / 4) * 4}; };
 
-    // A goes in transposed so that a thread's rows are contiguous along BM.
-    auto store_slices = [&](size_t stage, float4 a4, float4 b4) {
-        float* a_tile = shared + stage * stage_size;
-        float* b_tile = a_tile + BK * BM;
-        a_tile[(a_col + 0) * BM + a_row] = a4.x;
-        a_tile[(a_col + 1) * BM + a_row] = a4.y;
-        a_tile[(a_col + 2) * BM + a_row] = a4.z;
-        a_tile[(a_col + 3) * BM + a_row] = a4.w;
-        *reinterpret_cast<float4*>(b_tile + b_row * BN + b_col) = b4;
+    // The pieces in flight between their global load and their shared store.
+    float4 a4[MAX_LOADS] = {}, b4[MAX_LOADS] = {};
+    auto fetch = [&](size_t t) {
+#pragma unroll
+        for (size_t l = 0; l < MAX_LOADS; ++l) {
+            // Elements past the matrix's last row or column read as zero.
+            if (l < a_loads) {
+                Piece p = a_piece(l);
+                size_t row = block_row + p.r;
+                size_t valid = !CHECKED ? 4 : row < m ? (k > t + p.col ? k - (t + p.col) : 0) : 0;  // saturating_sub
+                a4[l] = load4(a + (row * k + t + p.col), valid, !CHECKED || k % 4 == 0);
+            }
+            if (l < b_loads) {
+                Piece p = b_piece(l);
+                size_t valid = !CHECKED ? 4 : t + p.r < k ? (n > block_col + p.col ? n - (block_col + p.col) : 0) : 0;
+                b4[l] = load4(b + ((t + p.r) * n + block_col + p.col), valid, !CHECKED || n % 4 == 0);
+            }
+        }
+    };
+    auto store = [&](size_t stage) {
+#pragma unroll
+        for (size_t l = 0; l < MAX_LOADS; ++l) {
+            if (l < a_loads) {
+                // A goes in transposed so that a thread's rows are contiguous along BM.
+                Piece p = a_piece(l);
+                for (int j = 0; j < 4; ++j) a_tile(stage)[(p.col + j) * BM + p.r] = lane(a4[l], j);
+            }
+            if (l < b_loads) {
+                Piece p = b_piece(l);
+                *reinterpret_cast<float4*>(b_tile(stage) + p.r * BN + p.col) = b4[l];
+            }
+        }
     };
 
-    float acc[8][8] = {};
-    store_slices(0, load4(a, block_row + a_row, a_col, m, k),
-                 load4(b, b_row, block_col + b_col, k, n));
+    float acc[TM][TN] = {};
+    fetch(0);
+    store(0);
     __syncthreads();
 
     size_t stage = 0;
     for (size_t t = 0; t < k;) {
         size_t next = t + BK;
-        bool prefetch = next < k;
-        float4 a4 = make_float4(0.f, 0.f, 0.f, 0.f), b4 = a4;
-        if (prefetch) {
-            a4 = load4(a, block_row + a_row, next + a_col, m, k);
-            b4 = load4(b, next + b_row, block_col + b_col, k, n);
-        }
-        const float* a_stage = shared + stage * stage_size + ty * 4;
-        const float* b_stage = shared + stage * stage_size + BK * BM + tx * 4;
-        // unroll_8! in the Rust: the next step's shared loads issue under this step's FMAs.
+        bool more = next < k;
+        if (more) fetch(next);
+        const float* a_stage = a_tile(stage) + ty * 4;
+        const float* b_stage = b_tile(stage) + tx * 4;
+        // The next step's shared loads issue under this step's FMAs (few warps to hide them).
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
-            float4 a_lo = *reinterpret_cast<const float4*>(a_stage + kk * BM);
-            float4 a_hi = *reinterpret_cast<const float4*>(a_stage + kk * BM + BM / 2);
-            float4 b_lo = *reinterpret_cast<const float4*>(b_stage + kk * BN);
-            float4 b_hi = *reinterpret_cast<const float4*>(b_stage + kk * BN + BN / 2);
-            for (int i = 0; i < 8; ++i) {
-                float a_i = i < 4 ? lane(a_lo, i) : lane(a_hi, i - 4);
-                for (int j = 0; j < 8; ++j) {
-                    float b_j = j < 4 ? lane(b_lo, j) : lane(b_hi, j - 4);
-                    acc[i][j] += a_i * b_j;
-                }
-            }
+            float4 a_frag[2] = {}, b_frag[2] = {};
+            for (int g = 0; g < TM / 4; ++g)
+                a_frag[g] = *reinterpret_cast<const float4*>(a_stage + kk * BM + g * row_step);
+            for (int g = 0; g < TN / 4; ++g)
+                b_frag[g] = *reinterpret_cast<const float4*>(b_stage + kk * BN + g * col_step);
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j) acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
         }
-        if (prefetch) store_slices(stage ^ 1, a4, b4);
+        if (more) store(stage ^ 1);
         __syncthreads();
         stage ^= 1;
         t = next;
     }
 
-    for (int i = 0; i < 8; ++i) {
-        size_t row = block_row + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
-        for (int half = 0; half < 2; ++half) {
-            size_t col = block_col + half * (BN / 2) + tx * 4;
-            float4 v = make_float4(acc[i][half * 4], acc[i][half * 4 + 1], acc[i][half * 4 + 2], acc[i][half * 4 + 3]);
-            if (row < m && col + 4 <= n && n % 4 == 0) {
+    for (int i = 0; i < TM; ++i) {
+        size_t row = block_row + (i / 4) * row_step + ty * 4 + i % 4;
+        for (int g = 0; g < TN / 4; ++g) {
+            size_t col = block_col + g * col_step + tx * 4;
+            float4 v = make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
+            if (!CHECKED || (row < m && col + 4 <= n && n % 4 == 0)) {
                 *reinterpret_cast<float4*>(c + row * n + col) = v;
             } else {
                 for (int j = 0; j < 4; ++j) {
@@ -192,3 +222,33 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         }
     }
 }
+
+// Interior blocks (tile inside C, k whole slices, rows 16-byte aligned) skip every check.
+template <int BM, int BN, int BK, int TM, int TN>
+__device__ __forceinline__ void matmul_vec4(const float* __restrict__ a, const float* __restrict__ b, float* c,
+                                            size_t m, size_t n, size_t k) {
+    bool interior = ((size_t)blockIdx.y + 1) * BM <= m && ((size_t)blockIdx.x + 1) * BN <= n && k % BK == 0 &&
+                    n % 4 == 0;
+    if (interior) {
+        matmul_vec4_body<BM, BN, BK, TM, TN, false>(a, b, c, m, n, k);
+    } else {
+        matmul_vec4_body<BM, BN, BK, TM, TN, true>(a, b, c, m, n, k);
+    }
+}
+
+// One kernel per tuple of interface::sgemm_configs!, with the launch bounds its PTX carries
+// (.maxntid = threads, .minnctapersm = blocks per SM).
+#define MATMUL_VEC4(name, bm, bn, bk, tm, tn, blocks)                                                          \
+    extern "C" __global__ void __launch_bounds__((bm / tm) * (bn / tn), blocks)                                 \
+        name(const float* __restrict__ a, size_t a_len, const float* __restrict__ b, size_t b_len, float* c, \
+             size_t m, size_t n, size_t k) {                                                                  \
+        matmul_vec4<bm, bn, bk, tm, tn>(a, b, c, m, n, k);                                                    \
+    }
+MATMUL_VEC4(matmul_vec4_128x128, 128, 128, 8, 8, 8, 2)
+MATMUL_VEC4(matmul_vec4_128x64, 128, 64, 8, 8, 8, 3)
+MATMUL_VEC4(matmul_vec4_64x128, 64, 128, 8, 8, 8, 3)
+MATMUL_VEC4(matmul_vec4_64x64, 64, 64, 8, 8, 8, 6)
+MATMUL_VEC4(matmul_vec4_64x64_t4, 64, 64, 16, 4, 4, 3)
+MATMUL_VEC4(matmul_vec4_128x128_k16, 128, 128, 16, 8, 8, 1)
+MATMUL_VEC4(matmul_vec4_128x64_k16, 128, 64, 16, 8, 8, 2)
+#undef MATMUL_VEC4

@@ -568,15 +568,26 @@ struct Runner {
         auto a = upload(ah), b = upload(bh);
         struct Variant {
             const char* kernel;
-            unsigned tile, threads, shared;
+            unsigned tile_rows, tile_cols, threads, shared;
             bool large;
         };
+        // interface::sgemm_configs! (kernel, BM, BN, BK, TM, TN): BM x BN tiles, (BM/TM)*(BN/TN)
+        // threads, two stages of BK*(BM+BN) floats.
+        auto vec4 = [](const char* kernel, unsigned bm, unsigned bn, unsigned bk, unsigned tm, unsigned tn) {
+            return Variant{kernel, bm, bn, (bm / tm) * (bn / tn), 2 * bk * (bm + bn) * 4, true};
+        };
         const Variant variants[] = {
-            {"matmul_naive", 16, 0, 0, false},
-            {"matmul_tiled_16", 16, 0, 2 * 16 * 16 * 4, false},
-            {"matmul_tiled_32", 32, 0, 2 * 32 * 32 * 4, false},
-            {"matmul_blocked_128x128", 128, 256, 8 * 256 * 4, true},
-            {"matmul_vec4_128x128", 128, 256, 2 * 8 * 256 * 4, true},
+            {"matmul_naive", 16, 16, 0, 0, false},
+            {"matmul_tiled_16", 16, 16, 0, 2 * 16 * 16 * 4, false},
+            {"matmul_tiled_32", 32, 32, 0, 2 * 32 * 32 * 4, false},
+            {"matmul_blocked_128x128", 128, 128, 256, 8 * 256 * 4, true},
+            vec4("matmul_vec4_128x128", 128, 128, 8, 8, 8),
+            vec4("matmul_vec4_128x64", 128, 64, 8, 8, 8),
+            vec4("matmul_vec4_64x128", 64, 128, 8, 8, 8),
+            vec4("matmul_vec4_64x64", 64, 64, 8, 8, 8),
+            vec4("matmul_vec4_64x64_t4", 64, 64, 16, 4, 4),
+            vec4("matmul_vec4_128x128_k16", 128, 128, 16, 8, 8),
+            vec4("matmul_vec4_128x64_k16", 128, 64, 16, 8, 8),
         };
         for (size_t side : {small, large}) {
             size_t m = side, n = side, k = side;
@@ -587,8 +598,9 @@ struct Runner {
                 x.kernel = v.kernel;
                 x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
                 x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-                unsigned gx = blocks(n, v.tile), gy = blocks(m, v.tile);
-                x.shape = v.threads ? Shape{gx, gy, v.threads, 1, v.shared} : Shape{gx, gy, v.tile, v.tile, v.shared};
+                unsigned gx = blocks(n, v.tile_cols), gy = blocks(m, v.tile_rows);
+                x.shape = v.threads ? Shape{gx, gy, v.threads, 1, v.shared}
+                                    : Shape{gx, gy, v.tile_cols, v.tile_rows, v.shared};
                 x.args.slice(a, m * k).slice(b, k * n).ptr(c).add(m).add(n).add(k);
                 x.out = c, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
                 double tolerance = x.tolerance;

@@ -57,14 +57,16 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
         Ok(gpu.time_on(stream, iters, Cache::Warm, || Ok(()), launch)?.median_ms)
     };
 
-    let alone =
-        (median_ms(&s1, &|| first.launch_on(gpu, &s1, step))?, median_ms(&s2, &|| second.launch_on(gpu, &s2, step))?);
+    let alone = (
+        median_ms(&s1, &|| first.launch_on(gpu, &s1, step.kernel()))?,
+        median_ms(&s2, &|| second.launch_on(gpu, &s2, step.kernel()))?,
+    );
     // Timed on stream 1: stream 2 waits to start from the same point, and stream 1 waits for
     // stream 2 so that the stop event comes after both.
     let together_ms = median_ms(&s1, &|| {
         wait_for(&s2, &s1)?;
-        first.launch_on(gpu, &s1, step)?;
-        second.launch_on(gpu, &s2, step)?;
+        first.launch_on(gpu, &s1, step.kernel())?;
+        second.launch_on(gpu, &s2, step.kernel())?;
         wait_for(&s1, &s2)
     })?;
 
@@ -73,7 +75,7 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     let len = side * side;
     let doubled = gpu.poisoned::<f32>("2·C1", len)?;
     let (pc1, pd) = (first.c().as_device_ptr(), doubled.as_device_ptr());
-    first.launch_on(gpu, &s1, step)?;
+    first.launch_on(gpu, &s1, step.kernel())?;
     wait_for(&s2, &s1)?;
     let add = LaunchConfig::linear(len, 256)?;
     gpu.validate("vector_add", &add)?;

@@ -7,9 +7,11 @@ pub mod data;
 pub mod demos;
 pub mod gpu;
 pub mod io;
+pub mod multi;
 pub mod registry;
 pub mod report;
 pub mod resources;
+pub mod tuning;
 
 /// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
 /// reference, check. [`registry::FAMILIES`] lists them.

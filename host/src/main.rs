@@ -145,6 +145,18 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         write_stdout(&lines.concat())?;
         return Ok(vec![]);
     }
+    if let Some(split) = registry::family(name).and_then(|f| f.split(options, global.seed, global.iters as usize)) {
+        let report = split?;
+        if global.json {
+            print_json(&report)?
+        } else {
+            report.print()
+        }
+        if !report.check.passed {
+            bail!("the result divided among GPUs did not match the CPU");
+        }
+        return Ok(vec![]);
+    }
     let gpu = Gpu::new().context("starting CUDA")?;
     let timer = Timer { launches: global.iters as usize, cache: global.cache };
     let (iters, seed) = (global.iters as usize, global.seed);

@@ -9,6 +9,7 @@
 use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
+use crate::multi::SplitReport;
 use crate::ops::{conv1d, conv2d, counter, histogram, matmul, saxpy, transpose, vector_add};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
@@ -160,8 +161,9 @@ pub trait Workload {
     /// Compares the GPU's result of the last launch of `variant` with the CPU reference.
     fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked>;
     /// Once, after every variant is checked and timed: writes the GPU's result to the file the
-    /// options name (`--out`, `--output`), if any.
-    fn save_output(&self, _gpu: &Gpu) -> GpuResult<()> {
+    /// options name (`--out`, `--output`), if any, and acts on the results (the matmul tuner
+    /// keeps the fastest configuration and marks it).
+    fn finish(&self, _gpu: &Gpu, _reports: &mut [Report]) -> GpuResult<()> {
         Ok(())
     }
 }
@@ -177,6 +179,11 @@ pub trait Kernel: Workload + Sized + 'static {
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
     fn sizes(purpose: Purpose) -> Vec<String>;
     fn prepare(gpu: &Gpu, options: &Self::Options, seed: u64) -> GpuResult<Self>;
+    /// `--gpus N`: the whole job divided among N GPUs, each opened here, instead of a
+    /// [`Workload`] on one; `None` where the family has no such option or it was not given.
+    fn split(_options: &Self::Options, _seed: u64, _iters: usize) -> Option<GpuResult<SplitReport>> {
+        None
+    }
 }
 
 /// The registry's view of a family.
@@ -187,6 +194,7 @@ pub trait Family: Sync {
     fn launches(&self, sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
     fn sizes(&self, purpose: Purpose) -> Vec<String>;
     fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>>;
+    fn split(&self, options: &ArgMatches, seed: u64, iters: usize) -> Option<Result<SplitReport>>;
 
     /// Every kernel the family launches.
     fn kernels(&self) -> Vec<&'static str> {
@@ -227,6 +235,14 @@ impl<K: Kernel> Family for Entry<K> {
         let options = K::Options::from_arg_matches(options).with_context(|| format!("{} options", K::NAME))?;
         Ok(Box::new(K::prepare(gpu, &options, seed)?))
     }
+
+    fn split(&self, options: &ArgMatches, seed: u64, iters: usize) -> Option<Result<SplitReport>> {
+        let options = match K::Options::from_arg_matches(options) {
+            Ok(options) => options,
+            Err(e) => return Some(Err(e).with_context(|| format!("{} options", K::NAME))),
+        };
+        K::split(&options, seed, iters).map(|report| report.with_context(|| format!("{} on several GPUs", K::NAME)))
+    }
 }
 
 /// How [`run`] times.
@@ -260,7 +276,7 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
         };
         reports.push(Report::new(&gpu.info, measured));
     }
-    workload.save_output(gpu)?;
+    workload.finish(gpu, &mut reports)?;
     Ok(reports)
 }
 

@@ -2,7 +2,7 @@
 //! (spills), the largest block it can launch with, and the occupancy of the launch shape its
 //! family uses by default (resident threads per SM over the SM's maximum).
 
-use crate::gpu::{CudaContext, Gpu, GpuResult};
+use crate::gpu::{CudaContext, Gpu, GpuResult, LaunchConfig};
 use crate::registry::FAMILIES;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use cust::function::{BlockSize, FunctionAttribute};
@@ -22,29 +22,35 @@ pub struct KernelResources {
     pub occupancy_percent: f64,
 }
 
+/// What `kernel` costs when launched with `config`.
+pub fn of(gpu: &Gpu, family: &'static str, kernel: &'static str, config: &LaunchConfig) -> GpuResult<KernelResources> {
+    let function = gpu.function(kernel)?;
+    let attr = |a: FunctionAttribute| function.get_attribute(a).during("reading kernel attributes");
+    let block = BlockSize::xyz(config.block.0, config.block.1, config.block.2);
+    let blocks_per_sm = function
+        .max_active_blocks_per_multiprocessor(block, config.shared_bytes as usize)
+        .during("computing occupancy")?;
+    let resident_threads = blocks_per_sm as u64 * config.threads_per_block();
+    Ok(KernelResources {
+        family,
+        kernel,
+        block: config.block,
+        registers: attr(FunctionAttribute::NumRegisters)?,
+        static_shared_bytes: attr(FunctionAttribute::SharedMemorySizeBytes)?,
+        dynamic_shared_bytes: config.shared_bytes,
+        local_bytes: attr(FunctionAttribute::LocalSizeBytes)?,
+        max_threads_per_block: attr(FunctionAttribute::MaxThreadsPerBlock)?,
+        blocks_per_sm,
+        occupancy_percent: 100.0 * resident_threads as f64 / gpu.info.max_threads_per_multiprocessor as f64,
+    })
+}
+
+/// Every kernel of every family, at its family's default launch shape.
 pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<KernelResources>> {
     let mut rows = Vec::new();
     for family in FAMILIES {
         for (kernel, config) in family.launches(gpu.info.multiprocessors as u32)? {
-            let function = gpu.function(kernel)?;
-            let attr = |a: FunctionAttribute| function.get_attribute(a).during("reading kernel attributes");
-            let block = BlockSize::xyz(config.block.0, config.block.1, config.block.2);
-            let blocks_per_sm = function
-                .max_active_blocks_per_multiprocessor(block, config.shared_bytes as usize)
-                .during("computing occupancy")?;
-            let resident_threads = blocks_per_sm as u64 * config.threads_per_block();
-            rows.push(KernelResources {
-                family: family.name(),
-                kernel,
-                block: config.block,
-                registers: attr(FunctionAttribute::NumRegisters)?,
-                static_shared_bytes: attr(FunctionAttribute::SharedMemorySizeBytes)?,
-                dynamic_shared_bytes: config.shared_bytes,
-                local_bytes: attr(FunctionAttribute::LocalSizeBytes)?,
-                max_threads_per_block: attr(FunctionAttribute::MaxThreadsPerBlock)?,
-                blocks_per_sm,
-                occupancy_percent: 100.0 * resident_threads as f64 / gpu.info.max_threads_per_multiprocessor as f64,
-            });
+            rows.push(of(gpu, family.name(), kernel, &config)?);
         }
     }
     Ok(rows)

@@ -112,3 +112,59 @@ fn corrupt_ptx_fails_to_load_with_a_clear_error() {
     let corrupt = host::gpu::KERNELS_PTX.replacen(".entry vector_add(", ".entry vector_add(((", 1);
     expect_gpu_error(Gpu::with_ptx(&corrupt).map(|_| ()), "PTX failed to load");
 }
+
+/// `--tune` times every configuration, keeps the fastest in the cache file, and later runs at
+/// a shape of the same class add it as `tuned`; a corrupt cache is an error naming the file.
+#[test]
+fn tuning_keeps_the_fastest_and_later_runs_use_it() {
+    let Some(gpu) = gpu("tuning_keeps_the_fastest_and_later_runs_use_it") else { return };
+    let cache = std::env::temp_dir().join(format!("tuning-gpu-test-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let with_cache = |options: &str| format!("{} --tuning-cache {}", options, cache.display());
+
+    let tuned = run(&gpu, "matmul", &with_cache("--m 300 --n 200 --k 100 --tune"), 3);
+    assert_passed(&tuned);
+    assert_eq!(tuned.len(), interface::matmul::TILE_CONFIGS.len());
+    let fastest: Vec<_> = tuned.iter().filter(|r| r.note.as_deref().unwrap_or_default().contains("FASTEST")).collect();
+    assert_eq!(fastest.len(), 1, "one configuration is marked fastest: {:?}", tuned);
+    assert!(tuned.iter().all(|r| fastest[0].timing.median_ms <= r.timing.median_ms));
+    assert!(cache.exists(), "--tune wrote {}", cache.display());
+
+    // 257x255x120 is in the class of 300x200x100 (m≤512 n≤256 k≤128).
+    for shape in ["--m 300 --n 200 --k 100", "--m 257 --n 255 --k 120"] {
+        let later = run(&gpu, "matmul", &with_cache(shape), 1);
+        assert_passed(&later);
+        assert!(later.iter().any(|r| r.variant == "tuned"), "no tuned variant at {}: {:?}", shape, later);
+    }
+    let other_class = run(&gpu, "matmul", &with_cache("--m 600 --n 200 --k 100"), 1);
+    assert!(other_class.iter().all(|r| r.variant != "tuned"), "tuned for another class: {:?}", other_class);
+
+    std::fs::write(&cache, "{ this is not JSON").expect("cache overwritten");
+    expect_error(&gpu, "matmul", &with_cache("--m 30 --n 20 --k 10"), "not a usable tuning cache");
+    expect_error(&gpu, "matmul", &with_cache("--m 30 --n 20 --k 10 --tune"), "not a usable tuning cache");
+    std::fs::remove_file(&cache).expect("cleaned up");
+}
+
+/// `--gpus N` divides the job among every GPU there is and checks the joined result; asking
+/// for more GPUs than the machine has, or for 0, is an error.
+#[test]
+fn jobs_divided_among_gpus_match_the_cpu() {
+    let Some(_gpu) = gpu("jobs_divided_among_gpus_match_the_cpu") else { return };
+    let present = host::multi::device_count().expect("counted");
+    let split = |name: &str, options: &str| {
+        let family = family(name).expect("a registered family");
+        let args = std::iter::once(name).chain(options.split_whitespace());
+        let matches = family.command().try_get_matches_from(args);
+        matches.map_err(anyhow::Error::from).and_then(|m| family.split(&m, SEED, 2).expect("--gpus given"))
+    };
+    for gpus in [1, present] {
+        for (name, options) in [("matmul", "--m 301 --n 203 --k 99"), ("vector-add", "--n 1000003")] {
+            let report = split(name, &format!("{options} --gpus {gpus}")).expect("ran");
+            assert!(report.check.passed, "{name} {options} on {gpus} GPUs: {:?}", report);
+            assert_eq!(report.rows.last().expect("a row").gpus, gpus);
+        }
+    }
+    let too_many = split("matmul", &format!("--m 64 --n 64 --k 64 --gpus {}", present + 1));
+    assert!(format!("{:#}", too_many.expect_err("refused")).contains("this machine has"));
+    assert!(split("vector-add", "--n 64 --gpus 0").is_err());
+}

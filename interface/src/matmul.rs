@@ -24,9 +24,105 @@ pub const TN: usize = 8;
 pub const BLOCKED_THREADS: usize = (BM / TM) * (BN / TN);
 /// One stage in shared memory: a BM×BK slice of `A` and a BK×BN slice of `B`.
 pub const BLOCKED_SHARED_BYTES: usize = BK * (BM + BN) * 4;
-/// `matmul_vec4` double-buffers: two stages.
-pub const VEC4_SHARED_BYTES: usize = 2 * BLOCKED_SHARED_BYTES;
 
-/// Two blocks per SM: ptxas keeps `matmul_vec4_128x128` within 128 registers per thread.
-pub const VEC4_BOUNDS: LaunchBounds =
-    LaunchBounds { kernel: "matmul_vec4_128x128", max_threads: BLOCKED_THREADS as u32, min_blocks_per_sm: 2 };
+/// One configuration of the vectorized, double-buffered SGEMM `matmul_vec4::<BM, BN, BK, TM,
+/// TN>`: a block of `threads()` threads computes a `bm × bn` tile of `C`, walking `k` in
+/// slices of `bk`; each thread owns a `tm × tn` sub-tile (4 or 8 each, as groups of 4).
+/// `host matmul --tune` times every configuration on the shape at hand and keeps the fastest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileConfig {
+    pub kernel: &'static str,
+    pub bm: usize,
+    pub bn: usize,
+    pub bk: usize,
+    pub tm: usize,
+    pub tn: usize,
+    /// Blocks per SM the registers are capped for (`__launch_bounds__`' second argument).
+    pub min_blocks_per_sm: u32,
+}
+
+impl TileConfig {
+    /// A configuration; one the kernel cannot run stops the build of both crates.
+    pub const fn new(
+        kernel: &'static str,
+        (bm, bn, bk): (usize, usize, usize),
+        (tm, tn): (usize, usize),
+        min_blocks_per_sm: u32,
+    ) -> Self {
+        let config = Self { kernel, bm, bn, bk, tm, tn, min_blocks_per_sm };
+        assert!(config.is_valid(), "an SGEMM configuration matmul_vec4 cannot run");
+        config
+    }
+
+    pub const fn threads(&self) -> usize {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Two stages (double buffering) of one A slice and one B slice.
+    pub const fn shared_bytes(&self) -> usize {
+        2 * self.bk * (self.bm + self.bn) * 4
+    }
+
+    pub const fn bounds(&self) -> LaunchBounds {
+        LaunchBounds {
+            kernel: self.kernel,
+            max_threads: self.threads() as u32,
+            min_blocks_per_sm: self.min_blocks_per_sm,
+        }
+    }
+
+    /// Whether the kernel's layout works: every thread stages the same whole number (1 to
+    /// [`MAX_LOADS`]) of 16-byte pieces of each slice, and sub-tiles are 4 or 8 on a side.
+    pub const fn is_valid(&self) -> bool {
+        let (threads, bk) = (self.threads(), self.bk);
+        let a_pieces = self.bm * bk / 4;
+        let b_pieces = bk * self.bn / 4;
+        (self.tm == 4 || self.tm == 8)
+            && (self.tn == 4 || self.tn == 8)
+            && self.bm % self.tm == 0
+            && self.bn % self.tn == 0
+            && (bk == 8 || bk == 16)
+            && a_pieces % threads == 0
+            && b_pieces % threads == 0
+            && a_pieces / threads >= 1
+            && a_pieces / threads <= MAX_LOADS
+            && b_pieces / threads >= 1
+            && b_pieces / threads <= MAX_LOADS
+    }
+}
+
+/// Most 16-byte pieces of one slice a thread of `matmul_vec4` stages per step.
+pub const MAX_LOADS: usize = 4;
+
+/// Calls `$then!` with every SGEMM configuration, as `(kernel, BM, BN, BK, TM, TN, blocks per
+/// SM)` tuples: the kernels crate defines one kernel per tuple, this crate lists them as
+/// [`TILE_CONFIGS`]; the list is written once, here. The first is the default (`vec4`).
+#[macro_export]
+macro_rules! sgemm_configs {
+    ($then:ident) => {
+        $then! {
+            (matmul_vec4_128x128, 128, 128, 8, 8, 8, 2),
+            (matmul_vec4_128x64, 128, 64, 8, 8, 8, 3),
+            (matmul_vec4_64x128, 64, 128, 8, 8, 8, 3),
+            (matmul_vec4_64x64, 64, 64, 8, 8, 8, 6),
+            (matmul_vec4_64x64_t4, 64, 64, 16, 4, 4, 3),
+            (matmul_vec4_128x128_k16, 128, 128, 16, 8, 8, 1),
+            (matmul_vec4_128x64_k16, 128, 64, 16, 8, 8, 2),
+        }
+    };
+}
+
+macro_rules! tile_configs {
+    ($(($kernel:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal, $blocks:literal)),+ $(,)?) => {
+        /// Every SGEMM configuration; the first is the default.
+        pub const TILE_CONFIGS: &[TileConfig] =
+            &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks)),+];
+        /// Their launch bounds, for the PTX builder.
+        pub const TILE_BOUNDS: &[LaunchBounds] =
+            &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+];
+    };
+}
+crate::sgemm_configs!(tile_configs);
+
+/// The configuration of `matmul_vec4_128x128`, the `vec4` step and the untuned default.
+pub const DEFAULT_TILE: TileConfig = TILE_CONFIGS[0];

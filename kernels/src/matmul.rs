@@ -36,7 +36,7 @@
 use crate::Quad;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
-use interface::matmul::{BK, BM, BN, LARGE_TILE, SMALL_TILE, TM, TN};
+use interface::matmul::{BK, BM, BN, LARGE_TILE, MAX_LOADS, SMALL_TILE, TM, TN};
 
 #[kernel]
 pub unsafe fn matmul_naive(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
@@ -214,41 +214,52 @@ pub unsafe fn matmul_blocked_128x128(
 /// Four floats moved as one 16-byte load or store (`ld.global.v4.f32`, `ld.shared.v4.f32`).
 type Float4 = Quad<f32>;
 
-/// Four consecutive elements of row `row` starting at `col`, zero outside the matrix: one
-/// 16-byte load when all four are inside and aligned (`cols` a multiple of 4), else one
-/// element at a time.
+/// Four consecutive elements from `p`, zero past the first `valid`: one 16-byte load when
+/// all four exist and `aligned` (the row length is a multiple of 4, so `p` is 16-byte
+/// aligned), else one element at a time.
 #[inline(always)]
-unsafe fn load4(matrix: &[f32], row: usize, col: usize, rows: usize, cols: usize) -> Float4 {
-    if row < rows && col + 4 <= cols && cols % 4 == 0 {
-        *(matrix.as_ptr().add(row * cols + col) as *const Float4)
+unsafe fn load4(p: *const f32, valid: usize, aligned: bool) -> Float4 {
+    if valid >= 4 && aligned {
+        *(p as *const Float4)
     } else {
         let mut v = [0.0f32; 4];
         for j in 0..4 {
-            v[j] = load_or_zero(matrix, row, col + j, rows, cols);
+            if j < valid {
+                v[j] = *p.add(j);
+            }
         }
         Quad(v)
     }
 }
 
-/// **Step 4, `matmul_vec4_128x128`** (`matmul_vec4::<BM, BN, BK>`): the register-blocked
-/// kernel with the memory traffic reshaped.
-/// - 128-bit global loads: each thread fetches one `Float4` of `A` and one of `B` per step.
-/// - 128-bit shared loads, no bank conflicts: a thread's 8×8 outputs are a 2×2 set of 4×4
-///   groups, half a tile apart. Per `k` it reads two `Float4` of `A` (a broadcast within the
-///   warp) and two of `B`, where a warp's 16 threads read 256 contiguous bytes.
+/// **Step 4, `matmul_vec4_128x128`** (`matmul_vec4::<BM, BN, BK, TM, TN>`): the
+/// register-blocked kernel with the memory traffic reshaped.
+/// - 128-bit global loads: per step each thread fetches the same number of `Float4` of `A`
+///   and of `B` (one of each at 128×128, BK = 8, 256 threads).
+/// - 128-bit shared loads, no bank conflicts: a thread's TM×TN outputs are groups of 4×4,
+///   a fraction of the tile apart (at 8×8: 2×2 groups, half a tile apart). Per `k` it reads
+///   TM/4 `Float4` of `A` (a broadcast within the warp) and TN/4 of `B`, where a warp's
+///   threads read contiguous bytes.
 /// - Double buffering: two shared-memory stages. The next slice's global loads are issued
 ///   before the FMAs on the current one and stored into the other stage afterwards, so their
 ///   latency hides behind arithmetic and one barrier per step suffices.
-///
-/// - The 8 steps along `k` of one slice are unrolled by hand (`unroll!`): NVVM keeps the
+/// - The BK steps along `k` of one slice are unrolled by hand (`unroll!`): NVVM keeps the
 ///   loop rolled at this size, and unrolled, the shared loads of step `kk + 1` can issue
-///   while step `kk`'s 64 FMAs run; with only 4 warps per scheduler (registers limit the
-///   occupancy to 25%) that overlap has to come from within the warp.
+///   while step `kk`'s FMAs run; with few warps per scheduler (registers limit the occupancy)
+///   that overlap has to come from within the warp.
 ///
-/// Layout invariant: `BM·8 = BN·8 = 4·threads`, with `(BM/8)·(BN/8)` threads: each thread
-/// loads exactly one `Float4` of each matrix per step (128×128 with 256 threads).
+/// - Bounds checks only where needed: a block whose tile lies wholly inside C (and `k` is a
+///   whole number of slices, rows 16-byte aligned) runs a copy of the body with every check
+///   compiled out (`CHECKED = false`). The choice is uniform per block, so no warp diverges;
+///   with the checks and their scalar fallbacks inside the loop, the compiler's schedule of
+///   the main loop was ~15% slower.
+///
+/// The tile sizes are const generics: `interface::sgemm_configs!` lists the configurations
+/// compiled (one kernel each), and `host matmul --tune` picks the fastest for a shape. Arrays
+/// sized by a product of them (the staged pieces, the fragments) are declared at their
+/// largest and indexed under constant guards, which the compiler folds away.
 #[inline(always)]
-unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
+unsafe fn matmul_vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize>(
     a: &[f32],
     b: &[f32],
     c: *mut f32,
@@ -256,68 +267,134 @@ unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
     n: usize,
     k: usize,
 ) {
+    // A block whose tile lies inside C, on rows 16-byte aligned, with k a whole number of
+    // slices, needs no bounds checks at all: it runs a copy of the body without them. The
+    // choice is per block (uniform), so no warp diverges; only edge blocks pay for checks.
+    let interior = (thread::block_idx_y() as usize + 1) * BM <= m
+        && (thread::block_idx_x() as usize + 1) * BN <= n
+        && k % BK == 0
+        && n % 4 == 0;
+    if interior {
+        matmul_vec4_body::<BM, BN, BK, TM, TN, false>(a, b, c, m, n, k);
+    } else {
+        matmul_vec4_body::<BM, BN, BK, TM, TN, true>(a, b, c, m, n, k);
+    }
+}
+
+#[inline(always)]
+unsafe fn matmul_vec4_body<
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const TM: usize,
+    const TN: usize,
+    const CHECKED: bool,
+>(
+    a: &[f32],
+    b: &[f32],
+    c: *mut f32,
+    m: usize,
+    n: usize,
+    k: usize,
+) {
+    let threads = (BM / TM) * (BN / TN);
+    // 16-byte pieces of each slice a thread stages per step.
+    let (a_loads, b_loads) = (BM * BK / 4 / threads, BK * BN / 4 / threads);
     let stage_size = BK * (BM + BN);
     let shared = dynamic_shared_mem::<f32>();
     let a_tile = |stage: usize| shared.add(stage * stage_size);
     let b_tile = |stage: usize| shared.add(stage * stage_size + BK * BM);
 
     let tid = thread::thread_idx_x() as usize;
-    let (tx, ty) = (tid % (BN / 8), tid / (BN / 8));
+    let (tx, ty) = (tid % (BN / TN), tid / (BN / TN));
     let block_row = thread::block_idx_y() as usize * BM;
     let block_col = thread::block_idx_x() as usize * BN;
-    // Which Float4 of each slice this thread fetches.
-    let (a_row, a_col) = (tid / (BK / 4), (tid % (BK / 4)) * 4);
-    let (b_row, b_col) = (tid / (BN / 4), (tid % (BN / 4)) * 4);
+    // A thread's rows are TM/4 groups of 4, `row_step` apart; its columns likewise.
+    let (row_step, col_step) = (BM / (TM / 4), BN / (TN / 4));
+    // Piece `l` of each slice this thread fetches: row and column inside the slice.
+    let a_piece = |l: usize| ((tid + l * threads) / (BK / 4), ((tid + l * threads) % (BK / 4)) * 4);
+    let b_piece = |l: usize| ((tid + l * threads) / (BN / 4), ((tid + l * threads) % (BN / 4)) * 4);
 
-    let store_slices = |stage: usize, a4: Float4, b4: Float4| {
-        // A goes in transposed so that a thread's rows are contiguous along BM.
-        for j in 0..4 {
-            *a_tile(stage).add((a_col + j) * BM + a_row) = a4.0[j];
-        }
-        *(b_tile(stage).add(b_row * BN + b_col) as *mut Float4) = b4;
+    // The pieces in flight between their global load and their shared store.
+    let mut a4 = [Quad([0.0f32; 4]); MAX_LOADS];
+    let mut b4 = [Quad([0.0f32; 4]); MAX_LOADS];
+    let fetch = |t: usize, a4: &mut [Float4; MAX_LOADS], b4: &mut [Float4; MAX_LOADS]| {
+        crate::unroll!([0, 1, 2, 3], |l| {
+            // Elements past the matrix's last row or column read as zero.
+            if l < a_loads {
+                let (r, col) = a_piece(l);
+                let row = block_row + r;
+                let valid = if !CHECKED { 4 } else if row < m { k.saturating_sub(t + col) } else { 0 };
+                a4[l] = load4(a.as_ptr().wrapping_add(row * k + t + col), valid, !CHECKED || k % 4 == 0);
+            }
+            if l < b_loads {
+                let (r, col) = b_piece(l);
+                let valid = if !CHECKED { 4 } else if t + r < k { n.saturating_sub(block_col + col) } else { 0 };
+                b4[l] = load4(b.as_ptr().wrapping_add((t + r) * n + block_col + col), valid, !CHECKED || n % 4 == 0);
+            }
+        });
+    };
+    let store = |stage: usize, a4: &[Float4; MAX_LOADS], b4: &[Float4; MAX_LOADS]| {
+        crate::unroll!([0, 1, 2, 3], |l| {
+            if l < a_loads {
+                // A goes in transposed so that a thread's rows are contiguous along BM.
+                let (r, col) = a_piece(l);
+                for j in 0..4 {
+                    *a_tile(stage).add((col + j) * BM + r) = a4[l].0[j];
+                }
+            }
+            if l < b_loads {
+                let (r, col) = b_piece(l);
+                *(b_tile(stage).add(r * BN + col) as *mut Float4) = b4[l];
+            }
+        });
     };
 
-    let mut acc = [[0.0f32; 8]; 8];
-    store_slices(0, load4(a, block_row + a_row, a_col, m, k), load4(b, b_row, block_col + b_col, k, n));
+    let mut acc = [[0.0f32; TN]; TM];
+    fetch(0, &mut a4, &mut b4);
+    store(0, &a4, &b4);
     thread::sync_threads();
 
     let mut stage = 0;
     let mut t = 0;
     while t < k {
         let next = t + BK;
-        let prefetch = if next < k {
-            Some((load4(a, block_row + a_row, next + a_col, m, k), load4(b, next + b_row, block_col + b_col, k, n)))
-        } else {
-            None
-        };
+        let more = next < k;
+        if more {
+            fetch(next, &mut a4, &mut b4);
+        }
         let (a_stage, b_stage) = (a_tile(stage).add(ty * 4), b_tile(stage).add(tx * 4));
-        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |kk| {
-            let a_lo = *(a_stage.add(kk * BM) as *const Float4);
-            let a_hi = *(a_stage.add(kk * BM + BM / 2) as *const Float4);
-            let b_lo = *(b_stage.add(kk * BN) as *const Float4);
-            let b_hi = *(b_stage.add(kk * BN + BN / 2) as *const Float4);
-            for i in 0..8 {
-                let a_i = if i < 4 { a_lo.0[i] } else { a_hi.0[i - 4] };
-                for j in 0..8 {
-                    let b_j = if j < 4 { b_lo.0[j] } else { b_hi.0[j - 4] };
-                    acc[i][j] += a_i * b_j;
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], |kk| {
+            if kk < BK {
+                let mut a_frag = [Quad([0.0f32; 4]); 2];
+                let mut b_frag = [Quad([0.0f32; 4]); 2];
+                for g in 0..TM / 4 {
+                    a_frag[g] = *(a_stage.add(kk * BM + g * row_step) as *const Float4);
+                }
+                for g in 0..TN / 4 {
+                    b_frag[g] = *(b_stage.add(kk * BN + g * col_step) as *const Float4);
+                }
+                for i in 0..TM {
+                    for j in 0..TN {
+                        acc[i][j] += a_frag[i / 4].0[i % 4] * b_frag[j / 4].0[j % 4];
+                    }
                 }
             }
         });
-        if let Some((a4, b4)) = prefetch {
-            store_slices(stage ^ 1, a4, b4);
+        if more {
+            store(stage ^ 1, &a4, &b4);
         }
         thread::sync_threads();
         stage ^= 1;
         t = next;
     }
 
-    for i in 0..8 {
-        let row = block_row + if i < 4 { ty * 4 + i } else { BM / 2 + ty * 4 + i - 4 };
-        for half in 0..2 {
-            let col = block_col + half * (BN / 2) + tx * 4;
-            let v = Quad([acc[i][half * 4], acc[i][half * 4 + 1], acc[i][half * 4 + 2], acc[i][half * 4 + 3]]);
-            if row < m && col + 4 <= n && n % 4 == 0 {
+    for i in 0..TM {
+        let row = block_row + (i / 4) * row_step + ty * 4 + i % 4;
+        for g in 0..TN / 4 {
+            let col = block_col + g * col_step + tx * 4;
+            let v = Quad([acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]]);
+            if !CHECKED || (row < m && col + 4 <= n && n % 4 == 0) {
                 *(c.add(row * n + col) as *mut Float4) = v;
             } else {
                 for j in 0..4 {
@@ -330,7 +407,13 @@ unsafe fn matmul_vec4<const BM: usize, const BN: usize>(
     }
 }
 
-#[kernel]
-pub unsafe fn matmul_vec4_128x128(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_vec4::<BM, BN>(a, b, c, m, n, k);
+/// One kernel per configuration of `interface::sgemm_configs!`.
+macro_rules! vec4_kernels {
+    ($(($kernel:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal, $blocks:literal)),+ $(,)?) => {$(
+        #[kernel]
+        pub unsafe fn $kernel(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
+            matmul_vec4::<$bm, $bn, $bk, $tm, $tn>(a, b, c, m, n, k);
+        }
+    )+};
 }
+interface::sgemm_configs!(vec4_kernels);

@@ -40,12 +40,22 @@ pub struct Gpu {
 impl Gpu {
     /// Opens device 0 and loads the kernels' PTX.
     pub fn new() -> GpuResult<Self> {
-        Self::with_ptx(KERNELS_PTX)
+        Self::open(0, KERNELS_PTX)
+    }
+
+    /// Opens device `ordinal` and loads the kernels' PTX; its context is current on this thread.
+    pub fn on(ordinal: usize) -> GpuResult<Self> {
+        Self::open(ordinal, KERNELS_PTX)
     }
 
     pub fn with_ptx(ptx: &str) -> GpuResult<Self> {
+        Self::open(0, ptx)
+    }
+
+    fn open(ordinal: usize, ptx: &str) -> GpuResult<Self> {
         cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))?;
-        let device = Device::get_device(0).map_err(|e| GpuError::NoGpu(format!("no device 0: {}", e)))?;
+        let device =
+            Device::get_device(ordinal as u32).map_err(|e| GpuError::NoGpu(format!("no device {}: {}", ordinal, e)))?;
         let context = Context::new(device).during("creating a context")?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then

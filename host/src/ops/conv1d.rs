@@ -10,7 +10,7 @@ use crate::gpu::{arg, blocks, require, Gpu, GpuResult, LaunchConfig};
 use crate::io;
 use crate::ops::conv2d::{product_scale, radius, set_filter};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
-use crate::report::Work;
+use crate::report::{Report, Work};
 use cust::memory::DeviceBuffer;
 use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN};
 use ndarray::{s, Array1, ArrayView1, Zip};
@@ -173,7 +173,7 @@ impl Workload for Conv1d {
             .into())
     }
 
-    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+    fn finish(&self, gpu: &Gpu, _reports: &mut [Report]) -> GpuResult<()> {
         let Some(path) = &self.output_path else { return Ok(()) };
         io::write_vector(path, &gpu.download("the output", &self.output, self.signal.len())?)
     }

@@ -13,7 +13,7 @@ use crate::data::random_f32;
 use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
 use crate::io;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
-use crate::report::Work;
+use crate::report::{Report, Work};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use interface::conv::{BLOCK_ROWS, FILTER_SYMBOL, MAX_RADIUS, MAX_TAPS, NAIVE_BLOCK, TILE};
 use ndarray::{s, Array2, ArrayView2, Zip};
@@ -326,7 +326,7 @@ impl Workload for Conv2d {
         Ok(check::close(&gpu.download("the output", &self.output, self.image.len())?, &self.expected, tolerance).into())
     }
 
-    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+    fn finish(&self, gpu: &Gpu, _reports: &mut [Report]) -> GpuResult<()> {
         let Some((path, magnitude)) = &self.out else { return Ok(()) };
         let mut pixels = gpu.download("the output", &self.output, self.image.len())?;
         if *magnitude {

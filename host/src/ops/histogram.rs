@@ -9,7 +9,7 @@ use crate::data::{random_in, random_normal};
 use crate::gpu::{arg, require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
-use crate::report::Work;
+use crate::report::{Report, Work};
 use cust::memory::DeviceBuffer;
 use interface::histogram::{BinRule, F32Bins, U32Bins, DEFAULT_BINS};
 use interface::DEFAULT_BLOCK;
@@ -347,7 +347,7 @@ impl Workload for Histogram {
         Ok(Checked { check, note: Some(note) })
     }
 
-    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+    fn finish(&self, gpu: &Gpu, _reports: &mut [Report]) -> GpuResult<()> {
         let Some(path) = &self.output else { return Ok(()) };
         io::write_vector(path, &gpu.download("bins", &self.counts, self.binning.bins as usize)?)
     }

@@ -9,18 +9,23 @@
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{arg, require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
+use crate::multi::{self, Done, Share, SplitReport};
 use crate::ops::conv2d::product_scale;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
-use crate::report::Work;
+use crate::report::{Report, Work};
+use crate::resources;
+use crate::tuning::{self, Choice, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 use interface::matmul::{
-    tiled_shared_bytes, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE,
-    VEC4_SHARED_BYTES,
+    tiled_shared_bytes, TileConfig, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE,
+    NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
 };
 use ndarray::ArrayView2;
+use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 crate::variants! {
@@ -44,8 +49,31 @@ impl Step {
             Step::Tiled16 => square(SMALL_TILE, tiled_shared_bytes(SMALL_TILE)),
             Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
             Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
-            Step::Vec4 => blocked(VEC4_SHARED_BYTES),
+            Step::Vec4 => tile_launch(&DEFAULT_TILE, m, n),
         }
+    }
+}
+
+/// The launch of an SGEMM configuration: one block of `tile.threads()` per tile of C.
+pub fn tile_launch(tile: &TileConfig, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::tiles_2d(n, m, (tile.bn, tile.bm), (tile.threads() as u32, 1), tile.shared_bytes())
+}
+
+/// `128x64x8/8x8`: the block tile BM×BN×BK, then the thread tile TM×TN.
+pub fn tile_label(tile: &TileConfig) -> String {
+    format!("{}x{}x{}/{}x{}", tile.bm, tile.bn, tile.bk, tile.tm, tile.tn)
+}
+
+fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
+    TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
+}
+
+/// The launch of any matmul kernel: a tutorial step's or a configuration's.
+fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    match (Step::ALL.iter().find(|s| s.kernel() == kernel), tile_of(kernel)) {
+        (Some(step), _) => step.launch_config(m, n),
+        (None, Some(tile)) => tile_launch(tile, m, n),
+        (None, None) => Err(GpuError::InvalidInput(format!("`{kernel}` is not a matmul kernel"))),
     }
 }
 
@@ -69,6 +97,22 @@ pub struct Options {
     /// Writes C (the GPU's result, m×n) to this .npy file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Times every tile configuration at this shape, prints each one's registers, shared
+    /// memory and occupancy, and keeps the fastest for this GPU and shape class in the tuning
+    /// cache; later runs at shapes of that class add it as the `tuned` variant.
+    #[arg(long, conflicts_with_all = ["variants", "all_configs"])]
+    pub tune: bool,
+    /// Runs every tile configuration as a variant without touching the tuning cache.
+    #[arg(long, conflicts_with = "variants")]
+    pub all_configs: bool,
+    /// Divides C's rows among this many GPUs (one context and stream each, copies in
+    /// parallel), checks the joined result and reports the speed-up over one GPU.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["variants", "tune", "all_configs", "output"])]
+    pub gpus: Option<u64>,
+    /// The tuning cache [default: $XDG_CACHE_HOME/rust-cuda-kernels/tuning.json, or under
+    /// $HOME/.cache].
+    #[arg(long)]
+    pub tuning_cache: Option<PathBuf>,
 }
 
 /// m, n, k.
@@ -96,6 +140,26 @@ pub fn tolerance(k: usize) -> f64 {
     4.0 * k as f64 * f32::EPSILON as f64
 }
 
+/// Where `--tune` keeps its pick: the cache file, this GPU and the shape class.
+struct TuneTarget {
+    path: PathBuf,
+    device: String,
+    class: String,
+}
+
+/// Launches `kernel` on `[A, B, C]` of shape m×n×k.
+fn launch_sgemm(
+    gpu: &Gpu,
+    stream: &Stream,
+    kernel: &str,
+    [a, b, c]: [&DeviceBuffer<f32>; 3],
+    (m, n, k): Dims,
+) -> GpuResult<()> {
+    let (pa, pb, pc, a_len, b_len) = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len(), b.len());
+    let args = [arg(&pa), arg(&a_len), arg(&pb), arg(&b_len), arg(&pc), arg(&m), arg(&n), arg(&k)];
+    gpu.launch_on(stream, kernel, &launch_config(kernel, m, n)?, &args)
+}
+
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,
@@ -104,6 +168,10 @@ pub struct Matmul {
     pub a: Vec<f32>,
     pub b: Vec<f32>,
     variants: Vec<Variant>,
+    /// What the report says beside a variant, by variant name.
+    notes: HashMap<String, String>,
+    /// Set by `--tune`: the fastest configuration goes there.
+    tune: Option<TuneTarget>,
     /// The tolerance's `max(1, max|a|·max|b|)`.
     scale: f64,
     output: Option<PathBuf>,
@@ -114,38 +182,35 @@ pub struct Matmul {
 }
 
 impl Matmul {
-    /// Random A and B of shape `(m, n, k)`.
+    /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
         let (m, n, k) = shape;
-        Self::with_inputs(gpu, shape, steps, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))
+        let variants = Step::chosen(steps).iter().map(|s| s.variant()).collect();
+        Self::with_inputs(gpu, shape, variants, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))
     }
 
     /// A and B from `inputs`, called once the shape is known to fit.
     fn with_inputs(
         gpu: &Gpu,
         (m, n, k): (usize, usize, usize),
-        steps: &[Step],
+        variants: Vec<Variant>,
         inputs: impl FnOnce() -> (Vec<f32>, Vec<f32>),
     ) -> GpuResult<Self> {
         require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))?;
-        let steps = Step::chosen(steps);
-        for step in steps {
-            gpu.validate(step.kernel(), &step.launch_config(m, n)?)?;
+        for variant in &variants {
+            gpu.validate(&variant.kernel, &launch_config(&variant.kernel, m, n)?)?;
         }
         gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
         let (a, b) = inputs();
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
         let dc = gpu.poisoned::<f32>("C", m * n)?;
-        let variants = steps.iter().map(|s| s.variant()).collect();
         let scale = product_scale(&a, &b);
-        Ok(Self { m, n, k, a, b, variants, scale, output: None, expected: vec![], da, db, dc })
+        let notes = HashMap::new();
+        Ok(Self { m, n, k, a, b, variants, notes, tune: None, scale, output: None, expected: vec![], da, db, dc })
     }
 
-    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, step: Step) -> GpuResult<()> {
-        let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
-        let (m, n, k, a_len, b_len) = (self.m, self.n, self.k, self.a.len(), self.b.len());
-        let args = [arg(&pa), arg(&a_len), arg(&pb), arg(&b_len), arg(&pc), arg(&m), arg(&n), arg(&k)];
-        gpu.launch_on(stream, step.kernel(), &step.launch_config(m, n)?, &args)
+    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
+        launch_sgemm(gpu, stream, kernel, [&self.da, &self.db, &self.dc], (self.m, self.n, self.k))
     }
 
     /// C on the GPU, for kernels that consume it.
@@ -160,15 +225,60 @@ impl Matmul {
     pub fn cpu_reference(&self) -> Vec<f32> {
         cpu_reference(&self.a, &self.b, self.m, self.n, self.k)
     }
+
+    fn shape_class(&self) -> String {
+        tuning::shape_class(&[("m", self.m), ("n", self.n), ("k", self.k)])
+    }
+}
+
+/// One variant per tile configuration, each with its registers, shared memory and occupancy.
+fn every_tile(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<(Vec<Variant>, HashMap<String, String>)> {
+    let mut variants = Vec::new();
+    let mut notes = HashMap::new();
+    for tile in TILE_CONFIGS {
+        let used = resources::of(gpu, Matmul::NAME, tile.kernel, &tile_launch(tile, m, n)?)?;
+        let spills =
+            if used.local_bytes > 0 { format!(", {} B local (spills)", used.local_bytes) } else { String::new() };
+        let note = format!(
+            "{} threads, {} regs, {} KiB shared, {} blocks/SM = {:.0}% occupancy{}",
+            tile.threads(),
+            used.registers,
+            (used.static_shared_bytes as u32 + used.dynamic_shared_bytes) / 1024,
+            used.blocks_per_sm,
+            used.occupancy_percent,
+            spills
+        );
+        notes.insert(tile_label(tile), note);
+        variants.push(Variant::new(tile_label(tile), tile.kernel));
+    }
+    Ok((variants, notes))
+}
+
+/// The configuration `--tune` kept for this GPU and shape class, with a note saying so.
+fn cached_tile(path: &Path, device: &str, class: &str) -> GpuResult<Option<(&'static TileConfig, String)>> {
+    let cache = TuningCache::load(path)?;
+    let Some(choice) = cache.lookup(Matmul::NAME, device, class) else { return Ok(None) };
+    let tile = tile_of(&choice.kernel).ok_or_else(|| GpuError::File {
+        path: path.display().to_string(),
+        reason: format!(
+            "the tuned kernel for {class} is `{}`, which this build does not have; run --tune again",
+            choice.kernel
+        ),
+    })?;
+    Ok(Some((tile, format!("{} (--tune at {}: {:.4} ms)", tile_label(tile), choice.shape, choice.ms))))
 }
 
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
-    const ABOUT: &'static str = "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized";
+    const ABOUT: &'static str =
+        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized; --tune picks tile sizes";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?))).collect()
+        let steps = Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?)));
+        // The default configuration is the vec4 step; the others are listed once each.
+        let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
+        steps.chain(tiles).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -178,10 +288,12 @@ impl Kernel for Matmul {
         match purpose {
             Purpose::Default => vec![String::new()],
             Purpose::Check => {
-                [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700), (1024, 768, 512)]
-                    .iter()
-                    .map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"))
-                    .collect()
+                let shapes = [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700)];
+                let steps =
+                    shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
+                // Every tile configuration on the odd shapes, edges in both dimensions.
+                let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
+                steps.chain(tiles).collect()
             }
             Purpose::Quick => vec![cube(1024), cube(2048), cube(4096)],
             Purpose::Full => vec![cube(512), cube(1024), cube(2048), cube(4096), fast(8192)],
@@ -189,14 +301,55 @@ impl Kernel for Matmul {
         }
     }
 
+    fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
+        options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let mut matmul = match (&options.a, &options.b) {
+        let shape = (options.m, options.n, options.k);
+        let (shape, inputs) = match (&options.a, &options.b) {
             (Some(a), Some(b)) => {
                 let (shape, a, b) = read_inputs(a, b)?;
-                Self::with_inputs(gpu, shape, &options.variants, || (a, b))?
+                (shape, Some((a, b)))
             }
-            _ => Self::new(gpu, (options.m, options.n, options.k), &options.variants, seed)?,
+            _ => (shape, None),
         };
+        let (m, n, k) = shape;
+        let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
+        let device = tuning::device_key(&gpu.info);
+        // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
+        let cache_path = match (&options.tuning_cache, options.tune) {
+            (Some(path), _) => Some(path.clone()),
+            (None, true) => Some(tuning::default_path()?),
+            (None, false) => tuning::default_path().ok(),
+        };
+        let (variants, notes, tune) = if options.tune || options.all_configs {
+            let (variants, notes) = every_tile(gpu, (m, n))?;
+            let tune = match cache_path.filter(|_| options.tune) {
+                Some(path) => {
+                    TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
+                    Some(TuneTarget { path, device, class })
+                }
+                None => None,
+            };
+            (variants, notes, tune)
+        } else {
+            let mut variants: Vec<Variant> = Step::chosen(&options.variants).iter().map(|s| s.variant()).collect();
+            let mut notes = HashMap::new();
+            if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
+                if let Some((tile, note)) = cached_tile(&path, &device, &class)? {
+                    notes.insert("tuned".to_string(), note);
+                    variants.push(Variant::new("tuned", tile.kernel));
+                }
+            }
+            (variants, notes, None)
+        };
+        let mut matmul = match inputs {
+            Some((a, b)) => Self::with_inputs(gpu, shape, variants, || (a, b))?,
+            None => Self::with_inputs(gpu, shape, variants, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))?,
+        };
+        matmul.notes = notes;
+        matmul.tune = tune;
         matmul.output = options.output.clone();
         Ok(matmul)
     }
@@ -225,7 +378,7 @@ impl Workload for Matmul {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        self.launch_on(gpu, &gpu.stream, Step::of(&variant.kernel))
+        self.launch_on(gpu, &gpu.stream, &variant.kernel)
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
@@ -236,12 +389,139 @@ impl Workload for Matmul {
         self.expected = self.cpu_reference();
     }
 
-    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
-        Ok(check::close(&self.result(gpu)?, &self.expected, tolerance(self.k) * self.scale).into())
+    fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
+        let check = check::close(&self.result(gpu)?, &self.expected, tolerance(self.k) * self.scale);
+        Ok(Checked { check, note: self.notes.get(&variant.name).cloned() })
     }
 
-    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
-        let Some(path) = &self.output else { return Ok(()) };
-        io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)
+    /// With `--tune`: the fastest configuration that passed goes into the cache, and its row
+    /// says so.
+    fn finish(&self, gpu: &Gpu, reports: &mut [Report]) -> GpuResult<()> {
+        if let Some(path) = &self.output {
+            io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)?;
+        }
+        let Some(target) = &self.tune else { return Ok(()) };
+        let median = |r: &Report| r.timing.median_ms;
+        let default = tile_label(&DEFAULT_TILE);
+        let default_ms = reports.iter().find(|r| r.variant == default).map(median);
+        let fastest = reports.iter_mut().filter(|r| r.check.passed).min_by(|x, y| median(x).total_cmp(&median(y)));
+        let (Some(fastest), Some(default_ms)) = (fastest, default_ms) else {
+            return Err(GpuError::InvalidInput("no tile configuration passed its check: nothing to keep".into()));
+        };
+        let kernel = tile_of_label(&fastest.variant).kernel.to_string();
+        let choice = Choice {
+            family: Self::NAME.to_string(),
+            device: target.device.clone(),
+            class: target.class.clone(),
+            kernel,
+            shape: self.shape(),
+            ms: median(fastest),
+            default_ms,
+        };
+        let mut cache = TuningCache::load(&target.path)?;
+        cache.record(choice)?;
+        let kept = format!(
+            "FASTEST, {:.2}x the default: kept for {} in {}",
+            default_ms / median(fastest),
+            self.shape_class(),
+            target.path.display()
+        );
+        fastest.note = Some(match fastest.note.take() {
+            Some(note) => format!("{note}; {kept}"),
+            None => kept,
+        });
+        Ok(())
     }
+}
+
+fn tile_of_label(label: &str) -> &'static TileConfig {
+    TILE_CONFIGS.iter().find(|t| tile_label(t) == label).expect("a --tune variant is named by tile_label")
+}
+
+/// GPU `i`'s share of a divided SGEMM: its rows of A and C, and all of B, run with the
+/// configuration tuned for this GPU and the shape of the share, if there is one.
+fn share(
+    gpu: &Gpu,
+    (a, b): (&[f32], &[f32]),
+    rows: Range<usize>,
+    (n, k): (usize, usize),
+    cache: Option<&Path>,
+) -> GpuResult<Share> {
+    let m = rows.len();
+    let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
+    let tuned = match cache {
+        Some(path) => cached_tile(path, &tuning::device_key(&gpu.info), &class)?,
+        None => None,
+    };
+    let kernel = tuned.map_or(DEFAULT_TILE.kernel, |(tile, _)| tile.kernel);
+    gpu.validate(kernel, &launch_config(kernel, m, n)?)?;
+    let a_rows = &a[rows.start * k..rows.end * k];
+    Share::new(gpu, rows, kernel, &[("A's rows", a_rows), ("B", b)], m * n)
+}
+
+/// Rows of C the divided run checks against the CPU: all when the CPU can compute all of C
+/// quickly, else both ends of every GPU's share and rows spread between them.
+fn rows_to_check((m, n, k): Dims, gpus: usize) -> Vec<usize> {
+    if m * n * k <= 1 << 33 {
+        return (0..m).collect();
+    }
+    let ends = (0..gpus).flat_map(|i| {
+        let share = multi::part(m, gpus, i);
+        [share.start, share.end - 1]
+    });
+    let mut rows: Vec<usize> = ends.chain((1..32).map(|i| i * m / 32)).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
+/// `matmul --gpus N`: C's rows divided among N GPUs, after the same job on one GPU.
+pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResult<SplitReport> {
+    let count = multi::require_gpus(gpus)?;
+    let ((m, n, k), a, b) = match (&options.a, &options.b) {
+        (Some(a), Some(b)) => read_inputs(a, b)?,
+        _ => {
+            let (m, n, k) = (options.m, options.n, options.k);
+            require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {m}x{n}x{k})"))?;
+            ((m, n, k), random_f32(m * k, seed), random_f32(k * n, seed ^ 1))
+        }
+    };
+    require(m >= count, || format!("{m} rows cannot be divided among {count} GPUs"))?;
+    let cache = options.tuning_cache.clone().or_else(|| tuning::default_path().ok());
+    let rows = rows_to_check((m, n, k), count);
+    let expected = {
+        let picked: Vec<f32> = rows.iter().flat_map(|&r| a[r * k..(r + 1) * k].iter().copied()).collect();
+        cpu_reference(&picked, &b, rows.len(), n, k)
+    };
+    let which = if rows.len() == m {
+        "all of C".to_string()
+    } else {
+        format!("{} of C's {m} rows (both ends of every GPU's share, and rows between)", rows.len())
+    };
+    let job = multi::Job {
+        family: Matmul::NAME,
+        shape: format!("{m}x{n}x{k}"),
+        work: Work::Flops(2 * (m * n * k) as u64),
+        checked: which,
+    };
+    let setup =
+        |gpus: usize, i: usize, gpu: &Gpu| share(gpu, (&a, &b), multi::part(m, gpus, i), (n, k), cache.as_deref());
+    let launch = |gpu: &Gpu, share: &Share| {
+        let (inputs, c) = share.device();
+        launch_sgemm(gpu, &gpu.stream, share.kernel, [inputs[0], inputs[1], c], (share.range.len(), n, k))
+    };
+    let tolerance = tolerance(k) * product_scale(&a, &b);
+    let check = |done: &[Done]| {
+        // The rows to check, from whichever GPU computed them.
+        let got: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| {
+                let share = done.iter().find(|d| d.range.contains(&r)).expect("the shares cover every row");
+                let local = r - share.range.start;
+                share.output[local * n..(local + 1) * n].iter().copied()
+            })
+            .collect();
+        check::close(&got, &expected, tolerance)
+    };
+    multi::measure(job, count, iters, &setup, &launch, &check)
 }

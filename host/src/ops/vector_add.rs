@@ -8,8 +8,9 @@ use crate::check;
 use crate::data::random_f32;
 use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
 use crate::io;
+use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
-use crate::report::Work;
+use crate::report::{Report, Work};
 use cust::memory::DeviceBuffer;
 use interface::vector::QUADS_PER_THREAD;
 use interface::DEFAULT_BLOCK;
@@ -54,6 +55,10 @@ pub struct Options {
     /// Writes c (the GPU's result) to this .npy file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Divides the elements among this many GPUs (the vec4 kernel, one context and stream
+    /// each, copies in parallel), checks the joined result and reports the speed-up over one.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["variants", "output"])]
+    pub gpus: Option<u64>,
 }
 
 /// a and b from their files: finite f32 vectors of one length.
@@ -66,6 +71,14 @@ fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Vec<f32>, Vec<f32>)> {
         format!("{a} has {na} elements and {b} has {nb}: a and b must be as long")
     })?;
     Ok((va, vb))
+}
+
+/// a and b from the files the options name, if they name any.
+fn inputs_from_files(options: &Options) -> GpuResult<Option<(Vec<f32>, Vec<f32>)>> {
+    match (&options.a, &options.b) {
+        (Some(a), Some(b)) => read_inputs(a, b).map(Some),
+        _ => Ok(None),
+    }
 }
 
 pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
@@ -105,11 +118,12 @@ impl Kernel for VectorAdd {
         }
     }
 
+    fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
+        options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let files = match (&options.a, &options.b) {
-            (Some(a), Some(b)) => Some(read_inputs(a, b)?),
-            _ => None,
-        };
+        let files = inputs_from_files(options)?;
         let n = files.as_ref().map_or(options.n, |(a, _)| a.len());
         require(n >= 1, || "vector-add needs n >= 1".into())?;
         let methods = Method::chosen(&options.variants);
@@ -166,8 +180,45 @@ impl Workload for VectorAdd {
         Ok(check::close(&gpu.download("c", &self.dc, self.a.len())?, &self.expected, 0.0).into())
     }
 
-    fn save_output(&self, gpu: &Gpu) -> GpuResult<()> {
+    fn finish(&self, gpu: &Gpu, _reports: &mut [Report]) -> GpuResult<()> {
         let Some(path) = &self.output else { return Ok(()) };
         io::write_vector(path, &gpu.download("c", &self.dc, self.a.len())?)
     }
+}
+
+/// `vector-add --gpus N`: the elements divided among N GPUs, after the same job on one GPU.
+pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResult<SplitReport> {
+    let count = multi::require_gpus(gpus)?;
+    let (a, b) = match inputs_from_files(options)? {
+        Some(files) => files,
+        None => (random_f32(options.n, seed), random_f32(options.n, seed ^ 1)),
+    };
+    let n = a.len();
+    require(n >= count, || format!("{n} elements cannot be divided among {count} GPUs"))?;
+    let expected = cpu_reference(&a, &b);
+    let (method, block) = (Method::Vec4, options.block);
+    let job = multi::Job {
+        family: VectorAdd::NAME,
+        shape: format!("n={n} block={block}"),
+        work: Work::Bytes(3 * 4 * n as u64),
+        checked: "all of c".into(),
+    };
+    let setup = |gpus: usize, i: usize, gpu: &Gpu| {
+        let range = multi::part(n, gpus, i);
+        gpu.validate(method.kernel(), &method.config(range.len(), block)?)?;
+        let inputs = [("a", &a[range.clone()]), ("b", &b[range.clone()])];
+        Share::new(gpu, range.clone(), method.kernel(), &inputs, range.len())
+    };
+    let launch = |gpu: &Gpu, share: &Share| {
+        let (inputs, c) = share.device();
+        let (pa, pb, pc, len) =
+            (inputs[0].as_device_ptr(), inputs[1].as_device_ptr(), c.as_device_ptr(), share.range.len());
+        let config = method.config(len, block)?;
+        gpu.launch(share.kernel, &config, &[arg(&pa), arg(&len), arg(&pb), arg(&len), arg(&pc)])
+    };
+    let check = |done: &[Done]| {
+        let joined: Vec<f32> = done.iter().flat_map(|d| d.output.iter().copied()).collect();
+        check::close(&joined, &expected, 0.0)
+    };
+    multi::measure(job, count, iters, &setup, &launch, &check)
 }
