@@ -148,3 +148,6 @@ extern "C" __global__ void conv1d_vec4(const float* __restrict__ input, size_t i
         }
     }
 }
+
+// transpose.cu, next in all.cu, has its own.
+#undef BLOCK_ROWS

@@ -186,8 +186,7 @@ __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, co
     size_t stage = 0;
     for (size_t t = 0; t < k;) {
         size_t next = t + BK;
-        bool more = next < k;
-        if (more) fetch(next);
+        fetch(next < k ? next : t);  // the last step re-fetches its own slice: no branch, as in the Rust
         const float* a_stage = a_tile(stage) + ty * 4;
         const float* b_stage = b_tile(stage) + tx * 4;
         // The next step's shared loads issue under this step's FMAs (few warps to hide them).
@@ -201,7 +200,7 @@ __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, co
             for (int i = 0; i < TM; ++i)
                 for (int j = 0; j < TN; ++j) acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
         }
-        if (more) store(stage ^ 1);
+        store(stage ^ 1);
         __syncthreads();
         stage ^= 1;
         t = next;
@@ -238,17 +237,17 @@ __device__ __forceinline__ void matmul_vec4(const float* __restrict__ a, const f
 
 // One kernel per tuple of interface::sgemm_configs!, with the launch bounds its PTX carries
 // (.maxntid = threads, .minnctapersm = blocks per SM).
-#define MATMUL_VEC4(name, bm, bn, bk, tm, tn, blocks)                                                          \
-    extern "C" __global__ void __launch_bounds__((bm / tm) * (bn / tn), blocks)                                 \
+#define MATMUL_VEC4(name, bm, bn, bk, tm, tn, blocks)                                                        \
+    extern "C" __global__ void __launch_bounds__((bm / tm) * (bn / tn), blocks)                              \
         name(const float* __restrict__ a, size_t a_len, const float* __restrict__ b, size_t b_len, float* c, \
-             size_t m, size_t n, size_t k) {                                                                  \
-        matmul_vec4<bm, bn, bk, tm, tn>(a, b, c, m, n, k);                                                    \
+             size_t m, size_t n, size_t k) {                                                                 \
+        matmul_vec4<bm, bn, bk, tm, tn>(a, b, c, m, n, k);                                                   \
     }
-MATMUL_VEC4(matmul_vec4_128x128, 128, 128, 8, 8, 8, 2)
+MATMUL_VEC4(matmul_vec4_128x128, 128, 128, 16, 8, 8, 1)
+MATMUL_VEC4(matmul_vec4_128x128_k8, 128, 128, 8, 8, 8, 1)
 MATMUL_VEC4(matmul_vec4_128x64, 128, 64, 8, 8, 8, 3)
 MATMUL_VEC4(matmul_vec4_64x128, 64, 128, 8, 8, 8, 3)
 MATMUL_VEC4(matmul_vec4_64x64, 64, 64, 8, 8, 8, 6)
 MATMUL_VEC4(matmul_vec4_64x64_t4, 64, 64, 16, 4, 4, 3)
-MATMUL_VEC4(matmul_vec4_128x128_k16, 128, 128, 16, 8, 8, 1)
 MATMUL_VEC4(matmul_vec4_128x64_k16, 128, 64, 16, 8, 8, 2)
 #undef MATMUL_VEC4

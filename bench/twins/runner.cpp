@@ -581,12 +581,12 @@ struct Runner {
             {"matmul_tiled_16", 16, 16, 0, 2 * 16 * 16 * 4, false},
             {"matmul_tiled_32", 32, 32, 0, 2 * 32 * 32 * 4, false},
             {"matmul_blocked_128x128", 128, 128, 256, 8 * 256 * 4, true},
-            vec4("matmul_vec4_128x128", 128, 128, 8, 8, 8),
+            vec4("matmul_vec4_128x128", 128, 128, 16, 8, 8),
+            vec4("matmul_vec4_128x128_k8", 128, 128, 8, 8, 8),
             vec4("matmul_vec4_128x64", 128, 64, 8, 8, 8),
             vec4("matmul_vec4_64x128", 64, 128, 8, 8, 8),
             vec4("matmul_vec4_64x64", 64, 64, 8, 8, 8),
             vec4("matmul_vec4_64x64_t4", 64, 64, 16, 4, 4),
-            vec4("matmul_vec4_128x128_k16", 128, 128, 16, 8, 8),
             vec4("matmul_vec4_128x64_k16", 128, 64, 16, 8, 8),
         };
         for (size_t side : {small, large}) {

@@ -113,6 +113,16 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// Prints `report` as one JSON object with `--json`, else as `table` prints it.
+fn show<T: serde::Serialize>(json: bool, report: &T, table: impl FnOnce(&T)) -> Result<()> {
+    if json {
+        print_json(report)
+    } else {
+        table(report);
+        Ok(())
+    }
+}
+
 /// Writes `text` to stdout; a reader that stops early (`| head`) is not an error.
 fn write_stdout(text: &str) -> std::io::Result<()> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
@@ -147,11 +157,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     }
     if let Some(split) = registry::family(name).and_then(|f| f.split(options, global.seed, global.iters as usize)) {
         let report = split?;
-        if global.json {
-            print_json(&report)?
-        } else {
-            report.print()
-        }
+        show(global.json, &report, |r| r.print())?;
         if !report.check.passed {
             bail!("the result divided among GPUs did not match the CPU");
         }
@@ -186,11 +192,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         }
         "streams" => {
             let report = demos::streams(&gpu, iters, seed)?;
-            if global.json {
-                print_json(&report)?
-            } else {
-                report.print()
-            }
+            show(global.json, &report, |r| r.print())?;
             if !report.passed() {
                 bail!("a stream result did not match");
             }
@@ -199,20 +201,12 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             let sizes: Vec<usize> =
                 Bandwidth::from_arg_matches(options)?.sizes_mib.iter().map(|mib| mib << 20).collect();
             let rows = demos::bandwidth(&gpu, &sizes, iters)?;
-            if global.json {
-                print_json(&rows)?
-            } else {
-                demos::print_bandwidth(&rows)
-            }
+            show(global.json, &rows, |rows| demos::print_bandwidth(rows))?;
         }
         "overlap" => {
             let o = Overlap::from_arg_matches(options)?;
             let report = demos::overlap(&gpu, o.n, o.streams, o.chunks, iters, seed)?;
-            if global.json {
-                print_json(&report)?
-            } else {
-                report.print()
-            }
+            show(global.json, &report, |r| r.print())?;
             if !report.check.passed {
                 bail!("the pipelined result did not match the CPU");
             }

@@ -101,12 +101,12 @@ pub const MAX_LOADS: usize = 4;
 macro_rules! sgemm_configs {
     ($then:ident) => {
         $then! {
-            (matmul_vec4_128x128, 128, 128, 8, 8, 8, 2),
+            (matmul_vec4_128x128, 128, 128, 16, 8, 8, 1),
+            (matmul_vec4_128x128_k8, 128, 128, 8, 8, 8, 1),
             (matmul_vec4_128x64, 128, 64, 8, 8, 8, 3),
             (matmul_vec4_64x128, 64, 128, 8, 8, 8, 3),
             (matmul_vec4_64x64, 64, 64, 8, 8, 8, 6),
             (matmul_vec4_64x64_t4, 64, 64, 16, 4, 4, 3),
-            (matmul_vec4_128x128_k16, 128, 128, 16, 8, 8, 1),
             (matmul_vec4_128x64_k16, 128, 64, 16, 8, 8, 2),
         }
     };

@@ -54,12 +54,13 @@ pub unsafe fn conv2d_naive(
     }
     let taps = 2 * radius + 1;
     let mut acc = 0.0f32;
-    // Both tap loops unrolled to the largest filter, each tap guarded by the run-time size.
-    crate::unroll!([0, 1, 2, 3, 4, 5, 6], |fy| {
+    // The row loop stays a loop; the tap loop along a row is unrolled to the largest filter,
+    // each tap guarded by the run-time size, so a row's loads issue together.
+    for fy in 0..taps {
         // Unsigned arithmetic: above the image `y + fy - radius` wraps to a huge value and
         // fails the bounds check like any other outside row.
         let iy = (y + fy).wrapping_sub(radius);
-        if fy < taps && iy < height {
+        if iy < height {
             crate::unroll!([0, 1, 2, 3, 4, 5, 6], |fx| {
                 let ix = (x + fx).wrapping_sub(radius);
                 if fx < taps && ix < width {
@@ -67,7 +68,7 @@ pub unsafe fn conv2d_naive(
                 }
             });
         }
-    });
+    }
     *output.add(y * width + x) = acc;
 }
 

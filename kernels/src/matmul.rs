@@ -1,7 +1,7 @@
 //! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in four steps a
 //! reader can compare (`host matmul` runs them side by side). Measured at 4096³ on an H100
-//! (2026-11-22, cuBLAS 51 TFLOP/s): naive 2.4, tiled 8.3, register-blocked 25.7 and
-//! vectorized + double-buffered 37.1 TFLOP/s (docs/performance.md).
+//! (2026-11-23, cuBLAS 51.7 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2 and
+//! vectorized + double-buffered 45.0 TFLOP/s (docs/performance.md).
 //!
 //! **`matmul_naive`**: one thread per element of `C`, a 2D grid of 2D blocks:
 //! `row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + threadIdx.x`.
@@ -171,19 +171,22 @@ unsafe fn matmul_blocked<
         }
         thread::sync_threads();
 
-        for kk in 0..BK {
-            for i in 0..TM {
-                a_reg[i] = *a_tile.add(kk * BM + thread_row + i);
-            }
-            for j in 0..TN {
-                b_reg[j] = *b_tile.add(kk * BN + thread_col + j);
-            }
-            for i in 0..TM {
+        // Unrolled by hand, as nvcc unrolls it: NVVM keeps this loop rolled.
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |kk| {
+            if kk < BK {
+                for i in 0..TM {
+                    a_reg[i] = *a_tile.add(kk * BM + thread_row + i);
+                }
                 for j in 0..TN {
-                    acc[i][j] += a_reg[i] * b_reg[j];
+                    b_reg[j] = *b_tile.add(kk * BN + thread_col + j);
+                }
+                for i in 0..TM {
+                    for j in 0..TN {
+                        acc[i][j] += a_reg[i] * b_reg[j];
+                    }
                 }
             }
-        }
+        });
         thread::sync_threads();
         t += BK;
     }
@@ -235,14 +238,16 @@ unsafe fn load4(p: *const f32, valid: usize, aligned: bool) -> Float4 {
 /// **Step 4, `matmul_vec4_128x128`** (`matmul_vec4::<BM, BN, BK, TM, TN>`): the
 /// register-blocked kernel with the memory traffic reshaped.
 /// - 128-bit global loads: per step each thread fetches the same number of `Float4` of `A`
-///   and of `B` (one of each at 128×128, BK = 8, 256 threads).
+///   and of `B` (two of each at 128×128, BK = 16, 256 threads).
 /// - 128-bit shared loads, no bank conflicts: a thread's TM×TN outputs are groups of 4×4,
 ///   a fraction of the tile apart (at 8×8: 2×2 groups, half a tile apart). Per `k` it reads
 ///   TM/4 `Float4` of `A` (a broadcast within the warp) and TN/4 of `B`, where a warp's
 ///   threads read contiguous bytes.
 /// - Double buffering: two shared-memory stages. The next slice's global loads are issued
 ///   before the FMAs on the current one and stored into the other stage afterwards, so their
-///   latency hides behind arithmetic and one barrier per step suffices.
+///   latency hides behind arithmetic and one barrier per step suffices. (Issued after the
+///   FMAs instead, they cost 4–34% depending on the tile, measured on an H100; the registers
+///   they hold through the FMAs are why the 128×128 tile runs one block per SM, not two.)
 /// - The BK steps along `k` of one slice are unrolled by hand (`unroll!`): NVVM keeps the
 ///   loop rolled at this size, and unrolled, the shared loads of step `kk + 1` can issue
 ///   while step `kk`'s FMAs run; with few warps per scheduler (registers limit the occupancy)
@@ -259,7 +264,13 @@ unsafe fn load4(p: *const f32, valid: usize, aligned: bool) -> Float4 {
 /// sized by a product of them (the staged pieces, the fragments) are declared at their
 /// largest and indexed under constant guards, which the compiler folds away.
 #[inline(always)]
-unsafe fn matmul_vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize>(
+unsafe fn matmul_vec4<
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const TM: usize,
+    const TN: usize,
+>(
     a: &[f32],
     b: &[f32],
     c: *mut f32,
@@ -359,10 +370,10 @@ unsafe fn matmul_vec4_body<
     let mut t = 0;
     while t < k {
         let next = t + BK;
-        let more = next < k;
-        if more {
-            fetch(next, &mut a4, &mut b4);
-        }
+        // The last step re-fetches its own slice instead of one past the end: with no branch
+        // around them, the loads stay ahead of the FMAs (behind an `if`, NVVM sinks them into
+        // the branch that stores them, after the FMAs, where their latency shows).
+        fetch(if next < k { next } else { t }, &mut a4, &mut b4);
         let (a_stage, b_stage) = (a_tile(stage).add(ty * 4), b_tile(stage).add(tx * 4));
         crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], |kk| {
             if kk < BK {
@@ -381,9 +392,7 @@ unsafe fn matmul_vec4_body<
                 }
             }
         });
-        if more {
-            store(stage ^ 1, &a4, &b4);
-        }
+        store(stage ^ 1, &a4, &b4);
         thread::sync_threads();
         stage ^= 1;
         t = next;
