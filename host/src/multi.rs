@@ -8,27 +8,18 @@
 //! only. The same job is run on one GPU first, so the speed-up is measured, not assumed.
 
 use crate::check::Check;
-use crate::gpu::{CudaContext, Gpu, GpuError, GpuResult};
+use crate::gpu::{self, Cache, CudaContext, Gpu, GpuError, GpuResult, Timing};
 use crate::report::Work;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use cust::device::Device;
 use cust::memory::{AsyncCopyDestination, DeviceBuffer, LockedBuffer};
-use cust::CudaFlags;
 use serde::Serialize;
 use std::ops::Range;
 use std::sync::Barrier;
 use std::time::Instant;
 
-/// GPUs on this machine.
-pub fn device_count() -> GpuResult<usize> {
-    cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))?;
-    let count = Device::num_devices().map_err(|e| GpuError::NoGpu(format!("counting devices: {}", e)))?;
-    Ok(count as usize)
-}
-
 /// `wanted` GPUs, if the machine has them.
 pub fn require_gpus(wanted: usize) -> GpuResult<usize> {
-    let present = device_count()?;
+    let present = gpu::device_count()?;
     if wanted == 0 || wanted > present {
         return Err(GpuError::InvalidInput(format!(
             "--gpus {wanted}: this machine has {present} GPU{}",
@@ -41,69 +32,6 @@ pub fn require_gpus(wanted: usize) -> GpuResult<usize> {
 /// Part `i` of `0..len` divided into `parts` nearly equal ranges.
 pub fn part(len: usize, parts: usize, i: usize) -> Range<usize> {
     len * i / parts..len * (i + 1) / parts
-}
-
-/// A step to time on every GPU: launches and async copies on the GPU's stream (the caller
-/// waits for the stream).
-pub type Step<'a, P> = &'a (dyn Fn(&Gpu, &mut P) -> GpuResult<()> + Sync);
-
-/// Runs on `count` GPUs: `setup(i, gpu)` builds GPU `i`'s part, each of `steps` is timed
-/// `iters` times on all GPUs at once (median wall-clock ms per step returned), and
-/// `finish(gpu, part)` gives back each GPU's result, in device order.
-pub fn run<P, R: Send>(
-    count: usize,
-    iters: usize,
-    setup: &(dyn Fn(usize, &Gpu) -> GpuResult<P> + Sync),
-    steps: &[Step<'_, P>],
-    finish: &(dyn Fn(&Gpu, P) -> GpuResult<R> + Sync),
-) -> GpuResult<(Vec<R>, Vec<f64>)> {
-    // The main thread and every GPU's thread meet before and after each timed step.
-    let barrier = Barrier::new(count + 1);
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..count)
-            .map(|i| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let mut state = Gpu::on(i).and_then(|gpu| setup(i, &gpu).map(|part| (gpu, part)));
-                    barrier.wait();
-                    for step in steps {
-                        for _ in 0..iters {
-                            barrier.wait();
-                            // A GPU that failed keeps meeting the others, so nobody waits forever.
-                            if let Ok((gpu, part)) = &mut state {
-                                if let Err(e) = step(gpu, part).and_then(|()| gpu.synchronize("a step on one GPU")) {
-                                    state = Err(e);
-                                }
-                            }
-                            barrier.wait();
-                        }
-                    }
-                    state.and_then(|(gpu, part)| finish(&gpu, part))
-                })
-            })
-            .collect();
-        barrier.wait();
-        let medians: Vec<f64> = steps
-            .iter()
-            .map(|_| {
-                let mut samples: Vec<f64> = (0..iters)
-                    .map(|_| {
-                        barrier.wait();
-                        let start = Instant::now();
-                        barrier.wait();
-                        start.elapsed().as_secs_f64() * 1e3
-                    })
-                    .collect();
-                samples.sort_by(f64::total_cmp);
-                samples[samples.len() / 2]
-            })
-            .collect();
-        let results = threads
-            .into_iter()
-            .map(|t| t.join().unwrap_or_else(|_| Err(GpuError::InvalidInput("a GPU's thread panicked".into()))))
-            .collect::<GpuResult<Vec<R>>>()?;
-        Ok((results, medians))
-    })
 }
 
 /// One GPU's share of a divided job: its slices of the inputs and its slice of the output,
@@ -132,7 +60,8 @@ impl Share {
             .iter()
             .map(|(what, data)| Ok((pinned(data)?, gpu.upload(what, data)?)))
             .collect::<GpuResult<Vec<_>>>()?;
-        let output = (pinned(&vec![f32::NAN; output_len])?, gpu.poisoned("the output", output_len)?);
+        let host_output = LockedBuffer::new(&f32::NAN, output_len).during("allocating pinned memory")?;
+        let output = (host_output, gpu.poisoned("the output", output_len)?);
         Ok(Self { range, kernel, inputs, output })
     }
 
@@ -162,9 +91,14 @@ pub struct Done {
     pub output: Vec<f32>,
 }
 
-/// [`run`] with a [`Share`] per GPU, timing two steps: the kernels alone, then copying the
-/// inputs in, the kernels and copying the output back. Returns the shares and both medians.
-pub fn run_shares(
+/// One timed step on one GPU: work queued on its stream, which the caller then waits for.
+type Step<'a> = &'a (dyn Fn(&Gpu, &mut Share) -> GpuResult<()> + Sync);
+
+/// Runs on `count` GPUs, a thread each: `setup(i, gpu)` builds GPU `i`'s share, then two
+/// steps are timed `iters` times each on all GPUs at once: the kernels alone (`launch`), and
+/// copying the inputs in, the kernels and copying the output back. Returns the shares, done,
+/// in device order, and the median wall-clock ms of both steps.
+pub fn run(
     count: usize,
     iters: usize,
     setup: &(dyn Fn(usize, &Gpu) -> GpuResult<Share> + Sync),
@@ -176,12 +110,56 @@ pub fn run_shares(
         launch(gpu, share)?;
         share.copy_out(gpu)
     };
-    let finish = |gpu: &Gpu, share: Share| {
-        let output = share.output.0.to_vec();
-        Ok(Done { device: gpu.info.name.clone(), kernel: share.kernel, range: share.range, output })
-    };
-    let (done, ms) = run(count, iters, setup, &[&kernels, &everything], &finish)?;
-    Ok((done, ms[0], ms[1]))
+    let steps: [Step<'_>; 2] = [&kernels, &everything];
+    // The main thread and every GPU's thread meet before and after each timed step.
+    let barrier = Barrier::new(count + 1);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..count)
+            .map(|i| {
+                let (barrier, steps) = (&barrier, &steps);
+                scope.spawn(move || {
+                    let mut state = Gpu::on(i).and_then(|gpu| setup(i, &gpu).map(|share| (gpu, share)));
+                    barrier.wait();
+                    for step in steps {
+                        for _ in 0..iters {
+                            barrier.wait();
+                            // A GPU that failed keeps meeting the others, so nobody waits forever.
+                            if let Ok((gpu, share)) = &mut state {
+                                if let Err(e) = step(gpu, share).and_then(|()| gpu.synchronize("a step on one GPU")) {
+                                    state = Err(e);
+                                }
+                            }
+                            barrier.wait();
+                        }
+                    }
+                    state.map(|(gpu, share)| Done {
+                        device: gpu.info.name.clone(),
+                        kernel: share.kernel,
+                        output: share.output.0.to_vec(),
+                        range: share.range,
+                    })
+                })
+            })
+            .collect();
+        barrier.wait();
+        let [kernel_ms, total_ms] = steps.map(|_| {
+            let samples = (0..iters)
+                .map(|_| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    barrier.wait();
+                    start.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            // Nothing flushes L2 between the steps.
+            Timing::from_samples(samples, Cache::Warm).median_ms
+        });
+        let done = threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(GpuError::InvalidInput("a GPU's thread panicked".into()))))
+            .collect::<GpuResult<Vec<Done>>>()?;
+        Ok((done, kernel_ms, total_ms))
+    })
 }
 
 /// One run's GPUs, kernels, and median ms of the kernels alone and with the copies.
@@ -210,7 +188,7 @@ pub fn measure(
     let mut runs: Vec<Run> = vec![];
     let (mut devices, mut worst): (Vec<String>, Option<Check>) = (vec![], None);
     for gpus in if count == 1 { vec![1] } else { vec![1, count] } {
-        let (done, kernel_ms, total_ms) = run_shares(gpus, iters, &|i, gpu| setup(gpus, i, gpu), launch)?;
+        let (done, kernel_ms, total_ms) = run(gpus, iters, &|i, gpu| setup(gpus, i, gpu), launch)?;
         let mut kernels: Vec<&str> = done.iter().map(|d| d.kernel).collect();
         kernels.dedup();
         runs.push((gpus, kernels.join(", "), kernel_ms, total_ms));
@@ -254,7 +232,7 @@ pub struct SplitReport {
     pub devices: Vec<String>,
     pub work: Work,
     pub rows: Vec<SplitRow>,
-    /// The joined result of the most GPUs against the CPU reference.
+    /// The worst of the runs' results against the CPU reference.
     pub check: Check,
     /// What the check compared (all of the result, or which rows).
     pub checked: String,

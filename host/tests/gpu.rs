@@ -150,7 +150,7 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
 #[test]
 fn jobs_divided_among_gpus_match_the_cpu() {
     let Some(_gpu) = gpu("jobs_divided_among_gpus_match_the_cpu") else { return };
-    let present = host::multi::device_count().expect("counted");
+    let present = host::gpu::device_count().expect("counted");
     let split = |name: &str, options: &str| {
         let family = family(name).expect("a registered family");
         let args = std::iter::once(name).chain(options.split_whitespace());

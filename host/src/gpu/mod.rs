@@ -26,6 +26,18 @@ use std::cell::OnceCell;
 /// The PTX that host/build.rs compiled from `kernels/` with rustc_codegen_nvvm.
 pub const KERNELS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Initializes the driver; without a usable GPU, the error says why.
+fn init() -> GpuResult<()> {
+    cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))
+}
+
+/// GPUs on this machine.
+pub fn device_count() -> GpuResult<usize> {
+    init()?;
+    let count = Device::num_devices().map_err(|e| GpuError::NoGpu(format!("counting devices: {}", e)))?;
+    Ok(count as usize)
+}
+
 pub struct Gpu {
     // Field order is drop order: everything allocated in the context goes before it.
     pub stream: Stream,
@@ -53,7 +65,7 @@ impl Gpu {
     }
 
     fn open(ordinal: usize, ptx: &str) -> GpuResult<Self> {
-        cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))?;
+        init()?;
         let device =
             Device::get_device(ordinal as u32).map_err(|e| GpuError::NoGpu(format!("no device {}: {}", ordinal, e)))?;
         let context = Context::new(device).during("creating a context")?;

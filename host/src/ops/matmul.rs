@@ -118,6 +118,32 @@ pub struct Options {
 /// m, n, k.
 type Dims = (usize, usize, usize);
 
+/// A (m×k) and B (k×n), row-major.
+type Inputs = (Vec<f32>, Vec<f32>);
+
+/// m, n, k >= 1.
+fn require_shape((m, n, k): Dims) -> GpuResult<()> {
+    require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))
+}
+
+/// The shape, and A and B when the options name files for them; random inputs are made by
+/// [`random_inputs`] once the shape is known to fit.
+fn shape_and_files(options: &Options) -> GpuResult<(Dims, Option<Inputs>)> {
+    match (&options.a, &options.b) {
+        (Some(a), Some(b)) => read_inputs(a, b).map(|(shape, a, b)| (shape, Some((a, b)))),
+        _ => Ok(((options.m, options.n, options.k), None)),
+    }
+}
+
+/// The tuning cache's class of a shape.
+fn shape_class((m, n, k): Dims) -> String {
+    tuning::shape_class(&[("m", m), ("n", n), ("k", k)])
+}
+
+fn random_inputs((m, n, k): Dims, seed: u64) -> Inputs {
+    (random_f32(m * k, seed), random_f32(k * n, seed ^ 1))
+}
+
 /// A and B from their files: finite f32 matrices whose inner dimensions agree.
 fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Dims, Vec<f32>, Vec<f32>)> {
     let (((m, k), va), ((kb, n), vb)) = (io::read_matrix::<f32>(a)?, io::read_matrix::<f32>(b)?);
@@ -184,9 +210,8 @@ pub struct Matmul {
 impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
-        let (m, n, k) = shape;
         let variants = Step::chosen(steps).iter().map(|s| s.variant()).collect();
-        Self::with_inputs(gpu, shape, variants, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))
+        Self::with_inputs(gpu, shape, variants, || random_inputs(shape, seed))
     }
 
     /// A and B from `inputs`, called once the shape is known to fit.
@@ -194,9 +219,9 @@ impl Matmul {
         gpu: &Gpu,
         (m, n, k): (usize, usize, usize),
         variants: Vec<Variant>,
-        inputs: impl FnOnce() -> (Vec<f32>, Vec<f32>),
+        inputs: impl FnOnce() -> Inputs,
     ) -> GpuResult<Self> {
-        require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))?;
+        require_shape((m, n, k))?;
         for variant in &variants {
             gpu.validate(&variant.kernel, &launch_config(&variant.kernel, m, n)?)?;
         }
@@ -224,10 +249,6 @@ impl Matmul {
 
     pub fn cpu_reference(&self) -> Vec<f32> {
         cpu_reference(&self.a, &self.b, self.m, self.n, self.k)
-    }
-
-    fn shape_class(&self) -> String {
-        tuning::shape_class(&[("m", self.m), ("n", self.n), ("k", self.k)])
     }
 }
 
@@ -306,16 +327,9 @@ impl Kernel for Matmul {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let shape = (options.m, options.n, options.k);
-        let (shape, inputs) = match (&options.a, &options.b) {
-            (Some(a), Some(b)) => {
-                let (shape, a, b) = read_inputs(a, b)?;
-                (shape, Some((a, b)))
-            }
-            _ => (shape, None),
-        };
-        let (m, n, k) = shape;
-        let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
+        let (shape, inputs) = shape_and_files(options)?;
+        let (m, n, _) = shape;
+        let class = shape_class(shape);
         let device = tuning::device_key(&gpu.info);
         // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
         let cache_path = match (&options.tuning_cache, options.tune) {
@@ -344,10 +358,8 @@ impl Kernel for Matmul {
             }
             (variants, notes, None)
         };
-        let mut matmul = match inputs {
-            Some((a, b)) => Self::with_inputs(gpu, shape, variants, || (a, b))?,
-            None => Self::with_inputs(gpu, shape, variants, || (random_f32(m * k, seed), random_f32(k * n, seed ^ 1)))?,
-        };
+        let mut matmul =
+            Self::with_inputs(gpu, shape, variants, || inputs.unwrap_or_else(|| random_inputs(shape, seed)))?;
         matmul.notes = notes;
         matmul.tune = tune;
         matmul.output = options.output.clone();
@@ -408,7 +420,8 @@ impl Workload for Matmul {
         let (Some(fastest), Some(default_ms)) = (fastest, default_ms) else {
             return Err(GpuError::InvalidInput("no tile configuration passed its check: nothing to keep".into()));
         };
-        let kernel = tile_of_label(&fastest.variant).kernel.to_string();
+        let kernel =
+            self.variants.iter().find(|v| v.name == fastest.variant).expect("a report of a variant").kernel.clone();
         let choice = Choice {
             family: Self::NAME.to_string(),
             device: target.device.clone(),
@@ -423,7 +436,7 @@ impl Workload for Matmul {
         let kept = format!(
             "FASTEST, {:.2}x the default: kept for {} in {}",
             default_ms / median(fastest),
-            self.shape_class(),
+            target.class,
             target.path.display()
         );
         fastest.note = Some(match fastest.note.take() {
@@ -432,10 +445,6 @@ impl Workload for Matmul {
         });
         Ok(())
     }
-}
-
-fn tile_of_label(label: &str) -> &'static TileConfig {
-    TILE_CONFIGS.iter().find(|t| tile_label(t) == label).expect("a --tune variant is named by tile_label")
 }
 
 /// GPU `i`'s share of a divided SGEMM: its rows of A and C, and all of B, run with the
@@ -448,7 +457,7 @@ fn share(
     cache: Option<&Path>,
 ) -> GpuResult<Share> {
     let m = rows.len();
-    let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
+    let class = shape_class((m, n, k));
     let tuned = match cache {
         Some(path) => cached_tile(path, &tuning::device_key(&gpu.info), &class)?,
         None => None,
@@ -478,14 +487,10 @@ fn rows_to_check((m, n, k): Dims, gpus: usize) -> Vec<usize> {
 /// `matmul --gpus N`: C's rows divided among N GPUs, after the same job on one GPU.
 pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResult<SplitReport> {
     let count = multi::require_gpus(gpus)?;
-    let ((m, n, k), a, b) = match (&options.a, &options.b) {
-        (Some(a), Some(b)) => read_inputs(a, b)?,
-        _ => {
-            let (m, n, k) = (options.m, options.n, options.k);
-            require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {m}x{n}x{k})"))?;
-            ((m, n, k), random_f32(m * k, seed), random_f32(k * n, seed ^ 1))
-        }
-    };
+    let (shape, inputs) = shape_and_files(options)?;
+    require_shape(shape)?;
+    let (m, n, k) = shape;
+    let (a, b) = inputs.unwrap_or_else(|| random_inputs(shape, seed));
     require(m >= count, || format!("{m} rows cannot be divided among {count} GPUs"))?;
     let cache = options.tuning_cache.clone().or_else(|| tuning::default_path().ok());
     let rows = rows_to_check((m, n, k), count);

@@ -85,6 +85,12 @@ pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
     a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
 
+/// Launches `method`'s kernel on `[a, b, c]`, all as long as `a`.
+fn launch_add(gpu: &Gpu, method: Method, block: u32, [a, b, c]: [&DeviceBuffer<f32>; 3]) -> GpuResult<()> {
+    let (pa, pb, pc, n) = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len());
+    gpu.launch(method.kernel(), &method.config(n, block)?, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
+}
+
 /// Inputs on the GPU, ready to launch.
 pub struct VectorAdd {
     pub a: Vec<f32>,
@@ -162,10 +168,7 @@ impl Workload for VectorAdd {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pa, pb, pc) = (self.da.as_device_ptr(), self.db.as_device_ptr(), self.dc.as_device_ptr());
-        let n = self.a.len();
-        let config = Method::of(&variant.kernel).config(n, self.block)?;
-        gpu.launch(&variant.kernel, &config, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
+        launch_add(gpu, Method::of(&variant.kernel), self.block, [&self.da, &self.db, &self.dc])
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
@@ -211,10 +214,7 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
     };
     let launch = |gpu: &Gpu, share: &Share| {
         let (inputs, c) = share.device();
-        let (pa, pb, pc, len) =
-            (inputs[0].as_device_ptr(), inputs[1].as_device_ptr(), c.as_device_ptr(), share.range.len());
-        let config = method.config(len, block)?;
-        gpu.launch(share.kernel, &config, &[arg(&pa), arg(&len), arg(&pb), arg(&len), arg(&pc)])
+        launch_add(gpu, method, block, [inputs[0], inputs[1], c])
     };
     let check = |done: &[Done]| {
         let joined: Vec<f32> = done.iter().flat_map(|d| d.output.iter().copied()).collect();
