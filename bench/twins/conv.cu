@@ -5,7 +5,7 @@
 
 #define MAX_RADIUS 3
 #define MAX_TAPS ((2 * MAX_RADIUS + 1) * (2 * MAX_RADIUS + 1))
-#define TILE 32
+#define TILE 64
 #define BLOCK_ROWS 4
 #define ROWS_PER_THREAD (TILE / BLOCK_ROWS)
 #define SHARED_WIDTH (TILE + 2 * MAX_RADIUS)

@@ -651,7 +651,8 @@ struct Runner {
             c.kernel = v.kernel;
             c.size = std::to_string(w) + "^2 " + std::to_string(width) + "x" + std::to_string(width);
             c.unit = "GB/s", c.work = 8.0 * w * h;
-            c.shape = naive ? Shape{blocks(w, 16), blocks(h, 16), 16, 16, 0} : Shape{blocks(w, 32), blocks(h, 32), 32, 4, 0};
+            // interface::conv: a TILE x TILE output tile per TILE x BLOCK_ROWS block (64, 4).
+            c.shape = naive ? Shape{blocks(w, 16), blocks(h, 16), 16, 16, 0} : Shape{blocks(w, 64), blocks(h, 64), 64, 4, 0};
             c.args.slice(in, w * h).ptr(out).add(w).add(h);
             if (naive) c.args.add(r);
             c.out = out, c.compare = Compare::Close, c.tolerance = 4.0 * taps * FLT_EPSILON;

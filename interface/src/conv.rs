@@ -12,7 +12,7 @@ pub const FILTER_SYMBOL: &str = "FILTER";
 pub const NAIVE_BLOCK: u32 = 16;
 /// `conv2d_tiled_r*`: a TILE×TILE output tile per block of TILE × BLOCK_ROWS threads, each
 /// thread computing TILE / BLOCK_ROWS rows of one column.
-pub const TILE: usize = 32;
+pub const TILE: usize = 64;
 pub const BLOCK_ROWS: usize = 4;
 /// `conv1d`: threads (and outputs) per block.
 pub const CONV1D_BLOCK: usize = 256;
