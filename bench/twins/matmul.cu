@@ -251,3 +251,130 @@ MATMUL_VEC4(matmul_vec4_64x64, 64, 64, 8, 8, 8, 6)
 MATMUL_VEC4(matmul_vec4_64x64_t4, 64, 64, 16, 4, 4, 3)
 MATMUL_VEC4(matmul_vec4_128x64_k16, 128, 64, 16, 8, 8, 2)
 #undef MATMUL_VEC4
+
+// Step 5: cp.async staging, three stages, an 8x16 sub-tile per thread (interface::matmul::ASYNC_*).
+constexpr int ASYNC_BM = 128, ASYNC_BN = 256, ASYNC_BK = 8, ASYNC_TM = 8, ASYNC_TN = 16, ASYNC_STAGES = 3;
+constexpr int ASYNC_THREADS = (ASYNC_BM / ASYNC_TM) * (ASYNC_BN / ASYNC_TN);
+constexpr int ASYNC_A_STRIDE = ASYNC_BM + 4;
+constexpr int ASYNC_STAGE_FLOATS = ASYNC_BK * (ASYNC_A_STRIDE + ASYNC_BN);
+
+static __device__ __forceinline__ unsigned shared_address(const void* p) {
+    size_t address;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(address) : "l"(p));
+    return (unsigned)address;
+}
+static __device__ __forceinline__ void copy_async_4(unsigned shared, const float* global, unsigned bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(shared), "l"(global), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void copy_async_16(unsigned shared, const float* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(global) : "memory");
+}
+static __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void wait_copies_but_newest() {
+    static_assert(ASYNC_STAGES - 2 == 1, "wait_group below");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+}
+
+template <bool CHECKED>
+__device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, const float* __restrict__ b, float* c,
+                                                  size_t m, size_t n, size_t k) {
+    constexpr size_t A_COPIES = ASYNC_BM * ASYNC_BK / ASYNC_THREADS;
+    constexpr size_t B_COPIES = ASYNC_BK * ASYNC_BN / 4 / ASYNC_THREADS;
+    constexpr size_t WARP_ROWS = ASYNC_TM / 4 * 16, WARP_COLS = ASYNC_TN / 4 * 32;
+    float* shared = reinterpret_cast<float*>(matmul_shared4);
+    unsigned shared_base = shared_address(shared);
+    size_t tid = threadIdx.x;
+    size_t warp = tid / 32, lane_id = tid % 32;
+    size_t row0 = (warp / (ASYNC_BN / WARP_COLS)) * WARP_ROWS + (lane_id / 8) * 4;
+    size_t col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane_id % 8) * 4;
+    size_t block_row = (size_t)blockIdx.y * ASYNC_BM, block_col = (size_t)blockIdx.x * ASYNC_BN;
+    size_t slices = (k + ASYNC_BK - 1) / ASYNC_BK;
+
+    auto stage_slice = [&](size_t stage, size_t t) {
+        unsigned a_stage = shared_base + (unsigned)(stage * ASYNC_STAGE_FLOATS * 4);
+        unsigned b_stage = a_stage + ASYNC_BK * ASYNC_A_STRIDE * 4;
+#pragma unroll
+        for (size_t l = 0; l < A_COPIES; ++l) {
+            size_t e = tid + l * ASYNC_THREADS;
+            size_t kk = e % ASYNC_BK, r = e / ASYNC_BK;
+            size_t row = block_row + r, col = t + kk;
+            bool inside = !CHECKED || (row < m && col < k);
+            copy_async_4(a_stage + (unsigned)((kk * ASYNC_A_STRIDE + r) * 4), inside ? a + row * k + col : a,
+                         inside ? 4 : 0);
+        }
+#pragma unroll
+        for (size_t l = 0; l < B_COPIES; ++l) {
+            size_t e = tid + l * ASYNC_THREADS;
+            size_t r = e / (ASYNC_BN / 4), col = e % (ASYNC_BN / 4) * 4;
+            unsigned to = b_stage + (unsigned)((r * ASYNC_BN + col) * 4);
+            if (!CHECKED) {
+                copy_async_16(to, b + (t + r) * n + block_col + col);
+            } else {
+                for (size_t j = 0; j < 4; ++j) {
+                    size_t row = t + r, cj = block_col + col + j;
+                    bool inside = row < k && cj < n;
+                    copy_async_4(to + 4 * (unsigned)j, inside ? b + row * n + cj : b, inside ? 4 : 0);
+                }
+            }
+        }
+    };
+
+#pragma unroll
+    for (size_t s = 0; s < ASYNC_STAGES - 1; ++s) {
+        if (s < slices) stage_slice(s, s * ASYNC_BK);
+        commit_copies();
+    }
+
+    float acc[ASYNC_TM][ASYNC_TN] = {};
+    size_t stage = 0, free_stage = ASYNC_STAGES - 1;
+    for (size_t t = 0; t < slices; ++t) {
+        wait_copies_but_newest();
+        __syncthreads();
+        if (t + ASYNC_STAGES - 1 < slices) stage_slice(free_stage, (t + ASYNC_STAGES - 1) * ASYNC_BK);
+        commit_copies();
+
+        const float* a_stage = shared + stage * ASYNC_STAGE_FLOATS + row0;
+        const float* b_stage = shared + stage * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0;
+#pragma unroll
+        for (int kk = 0; kk < ASYNC_BK; ++kk) {
+            float4 a_frag[ASYNC_TM / 4], b_frag[ASYNC_TN / 4];
+            for (int g = 0; g < ASYNC_TM / 4; ++g)
+                a_frag[g] = *reinterpret_cast<const float4*>(a_stage + kk * ASYNC_A_STRIDE + g * 16);
+            for (int g = 0; g < ASYNC_TN / 4; ++g)
+                b_frag[g] = *reinterpret_cast<const float4*>(b_stage + kk * ASYNC_BN + g * 32);
+#pragma unroll
+            for (int i = 0; i < ASYNC_TM; ++i)
+#pragma unroll
+                for (int j = 0; j < ASYNC_TN; ++j) acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
+        }
+        stage = stage + 1 == ASYNC_STAGES ? 0 : stage + 1;
+        free_stage = free_stage + 1 == ASYNC_STAGES ? 0 : free_stage + 1;
+    }
+
+    for (int i = 0; i < ASYNC_TM; ++i) {
+        size_t row = block_row + row0 + (i / 4) * 16 + i % 4;
+        for (int g = 0; g < ASYNC_TN / 4; ++g) {
+            size_t col = block_col + col0 + g * 32;
+            float4 v = make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
+            if (!CHECKED || (row < m && col + 4 <= n && n % 4 == 0)) {
+                *reinterpret_cast<float4*>(c + row * n + col) = v;
+            } else {
+                for (int j = 0; j < 4; ++j) {
+                    if (row < m && col + j < n) c[row * n + col + j] = lane(v, j);
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(ASYNC_THREADS, 1)
+    matmul_async_128x256(const float* __restrict__ a, size_t a_len, const float* __restrict__ b, size_t b_len,
+                         float* c, size_t m, size_t n, size_t k) {
+    bool interior = ((size_t)blockIdx.y + 1) * ASYNC_BM <= m && ((size_t)blockIdx.x + 1) * ASYNC_BN <= n &&
+                    k % ASYNC_BK == 0 && n % 4 == 0;
+    if (interior) {
+        matmul_async_body<false>(a, b, c, m, n, k);
+    } else {
+        matmul_async_body<true>(a, b, c, m, n, k);
+    }
+}

@@ -588,6 +588,9 @@ struct Runner {
             vec4("matmul_vec4_64x64", 64, 64, 8, 8, 8),
             vec4("matmul_vec4_64x64_t4", 64, 64, 16, 4, 4),
             vec4("matmul_vec4_128x64_k16", 128, 64, 16, 8, 8),
+            // interface::matmul::ASYNC_*: 128 x 256 tiles, 256 threads, three stages of
+            // 8 * (132 + 256) floats.
+            {"matmul_async_128x256", 128, 256, 256, 3 * 8 * (132 + 256) * 4, true},
         };
         for (size_t side : {small, large}) {
             size_t m = side, n = side, k = side;

@@ -23,7 +23,7 @@ pub struct LaunchBounds {
 }
 
 /// Every kernel that has launch bounds.
-pub const LAUNCH_BOUNDS: &[LaunchBounds] = matmul::TILE_BOUNDS;
+pub const LAUNCH_BOUNDS: &[LaunchBounds] = matmul::SGEMM_BOUNDS;
 
 /// Launch shapes of the element-wise kernels with 16-byte accesses.
 pub mod vector {

@@ -94,6 +94,38 @@ impl TileConfig {
 /// Most 16-byte pieces of one slice a thread of `matmul_vec4` stages per step.
 pub const MAX_LOADS: usize = 4;
 
+/// Step 5, `matmul_async_128x256`: a block of [`ASYNC_THREADS`] computes an
+/// `ASYNC_BM × ASYNC_BN` tile of `C` in slices of `ASYNC_BK` along `k`, each thread an
+/// `ASYNC_TM × ASYNC_TN` sub-tile; [`ASYNC_STAGES`] slices are in flight in shared memory.
+pub const ASYNC_BM: usize = 128;
+pub const ASYNC_BN: usize = 256;
+pub const ASYNC_BK: usize = 8;
+pub const ASYNC_TM: usize = 8;
+pub const ASYNC_TN: usize = 16;
+pub const ASYNC_STAGES: usize = 3;
+pub const ASYNC_THREADS: usize = (ASYNC_BM / ASYNC_TM) * (ASYNC_BN / ASYNC_TN);
+/// Floats between consecutive `k` of the transposed `A` slice: 4 more than `ASYNC_BM`, so the
+/// 8 `k` × 4 rows a warp stages per copy fall in 32 different banks.
+pub const ASYNC_A_STRIDE: usize = ASYNC_BM + 4;
+/// One stage: the transposed `A` slice, then the `B` slice.
+pub const ASYNC_STAGE_FLOATS: usize = ASYNC_BK * (ASYNC_A_STRIDE + ASYNC_BN);
+pub const ASYNC_SHARED_BYTES: usize = ASYNC_STAGES * ASYNC_STAGE_FLOATS * 4;
+/// Its registers (about 250 of them) allow one block per SM.
+pub const ASYNC_BOUNDS: LaunchBounds =
+    LaunchBounds { kernel: "matmul_async_128x256", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
+// The kernel's layout: 8 warps of 4×8 threads, 4-byte copies of A with 8 consecutive `k` per
+// row (a 32-byte sector), a whole number of 16-byte copies of B per thread, and at most
+// 48 KiB of shared memory (the most a launch gets without opting in).
+const _: () = assert!(
+    ASYNC_BK == 8
+        && ASYNC_TM == 8
+        && ASYNC_TN == 16
+        && ASYNC_THREADS == 256
+        && ASYNC_BM * ASYNC_BK % ASYNC_THREADS == 0
+        && ASYNC_BK * ASYNC_BN / 4 % ASYNC_THREADS == 0
+        && ASYNC_SHARED_BYTES <= 48 * 1024
+);
+
 /// Calls `$then!` with every SGEMM configuration, as `(kernel, BM, BN, BK, TM, TN, blocks per
 /// SM)` tuples: the kernels crate defines one kernel per tuple, this crate lists them as
 /// [`TILE_CONFIGS`]; the list is written once, here. The first is the default (`vec4`).
@@ -117,9 +149,9 @@ macro_rules! tile_configs {
         /// Every SGEMM configuration; the first is the default.
         pub const TILE_CONFIGS: &[TileConfig] =
             &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks)),+];
-        /// Their launch bounds, for the PTX builder.
-        pub const TILE_BOUNDS: &[LaunchBounds] =
-            &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+];
+        /// Their launch bounds and step 5's, for the PTX builder.
+        pub const SGEMM_BOUNDS: &[LaunchBounds] =
+            &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+, ASYNC_BOUNDS];
     };
 }
 crate::sgemm_configs!(tile_configs);

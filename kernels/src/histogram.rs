@@ -45,16 +45,6 @@ unsafe fn histogram_global<R: BinRule>(values: &[R::Value], rule: R, counts: *mu
     }
 }
 
-/// The shared-memory address (`.shared` window, 32 bits) of a generic pointer into shared
-/// memory. Taken once per thread: converting at every increment costs the loop 8 more
-/// instructions, which ptxas does not hoist.
-#[inline(always)]
-unsafe fn shared_address(ptr: *mut u32) -> u32 {
-    let address: u64;
-    asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) address, p = in(reg64) ptr);
-    address as u32
-}
-
 /// `local[bin] += 1`, `local` a shared address, as a shared-memory reduction (`red.shared`):
 /// no value comes back, so the SM does not wait for one.
 #[inline(always)]
@@ -85,7 +75,9 @@ unsafe fn privatized<R: BinRule>(rule: R, counts: *mut u32, count_values: impl F
     }
     thread::sync_threads();
 
-    count_values(shared_address(local));
+    // Taken once per thread: converting at every increment costs the loop 8 more
+    // instructions, which ptxas does not hoist.
+    count_values(crate::shared_address(local));
     thread::sync_threads();
 
     let mut b = tid;

@@ -30,7 +30,17 @@ pub mod saxpy;
 pub mod transpose;
 pub mod vector_add;
 
+use core::arch::asm;
 use cuda_std::thread;
+
+/// The shared-memory address (`.shared` window, 32 bits) of a generic pointer into shared
+/// memory: what `red.shared` and `cp.async` take.
+#[inline(always)]
+pub unsafe fn shared_address<T>(ptr: *mut T) -> u32 {
+    let address: u64;
+    asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) address, p = in(reg64) ptr);
+    address as u32
+}
 
 /// This thread's index in a 1D grid, `blockIdx.x * blockDim.x + threadIdx.x`, computed in 64
 /// bits: cuda_std's `index_1d` is a `u32`, which wraps once an array passes 2^32 elements.

@@ -1,7 +1,8 @@
-//! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in four steps a
+//! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in five steps a
 //! reader can compare (`host matmul` runs them side by side). Measured at 4096³ on an H100
-//! (2026-11-23, cuBLAS 51.7 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2 and
-//! vectorized + double-buffered 45.0 TFLOP/s (docs/performance.md).
+//! (2026-11-23, cuBLAS 51.7 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2,
+//! vectorized + double-buffered 45.0 and `cp.async` with 8×16 sub-tiles 46.3 TFLOP/s
+//! (docs/performance.md).
 //!
 //! **`matmul_naive`**: one thread per element of `C`, a 2D grid of 2D blocks:
 //! `row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + threadIdx.x`.
@@ -32,11 +33,18 @@
 //!
 //! **`matmul_vec4_128x128`**: the same blocking with 16-byte loads, conflict-free shared
 //! reads and double buffering; see [`matmul_vec4`] below.
+//!
+//! **`matmul_async_128x256`**: copies that bypass the registers (`cp.async`), three slices in
+//! flight, and an 8×16 sub-tile per thread; see [`matmul_async`] below.
 
-use crate::Quad;
+use crate::{shared_address, Quad};
+use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
-use interface::matmul::{BK, BM, BN, LARGE_TILE, MAX_LOADS, SMALL_TILE, TM, TN};
+use interface::matmul::{
+    ASYNC_A_STRIDE, ASYNC_BK, ASYNC_BM, ASYNC_BN, ASYNC_STAGES, ASYNC_STAGE_FLOATS, ASYNC_THREADS, ASYNC_TM, ASYNC_TN,
+    BK, BM, BN, LARGE_TILE, MAX_LOADS, SMALL_TILE, TM, TN,
+};
 
 #[kernel]
 pub unsafe fn matmul_naive(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
@@ -426,3 +434,184 @@ macro_rules! vec4_kernels {
     )+};
 }
 interface::sgemm_configs!(vec4_kernels);
+
+/// Copies the first `bytes` (4 or 0) of the 4 bytes at `global` to the shared address `shared`
+/// and zero-fills the rest, without the value passing through a register: the SM's copy
+/// engine (`cp.async`, sm_80+) writes it into shared memory when it arrives.
+#[inline(always)]
+unsafe fn copy_async_4(shared: u32, global: *const f32, bytes: u32) {
+    asm!("cp.async.ca.shared.global [{s}], [{g}], 4, {n};", s = in(reg32) shared, g = in(reg64) global, n = in(reg32) bytes);
+}
+
+/// Copies 16 bytes from `global` (16-byte aligned) to the shared address `shared`, like
+/// [`copy_async_4`], bypassing L1 (`.cg`): B's pieces are read once per block.
+#[inline(always)]
+unsafe fn copy_async_16(shared: u32, global: *const f32) {
+    asm!("cp.async.cg.shared.global [{s}], [{g}], 16;", s = in(reg32) shared, g = in(reg64) global);
+}
+
+/// Closes the group of copies issued since the last call: waits count groups.
+#[inline(always)]
+unsafe fn commit_copies() {
+    asm!("cp.async.commit_group;");
+}
+
+/// Waits until at most one group of copies, the newest, is still in flight
+/// (`ASYNC_STAGES - 2` of them: the slices staged ahead of the one the block computes next).
+#[inline(always)]
+unsafe fn wait_copies_but_newest() {
+    const _: () = assert!(ASYNC_STAGES - 2 == 1, "the wait below keeps ASYNC_STAGES - 2 groups in flight");
+    asm!("cp.async.wait_group 1;");
+}
+
+/// **Step 5, `matmul_async_128x256`**: what step 4 still lost to cuBLAS on an H100 was issue
+/// slots, not work: the same instruction count, but a warp ready on 76.6% of the cycles
+/// against cuBLAS's 91.1% (ncu), most of the difference dispatch stalls of the FMAs.
+/// - Copies without registers: `cp.async` moves each slice from global to shared memory while
+///   the block computes on another. Step 4 held a slice's 16 floats per thread in registers
+///   through the FMAs; here those registers hold more of `C` instead.
+/// - Three stages: slices `t + 1` and `t + 2` are in flight while slice `t` is multiplied,
+///   and a block waits only for the oldest (`cp.async.wait_group`), once per slice, with one
+///   barrier.
+/// - An 8×16 sub-tile per thread (128 accumulators) on a 128×256 block tile: per `k` a thread
+///   loads 8 + 16 values from shared memory for 128 FMAs, 5.3 FMAs per value against step 4's 4.
+/// - Warp tiles: a warp owns a 32×128 piece of the tile, its lanes 4×8 groups of 4×4 outputs,
+///   so per `k` a warp reads 4 distinct `A` pieces (broadcast) and 128 contiguous bytes of `B`.
+/// - `A` is transposed on its way in, by 4-byte copies: 8 consecutive `k` of a row (one
+///   32-byte sector) per 8 threads, into rows of 132 floats, so a warp's 32 copies land in 32
+///   different banks.
+/// - The FMA order matters: ptxas keeps it, and the register-bank conflicts its allocation of
+///   the 128 accumulators then meets depend on it. Of eight orders compiled from this kernel
+///   (rows or columns outer, zigzag or not, forwards or backwards), row by row was among the
+///   fastest, 0.905× cuBLAS at 4096³, and column by column the slowest, 0.82×.
+/// - Edge blocks copy element by element with `cp.async`'s zero-fill (0 bytes read from
+///   outside the matrices, zeros written), so any m, n, k is correct; interior blocks copy `B`
+///   16 bytes at a time and store `C` without checks.
+#[inline(always)]
+unsafe fn matmul_async(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
+    let interior = (thread::block_idx_y() as usize + 1) * ASYNC_BM <= m
+        && (thread::block_idx_x() as usize + 1) * ASYNC_BN <= n
+        && k % ASYNC_BK == 0
+        && n % 4 == 0;
+    if interior {
+        matmul_async_body::<false>(a, b, c, m, n, k);
+    } else {
+        matmul_async_body::<true>(a, b, c, m, n, k);
+    }
+}
+
+#[inline(always)]
+unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
+    const A_COPIES: usize = ASYNC_BM * ASYNC_BK / ASYNC_THREADS;
+    const B_COPIES: usize = ASYNC_BK * ASYNC_BN / 4 / ASYNC_THREADS;
+    // A warp's tile: 4×8 lanes, each TM/4 × TN/4 groups of 4×4, groups 16 rows / 32 columns apart.
+    const WARP_ROWS: usize = ASYNC_TM / 4 * 16;
+    const WARP_COLS: usize = ASYNC_TN / 4 * 32;
+    let shared = dynamic_shared_mem::<f32>();
+    let shared_base = shared_address(shared);
+    let tid = thread::thread_idx_x() as usize;
+    let (warp, lane) = (tid / 32, tid % 32);
+    let row0 = (warp / (ASYNC_BN / WARP_COLS)) * WARP_ROWS + (lane / 8) * 4;
+    let col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane % 8) * 4;
+    let block_row = thread::block_idx_y() as usize * ASYNC_BM;
+    let block_col = thread::block_idx_x() as usize * ASYNC_BN;
+    let slices = (k + ASYNC_BK - 1) / ASYNC_BK;
+
+    // Issues the copies of the slice starting at `t` into `stage`.
+    let stage_slice = |stage: usize, t: usize| {
+        let a_stage = shared_base + (stage * ASYNC_STAGE_FLOATS * 4) as u32;
+        let b_stage = a_stage + (ASYNC_BK * ASYNC_A_STRIDE * 4) as u32;
+        crate::unroll!([0, 1, 2, 3], |l| {
+            if l < A_COPIES {
+                let e = tid + l * ASYNC_THREADS;
+                let (kk, r) = (e % ASYNC_BK, e / ASYNC_BK);
+                let (row, col) = (block_row + r, t + kk);
+                let inside = !CHECKED || (row < m && col < k);
+                let from = if inside { a.as_ptr().add(row * k + col) } else { a.as_ptr() };
+                copy_async_4(a_stage + ((kk * ASYNC_A_STRIDE + r) * 4) as u32, from, if inside { 4 } else { 0 });
+            }
+        });
+        crate::unroll!([0, 1], |l| {
+            if l < B_COPIES {
+                let e = tid + l * ASYNC_THREADS;
+                let (r, col) = (e / (ASYNC_BN / 4), e % (ASYNC_BN / 4) * 4);
+                let to = b_stage + ((r * ASYNC_BN + col) * 4) as u32;
+                if !CHECKED {
+                    copy_async_16(to, b.as_ptr().add((t + r) * n + block_col + col));
+                } else {
+                    for j in 0..4 {
+                        let (row, col) = (t + r, block_col + col + j);
+                        let inside = row < k && col < n;
+                        let from = if inside { b.as_ptr().add(row * n + col) } else { b.as_ptr() };
+                        copy_async_4(to + 4 * j as u32, from, if inside { 4 } else { 0 });
+                    }
+                }
+            }
+        });
+    };
+
+    // Slices 0 .. STAGES-1 go in flight first; a group is committed even when empty, so that
+    // "all but the newest group" always means "all but the newest slice".
+    crate::unroll!([0, 1], |s| {
+        if s < slices {
+            stage_slice(s, s * ASYNC_BK);
+        }
+        commit_copies();
+    });
+
+    let mut acc = [[0.0f32; ASYNC_TN]; ASYNC_TM];
+    let (mut stage, mut free_stage) = (0, ASYNC_STAGES - 1);
+    for t in 0..slices {
+        // Slice t has landed (only t + 1 may still be in flight) and, after the barrier, every
+        // thread is done with slice t - 1, whose stage the copies of slice t + 2 now reuse.
+        wait_copies_but_newest();
+        thread::sync_threads();
+        if t + ASYNC_STAGES - 1 < slices {
+            stage_slice(free_stage, (t + ASYNC_STAGES - 1) * ASYNC_BK);
+        }
+        commit_copies();
+
+        let a_stage = shared.add(stage * ASYNC_STAGE_FLOATS + row0);
+        let b_stage = shared.add(stage * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0);
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |kk| {
+            let mut a_frag = [Quad([0.0f32; 4]); ASYNC_TM / 4];
+            let mut b_frag = [Quad([0.0f32; 4]); ASYNC_TN / 4];
+            for g in 0..ASYNC_TM / 4 {
+                a_frag[g] = *(a_stage.add(kk * ASYNC_A_STRIDE + g * 16) as *const Float4);
+            }
+            for g in 0..ASYNC_TN / 4 {
+                b_frag[g] = *(b_stage.add(kk * ASYNC_BN + g * 32) as *const Float4);
+            }
+            // Row by row: see the doc comment on the order.
+            crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |i| {
+                crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], |j| {
+                    acc[i][j] += a_frag[i / 4].0[i % 4] * b_frag[j / 4].0[j % 4];
+                });
+            });
+        });
+        stage = if stage + 1 == ASYNC_STAGES { 0 } else { stage + 1 };
+        free_stage = if free_stage + 1 == ASYNC_STAGES { 0 } else { free_stage + 1 };
+    }
+
+    for i in 0..ASYNC_TM {
+        let row = block_row + row0 + (i / 4) * 16 + i % 4;
+        for g in 0..ASYNC_TN / 4 {
+            let col = block_col + col0 + g * 32;
+            let v = Quad([acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]]);
+            if !CHECKED || (row < m && col + 4 <= n && n % 4 == 0) {
+                *(c.add(row * n + col) as *mut Float4) = v;
+            } else {
+                for j in 0..4 {
+                    if row < m && col + j < n {
+                        *c.add(row * n + col + j) = v.0[j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[kernel]
+pub unsafe fn matmul_async_128x256(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_async(a, b, c, m, n, k);
+}

@@ -20,8 +20,8 @@ use crate::tuning::{self, Choice, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 use interface::matmul::{
-    tiled_shared_bytes, TileConfig, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE,
-    NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
+    tiled_shared_bytes, TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES,
+    BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
 };
 use ndarray::ArrayView2;
 use std::collections::HashMap;
@@ -36,6 +36,7 @@ crate::variants! {
         Tiled32 => ("tiled32", "matmul_tiled_32"),
         Blocked => ("blocked", "matmul_blocked_128x128"),
         Vec4 => ("vec4", "matmul_vec4_128x128"),
+        Async => ("async", "matmul_async_128x256"),
     }
 }
 
@@ -50,6 +51,9 @@ impl Step {
             Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
             Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
             Step::Vec4 => tile_launch(&DEFAULT_TILE, m, n),
+            Step::Async => {
+                LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES)
+            }
         }
     }
 }
@@ -292,7 +296,7 @@ fn cached_tile(path: &Path, device: &str, class: &str) -> GpuResult<Option<(&'st
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized; --tune picks tile sizes";
+        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized, cp.async; --tune picks tile sizes";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -305,7 +309,7 @@ impl Kernel for Matmul {
     fn sizes(purpose: Purpose) -> Vec<String> {
         let cube = |side: usize| format!("--m {side} --n {side} --k {side}");
         // The simple kernels alone would take most of a sweep at 8192.
-        let fast = |side: usize| format!("{} --variant blocked --variant vec4", cube(side));
+        let fast = |side: usize| format!("{} --variant blocked --variant vec4 --variant async", cube(side));
         match purpose {
             Purpose::Default => vec![String::new()],
             Purpose::Check => {
