@@ -99,6 +99,19 @@ static __device__ __forceinline__ float lane(float4 v, int j) {
     return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
+// v at C[row][col .. col + 4]: one 16-byte store when unchecked or all four are inside C on an
+// aligned row, else the elements inside C one at a time.
+template <bool CHECKED>
+static __device__ __forceinline__ void store_c4(float* c, size_t row, size_t col, size_t m, size_t n, float4 v) {
+    if (!CHECKED || (row < m && col + 4 <= n && n % 4 == 0)) {
+        *reinterpret_cast<float4*>(c + row * n + col) = v;
+    } else {
+        for (int j = 0; j < 4; ++j) {
+            if (row < m && col + j < n) c[row * n + col + j] = lane(v, j);
+        }
+    }
+}
+
 // Four consecutive elements from `p`, zero past the first `valid`: one 16-byte load when all
 // four exist and `aligned` (the row length is a multiple of 4), else one element at a time.
 static __device__ __forceinline__ float4 load4(const float* __restrict__ p, size_t valid, bool aligned) {
@@ -211,13 +224,7 @@ __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, co
         for (int g = 0; g < TN / 4; ++g) {
             size_t col = block_col + g * col_step + tx * 4;
             float4 v = make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
-            if (!CHECKED || (row < m && col + 4 <= n && n % 4 == 0)) {
-                *reinterpret_cast<float4*>(c + row * n + col) = v;
-            } else {
-                for (int j = 0; j < 4; ++j) {
-                    if (row < m && col + j < n) c[row * n + col + j] = lane(v, j);
-                }
-            }
+            store_c4<CHECKED>(c, row, col, m, n, v);
         }
     }
 }
@@ -356,13 +363,7 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
         for (int g = 0; g < ASYNC_TN / 4; ++g) {
             size_t col = block_col + col0 + g * 32;
             float4 v = make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
-            if (!CHECKED || (row < m && col + 4 <= n && n % 4 == 0)) {
-                *reinterpret_cast<float4*>(c + row * n + col) = v;
-            } else {
-                for (int j = 0; j < 4; ++j) {
-                    if (row < m && col + j < n) c[row * n + col + j] = lane(v, j);
-                }
-            }
+            store_c4<CHECKED>(c, row, col, m, n, v);
         }
     }
 }

@@ -243,6 +243,31 @@ unsafe fn load4(p: *const f32, valid: usize, aligned: bool) -> Float4 {
     }
 }
 
+/// Whether this block's `bm × bn` tile of C lies inside C, on rows 16-byte aligned, with `k` a
+/// whole number of `bk` slices: then it needs no bounds checks at all.
+#[inline(always)]
+fn interior_block(bm: usize, bn: usize, bk: usize, m: usize, n: usize, k: usize) -> bool {
+    (thread::block_idx_y() as usize + 1) * bm <= m
+        && (thread::block_idx_x() as usize + 1) * bn <= n
+        && k % bk == 0
+        && n % 4 == 0
+}
+
+/// Stores `v` at `C[row][col .. col + 4]`: one 16-byte store when unchecked or when all four
+/// lie inside C on an aligned row, else the elements inside C one at a time.
+#[inline(always)]
+unsafe fn store_c4<const CHECKED: bool>(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v: &Float4) {
+    if !CHECKED || (row < m && col + 4 <= n && n % 4 == 0) {
+        *(c.add(row * n + col) as *mut Float4) = *v;
+    } else {
+        for j in 0..4 {
+            if row < m && col + j < n {
+                *c.add(row * n + col + j) = v.0[j];
+            }
+        }
+    }
+}
+
 /// **Step 4, `matmul_vec4_128x128`** (`matmul_vec4::<BM, BN, BK, TM, TN>`): the
 /// register-blocked kernel with the memory traffic reshaped.
 /// - 128-bit global loads: per step each thread fetches the same number of `Float4` of `A`
@@ -286,14 +311,9 @@ unsafe fn matmul_vec4<
     n: usize,
     k: usize,
 ) {
-    // A block whose tile lies inside C, on rows 16-byte aligned, with k a whole number of
-    // slices, needs no bounds checks at all: it runs a copy of the body without them. The
-    // choice is per block (uniform), so no warp diverges; only edge blocks pay for checks.
-    let interior = (thread::block_idx_y() as usize + 1) * BM <= m
-        && (thread::block_idx_x() as usize + 1) * BN <= n
-        && k % BK == 0
-        && n % 4 == 0;
-    if interior {
+    // Interior blocks run a copy of the body without checks. The choice is per block
+    // (uniform), so no warp diverges; only edge blocks pay for checks.
+    if interior_block(BM, BN, BK, m, n, k) {
         matmul_vec4_body::<BM, BN, BK, TM, TN, false>(a, b, c, m, n, k);
     } else {
         matmul_vec4_body::<BM, BN, BK, TM, TN, true>(a, b, c, m, n, k);
@@ -411,15 +431,7 @@ unsafe fn matmul_vec4_body<
         for g in 0..TN / 4 {
             let col = block_col + g * col_step + tx * 4;
             let v = Quad([acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]]);
-            if !CHECKED || (row < m && col + 4 <= n && n % 4 == 0) {
-                *(c.add(row * n + col) as *mut Float4) = v;
-            } else {
-                for j in 0..4 {
-                    if row < m && col + j < n {
-                        *c.add(row * n + col + j) = v.0[j];
-                    }
-                }
-            }
+            store_c4::<CHECKED>(c, row, col, m, n, &v);
         }
     }
 }
@@ -489,11 +501,7 @@ unsafe fn wait_copies_but_newest() {
 ///   16 bytes at a time and store `C` without checks.
 #[inline(always)]
 unsafe fn matmul_async(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
-    let interior = (thread::block_idx_y() as usize + 1) * ASYNC_BM <= m
-        && (thread::block_idx_x() as usize + 1) * ASYNC_BN <= n
-        && k % ASYNC_BK == 0
-        && n % 4 == 0;
-    if interior {
+    if interior_block(ASYNC_BM, ASYNC_BN, ASYNC_BK, m, n, k) {
         matmul_async_body::<false>(a, b, c, m, n, k);
     } else {
         matmul_async_body::<true>(a, b, c, m, n, k);
@@ -598,15 +606,7 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
         for g in 0..ASYNC_TN / 4 {
             let col = block_col + col0 + g * 32;
             let v = Quad([acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]]);
-            if !CHECKED || (row < m && col + 4 <= n && n % 4 == 0) {
-                *(c.add(row * n + col) as *mut Float4) = v;
-            } else {
-                for j in 0..4 {
-                    if row < m && col + j < n {
-                        *c.add(row * n + col + j) = v.0[j];
-                    }
-                }
-            }
+            store_c4::<CHECKED>(c, row, col, m, n, &v);
         }
     }
 }
