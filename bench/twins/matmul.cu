@@ -295,49 +295,54 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
     size_t row0 = (warp / (ASYNC_BN / WARP_COLS)) * WARP_ROWS + (lane_id / 8) * 4;
     size_t col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane_id % 8) * 4;
     size_t block_row = (size_t)blockIdx.y * ASYNC_BM, block_col = (size_t)blockIdx.x * ASYNC_BN;
-    size_t slices = (k + ASYNC_BK - 1) / ASYNC_BK;
+    unsigned slices = (unsigned)((k + ASYNC_BK - 1) / ASYNC_BK);
 
-    auto stage_slice = [&](size_t stage, size_t t) {
-        unsigned a_stage = shared_base + (unsigned)(stage * ASYNC_STAGE_FLOATS * 4);
-        unsigned b_stage = a_stage + ASYNC_BK * ASYNC_A_STRIDE * 4;
+    constexpr size_t A_ROW_STEP = ASYNC_THREADS / ASYNC_BK, B_ROW_STEP = ASYNC_THREADS / (ASYNC_BN / 4);
+    size_t a_kk = tid % ASYNC_BK, a_row = tid / ASYNC_BK;
+    size_t b_row = tid / (ASYNC_BN / 4), b_col = tid % (ASYNC_BN / 4) * 4;
+    unsigned a_to = shared_base + (unsigned)((a_kk * ASYNC_A_STRIDE + a_row) * 4);
+    unsigned b_to = shared_base + (unsigned)((ASYNC_BK * ASYNC_A_STRIDE + b_row * ASYNC_BN + b_col) * 4);
+    const float* a_from = a + (block_row + a_row) * k + a_kk;
+    const float* b_from = b + b_row * n + block_col + b_col;
+
+    auto stage_slice = [&](unsigned stage, size_t t, const float* a_from, const float* b_from) {
+        unsigned stage_offset = stage * (unsigned)(ASYNC_STAGE_FLOATS * 4);
 #pragma unroll
         for (size_t l = 0; l < A_COPIES; ++l) {
-            size_t e = tid + l * ASYNC_THREADS;
-            size_t kk = e % ASYNC_BK, r = e / ASYNC_BK;
-            size_t row = block_row + r, col = t + kk;
-            bool inside = !CHECKED || (row < m && col < k);
-            copy_async_4(a_stage + (unsigned)((kk * ASYNC_A_STRIDE + r) * 4), inside ? a + row * k + col : a,
+            bool inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k);
+            copy_async_4(a_to + stage_offset + (unsigned)(l * A_ROW_STEP * 4), inside ? a_from + l * A_ROW_STEP * k : a,
                          inside ? 4 : 0);
         }
 #pragma unroll
         for (size_t l = 0; l < B_COPIES; ++l) {
-            size_t e = tid + l * ASYNC_THREADS;
-            size_t r = e / (ASYNC_BN / 4), col = e % (ASYNC_BN / 4) * 4;
-            unsigned to = b_stage + (unsigned)((r * ASYNC_BN + col) * 4);
+            unsigned to = b_to + stage_offset + (unsigned)(l * B_ROW_STEP * ASYNC_BN * 4);
+            const float* from = b_from + l * B_ROW_STEP * n;
             if (!CHECKED) {
-                copy_async_16(to, b + (t + r) * n + block_col + col);
+                copy_async_16(to, from);
             } else {
                 for (size_t j = 0; j < 4; ++j) {
-                    size_t row = t + r, cj = block_col + col + j;
-                    bool inside = row < k && cj < n;
-                    copy_async_4(to + 4 * (unsigned)j, inside ? b + row * n + cj : b, inside ? 4 : 0);
+                    bool inside = t + b_row + l * B_ROW_STEP < k && block_col + b_col + j < n;
+                    copy_async_4(to + 4 * (unsigned)j, inside ? from + j : b, inside ? 4 : 0);
                 }
             }
         }
     };
 
 #pragma unroll
-    for (size_t s = 0; s < ASYNC_STAGES - 1; ++s) {
-        if (s < slices) stage_slice(s, s * ASYNC_BK);
+    for (unsigned s = 0; s < ASYNC_STAGES - 1; ++s) {
+        if (s < slices) stage_slice(s, s * ASYNC_BK, a_from, b_from);
+        a_from += ASYNC_BK;
+        b_from += ASYNC_BK * n;
         commit_copies();
     }
 
     float acc[ASYNC_TM][ASYNC_TN] = {};
-    size_t stage = 0, free_stage = ASYNC_STAGES - 1;
-    for (size_t t = 0; t < slices; ++t) {
+    unsigned stage = 0, free_stage = ASYNC_STAGES - 1;
+    for (unsigned t = 0; t < slices; ++t) {
         wait_copies_but_newest();
         __syncthreads();
-        if (t + ASYNC_STAGES - 1 < slices) stage_slice(free_stage, (t + ASYNC_STAGES - 1) * ASYNC_BK);
+        if (t + ASYNC_STAGES - 1 < slices)
+            stage_slice(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, a_from, b_from);
         commit_copies();
 
         const float* a_stage = shared + stage * ASYNC_STAGE_FLOATS + row0;
@@ -349,11 +354,17 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
                 a_frag[g] = *reinterpret_cast<const float4*>(a_stage + kk * ASYNC_A_STRIDE + g * 16);
             for (int g = 0; g < ASYNC_TN / 4; ++g)
                 b_frag[g] = *reinterpret_cast<const float4*>(b_stage + kk * ASYNC_BN + g * 32);
+            // Column by column from the last, down and up in turn, as in the Rust kernel.
 #pragma unroll
-            for (int i = 0; i < ASYNC_TM; ++i)
+            for (int j = ASYNC_TN - 1; j >= 0; --j)
 #pragma unroll
-                for (int j = 0; j < ASYNC_TN; ++j) acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
+                for (int step = 0; step < ASYNC_TM; ++step) {
+                    int i = j % 2 == 1 ? ASYNC_TM - 1 - step : step;
+                    acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
+                }
         }
+        a_from += ASYNC_BK;
+        b_from += ASYNC_BK * n;
         stage = stage + 1 == ASYNC_STAGES ? 0 : stage + 1;
         free_stage = free_stage + 1 == ASYNC_STAGES ? 0 : free_stage + 1;
     }
@@ -362,8 +373,9 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
         size_t row = block_row + row0 + (i / 4) * 16 + i % 4;
         for (int g = 0; g < ASYNC_TN / 4; ++g) {
             size_t col = block_col + col0 + g * 32;
-            float4 v = make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
-            store_c4<CHECKED>(c, row, col, m, n, v);
+            // 4-byte stores, as in the Rust kernel.
+            for (int q = 0; q < 4; ++q)
+                if (!CHECKED || (row < m && col + q < n)) c[row * n + col + q] = acc[i][g * 4 + q];
         }
     }
 }

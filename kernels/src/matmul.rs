@@ -1,7 +1,7 @@
 //! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in five steps a
 //! reader can compare (`host matmul` runs them side by side). Measured at 4096³ on an H100
 //! (2026-11-23, cuBLAS 51.7 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2,
-//! vectorized + double-buffered 45.0 and `cp.async` with 8×16 sub-tiles 46.3 TFLOP/s
+//! vectorized + double-buffered 45.0 and `cp.async` with 8×16 sub-tiles 48.5 TFLOP/s
 //! (docs/performance.md).
 //!
 //! **`matmul_naive`**: one thread per element of `C`, a 2D grid of 2D blocks:
@@ -492,10 +492,15 @@ unsafe fn wait_copies_but_newest() {
 /// - `A` is transposed on its way in, by 4-byte copies: 8 consecutive `k` of a row (one
 ///   32-byte sector) per 8 threads, into rows of 132 floats, so a warp's 32 copies land in 32
 ///   different banks.
-/// - The FMA order matters: ptxas keeps it, and the register-bank conflicts its allocation of
-///   the 128 accumulators then meets depend on it. Of eight orders compiled from this kernel
-///   (rows or columns outer, zigzag or not, forwards or backwards), row by row was among the
-///   fastest, 0.905× cuBLAS at 4096³, and column by column the slowest, 0.82×.
+/// - Register banks: ptxas allocates the 128 accumulators itself, and an FMA whose `C` and `B`
+///   registers share a bank waits a cycle (ncu's dispatch stalls). Two choices here gave ptxas
+///   the room to avoid that. `C` is stored 4 bytes at a time, since a 16-byte store pins 4
+///   accumulators to 4 consecutive registers, the banks of the 4 `B` values they meet. And the
+///   FMAs run column by column from the last, down and up in turn: of 128 orders measured on an
+///   H100 (rows or columns first, 4 row and 4 column permutations, zigzag or not), this was
+///   among the fastest, 2–4% ahead of row by row, and the slowest 9% behind it.
+/// - The copy loop adds to two pointers per slice and counts slices and stages in 32 bits,
+///   which leaves about 50 instructions per slice besides the 1024 FMAs and 48 shared loads.
 /// - Edge blocks copy element by element with `cp.async`'s zero-fill (0 bytes read from
 ///   outside the matrices, zeros written), so any m, n, k is correct; interior blocks copy `B`
 ///   16 bytes at a time and store `C` without checks.
@@ -523,34 +528,43 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
     let col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane % 8) * 4;
     let block_row = thread::block_idx_y() as usize * ASYNC_BM;
     let block_col = thread::block_idx_x() as usize * ASYNC_BN;
-    let slices = (k + ASYNC_BK - 1) / ASYNC_BK;
+    // 32-bit slice and stage counters keep the loop's bookkeeping short; a matrix that fits in
+    // GPU memory has far fewer than 2^32 slices.
+    let slices = ((k + ASYNC_BK - 1) / ASYNC_BK) as u32;
+
+    // A thread copies A's rows `a_row + l·A_ROW_STEP` at column `a_kk` of each slice, and B's
+    // rows `b_row + l·B_ROW_STEP` at columns `b_col .. b_col + 4`.
+    const A_ROW_STEP: usize = ASYNC_THREADS / ASYNC_BK;
+    const B_ROW_STEP: usize = ASYNC_THREADS / (ASYNC_BN / 4);
+    let (a_kk, a_row) = (tid % ASYNC_BK, tid / ASYNC_BK);
+    let (b_row, b_col) = (tid / (ASYNC_BN / 4), tid % (ASYNC_BN / 4) * 4);
+    let a_to = shared_base + ((a_kk * ASYNC_A_STRIDE + a_row) * 4) as u32;
+    let b_to = shared_base + ((ASYNC_BK * ASYNC_A_STRIDE + b_row * ASYNC_BN + b_col) * 4) as u32;
+    // The sources of the next slice to stage, moved one slice on per call: the main loop then
+    // adds to two pointers instead of recomputing 64-bit indices for every copy.
+    let mut a_from = a.as_ptr().wrapping_add((block_row + a_row) * k + a_kk);
+    let mut b_from = b.as_ptr().wrapping_add(b_row * n + block_col + b_col);
 
     // Issues the copies of the slice starting at `t` into `stage`.
-    let stage_slice = |stage: usize, t: usize| {
-        let a_stage = shared_base + (stage * ASYNC_STAGE_FLOATS * 4) as u32;
-        let b_stage = a_stage + (ASYNC_BK * ASYNC_A_STRIDE * 4) as u32;
+    let stage_slice = |stage: u32, t: usize, a_from: *const f32, b_from: *const f32| {
+        let stage_offset = stage * (ASYNC_STAGE_FLOATS * 4) as u32;
         crate::unroll!([0, 1, 2, 3], |l| {
             if l < A_COPIES {
-                let e = tid + l * ASYNC_THREADS;
-                let (kk, r) = (e % ASYNC_BK, e / ASYNC_BK);
-                let (row, col) = (block_row + r, t + kk);
-                let inside = !CHECKED || (row < m && col < k);
-                let from = if inside { a.as_ptr().add(row * k + col) } else { a.as_ptr() };
-                copy_async_4(a_stage + ((kk * ASYNC_A_STRIDE + r) * 4) as u32, from, if inside { 4 } else { 0 });
+                let inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k);
+                let from = if inside { a_from.wrapping_add(l * A_ROW_STEP * k) } else { a.as_ptr() };
+                copy_async_4(a_to + stage_offset + (l * A_ROW_STEP * 4) as u32, from, if inside { 4 } else { 0 });
             }
         });
         crate::unroll!([0, 1], |l| {
             if l < B_COPIES {
-                let e = tid + l * ASYNC_THREADS;
-                let (r, col) = (e / (ASYNC_BN / 4), e % (ASYNC_BN / 4) * 4);
-                let to = b_stage + ((r * ASYNC_BN + col) * 4) as u32;
+                let to = b_to + stage_offset + (l * B_ROW_STEP * ASYNC_BN * 4) as u32;
+                let from = b_from.wrapping_add(l * B_ROW_STEP * n);
                 if !CHECKED {
-                    copy_async_16(to, b.as_ptr().add((t + r) * n + block_col + col));
+                    copy_async_16(to, from);
                 } else {
                     for j in 0..4 {
-                        let (row, col) = (t + r, block_col + col + j);
-                        let inside = row < k && col < n;
-                        let from = if inside { b.as_ptr().add(row * n + col) } else { b.as_ptr() };
+                        let inside = t + b_row + l * B_ROW_STEP < k && block_col + b_col + j < n;
+                        let from = if inside { from.wrapping_add(j) } else { b.as_ptr() };
                         copy_async_4(to + 4 * j as u32, from, if inside { 4 } else { 0 });
                     }
                 }
@@ -561,26 +575,29 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
     // Slices 0 .. STAGES-1 go in flight first; a group is committed even when empty, so that
     // "all but the newest group" always means "all but the newest slice".
     crate::unroll!([0, 1], |s| {
-        if s < slices {
-            stage_slice(s, s * ASYNC_BK);
+        if (s as u32) < slices {
+            stage_slice(s as u32, s * ASYNC_BK, a_from, b_from);
+            a_from = a_from.wrapping_add(ASYNC_BK);
+            b_from = b_from.wrapping_add(ASYNC_BK * n);
         }
         commit_copies();
     });
 
     let mut acc = [[0.0f32; ASYNC_TN]; ASYNC_TM];
-    let (mut stage, mut free_stage) = (0, ASYNC_STAGES - 1);
+    const STAGES: u32 = ASYNC_STAGES as u32;
+    let (mut stage, mut free_stage) = (0, STAGES - 1);
     for t in 0..slices {
         // Slice t has landed (only t + 1 may still be in flight) and, after the barrier, every
         // thread is done with slice t - 1, whose stage the copies of slice t + 2 now reuse.
         wait_copies_but_newest();
         thread::sync_threads();
-        if t + ASYNC_STAGES - 1 < slices {
-            stage_slice(free_stage, (t + ASYNC_STAGES - 1) * ASYNC_BK);
+        if t + STAGES - 1 < slices {
+            stage_slice(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, a_from, b_from);
         }
         commit_copies();
 
-        let a_stage = shared.add(stage * ASYNC_STAGE_FLOATS + row0);
-        let b_stage = shared.add(stage * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0);
+        let a_stage = shared.add(stage as usize * ASYNC_STAGE_FLOATS + row0);
+        let b_stage = shared.add(stage as usize * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0);
         crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |kk| {
             let mut a_frag = [Quad([0.0f32; 4]); ASYNC_TM / 4];
             let mut b_frag = [Quad([0.0f32; 4]); ASYNC_TN / 4];
@@ -590,23 +607,32 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
             for g in 0..ASYNC_TN / 4 {
                 b_frag[g] = *(b_stage.add(kk * ASYNC_BN + g * 32) as *const Float4);
             }
-            // Row by row: see the doc comment on the order.
-            crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |i| {
-                crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], |j| {
+            // Column by column from the last, down and up in turn: see the doc comment on the
+            // order.
+            crate::unroll!([15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0], |j| {
+                crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |step| {
+                    let i = if j % 2 == 1 { ASYNC_TM - 1 - step } else { step };
                     acc[i][j] += a_frag[i / 4].0[i % 4] * b_frag[j / 4].0[j % 4];
                 });
             });
         });
-        stage = if stage + 1 == ASYNC_STAGES { 0 } else { stage + 1 };
-        free_stage = if free_stage + 1 == ASYNC_STAGES { 0 } else { free_stage + 1 };
+        a_from = a_from.wrapping_add(ASYNC_BK);
+        b_from = b_from.wrapping_add(ASYNC_BK * n);
+        stage = if stage + 1 == STAGES { 0 } else { stage + 1 };
+        free_stage = if free_stage + 1 == STAGES { 0 } else { free_stage + 1 };
     }
 
     for i in 0..ASYNC_TM {
         let row = block_row + row0 + (i / 4) * 16 + i % 4;
         for g in 0..ASYNC_TN / 4 {
             let col = block_col + col0 + g * 32;
-            let v = Quad([acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]]);
-            store_c4::<CHECKED>(c, row, col, m, n, &v);
+            // 4-byte stores: a 16-byte one would pin 4 accumulators to 4 consecutive registers,
+            // in the same banks as the B values they meet in the FMAs.
+            for q in 0..4 {
+                if !CHECKED || (row < m && col + q < n) {
+                    *c.add(row * n + col + q) = acc[i][g * 4 + q];
+                }
+            }
         }
     }
 }
