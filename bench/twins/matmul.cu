@@ -330,9 +330,11 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
 
 #pragma unroll
     for (unsigned s = 0; s < ASYNC_STAGES - 1; ++s) {
-        if (s < slices) stage_slice(s, s * ASYNC_BK, a_from, b_from);
-        a_from += ASYNC_BK;
-        b_from += ASYNC_BK * n;
+        if (s < slices) {
+            stage_slice(s, s * ASYNC_BK, a_from, b_from);
+            a_from += ASYNC_BK;
+            b_from += ASYNC_BK * n;
+        }
         commit_copies();
     }
 
