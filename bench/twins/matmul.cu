@@ -305,7 +305,7 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
     const float* a_from = a + (block_row + a_row) * k + a_kk;
     const float* b_from = b + b_row * n + block_col + b_col;
 
-    auto stage_slice = [&](unsigned stage, size_t t, const float* a_from, const float* b_from) {
+    auto stage_a = [&](unsigned stage, size_t t, const float* a_from) {
         unsigned stage_offset = stage * (unsigned)(ASYNC_STAGE_FLOATS * 4);
 #pragma unroll
         for (size_t l = 0; l < A_COPIES; ++l) {
@@ -313,6 +313,9 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
             copy_async_4(a_to + stage_offset + (unsigned)(l * A_ROW_STEP * 4), inside ? a_from + l * A_ROW_STEP * k : a,
                          inside ? 4 : 0);
         }
+    };
+    auto stage_b = [&](unsigned stage, size_t t, const float* b_from) {
+        unsigned stage_offset = stage * (unsigned)(ASYNC_STAGE_FLOATS * 4);
 #pragma unroll
         for (size_t l = 0; l < B_COPIES; ++l) {
             unsigned to = b_to + stage_offset + (unsigned)(l * B_ROW_STEP * ASYNC_BN * 4);
@@ -331,7 +334,8 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
 #pragma unroll
     for (unsigned s = 0; s < ASYNC_STAGES - 1; ++s) {
         if (s < slices) {
-            stage_slice(s, s * ASYNC_BK, a_from, b_from);
+            stage_a(s, s * ASYNC_BK, a_from);
+            stage_b(s, s * ASYNC_BK, b_from);
             a_from += ASYNC_BK;
             b_from += ASYNC_BK * n;
         }
@@ -343,9 +347,7 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
     for (unsigned t = 0; t < slices; ++t) {
         wait_copies_but_newest();
         __syncthreads();
-        if (t + ASYNC_STAGES - 1 < slices)
-            stage_slice(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, a_from, b_from);
-        commit_copies();
+        bool copy_ahead = t + ASYNC_STAGES - 1 < slices;
 
         const float* a_stage = shared + stage * ASYNC_STAGE_FLOATS + row0;
         const float* b_stage = shared + stage * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0;
@@ -356,14 +358,21 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
                 a_frag[g] = *reinterpret_cast<const float4*>(a_stage + kk * ASYNC_A_STRIDE + g * 16);
             for (int g = 0; g < ASYNC_TN / 4; ++g)
                 b_frag[g] = *reinterpret_cast<const float4*>(b_stage + kk * ASYNC_BN + g * 32);
-            // Column by column from the last, down and up in turn, as in the Rust kernel.
+            // Column by column, even columns first, two down and two up, as in the Rust kernel.
 #pragma unroll
-            for (int j = ASYNC_TN - 1; j >= 0; --j)
+            for (int n_col = 0; n_col < ASYNC_TN; ++n_col)
 #pragma unroll
                 for (int step = 0; step < ASYNC_TM; ++step) {
-                    int i = j % 2 == 1 ? ASYNC_TM - 1 - step : step;
+                    int j = n_col < ASYNC_TN / 2 ? 2 * n_col : 2 * (n_col - ASYNC_TN / 2) + 1;
+                    int i = j % 4 < 2 ? step : ASYNC_TM - 1 - step;
                     acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
                 }
+            // Slice t + 2 goes in flight between the FMAs, as in the Rust kernel.
+            if (kk == 0 && copy_ahead) stage_a(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, a_from);
+            if (kk == ASYNC_BK / 2) {
+                if (copy_ahead) stage_b(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, b_from);
+                commit_copies();
+            }
         }
         a_from += ASYNC_BK;
         b_from += ASYNC_BK * n;
@@ -371,13 +380,16 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
         free_stage = free_stage + 1 == ASYNC_STAGES ? 0 : free_stage + 1;
     }
 
+#pragma unroll
     for (int i = 0; i < ASYNC_TM; ++i) {
         size_t row = block_row + row0 + (i / 4) * 16 + i % 4;
+#pragma unroll
         for (int g = 0; g < ASYNC_TN / 4; ++g) {
             size_t col = block_col + col0 + g * 32;
-            // 4-byte stores, as in the Rust kernel.
-            for (int q = 0; q < 4; ++q)
-                if (!CHECKED || (row < m && col + q < n)) c[row * n + col + q] = acc[i][g * 4 + q];
+            // + 0.0f: fresh registers for the 16-byte store, as in the Rust kernel.
+            float4 v = make_float4(acc[i][g * 4] + 0.0f, acc[i][g * 4 + 1] + 0.0f, acc[i][g * 4 + 2] + 0.0f,
+                                   acc[i][g * 4 + 3] + 0.0f);
+            store_c4<CHECKED>(c, row, col, m, n, v);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! SGEMM, `C = A × B` for row-major f32 matrices (`A` is m×k, `B` is k×n), in five steps a
 //! reader can compare (`host matmul` runs them side by side). Measured at 4096³ on an H100
-//! (2026-11-23, cuBLAS 51.7 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2,
-//! vectorized + double-buffered 45.0 and `cp.async` with 8×16 sub-tiles 48.5 TFLOP/s
+//! (2026-11-23, cuBLAS 51.6 TFLOP/s): naive 5.1, tiled 8.3, register-blocked 27.2,
+//! vectorized + double-buffered 45.0 and `cp.async` with 8×16 sub-tiles 52.3 TFLOP/s
 //! (docs/performance.md).
 //!
 //! **`matmul_naive`**: one thread per element of `C`, a 2D grid of 2D blocks:
@@ -492,15 +492,22 @@ unsafe fn wait_copies_but_newest() {
 /// - `A` is transposed on its way in, by 4-byte copies: 8 consecutive `k` of a row (one
 ///   32-byte sector) per 8 threads, into rows of 132 floats, so a warp's 32 copies land in 32
 ///   different banks.
+/// - Copies between the FMAs: a `cp.async` reads its address registers only when the memory
+///   pipe takes it, and an instruction that overwrites one of them waits until then (ncu:
+///   long-scoreboard stalls). Issued right after the barrier, the copies held up the first
+///   shared loads, which ptxas gave the same registers. Here `A`'s copies go after the FMAs
+///   of the first `k` and `B`'s after those of the fifth, where 128 FMAs each hide the wait:
+///   2.63 ms at 4096³ against 2.79 with the copies in one place after the barrier.
 /// - Register banks: ptxas allocates the 128 accumulators itself, and an FMA whose `C` and `B`
-///   registers share a bank waits a cycle (ncu's dispatch stalls). Two choices here gave ptxas
-///   the room to avoid that. `C` is stored 4 bytes at a time, since a 16-byte store pins 4
-///   accumulators to 4 consecutive registers, the banks of the 4 `B` values they meet. And the
-///   FMAs run column by column from the last, down and up in turn: of 64 orders measured on an
-///   H100 (rows or columns first, 4 row and 4 column permutations, zigzag or not), this was
-///   the fastest, 2.84 ms at 4096³ against 3.08 for row by row and 3.13 for the slowest.
-/// - The copy loop adds to two pointers per slice and counts slices and stages in 32 bits,
-///   which leaves about 50 instructions per slice besides the 1024 FMAs and 48 shared loads.
+///   registers share a bank waits a cycle (ncu's dispatch stalls). `C` leaves through 16-byte
+///   stores of `acc + 0.0`: fresh registers, since storing the accumulators themselves pins
+///   4 of them to 4 consecutive registers, the banks of the 4 `B` values they meet. And the
+///   FMAs run column by column, even columns first, two columns down the rows and two up: of
+///   64 orders measured on an H100 (rows or columns first, 4 row and 4 column permutations,
+///   zigzag or not), this was the fastest, 2.63 ms against 2.70 for the previous order and
+///   2.98 for the slowest.
+/// - The copies add to two pointers per slice and count slices and stages in 32 bits, which
+///   leaves about 50 instructions per slice besides the 1024 FMAs and 48 shared loads.
 /// - Edge blocks copy element by element with `cp.async`'s zero-fill (0 bytes read from
 ///   outside the matrices, zeros written), so any m, n, k is correct; interior blocks copy `B`
 ///   16 bytes at a time and store `C` without checks.
@@ -545,8 +552,8 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
     let mut a_from = a.as_ptr().wrapping_add((block_row + a_row) * k + a_kk);
     let mut b_from = b.as_ptr().wrapping_add(b_row * n + block_col + b_col);
 
-    // Issues the copies of the slice starting at `t` into `stage`.
-    let stage_slice = |stage: u32, t: usize, a_from: *const f32, b_from: *const f32| {
+    // Issue the copies of A's and of B's part of the slice starting at `t` into `stage`.
+    let stage_a = |stage: u32, t: usize, a_from: *const f32| {
         let stage_offset = stage * (ASYNC_STAGE_FLOATS * 4) as u32;
         crate::unroll!([0, 1, 2, 3], |l| {
             if l < A_COPIES {
@@ -555,6 +562,9 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
                 copy_async_4(a_to + stage_offset + (l * A_ROW_STEP * 4) as u32, from, if inside { 4 } else { 0 });
             }
         });
+    };
+    let stage_b = |stage: u32, t: usize, b_from: *const f32| {
+        let stage_offset = stage * (ASYNC_STAGE_FLOATS * 4) as u32;
         crate::unroll!([0, 1], |l| {
             if l < B_COPIES {
                 let to = b_to + stage_offset + (l * B_ROW_STEP * ASYNC_BN * 4) as u32;
@@ -576,7 +586,8 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
     // "all but the newest group" always means "all but the newest slice".
     crate::unroll!([0, 1], |s| {
         if (s as u32) < slices {
-            stage_slice(s as u32, s * ASYNC_BK, a_from, b_from);
+            stage_a(s as u32, s * ASYNC_BK, a_from);
+            stage_b(s as u32, s * ASYNC_BK, b_from);
             a_from = a_from.wrapping_add(ASYNC_BK);
             b_from = b_from.wrapping_add(ASYNC_BK * n);
         }
@@ -591,10 +602,7 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
         // thread is done with slice t - 1, whose stage the copies of slice t + 2 now reuse.
         wait_copies_but_newest();
         thread::sync_threads();
-        if t + STAGES - 1 < slices {
-            stage_slice(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, a_from, b_from);
-        }
-        commit_copies();
+        let copy_ahead = t + STAGES - 1 < slices;
 
         let a_stage = shared.add(stage as usize * ASYNC_STAGE_FLOATS + row0);
         let b_stage = shared.add(stage as usize * ASYNC_STAGE_FLOATS + ASYNC_BK * ASYNC_A_STRIDE + col0);
@@ -607,14 +615,24 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
             for g in 0..ASYNC_TN / 4 {
                 b_frag[g] = *(b_stage.add(kk * ASYNC_BN + g * 32) as *const Float4);
             }
-            // Column by column from the last, down and up in turn: see the doc comment on the
-            // order.
-            crate::unroll!([15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0], |j| {
+            // Column by column, even columns first, two columns down and two up: see the doc
+            // comment on the order.
+            crate::unroll!([0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15], |j| {
                 crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |step| {
-                    let i = if j % 2 == 1 { ASYNC_TM - 1 - step } else { step };
+                    let i = if j % 4 < 2 { step } else { ASYNC_TM - 1 - step };
                     acc[i][j] += a_frag[i / 4].0[i % 4] * b_frag[j / 4].0[j % 4];
                 });
             });
+            // Slice t + 2 goes in flight between the FMAs: see the doc comment.
+            if kk == 0 && copy_ahead {
+                stage_a(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, a_from);
+            }
+            if kk == ASYNC_BK / 2 {
+                if copy_ahead {
+                    stage_b(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, b_from);
+                }
+                commit_copies();
+            }
         });
         a_from = a_from.wrapping_add(ASYNC_BK);
         b_from = b_from.wrapping_add(ASYNC_BK * n);
@@ -622,19 +640,21 @@ unsafe fn matmul_async_body<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f
         free_stage = if free_stage + 1 == STAGES { 0 } else { free_stage + 1 };
     }
 
-    for i in 0..ASYNC_TM {
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |i| {
         let row = block_row + row0 + (i / 4) * 16 + i % 4;
-        for g in 0..ASYNC_TN / 4 {
+        crate::unroll!([0, 1, 2, 3], |g| {
             let col = block_col + col0 + g * 32;
-            // 4-byte stores: a 16-byte one would pin 4 accumulators to 4 consecutive registers,
-            // in the same banks as the B values they meet in the FMAs.
-            for q in 0..4 {
-                if !CHECKED || (row < m && col + q < n) {
-                    *c.add(row * n + col + q) = acc[i][g * 4 + q];
-                }
-            }
-        }
-    }
+            // `+ 0.0` gives the 16-byte store registers of its own (see the doc comment); it
+            // changes no value but the sign of a zero.
+            let v = Quad([
+                acc[i][g * 4] + 0.0,
+                acc[i][g * 4 + 1] + 0.0,
+                acc[i][g * 4 + 2] + 0.0,
+                acc[i][g * 4 + 3] + 0.0,
+            ]);
+            store_c4::<CHECKED>(c, row, col, m, n, &v);
+        });
+    });
 }
 
 #[kernel]
