@@ -1,5 +1,6 @@
 //! Comparing a GPU result with its CPU reference, element by element.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -38,6 +39,13 @@ pub fn exact(gpu: &[u32], cpu: &[u32]) -> Check {
 pub fn close(gpu: &[f32], cpu: &[f32], tolerance: f64) -> Check {
     let errors = gpu.iter().zip(cpu).map(|(&g, &c)| (g as f64 - c as f64).abs());
     Check::from_errors(errors, tolerance, gpu.len() == cpu.len())
+}
+
+/// `max(1, max|a|·max|b|)`: what bounds a product of an `a` and a `b`, at least 1; scales the
+/// tolerances of conv2d, conv1d and matmul to inputs from files.
+pub fn product_scale(a: &[f32], b: &[f32]) -> f64 {
+    let largest = |v: &[f32]| v.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max) as f64;
+    (largest(a) * largest(b)).max(1.0)
 }
 
 #[cfg(test)]

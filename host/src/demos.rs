@@ -4,8 +4,9 @@
 
 use crate::check::{self, Check};
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig, Timing};
+use crate::gpu::{require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig, Timing};
 use crate::ops::matmul::{self, Matmul, Step};
+use crate::ops::vector_add::AddArgs;
 use cust::event::{Event, EventFlags};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, LockedBuffer};
 use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
@@ -74,12 +75,10 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     gpu.poison("C1", first.c())?;
     let len = side * side;
     let doubled = gpu.poisoned::<f32>("2·C1", len)?;
-    let (pc1, pd) = (first.c().as_device_ptr(), doubled.as_device_ptr());
     first.launch_on(gpu, &s1, step.kernel())?;
     wait_for(&s2, &s1)?;
-    let add = LaunchConfig::linear(len, 256)?;
-    gpu.validate("vector_add", &add)?;
-    gpu.launch_on(&s2, "vector_add", &add, &[arg(&pc1), arg(&len), arg(&pc1), arg(&len), arg(&pd)])?;
+    let add = AddArgs { a: first.c(), b: first.c(), c: &doubled, block: 256 };
+    gpu.launch_on(&s2, "vector_add", &add)?;
     s2.synchronize().during("running the dependent kernel")?;
     let c1 = first.result(gpu)?;
     let doubled_host = gpu.download("2·C1", &doubled, len)?;
@@ -172,9 +171,13 @@ pub fn bandwidth(gpu: &Gpu, sizes: &[usize], iters: usize) -> GpuResult<Vec<Band
             Ok(moved as f64 / (ms / 1e3) / 1e9)
         };
         let h2d_pageable = gbs(bytes, &mut || device.copy_from(&pageable[..]).during("copying H2D"))?;
+        // SAFETY: `pinned` and `device` are `bytes` long, and `gbs` waits for each timed copy
+        // (its stop event) before the next, so neither buffer is touched while one is in flight.
         let h2d_pinned = gbs(bytes, &mut || unsafe { device.async_copy_from(&pinned[..], s) }.during("copying H2D"))?;
         let d2h_pageable = gbs(bytes, &mut || device.copy_to(&mut pageable[..]).during("copying D2H"))?;
+        // SAFETY: as for the copy in.
         let d2h_pinned = gbs(bytes, &mut || unsafe { device.async_copy_to(&mut pinned[..], s) }.during("copying D2H"))?;
+        // SAFETY: two device buffers of `bytes`, each copy waited for before the next.
         let d2d = gbs(2 * bytes, &mut || unsafe { device2.async_copy_from(&device, s) }.during("copying D2D"))?;
         rows.push(BandwidthRow { bytes, h2d_pageable, h2d_pinned, d2h_pageable, d2h_pinned, d2d });
     }
@@ -247,20 +250,17 @@ pub fn overlap(
         let start = Instant::now();
         for (i, lo) in (0..n).step_by(piece).enumerate() {
             let hi = (lo + piece).min(n);
-            let len = hi - lo;
             let s = &lanes[i % lanes.len()];
+            // SAFETY: equally long pieces of pinned host and device buffers that outlive the
+            // loop, which synchronizes every stream before returning; each piece is written by
+            // one copy and read by this chunk's kernel and copy out, in stream order.
             unsafe {
                 da.index(lo..hi).async_copy_from(&a[lo..hi], s).during("copying a in")?;
                 db.index(lo..hi).async_copy_from(&b[lo..hi], s).during("copying b in")?;
             }
-            let (pa, pb, pc) =
-                unsafe { (da.as_device_ptr().add(lo), db.as_device_ptr().add(lo), dc.as_device_ptr().add(lo)) };
-            gpu.launch_on(
-                s,
-                "vector_add",
-                &LaunchConfig::linear(len, 256)?,
-                &[arg(&pa), arg(&len), arg(&pb), arg(&len), arg(&pc)],
-            )?;
+            let add = AddArgs { a: &da.index(lo..hi), b: &db.index(lo..hi), c: &dc.index(lo..hi), block: 256 };
+            gpu.launch_on(s, "vector_add", &add)?;
+            // SAFETY: as for the copies in; `c` is read only after the streams are synchronized.
             unsafe { dc.index(lo..hi).async_copy_to(&mut c[lo..hi], s) }.during("copying c out")?;
         }
         for s in lanes {

@@ -72,6 +72,8 @@ impl Share {
 
     fn copy_in(&mut self, gpu: &Gpu) -> GpuResult<()> {
         for (host, device) in &mut self.inputs {
+            // SAFETY: `host` is pinned and as long as `device` (both made from the same slice),
+            // and both live in `self`, which `run` keeps until its stream is synchronized.
             unsafe { device.async_copy_from(&host[..], &gpu.stream) }.during("copying an input in")?;
         }
         Ok(())
@@ -79,6 +81,8 @@ impl Share {
 
     fn copy_out(&mut self, gpu: &Gpu) -> GpuResult<()> {
         let (host, device) = &mut self.output;
+        // SAFETY: as in `copy_in`: pinned, equally long, and alive until the stream is synchronized;
+        // the host copy is read only after that.
         unsafe { device.async_copy_to(&mut host[..], &gpu.stream) }.during("copying the output back")
     }
 }

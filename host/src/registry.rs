@@ -93,9 +93,12 @@ macro_rules! variants {
                 $crate::registry::Variant::new(self.name(), self.kernel())
             }
 
-            /// The step that launches `kernel` (one of this family's `variants()`).
-            pub fn of(kernel: &str) -> Self {
-                Self::ALL.iter().copied().find(|s| s.kernel() == kernel).expect("a kernel of this family")
+            /// The step that launches `kernel`, or an error naming it when no step does (a
+            /// binding refuses kernels that do not take its arguments).
+            pub fn named(kernel: &str) -> $crate::gpu::GpuResult<Self> {
+                Self::ALL.iter().copied().find(|s| s.kernel() == kernel).ok_or_else(|| {
+                    $crate::gpu::refuse(kernel, concat!("it is not one of the ", stringify!($name), " kernels"))
+                })
             }
 
             /// The steps chosen with `--variant`, or all of them when none was.

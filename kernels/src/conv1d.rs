@@ -23,6 +23,10 @@ unsafe fn taps(radius: usize, window: *const f32) -> f32 {
     acc
 }
 
+/// # Safety
+/// The launcher (`Conv1dArgs` on the host) guarantees: `output` is valid for `input.len()`
+/// writes and overlaps nothing the kernel reads; `radius <= MAX_RADIUS`, so the halo fits the
+/// shared tile and every tap is inside `FILTER`; and blocks of [`CONV1D_BLOCK`] threads.
 #[kernel]
 pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
     let tile = shared_array![f32; CONV1D_BLOCK + 2 * MAX_RADIUS];
@@ -50,6 +54,9 @@ pub unsafe fn conv1d(input: &[f32], output: *mut f32, radius: usize) {
 /// flight at once), plus the halo; then thread `t` computes outputs `t`, `t + CONV1D_BLOCK`,
 /// ...: consecutive threads read consecutive shared words (no bank conflicts) and write
 /// consecutive outputs. The halo is also a smaller share of each block's loads.
+///
+/// # Safety
+/// As for [`conv1d`], and `input` starts 16-byte aligned (it is loaded four floats at a time).
 #[kernel]
 pub unsafe fn conv1d_vec4(input: &[f32], output: *mut f32, radius: usize) {
     let tile = shared_array![f32; CONV1D_VEC4_SPAN + 2 * MAX_RADIUS];

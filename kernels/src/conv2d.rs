@@ -19,18 +19,14 @@
 //! reaches beyond the tile, (64 + 2r)² pixels, into shared memory, all threads cooperating
 //! with coalesced row-wise loads; after one barrier nothing more comes from global memory, so
 //! each input pixel is read from DRAM about once. The halo is why the tile is 64 wide rather
-//! than 32: at r = 2 a block reads 1.13 input pixels per output instead of 1.27, and at
-//! 8192² with a 5×5 filter the kernel went from 0.69× to 0.78× the device copy's bandwidth
-//! (H100, 2026-11-23). Each thread then computes 16 consecutive rows of one column: per
+//! than 32: at r = 2 a block reads 1.13 input pixels per output instead of 1.27
+//! (docs/performance.md has the measured difference). Each thread then computes 16 consecutive rows of one column: per
 //! filter column it loads the 16 + 2r pixels beneath into registers once and uses each for
 //! up to 2r + 1 outputs, (16 + 2r)·(2r + 1)/16 shared loads per output instead of (2r + 1)²
 //! (6.25 instead of 25 for 5×5). A warp reads 32 consecutive words of a row: no bank
 //! conflicts. The radius is a const generic, so the tap loops unroll and the arrays stay in
 //! registers; the shared tile is sized for the largest radius because a `static` cannot
 //! depend on a const generic.
-//!
-//! Measured on an H100 (8192², 5×5, 2026-11-23): naive 0.738 ms, tiled 0.230 ms (2335 GB/s;
-//! cuDNN 1.41 ms).
 
 use cuda_std::prelude::*;
 use cuda_std::{address_space, shared_array};
@@ -42,6 +38,12 @@ use interface::conv::{BLOCK_ROWS, MAX_RADIUS, MAX_TAPS, TILE};
 #[no_mangle]
 pub static mut FILTER: [f32; MAX_TAPS] = [0.0; MAX_TAPS];
 
+/// # Safety
+/// The launcher (`Conv2dArgs` on the host) guarantees: `input` holds `width · height` pixels
+/// and `output` is valid for as many writes and overlaps nothing the kernel reads; the filter
+/// radius is at most `MAX_RADIUS`, so every tap is inside [`FILTER`]; and the block is the
+/// one the kernel's indexing assumes (`NAIVE_BLOCK²` threads here, `TILE × BLOCK_ROWS` for
+/// the tiled kernels), with a grid of one block per output tile.
 #[kernel]
 pub unsafe fn conv2d_naive(
     input: &[f32],
@@ -132,16 +134,22 @@ unsafe fn conv2d_tiled<const R: usize>(input: &[f32], output: *mut f32, width: u
     }
 }
 
+/// # Safety
+/// As for [`conv2d_naive`], with radius 1: the shared tile holds this radius's halo.
 #[kernel]
 pub unsafe fn conv2d_tiled_r1(input: &[f32], output: *mut f32, width: usize, height: usize) {
     conv2d_tiled::<1>(input, output, width, height);
 }
 
+/// # Safety
+/// As for [`conv2d_naive`], with radius 2: the shared tile holds this radius's halo.
 #[kernel]
 pub unsafe fn conv2d_tiled_r2(input: &[f32], output: *mut f32, width: usize, height: usize) {
     conv2d_tiled::<2>(input, output, width, height);
 }
 
+/// # Safety
+/// As for [`conv2d_naive`], with radius 3: the shared tile holds this radius's halo.
 #[kernel]
 pub unsafe fn conv2d_tiled_r3(input: &[f32], output: *mut f32, width: usize, height: usize) {
     conv2d_tiled::<3>(input, output, width, height);

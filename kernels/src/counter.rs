@@ -17,6 +17,9 @@ use core::sync::atomic::Ordering;
 use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
 
+/// # Safety
+/// `counter` points to one `u32` in device memory, which the launcher (`CounterArgs` on the
+/// host) checks exists. Any grid and block: threads at `threads` and past do nothing.
 #[kernel]
 pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
     if global_index() < threads as usize {
@@ -25,6 +28,8 @@ pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
     }
 }
 
+/// # Safety
+/// As for [`counter_racy`].
 #[kernel]
 pub unsafe fn counter_atomic(counter: *mut u32, threads: u32) {
     if global_index() < threads as usize {

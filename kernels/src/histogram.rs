@@ -123,31 +123,48 @@ unsafe fn histogram_shared_vec4<R: BinRule>(values: &[R::Value], rule: R, counts
     });
 }
 
+/// # Safety
+/// The launcher (`HistogramArgs` on the host) guarantees: `counts` is valid for `bins`
+/// atomic adds and overlaps `values` nowhere; `bins >= 1`; for f32 input, `min < max` are
+/// finite and `bins / (max - min)` is finite, so [`F32Bins`] only ever converts a value in
+/// `[0, bins]` to an integer. Any grid and block: the loops are grid-stride.
 #[kernel]
 pub unsafe fn histogram_global_u32(values: &[u32], bins: u32, counts: *mut u32) {
     histogram_global(values, U32Bins::new(bins), counts);
 }
 
+/// # Safety
+/// As for [`histogram_global_u32`].
 #[kernel]
 pub unsafe fn histogram_global_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
     histogram_global(values, F32Bins::new(min, max, bins), counts);
 }
 
+/// # Safety
+/// As for [`histogram_global_u32`], and the launch gives the block `4 · bins` bytes of
+/// dynamic shared memory for its copy of the bins.
 #[kernel]
 pub unsafe fn histogram_shared_u32(values: &[u32], bins: u32, counts: *mut u32) {
     histogram_shared(values, U32Bins::new(bins), counts);
 }
 
+/// # Safety
+/// As for [`histogram_global_u32`], and the launch gives the block `4 · bins` bytes of
+/// dynamic shared memory for its copy of the bins.
 #[kernel]
 pub unsafe fn histogram_shared_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
     histogram_shared(values, F32Bins::new(min, max, bins), counts);
 }
 
+/// # Safety
+/// As for [`histogram_shared_u32`], and `values` starts 16-byte aligned.
 #[kernel]
 pub unsafe fn histogram_shared_vec4_u32(values: &[u32], bins: u32, counts: *mut u32) {
     histogram_shared_vec4(values, U32Bins::new(bins), counts);
 }
 
+/// # Safety
+/// As for [`histogram_shared_u32`], and `values` starts 16-byte aligned.
 #[kernel]
 pub unsafe fn histogram_shared_vec4_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
     histogram_shared_vec4(values, F32Bins::new(min, max, bins), counts);

@@ -35,6 +35,10 @@ use cuda_std::thread;
 
 /// The shared-memory address (`.shared` window, 32 bits) of a generic pointer into shared
 /// memory: what `red.shared` and `cp.async` take.
+///
+/// # Safety
+/// `ptr` points into this block's shared memory (a generic address outside it converts to a
+/// meaningless shared one).
 #[inline(always)]
 pub unsafe fn shared_address<T>(ptr: *mut T) -> u32 {
     let address: u64;
@@ -69,7 +73,17 @@ pub struct Quad<T>(pub [T; 4]);
 /// `4·i + 4 <= data.len()`, and `data` starts 16-byte aligned.
 #[inline(always)]
 pub unsafe fn load_quad<T: Copy>(data: &[T], i: usize) -> Quad<T> {
-    *(data.as_ptr() as *const Quad<T>).add(i)
+    read_quad(data.as_ptr(), i)
+}
+
+/// [`load_quad`] through a raw pointer, for memory the kernel also writes.
+///
+/// # Safety
+/// Elements `4·i .. 4·i + 4` lie inside the allocation behind `data`, which is 16-byte
+/// aligned, and no other thread writes them meanwhile.
+#[inline(always)]
+pub unsafe fn read_quad<T: Copy>(data: *const T, i: usize) -> Quad<T> {
+    *(data as *const Quad<T>).add(i)
 }
 
 /// Stores `value` as quad `i` of `data` (elements `4·i .. 4·i + 4`) with one 16-byte store.

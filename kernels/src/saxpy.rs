@@ -11,9 +11,12 @@
 //! `x`, one of `y` and one 16-byte store per pass instead of four of each, so each thread keeps
 //! four times the bytes in flight. The last `n % 4` elements are done one by one.
 
-use crate::{global_index, grid_threads, load_quad, store_quad, Quad};
+use crate::{global_index, grid_threads, load_quad, read_quad, store_quad, Quad};
 use cuda_std::prelude::*;
 
+/// # Safety
+/// The launcher (`SaxpyArgs` on the host) guarantees that `y` is valid for reads and writes of
+/// `x.len()` elements and does not overlap `x`. Any grid and block.
 #[kernel]
 pub unsafe fn saxpy(a: f32, x: &[f32], y: *mut f32) {
     let stride = grid_threads();
@@ -25,15 +28,19 @@ pub unsafe fn saxpy(a: f32, x: &[f32], y: *mut f32) {
     }
 }
 
+/// # Safety
+/// As for [`saxpy`], and `x` and `y` start 16-byte aligned (they are accessed four floats at a
+/// time).
 #[kernel]
 pub unsafe fn saxpy_vec4(a: f32, x: &[f32], y: *mut f32) {
     let n = x.len();
     let quads = n / 4;
-    let y_quads = core::slice::from_raw_parts(y as *const f32, n);
     let stride = grid_threads();
     let mut q = global_index();
     while q < quads {
-        let (xs, ys) = (load_quad(x, q).0, load_quad(y_quads, q).0);
+        // `y` is read and written through its raw pointer only: a `&[f32]` over it would be
+        // a shared reference to memory this thread writes.
+        let (xs, ys) = (load_quad(x, q).0, read_quad(y, q).0);
         store_quad(y, q, Quad([a * xs[0] + ys[0], a * xs[1] + ys[1], a * xs[2] + ys[2], a * xs[3] + ys[3]]));
         q += stride;
     }

@@ -35,6 +35,11 @@ fn tile_origin(side: usize) -> (usize, usize) {
     (thread::block_idx_y() as usize * side, thread::block_idx_x() as usize * side)
 }
 
+/// # Safety
+/// The launcher (`TransposeArgs` on the host) guarantees: `input` holds `rows · cols`
+/// elements and `output` is valid for as many writes and overlaps nothing the kernel reads;
+/// and each block is `TILE × BLOCK_ROWS` threads (`WIDE_TILE × WIDE_BLOCK_ROWS` for
+/// [`transpose_padded_64`]), one per tile of the grid, as the shared tiles are sized for.
 #[kernel]
 pub unsafe fn transpose_naive(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let (row0, col0) = tile_origin(TILE);
@@ -86,18 +91,24 @@ unsafe fn transpose_tiled<const SIDE: usize, const STRIDE: usize, const ROWS: us
     }
 }
 
+/// # Safety
+/// As for [`transpose_naive`].
 #[kernel]
 pub unsafe fn transpose_shared(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * TILE];
     transpose_tiled::<TILE, TILE, BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
+/// # Safety
+/// As for [`transpose_naive`].
 #[kernel]
 pub unsafe fn transpose_padded(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * (TILE + 1)];
     transpose_tiled::<TILE, { TILE + 1 }, BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
+/// # Safety
+/// As for [`transpose_naive`].
 #[kernel]
 pub unsafe fn transpose_padded_64(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; WIDE_TILE * (WIDE_TILE + 1)];

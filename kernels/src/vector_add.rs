@@ -19,6 +19,10 @@ use crate::{global_index, load_quad, store_quad, Quad};
 use cuda_std::prelude::*;
 use interface::vector::QUADS_PER_THREAD;
 
+/// # Safety
+/// The launcher (`AddArgs` on the host) guarantees that `c` is valid for `a.len()` writes, that
+/// `b` is at least as long as `a`, and that `c` overlaps neither. Any grid and block: threads
+/// past the end do nothing.
 #[kernel]
 pub unsafe fn vector_add(a: &[f32], b: &[f32], c: *mut f32) {
     let i = global_index();
@@ -27,6 +31,9 @@ pub unsafe fn vector_add(a: &[f32], b: &[f32], c: *mut f32) {
     }
 }
 
+/// # Safety
+/// As for [`vector_add`], and `a`, `b` and `c` start 16-byte aligned (they are accessed four
+/// floats at a time).
 #[kernel]
 pub unsafe fn vector_add_vec4(a: &[f32], b: &[f32], c: *mut f32) {
     let n = a.len().min(b.len());

@@ -1,10 +1,9 @@
 //! Launch configurations, checked against the device and the kernel before any launch, so a
 //! bad one is an error naming the limit rather than a bare CUDA error code.
 
-use super::{CudaContext, Gpu, GpuError, GpuResult};
+use super::{CudaContext, Gpu, GpuError, GpuResult, KernelArgs};
 use cust::function::{BlockSize, FunctionAttribute, GridSize};
 use cust::stream::Stream;
-use std::ffi::c_void;
 
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +52,6 @@ impl LaunchConfig {
     pub fn threads_per_block(&self) -> u64 {
         self.block.0 as u64 * self.block.1 as u64 * self.block.2 as u64
     }
-}
-
-/// Pointer to a launch argument, as `cuLaunchKernel` wants it.
-pub fn arg<T>(value: &T) -> *mut c_void {
-    value as *const T as *mut c_void
 }
 
 impl Gpu {
@@ -112,28 +106,30 @@ impl Gpu {
         Ok(())
     }
 
-    /// Launches `kernel` on the stream. `args` are pointers to the argument values, in the
-    /// kernel's parameter order (a slice parameter takes two: pointer and length). The
-    /// configuration is not checked here, to keep driver queries out of timed launches:
-    /// every workload calls [`Gpu::validate`] once when it is built.
-    pub fn launch(&self, kernel: &str, config: &LaunchConfig, args: &[*mut c_void]) -> GpuResult<()> {
-        self.launch_on(&self.stream, kernel, config, args)
+    /// Launches `kernel` on the stream with `args`, after `args` has checked itself for it.
+    /// Device limits are checked once per workload ([`Gpu::validate`]), not here, to keep driver
+    /// queries out of timed launches: a launch beyond them is refused by the driver, which is
+    /// an error, not undefined behaviour.
+    pub fn launch<A: KernelArgs + ?Sized>(&self, kernel: &str, args: &A) -> GpuResult<()> {
+        self.launch_on(&self.stream, kernel, args)
     }
 
     /// [`Gpu::launch`] on another stream.
-    pub fn launch_on(
-        &self,
-        stream: &Stream,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[*mut c_void],
-    ) -> GpuResult<()> {
+    pub fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
+        let config = args.checked_config(kernel)?;
         let function = self.function(kernel)?;
+        let mut params = args.params(kernel);
+        let (pointers, count) = params.pointers();
         let (grid, block) = (
             GridSize::xyz(config.grid.0, config.grid.1, config.grid.2),
             BlockSize::xyz(config.block.0, config.block.1, config.block.2),
         );
-        unsafe { stream.launch(&function, grid, block, config.shared_bytes, args) }
+        // SAFETY: `A: KernelArgs` promises that, once `checked_config` accepted `kernel`, its
+        // parameter list is `kernel`'s in order and size, and that the lengths, alignment,
+        // aliasing and launch shape meet the kernel's `# Safety` section; `config` is the shape
+        // it returned. The buffers behind `args` outlive the call: the kernel runs in stream
+        // order before any later free (cust frees with a synchronous `cuMemFree`).
+        unsafe { stream.launch(&function, grid, block, config.shared_bytes, &pointers[..count]) }
             .during(format!("launching {}", kernel))
     }
 }

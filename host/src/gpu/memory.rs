@@ -28,6 +28,7 @@ impl Gpu {
     /// checked against a CPU reference, so an element the kernel never wrote shows up.
     pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
         self.ensure_fits(what, (len * std::mem::size_of::<T>()) as u64)?;
+        // SAFETY: `T` is plain data (`Pod`), and every byte is poisoned before anything reads it.
         let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
         self.poison(what, &buffer)?;
         Ok(buffer)
@@ -43,6 +44,8 @@ impl Gpu {
         // A view of the same memory: the memset is ordered on the stream like a kernel that
         // writes through a shared reference.
         let mut view = buffer.index(..);
+        // SAFETY: the memset stays inside `buffer`, whose owner outlives the stream's work (every
+        // workload synchronizes before it is dropped), and zero bytes are a valid `Pod` value.
         unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
     }
 

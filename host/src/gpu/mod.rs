@@ -1,17 +1,19 @@
 //! The host machinery every kernel uses, written once: the context, the module holding the
-//! kernels' PTX and the stream ([`Gpu`]); launches checked against the device's limits
-//! (`launch`); allocation, poisoning and copies (`memory`); CUDA-event timing (`timing`); and
+//! kernels' PTX and the stream ([`Gpu`]); typed kernel arguments that check themselves
+//! (`args`); launches checked against the device's limits (`launch`); allocation, poisoning and copies (`memory`); CUDA-event timing (`timing`); and
 //! the device's facts (`device`).
 
+mod args;
 mod device;
 mod error;
 mod launch;
 mod memory;
 mod timing;
 
+pub use args::{product, refuse, require_aligned, require_disjoint, require_kernel, require_len, KernelArgs, Params};
 pub use device::DeviceInfo;
 pub use error::{require, CudaContext, GpuError, GpuResult};
-pub use launch::{arg, blocks, LaunchConfig};
+pub use launch::{blocks, LaunchConfig};
 pub use timing::{Cache, Timing};
 
 use cust::context::Context;
@@ -60,7 +62,12 @@ impl Gpu {
         Self::open(ordinal, KERNELS_PTX)
     }
 
-    pub fn with_ptx(ptx: &str) -> GpuResult<Self> {
+    /// Opens device 0 with another module than the project's kernels.
+    ///
+    /// # Safety
+    /// The bindings ([`KernelArgs`]) describe the project's kernels: every kernel later
+    /// launched through the returned `Gpu` must be one of them, by name and signature.
+    pub unsafe fn with_ptx(ptx: &str) -> GpuResult<Self> {
         Self::open(0, ptx)
     }
 

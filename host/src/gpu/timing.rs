@@ -67,6 +67,8 @@ impl Gpu {
             }
         };
         let mut view = buffer.index(..);
+        // SAFETY: the flush buffer belongs to `self` and holds bytes, which any value is; nothing
+        // reads it.
         unsafe { view.set_8_async(0x5A, stream) }.during("flushing L2")
     }
 

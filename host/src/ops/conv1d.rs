@@ -4,15 +4,18 @@
 //!
 //! Tolerance: as for `conv2d`, `4·taps·ε·max(1, max|x|·max|f|)`.
 
-use crate::check;
+use crate::check::{self, product_scale};
 use crate::data::random_f32;
-use crate::gpu::{arg, blocks, require, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{
+    blocks, refuse, require, require_aligned, require_disjoint, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
 use crate::io;
-use crate::ops::conv2d::{product_scale, radius, set_filter};
+use crate::ops::conv2d::{radius, set_filter};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::DeviceBuffer;
-use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN};
+use cust::memory::{DeviceBuffer, DeviceSlice};
+use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN, MAX_RADIUS};
 use ndarray::{s, Array1, ArrayView1, Zip};
 use std::path::PathBuf;
 
@@ -32,6 +35,39 @@ impl Method {
             Method::Vec4 => CONV1D_VEC4_SPAN,
         };
         Ok(LaunchConfig { grid: (blocks(n, per_block)?, 1, 1), ..LaunchConfig::linear(1, CONV1D_BLOCK as u32)? })
+    }
+}
+
+/// The arguments of `conv1d` and `conv1d_vec4`: `output` is as long as `input`, and the filter
+/// in constant memory is `2·radius + 1` taps long.
+pub struct Conv1dArgs<'a> {
+    pub input: &'a DeviceSlice<f32>,
+    pub output: &'a DeviceSlice<f32>,
+    pub radius: usize,
+}
+
+// SAFETY: the kernels read `input` and write `output[..input.len()]`, checked to exist and not
+// to overlap; their shared tiles hold a block's span plus `2·MAX_RADIUS` halo elements and they
+// read `2·radius + 1` taps of `FILTER`, so `radius <= MAX_RADIUS` is checked; `conv1d_vec4`
+// loads quads of the input, checked 16-byte aligned. The shape is the block of CONV1D_BLOCK
+// threads their indexing assumes. The parameters are `input: &[f32], output: *mut f32, radius: usize`.
+unsafe impl KernelArgs for Conv1dArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let method = Method::named(kernel)?;
+        let n = self.input.len();
+        require_len(kernel, "the output", self.output, n)?;
+        require_disjoint(kernel, ("the output", self.output, n), ("the input", self.input, n))?;
+        if self.radius > MAX_RADIUS {
+            return Err(refuse(kernel, format!("radius {} exceeds {MAX_RADIUS}", self.radius)));
+        }
+        if method == Method::Vec4 {
+            require_aligned(kernel, "the input", self.input, 16)?;
+        }
+        method.config(n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.input).pointer(self.output).value(self.radius)
     }
 }
 
@@ -153,10 +189,7 @@ impl Workload for Conv1d {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pi, po, n, r) =
-            (self.input.as_device_ptr(), self.output.as_device_ptr(), self.signal.len(), self.filter / 2);
-        let config = Method::of(&variant.kernel).config(n)?;
-        gpu.launch(&variant.kernel, &config, &[arg(&pi), arg(&n), arg(&po), arg(&r)])
+        gpu.launch(&variant.kernel, &Conv1dArgs { input: &self.input, output: &self.output, radius: self.filter / 2 })
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {

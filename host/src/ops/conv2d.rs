@@ -8,16 +8,18 @@
 //! GPU (with fused multiply-adds) and the CPU round differently, each within about `taps·ε·s`
 //! of the exact sum. Elements may differ by `4·taps·ε·max(1, s)`.
 
-use crate::check;
+use crate::check::{self, product_scale};
 use crate::data::random_f32;
-use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{
+    product, refuse, require, require_disjoint, require_len, CudaContext, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
 use crate::io;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use interface::conv::{BLOCK_ROWS, FILTER_SYMBOL, MAX_RADIUS, MAX_TAPS, NAIVE_BLOCK, TILE};
 use ndarray::{s, Array2, ArrayView2, Zip};
-use rayon::prelude::*;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
@@ -191,6 +193,52 @@ fn tiled_kernel(radius: usize) -> &'static str {
     ["conv2d_tiled_r1", "conv2d_tiled_r2", "conv2d_tiled_r3"][radius - 1]
 }
 
+/// The arguments of the 2D convolutions: `input` and `output` are `height × width`, row-major,
+/// and the filter in constant memory is `2·radius + 1` wide. `conv2d_naive` takes the radius
+/// as a parameter; each `conv2d_tiled_r*` has its own.
+pub struct Conv2dArgs<'a> {
+    pub input: &'a DeviceSlice<f32>,
+    pub output: &'a DeviceSlice<f32>,
+    pub width: usize,
+    pub height: usize,
+    pub radius: usize,
+}
+
+// SAFETY: the kernels read `input[..width·height]` and write `output[..width·height]`, both
+// checked to exist and not to overlap; they read `(2·radius + 1)²` taps of the constant
+// `FILTER`, which holds `MAX_TAPS`, and `radius <= MAX_RADIUS` is checked (a tiled kernel's
+// shared tile is sized by its own radius, which must be the one asked for). The shape is the
+// block and tile each kernel's indexing assumes. The parameters are
+// `input: &[f32], output: *mut f32, width: usize, height: usize`, then `radius: usize` for
+// `conv2d_naive`.
+unsafe impl KernelArgs for Conv2dArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let pixels = product(kernel, self.width, self.height)?;
+        require_len(kernel, "the input", self.input, pixels)?;
+        require_len(kernel, "the output", self.output, pixels)?;
+        require_disjoint(kernel, ("the output", self.output, pixels), ("the input", self.input, pixels))?;
+        if !(1..=MAX_RADIUS).contains(&self.radius) {
+            return Err(refuse(kernel, format!("radius {} is not 1 to {MAX_RADIUS}", self.radius)));
+        }
+        if kernel == "conv2d_naive" {
+            naive_config(self.width, self.height)
+        } else if kernel == tiled_kernel(self.radius) {
+            tiled_config(self.width, self.height)
+        } else {
+            Err(refuse(kernel, format!("it is not a conv2d kernel of radius {}", self.radius)))
+        }
+    }
+
+    fn params(&self, kernel: &str) -> Params {
+        let params = Params::new().slice(self.input).pointer(self.output).value(self.width).value(self.height);
+        if kernel == "conv2d_naive" {
+            params.value(self.radius)
+        } else {
+            params
+        }
+    }
+}
+
 /// Image on the GPU, filter in constant memory, output poisoned.
 pub struct Conv2d {
     pub width: usize,
@@ -210,11 +258,11 @@ pub struct Conv2d {
     output: DeviceBuffer<f32>,
 }
 
-/// `max(1, max|a|·max|b|)`: what bounds a product of an `a` and a `b`, at least 1; scales the
-/// tolerances of conv2d, conv1d and matmul to inputs from files.
-pub fn product_scale(a: &[f32], b: &[f32]) -> f64 {
-    let largest = |v: &[f32]| v.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max) as f64;
-    (largest(a) * largest(b)).max(1.0)
+impl Conv2d {
+    fn args(&self) -> Conv2dArgs<'_> {
+        let (width, height, radius) = (self.width, self.height, self.filter / 2);
+        Conv2dArgs { input: &self.input, output: &self.output, width, height, radius }
+    }
 }
 
 impl Kernel for Conv2d {
@@ -299,16 +347,7 @@ impl Workload for Conv2d {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pi, po, len) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.image.len());
-        let (width, height, r) = (self.width, self.height, self.filter / 2);
-        let mut args = vec![arg(&pi), arg(&len), arg(&po), arg(&width), arg(&height)];
-        let config = if variant.kernel == "conv2d_naive" {
-            args.push(arg(&r));
-            naive_config(width, height)?
-        } else {
-            tiled_config(width, height)?
-        };
-        gpu.launch(&variant.kernel, &config, &args)
+        gpu.launch(&variant.kernel, &self.args())
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {

@@ -6,11 +6,14 @@
 
 use crate::check;
 use crate::data::{random_in, random_normal};
-use crate::gpu::{arg, require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::gpu::{
+    refuse, require, require_aligned, require_disjoint, require_len, CudaContext, Gpu, GpuError, GpuResult, KernelArgs,
+    LaunchConfig, Params,
+};
 use crate::io;
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::DeviceBuffer;
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use interface::histogram::{BinRule, F32Bins, U32Bins, DEFAULT_BINS};
 use interface::DEFAULT_BLOCK;
 use std::path::{Path, PathBuf};
@@ -153,7 +156,96 @@ impl Binning {
     }
 }
 
-/// Values on the GPU (f32 values as their bits) and zeroed bins, ready to launch.
+/// The values of a histogram as its kernels take them.
+#[derive(Clone, Copy)]
+pub enum Values<'a> {
+    U32(&'a DeviceSlice<u32>),
+    /// f32 values, counted over `[min, max)`.
+    F32 {
+        values: &'a DeviceSlice<f32>,
+        min: f32,
+        max: f32,
+    },
+}
+
+/// The arguments of the histogram kernels: `values` counted into `bins` bins of `counts`, on
+/// a grid-stride `config` (any grid and block; the shared-memory kernels get their bins'
+/// shared memory from [`Histogram::shaped`]).
+pub struct HistogramArgs<'a> {
+    pub values: Values<'a>,
+    pub bins: u32,
+    pub counts: &'a DeviceSlice<u32>,
+    pub config: LaunchConfig,
+}
+
+// SAFETY: the kernels read all of `values` and add to `counts[..bins]`, checked to exist and
+// not to overlap the values. A value's bin is below `bins` by the binning rule: `bins >= 1` is
+// checked (the rule clamps to `bins - 1`), and for f32 a finite range whose `bins / (max - min)`
+// is finite, so the rule's float-to-int conversion always sees a value in `[0, bins]`. The
+// shared-memory kernels keep `bins` counters in the dynamic shared memory that `shaped` sizes,
+// and the vec4 ones load quads of values, checked 16-byte aligned. A grid-stride loop is correct
+// on any grid. The parameters are `values: &[u32], bins: u32, counts: *mut u32`, or
+// `values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32`.
+unsafe impl KernelArgs for HistogramArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let input = match self.values {
+            Values::U32(_) => Input::U32,
+            Values::F32 { .. } => Input::F32,
+        };
+        let method = Method::ALL
+            .into_iter()
+            .find(|m| m.kernel(input) == kernel)
+            .ok_or_else(|| refuse(kernel, format!("it is not a histogram kernel of {} values", input.name())))?;
+        if self.bins == 0 {
+            return Err(refuse(kernel, "a histogram needs at least 1 bin"));
+        }
+        let bins = self.bins as usize;
+        require_len(kernel, "the counts", self.counts, bins)?;
+        match self.values {
+            Values::U32(values) => self.check_values(kernel, method, values)?,
+            Values::F32 { values, min, max } => {
+                let per_unit = self.bins as f32 / (max - min);
+                if !(min.is_finite() && max.is_finite() && min < max && per_unit.is_finite()) {
+                    return Err(refuse(kernel, format!("[{min}, {max}) cannot hold {} bins", self.bins)));
+                }
+                self.check_values(kernel, method, values)?
+            }
+        }
+        Ok(Histogram::shaped(self.config, method, self.bins))
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        match self.values {
+            Values::U32(values) => Params::new().slice(values).value(self.bins).pointer(self.counts),
+            Values::F32 { values, min, max } => {
+                Params::new().slice(values).value(min).value(max).value(self.bins).pointer(self.counts)
+            }
+        }
+    }
+}
+
+impl HistogramArgs<'_> {
+    /// The values must not overlap the counts, and the vec4 kernels load them as quads.
+    fn check_values<T: DeviceCopy>(&self, kernel: &str, method: Method, values: &DeviceSlice<T>) -> GpuResult<()> {
+        require_disjoint(
+            kernel,
+            ("the counts", self.counts, self.bins as usize),
+            ("the values", values, values.len()),
+        )?;
+        if method == Method::SharedVec4 {
+            require_aligned(kernel, "the values", values, 16)?;
+        }
+        Ok(())
+    }
+}
+
+/// The values on the GPU, typed as the kernels take them.
+enum DeviceValues {
+    U32(DeviceBuffer<u32>),
+    F32(DeviceBuffer<f32>),
+}
+
+/// Values on the GPU and zeroed bins, ready to launch.
 pub struct Histogram {
     binning: Binning,
     values: Vec<u32>,
@@ -163,7 +255,7 @@ pub struct Histogram {
     skipped: Option<String>,
     output: Option<PathBuf>,
     expected: Vec<u32>,
-    device_values: DeviceBuffer<u32>,
+    device_values: DeviceValues,
     counts: DeviceBuffer<u32>,
 }
 
@@ -201,19 +293,19 @@ impl Histogram {
         for (variant, method) in variants.iter().zip(&methods) {
             gpu.validate(&variant.kernel, &Self::shaped(config, *method, binning.bins))?;
         }
-        let device_values = gpu.upload("histogram input", &values)?;
+        let device_values = match binning.input {
+            Input::U32 => DeviceValues::U32(gpu.upload("histogram input", &values)?),
+            Input::F32 => DeviceValues::F32(gpu.upload("histogram input", bytemuck::cast_slice::<u32, f32>(&values))?),
+        };
         let counts = DeviceBuffer::<u32>::zeroed(binning.bins as usize).during("allocating bins")?;
         Ok(Self { binning, values, config, variants, skipped, output: None, expected: vec![], device_values, counts })
     }
 
     /// The launch of `method`: the shared-memory kernels get one counter per bin.
     fn shaped(config: LaunchConfig, method: Method, bins: u32) -> LaunchConfig {
-        let shared_bytes = if method.uses_shared_bins() { 4 * bins } else { 0 };
+        // Saturating: bins past 2^30 ask for more shared memory than any launch gets, an error.
+        let shared_bytes = if method.uses_shared_bins() { bins.saturating_mul(4) } else { 0 };
         LaunchConfig { shared_bytes, ..config }
-    }
-
-    fn method_of(kernel: &str, input: Input) -> Method {
-        Method::ALL.into_iter().find(|m| m.kernel(input) == kernel).expect("a histogram kernel")
     }
 }
 
@@ -310,14 +402,13 @@ impl Workload for Histogram {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pv, pc, n) = (self.device_values.as_device_ptr(), self.counts.as_device_ptr(), self.values.len());
-        let Binning { input, bins, range: (min, max) } = self.binning;
-        let args = match input {
-            Input::U32 => vec![arg(&pv), arg(&n), arg(&bins), arg(&pc)],
-            Input::F32 => vec![arg(&pv), arg(&n), arg(&min), arg(&max), arg(&bins), arg(&pc)],
+        let (min, max) = self.binning.range;
+        let values = match &self.device_values {
+            DeviceValues::U32(values) => Values::U32(values),
+            DeviceValues::F32(values) => Values::F32 { values, min, max },
         };
-        let config = Self::shaped(self.config, Self::method_of(&variant.kernel, input), bins);
-        gpu.launch(&variant.kernel, &config, &args)
+        let args = HistogramArgs { values, bins: self.binning.bins, counts: &self.counts, config: self.config };
+        gpu.launch(&variant.kernel, &args)
     }
 
     /// Each launch adds to the bins.

@@ -7,17 +7,19 @@
 //! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
 //! `max(1, max|a|·max|b|)`, the bound of a product term.
 
-use crate::check;
+use crate::check::{self, product_scale};
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::gpu::{
+    product, refuse, require, require_aligned, require_disjoint, require_len, Gpu, GpuError, GpuResult, KernelArgs,
+    LaunchConfig, Params,
+};
 use crate::io;
 use crate::multi::{self, Done, Share, SplitReport};
-use crate::ops::conv2d::product_scale;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
 use crate::resources;
 use crate::tuning::{self, Choice, TuningCache};
-use cust::memory::DeviceBuffer;
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::stream::Stream;
 use interface::matmul::{
     tiled_shared_bytes, TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES,
@@ -77,7 +79,49 @@ fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
     match (Step::ALL.iter().find(|s| s.kernel() == kernel), tile_of(kernel)) {
         (Some(step), _) => step.launch_config(m, n),
         (None, Some(tile)) => tile_launch(tile, m, n),
-        (None, None) => Err(GpuError::InvalidInput(format!("`{kernel}` is not a matmul kernel"))),
+        (None, None) => Err(refuse(kernel, "it is not a matmul kernel")),
+    }
+}
+
+/// Whether `kernel` moves four floats per access, so its matrices must start 16-byte aligned.
+fn vector_access(kernel: &str) -> bool {
+    !matches!(kernel, "matmul_naive" | "matmul_tiled_16" | "matmul_tiled_32" | "matmul_blocked_128x128")
+}
+
+/// The arguments of every SGEMM kernel: `C = A × B` with A m×k, B k×n and C m×n, row-major.
+pub struct SgemmArgs<'a> {
+    pub a: &'a DeviceSlice<f32>,
+    pub b: &'a DeviceSlice<f32>,
+    pub c: &'a DeviceSlice<f32>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+// SAFETY: the kernels read `a[..m·k]` and `b[..k·n]` and write `c[..m·n]`; all three are checked
+// to be that long (the products checked for overflow) and C not to overlap A or B. The kernels
+// with 16-byte accesses get matrices checked 16-byte aligned. The shape is the one each kernel's
+// indexing and shared memory are written for (`launch_config`). The parameters are
+// `a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize`.
+unsafe impl KernelArgs for SgemmArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let (a_len, b_len, c_len) = (product(kernel, m, k)?, product(kernel, k, n)?, product(kernel, m, n)?);
+        require_len(kernel, "A", self.a, a_len)?;
+        require_len(kernel, "B", self.b, b_len)?;
+        require_len(kernel, "C", self.c, c_len)?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("A", self.a, a_len))?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("B", self.b, b_len))?;
+        if vector_access(kernel) {
+            for (what, matrix) in [("A", self.a), ("B", self.b), ("C", self.c)] {
+                require_aligned(kernel, what, matrix, 16)?;
+            }
+        }
+        launch_config(kernel, m, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.a).slice(self.b).pointer(self.c).value(self.m).value(self.n).value(self.k)
     }
 }
 
@@ -177,19 +221,6 @@ struct TuneTarget {
     class: String,
 }
 
-/// Launches `kernel` on `[A, B, C]` of shape m×n×k.
-fn launch_sgemm(
-    gpu: &Gpu,
-    stream: &Stream,
-    kernel: &str,
-    [a, b, c]: [&DeviceBuffer<f32>; 3],
-    (m, n, k): Dims,
-) -> GpuResult<()> {
-    let (pa, pb, pc, a_len, b_len) = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len(), b.len());
-    let args = [arg(&pa), arg(&a_len), arg(&pb), arg(&b_len), arg(&pc), arg(&m), arg(&n), arg(&k)];
-    gpu.launch_on(stream, kernel, &launch_config(kernel, m, n)?, &args)
-}
-
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,
@@ -239,7 +270,8 @@ impl Matmul {
     }
 
     pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
-        launch_sgemm(gpu, stream, kernel, [&self.da, &self.db, &self.dc], (self.m, self.n, self.k))
+        let (m, n, k) = (self.m, self.n, self.k);
+        gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k })
     }
 
     /// C on the GPU, for kernels that consume it.
@@ -517,7 +549,7 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
         |gpus: usize, i: usize, gpu: &Gpu| share(gpu, (&a, &b), multi::part(m, gpus, i), (n, k), cache.as_deref());
     let launch = |gpu: &Gpu, share: &Share| {
         let (inputs, c) = share.device();
-        launch_sgemm(gpu, &gpu.stream, share.kernel, [inputs[0], inputs[1], c], (share.range.len(), n, k))
+        gpu.launch(share.kernel, &SgemmArgs { a: inputs[0], b: inputs[1], c, m: share.range.len(), n, k })
     };
     let tolerance = tolerance(k) * product_scale(&a, &b);
     let check = |done: &[Done]| {

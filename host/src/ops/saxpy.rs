@@ -7,10 +7,13 @@
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{arg, require, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{
+    require, require_aligned, require_disjoint, require_len, CudaContext, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use interface::DEFAULT_BLOCK;
 
 pub const A: f32 = 2.5;
@@ -44,6 +47,37 @@ pub struct Options {
 
 pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
     x.iter().zip(y).map(|(x, y)| a * x + y).collect()
+}
+
+/// The arguments of `saxpy` and `saxpy_vec4`: `y = a·x + y` over `x.len()` elements, on a
+/// grid-stride `config` (any grid and block; no shared memory).
+pub struct SaxpyArgs<'a> {
+    pub a: f32,
+    pub x: &'a DeviceSlice<f32>,
+    pub y: &'a DeviceSlice<f32>,
+    pub config: LaunchConfig,
+}
+
+// SAFETY: the kernels read `x[..n]` and read and write `y[..n]`, n = x.len(), with y checked to
+// be that long and not to overlap x; `saxpy_vec4` moves quads of both, checked 16-byte aligned.
+// A grid-stride loop is correct on any grid; the shape is given no shared memory. The
+// parameters are `a: f32, x: &[f32], y: *mut f32`.
+unsafe impl KernelArgs for SaxpyArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let method = Method::named(kernel)?;
+        let n = self.x.len();
+        require_len(kernel, "y", self.y, n)?;
+        require_disjoint(kernel, ("y", self.y, n), ("x", self.x, n))?;
+        if method == Method::Vec4 {
+            require_aligned(kernel, "x", self.x, 16)?;
+            require_aligned(kernel, "y", self.y, 16)?;
+        }
+        Ok(LaunchConfig { shared_bytes: 0, ..self.config })
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().value(self.a).slice(self.x).pointer(self.y)
+    }
 }
 
 /// Inputs on the GPU, ready to launch. `y` is updated in place, so every launch after the
@@ -118,8 +152,7 @@ impl Workload for Saxpy {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (px, py, n) = (self.dx.as_device_ptr(), self.dy.as_device_ptr(), self.x.len());
-        gpu.launch(&variant.kernel, &self.config, &[arg(&A), arg(&px), arg(&n), arg(&py)])
+        gpu.launch(&variant.kernel, &SaxpyArgs { a: A, x: &self.dx, y: &self.dy, config: self.config })
     }
 
     fn before_check(&self, _gpu: &Gpu) -> GpuResult<()> {

@@ -5,10 +5,13 @@
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Cache, CudaContext, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{
+    product, require, require_disjoint, require_len, Cache, CudaContext, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
-use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceSlice};
 use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
 use std::cell::Cell;
 
@@ -51,6 +54,33 @@ pub fn cpu_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     input.t().iter().copied().collect()
 }
 
+/// The arguments of the transpose kernels: `input` is `rows × cols`, `output` `cols × rows`.
+pub struct TransposeArgs<'a> {
+    pub input: &'a DeviceSlice<f32>,
+    pub output: &'a DeviceSlice<f32>,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+// SAFETY: the kernels read `input[..rows·cols]` and write `output[..rows·cols]`, both checked
+// to exist and not to overlap; each block of the returned shape covers one tile with the
+// threads its kernel's indexing assumes. The parameters are
+// `input: &[f32], output: *mut f32, rows: usize, cols: usize`.
+unsafe impl KernelArgs for TransposeArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let method = Method::named(kernel)?;
+        let len = product(kernel, self.rows, self.cols)?;
+        require_len(kernel, "the input", self.input, len)?;
+        require_len(kernel, "the output", self.output, len)?;
+        require_disjoint(kernel, ("the output", self.output, len), ("the input", self.input, len))?;
+        method.config(self.rows, self.cols)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.input).pointer(self.output).value(self.rows).value(self.cols)
+    }
+}
+
 /// The input on the GPU, the output poisoned.
 pub struct Transpose {
     pub rows: usize,
@@ -69,8 +99,11 @@ impl Transpose {
         if let Some(ms) = self.copy_ms.get() {
             return Ok(ms);
         }
-        let copy =
-            || unsafe { self.output.index(..).async_copy_from(&self.input, &gpu.stream) }.during("copying on the GPU");
+        let copy = || {
+            // SAFETY: both buffers belong to `self` and hold `rows·cols` elements, and `gpu.time`
+            // waits for every copy before returning, so neither is freed or read while in flight.
+            unsafe { self.output.index(..).async_copy_from(&self.input, &gpu.stream) }.during("copying on the GPU")
+        };
         let ms = gpu.time(10, Cache::Flushed, || Ok(()), copy)?.median_ms;
         self.copy_ms.set(Some(ms));
         Ok(ms)
@@ -135,10 +168,8 @@ impl Workload for Transpose {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        let (pi, po, len) = (self.input.as_device_ptr(), self.output.as_device_ptr(), self.values.len());
-        let (rows, cols) = (self.rows, self.cols);
-        let config = Method::of(&variant.kernel).config(rows, cols)?;
-        gpu.launch(&variant.kernel, &config, &[arg(&pi), arg(&len), arg(&po), arg(&rows), arg(&cols)])
+        let args = TransposeArgs { input: &self.input, output: &self.output, rows: self.rows, cols: self.cols };
+        gpu.launch(&variant.kernel, &args)
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {

@@ -6,12 +6,14 @@
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{arg, require, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{
+    require, require_aligned, require_disjoint, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
+};
 use crate::io;
 use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::DeviceBuffer;
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::vector::QUADS_PER_THREAD;
 use interface::DEFAULT_BLOCK;
 use std::path::{Path, PathBuf};
@@ -85,10 +87,38 @@ pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
     a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
 
-/// Launches `method`'s kernel on `[a, b, c]`, all as long as `a`.
-fn launch_add(gpu: &Gpu, method: Method, block: u32, [a, b, c]: [&DeviceBuffer<f32>; 3]) -> GpuResult<()> {
-    let (pa, pb, pc, n) = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len());
-    gpu.launch(method.kernel(), &method.config(n, block)?, &[arg(&pa), arg(&n), arg(&pb), arg(&n), arg(&pc)])
+/// The arguments of `vector_add` and `vector_add_vec4`: `c = a + b` over `a.len()` elements,
+/// `block` threads per block.
+pub struct AddArgs<'a> {
+    pub a: &'a DeviceSlice<f32>,
+    pub b: &'a DeviceSlice<f32>,
+    pub c: &'a DeviceSlice<f32>,
+    pub block: u32,
+}
+
+// SAFETY: the kernels touch elements below `a.len()` of a, b and c (b and c are checked to be
+// that long), write only c (checked not to overlap a or b), and read quads of all three only in
+// `vector_add_vec4` (checked 16-byte aligned); any grid and block is correct for them. The
+// parameters are `a: &[f32], b: &[f32], c: *mut f32`.
+unsafe impl KernelArgs for AddArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let method = Method::named(kernel)?;
+        let n = self.a.len();
+        require_len(kernel, "b", self.b, n)?;
+        require_len(kernel, "c", self.c, n)?;
+        require_disjoint(kernel, ("c", self.c, n), ("a", self.a, n))?;
+        require_disjoint(kernel, ("c", self.c, n), ("b", self.b, n))?;
+        if method == Method::Vec4 {
+            for (what, buffer) in [("a", self.a), ("b", self.b), ("c", self.c)] {
+                require_aligned(kernel, what, buffer, 16)?;
+            }
+        }
+        method.config(n, self.block)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.a).slice(self.b).pointer(self.c)
+    }
 }
 
 /// Inputs on the GPU, ready to launch.
@@ -168,7 +198,7 @@ impl Workload for VectorAdd {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        launch_add(gpu, Method::of(&variant.kernel), self.block, [&self.da, &self.db, &self.dc])
+        gpu.launch(&variant.kernel, &AddArgs { a: &self.da, b: &self.db, c: &self.dc, block: self.block })
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
@@ -214,7 +244,7 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
     };
     let launch = |gpu: &Gpu, share: &Share| {
         let (inputs, c) = share.device();
-        launch_add(gpu, method, block, [inputs[0], inputs[1], c])
+        gpu.launch(method.kernel(), &AddArgs { a: inputs[0], b: inputs[1], c, block })
     };
     let check = |done: &[Done]| {
         let joined: Vec<f32> = done.iter().flat_map(|d| d.output.iter().copied()).collect();

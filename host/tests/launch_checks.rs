@@ -1,0 +1,316 @@
+//! The launch checks: every kernel's host binding ([`KernelArgs`]) against the PTX it launches,
+//! and against arguments that would let a kernel touch memory it must not.
+//!
+//! Without a GPU the bindings are driven with device slices at made-up addresses, which the
+//! checks measure but never dereference; with one, the same cases are launched for real through
+//! [`Gpu::launch`] on real (short, misaligned, overlapping) buffers. Every case must be refused
+//! with [`GpuError::InvalidLaunch`], and each family's well-formed arguments must be accepted,
+//! so that a check that refuses everything cannot pass.
+
+mod common;
+
+use cust::memory::{DeviceBuffer, DevicePointer, DeviceSlice};
+use host::gpu::{Gpu, GpuError, KernelArgs, LaunchConfig, KERNELS_PTX};
+use host::ops::conv1d::Conv1dArgs;
+use host::ops::conv2d::Conv2dArgs;
+use host::ops::counter::CounterArgs;
+use host::ops::histogram::{HistogramArgs, Values};
+use host::ops::matmul::SgemmArgs;
+use host::ops::saxpy::SaxpyArgs;
+use host::ops::transpose::TransposeArgs;
+use host::ops::vector_add::AddArgs;
+use host::registry::FAMILIES;
+use std::collections::BTreeSet;
+
+/// Where the slices of a case come from: made up (no GPU) or allocated on the GPU.
+enum Memory<'g> {
+    Fake { next: u64 },
+    Real { _gpu: &'g Gpu, f32s: Vec<DeviceBuffer<f32>>, u32s: Vec<DeviceBuffer<u32>> },
+}
+
+impl Memory<'_> {
+    /// A new buffer of `len` f32, disjoint from every other, 256-byte aligned.
+    fn f32s(&mut self, len: usize) -> &'static DeviceSlice<f32> {
+        let slice = match self {
+            Memory::Fake { next } => fake(next, len),
+            Memory::Real { f32s, .. } => {
+                // SAFETY: only the launch checks read it, and they refuse before any kernel does.
+                let buffer = unsafe { DeviceBuffer::<f32>::uninitialized(len.max(1)) }.expect("a small allocation");
+                let slice = buffer.index(..len);
+                f32s.push(buffer);
+                slice
+            }
+        };
+        Box::leak(Box::new(slice))
+    }
+
+    fn u32s(&mut self, len: usize) -> &'static DeviceSlice<u32> {
+        let slice = match self {
+            Memory::Fake { next } => fake(next, len),
+            Memory::Real { u32s, .. } => {
+                // SAFETY: as for `f32s`.
+                let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(len.max(1)) }.expect("a small allocation");
+                let slice = buffer.index(..len);
+                u32s.push(buffer);
+                slice
+            }
+        };
+        Box::leak(Box::new(slice))
+    }
+}
+
+/// A slice at the next made-up address, 1 MiB after the last: aligned, and disjoint from it.
+fn fake<T: cust::memory::DeviceCopy>(next: &mut u64, len: usize) -> DeviceSlice<T> {
+    *next += 1 << 20;
+    // SAFETY: a slice at an address no allocation holds, which only the checks look at (its
+    // address and length); every launch of it in these tests is refused.
+    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(*next), len) }
+}
+
+/// The same elements one `T` further on: misaligned for 16-byte accesses.
+fn shifted<T: cust::memory::DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
+    Box::leak(Box::new(slice.index(1..)))
+}
+
+type Args = Box<dyn KernelArgs>;
+
+/// One family's cases for `kernel`: arguments it must accept, and ones it must refuse. The
+/// valid ones must also be refused for a kernel of another family.
+struct Cases {
+    valid: Args,
+    refused: Vec<(String, Args)>,
+}
+
+fn grid_stride() -> LaunchConfig {
+    LaunchConfig::grid_stride(1, 1, 128, 4).expect("a valid shape")
+}
+
+/// Whether `kernel` is written with 16-byte accesses of its buffers (its source dereferences
+/// four-element groups), so its binding must refuse misaligned ones.
+fn vector_access(kernel: &str) -> bool {
+    kernel.contains("vec4") || kernel.starts_with("matmul_async")
+}
+
+fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
+    let vector = vector_access(kernel);
+    let mut refused: Vec<(String, Args)> = Vec::new();
+    let valid: Args = match family {
+        "vector-add" => {
+            let n = 1000;
+            let (a, b, c) = (memory.f32s(n), memory.f32s(n), memory.f32s(n));
+            refused.push(("b short".into(), Box::new(AddArgs { a, b: memory.f32s(n - 1), c, block: 256 })));
+            refused.push(("c short".into(), Box::new(AddArgs { a, b, c: memory.f32s(n - 1), block: 256 })));
+            refused.push(("c is a".into(), Box::new(AddArgs { a, b, c: a, block: 256 })));
+            if vector {
+                refused.push(("a misaligned".into(), Box::new(AddArgs { a: shifted(a), b, c, block: 256 })));
+            }
+            Box::new(AddArgs { a, b, c, block: 256 })
+        }
+        "saxpy" => {
+            let n = 1000;
+            let (x, y, config) = (memory.f32s(n), memory.f32s(n), grid_stride());
+            refused.push(("y short".into(), Box::new(SaxpyArgs { a: 2.0, x, y: memory.f32s(n - 1), config })));
+            refused.push(("y is x".into(), Box::new(SaxpyArgs { a: 2.0, x, y: x, config })));
+            if vector {
+                let y = shifted(memory.f32s(n + 1));
+                refused.push(("y misaligned".into(), Box::new(SaxpyArgs { a: 2.0, x: shifted(x), y, config })));
+            }
+            Box::new(SaxpyArgs { a: 2.0, x, y, config })
+        }
+        "counter" => {
+            let counter = memory.u32s(1);
+            refused.push((
+                "no counter".into(),
+                Box::new(CounterArgs { counter: memory.u32s(0), threads: 1000, block: 256 }),
+            ));
+            Box::new(CounterArgs { counter, threads: 1000, block: 256 })
+        }
+        "histogram" => {
+            let (n, bins, config) = (1000, 256, grid_stride());
+            let counts = memory.u32s(bins as usize);
+            let f32_input = kernel.ends_with("f32");
+            let values = if f32_input {
+                Values::F32 { values: memory.f32s(n), min: -4.0, max: 4.0 }
+            } else {
+                Values::U32(memory.u32s(n))
+            };
+            let with = |values: Values<'static>, bins: u32, counts: &'static DeviceSlice<u32>| -> Args {
+                Box::new(HistogramArgs { values, bins, counts, config })
+            };
+            refused.push(("counts short".into(), with(values, bins, memory.u32s(bins as usize - 1))));
+            refused.push(("no bins".into(), with(values, 0, counts)));
+            let other_type = if f32_input {
+                Values::U32(memory.u32s(n))
+            } else {
+                Values::F32 { values: memory.f32s(n), min: -4.0, max: 4.0 }
+            };
+            refused.push(("the other value type".into(), with(other_type, bins, counts)));
+            if let Values::F32 { values, .. } = values {
+                refused.push(("empty range".into(), with(Values::F32 { values, min: 1.0, max: 1.0 }, bins, counts)));
+                refused.push(("NaN range".into(), with(Values::F32 { values, min: f32::NAN, max: 4.0 }, bins, counts)));
+                let narrow = Values::F32 { values, min: 0.0, max: f32::from_bits(1) };
+                refused.push(("a range too narrow for its bins".into(), with(narrow, bins, counts)));
+            }
+            if vector {
+                let misaligned = match values {
+                    Values::U32(values) => Values::U32(shifted(values)),
+                    Values::F32 { values, min, max } => Values::F32 { values: shifted(values), min, max },
+                };
+                refused.push(("values misaligned".into(), with(misaligned, bins, counts)));
+            }
+            with(values, bins, counts)
+        }
+        "transpose" => {
+            let (rows, cols) = (37, 50);
+            let (input, output) = (memory.f32s(rows * cols), memory.f32s(rows * cols));
+            let with = |input, output, rows, cols| -> Args { Box::new(TransposeArgs { input, output, rows, cols }) };
+            refused.push(("one row too many".into(), with(input, output, rows + 1, cols)));
+            refused.push(("output short".into(), with(input, memory.f32s(rows * cols - 1), rows, cols)));
+            refused.push(("output is input".into(), with(input, input, rows, cols)));
+            refused.push(("dimensions overflow".into(), with(input, output, usize::MAX, 2)));
+            with(input, output, rows, cols)
+        }
+        "matmul" => {
+            let (m, n, k) = (64, 48, 32);
+            let (a, b, c) = (memory.f32s(m * k), memory.f32s(k * n), memory.f32s(m * n));
+            let with = |a, b, c, (m, n, k)| -> Args { Box::new(SgemmArgs { a, b, c, m, n, k }) };
+            refused.push(("m and n swapped".into(), with(a, b, c, (n, m, k))));
+            refused.push(("k one more".into(), with(a, b, c, (m, n, k + 1))));
+            refused.push(("C short".into(), with(a, b, memory.f32s(m * n - 1), (m, n, k))));
+            refused.push(("C is A".into(), with(a, b, a, (m, n, k))));
+            refused.push(("dimensions overflow".into(), with(a, b, c, (usize::MAX, 2, 2))));
+            if vector {
+                let a2 = shifted(memory.f32s(m * k + 1));
+                refused.push(("A misaligned".into(), with(a2, b, c, (m, n, k))));
+            }
+            with(a, b, c, (m, n, k))
+        }
+        "conv2d" => {
+            let (width, height) = (67, 45);
+            let radius = kernel.strip_prefix("conv2d_tiled_r").map_or(2, |r| r.parse().expect("a radius"));
+            let (input, output) = (memory.f32s(width * height), memory.f32s(width * height));
+            let with = |input, output, width, height, radius| -> Args {
+                Box::new(Conv2dArgs { input, output, width, height, radius })
+            };
+            refused.push(("one row too many".into(), with(input, output, width, height + 1, radius)));
+            refused.push(("output short".into(), with(input, memory.f32s(width * height - 1), width, height, radius)));
+            refused.push(("output is input".into(), with(input, input, width, height, radius)));
+            refused.push(("radius past the constant filter".into(), with(input, output, width, height, 4)));
+            if kernel != "conv2d_naive" {
+                let other = radius % 3 + 1;
+                refused.push(("another kernel's radius".into(), with(input, output, width, height, other)));
+            }
+            with(input, output, width, height, radius)
+        }
+        "conv1d" => {
+            let n = 1001;
+            let (input, output) = (memory.f32s(n), memory.f32s(n));
+            let with = |input, output, radius| -> Args { Box::new(Conv1dArgs { input, output, radius }) };
+            refused.push(("output short".into(), with(input, memory.f32s(n - 1), 3)));
+            refused.push(("output is input".into(), with(input, input, 3)));
+            refused.push(("radius past the shared halo".into(), with(input, output, 4)));
+            if vector {
+                refused.push(("input misaligned".into(), with(shifted(input), output, 3)));
+            }
+            with(input, output, 3)
+        }
+        other => panic!("no launch-check cases for the family `{other}`: add them here"),
+    };
+    Cases { valid, refused }
+}
+
+/// Every registered kernel with its family's name.
+fn kernels() -> Vec<(&'static str, &'static str)> {
+    FAMILIES.iter().flat_map(|f| f.kernels().into_iter().map(move |k| (f.name(), k))).collect()
+}
+
+/// The PTX of the entry `kernel`, from its name to the next entry.
+fn ptx_entry(kernel: &str) -> &'static str {
+    let start = KERNELS_PTX.find(&format!(".entry {kernel}(")).unwrap_or_else(|| panic!("{kernel} is not in the PTX"));
+    let rest = &KERNELS_PTX[start..];
+    &rest[..rest[1..].find(".entry ").map_or(rest.len(), |end| end + 1)]
+}
+
+/// The size in bytes of each parameter of the PTX entry `kernel`.
+fn ptx_parameters(kernel: &str) -> Vec<usize> {
+    let entry = ptx_entry(kernel);
+    let list = &entry[..entry.find(')').expect("a parameter list")];
+    list.split(',')
+        .filter(|p| p.contains(".param"))
+        .map(|p| {
+            let width = [("64", 8), ("32", 4), ("16", 2), ("8", 1)]
+                .iter()
+                .find(|(bits, _)| [".u", ".s", ".b", ".f"].iter().any(|t| p.contains(&format!("{t}{bits} "))));
+            width.unwrap_or_else(|| panic!("{kernel}: a parameter of unknown size: {p}")).1
+        })
+        .collect()
+}
+
+/// A kernel of another family: each binding must refuse it.
+fn foreign_kernel(family: &str) -> &'static str {
+    if family == "transpose" {
+        "vector_add"
+    } else {
+        "transpose_naive"
+    }
+}
+
+fn assert_refused<T: std::fmt::Debug>(result: Result<T, GpuError>, family: &str, kernel: &str, what: &str) {
+    match result {
+        Err(GpuError::InvalidLaunch { .. }) => {}
+        other => panic!("{family} {kernel} with {what}: expected a refused launch, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_kernel_has_a_binding_whose_parameters_match_its_ptx_entry() {
+    let mut memory = Memory::Fake { next: 0 };
+    for (family, kernel) in kernels() {
+        let Cases { valid, .. } = cases(family, kernel, &mut memory);
+        valid.checked_config(kernel).unwrap_or_else(|e| panic!("{family} {kernel}: valid arguments refused: {e}"));
+        assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
+        // The compiled kernel moves 16 bytes at a time through global memory only where the
+        // cases below test misaligned buffers.
+        let entry = ptx_entry(kernel);
+        let wide = entry.lines().any(|l| {
+            let l = l.trim_start();
+            (l.starts_with("ld.global") || l.starts_with("st.global")) && l.contains(".v4")
+                || l.starts_with("cp.async.cg.shared.global") && l.contains(", 16;")
+        });
+        assert!(!wide || vector_access(kernel), "{kernel} has 16-byte global accesses but no alignment case");
+    }
+    let bound: BTreeSet<&str> = kernels().into_iter().map(|(_, k)| k).collect();
+    assert_eq!(bound.len(), KERNELS_PTX.matches(".visible .entry ").count(), "a PTX entry with no binding");
+}
+
+#[test]
+fn every_binding_refuses_short_buffers_mismatched_dimensions_and_aliasing() {
+    let mut memory = Memory::Fake { next: 0 };
+    let mut families = BTreeSet::new();
+    for (family, kernel) in kernels() {
+        families.insert(family);
+        let Cases { valid, refused } = cases(family, kernel, &mut memory);
+        assert!(!refused.is_empty(), "{kernel}: no refused cases");
+        let foreign = foreign_kernel(family);
+        assert_refused(valid.checked_config(foreign), family, foreign, &format!("{kernel}'s arguments"));
+        for (what, args) in refused {
+            assert_refused(args.checked_config(kernel), family, kernel, &what);
+        }
+    }
+    assert_eq!(families.len(), FAMILIES.len(), "a family without launch checks");
+}
+
+#[test]
+fn bad_launches_are_refused_on_the_gpu() {
+    let Some(gpu) = common::gpu("bad_launches_are_refused_on_the_gpu") else { return };
+    let mut memory = Memory::Real { _gpu: &gpu, f32s: Vec::new(), u32s: Vec::new() };
+    for (family, kernel) in kernels() {
+        let Cases { valid, refused } = cases(family, kernel, &mut memory);
+        let foreign = foreign_kernel(family);
+        assert_refused(gpu.launch(foreign, &*valid), family, foreign, &format!("{kernel}'s arguments"));
+        for (what, args) in refused {
+            assert_refused(gpu.launch(kernel, &*args), family, kernel, &what);
+        }
+    }
+    gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
+}
