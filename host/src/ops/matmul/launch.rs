@@ -1,0 +1,105 @@
+//! Each SGEMM kernel's launch shape, and the binding of the signature they all share.
+
+use crate::gpu::{
+    product, refuse, require_aligned, require_disjoint, require_len, GpuResult, KernelArgs, LaunchConfig, Params,
+};
+use cust::memory::DeviceSlice;
+use interface::matmul::{
+    tiled_shared_bytes, TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES,
+    BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
+};
+
+crate::variants! {
+    /// The steps of the tutorial, each faster than the one before.
+    pub enum Step {
+        Naive => ("naive", "matmul_naive"),
+        Tiled16 => ("tiled16", "matmul_tiled_16"),
+        Tiled32 => ("tiled32", "matmul_tiled_32"),
+        Blocked => ("blocked", "matmul_blocked_128x128"),
+        Vec4 => ("vec4", "matmul_vec4_128x128"),
+        Async => ("async", "matmul_async_128x256"),
+    }
+}
+
+impl Step {
+    pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+        let square =
+            |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
+        let blocked = |shared: usize| LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), shared);
+        match self {
+            Step::Naive => square(NAIVE_BLOCK, 0),
+            Step::Tiled16 => square(SMALL_TILE, tiled_shared_bytes(SMALL_TILE)),
+            Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
+            Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
+            Step::Vec4 => tile_launch(&DEFAULT_TILE, m, n),
+            Step::Async => {
+                LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES)
+            }
+        }
+    }
+}
+
+/// The launch of an SGEMM configuration: one block of `tile.threads()` per tile of C.
+pub fn tile_launch(tile: &TileConfig, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::tiles_2d(n, m, (tile.bn, tile.bm), (tile.threads() as u32, 1), tile.shared_bytes())
+}
+
+/// `128x64x8/8x8`: the block tile BM×BN×BK, then the thread tile TM×TN.
+pub fn tile_label(tile: &TileConfig) -> String {
+    format!("{}x{}x{}/{}x{}", tile.bm, tile.bn, tile.bk, tile.tm, tile.tn)
+}
+
+pub(super) fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
+    TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
+}
+
+/// The launch of any matmul kernel: a tutorial step's or a configuration's.
+pub(super) fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    match (Step::ALL.iter().find(|s| s.kernel() == kernel), tile_of(kernel)) {
+        (Some(step), _) => step.launch_config(m, n),
+        (None, Some(tile)) => tile_launch(tile, m, n),
+        (None, None) => Err(refuse(kernel, "it is not a matmul kernel")),
+    }
+}
+
+/// Whether `kernel` moves four floats per access, so its matrices must start 16-byte aligned.
+fn vector_access(kernel: &str) -> bool {
+    !matches!(kernel, "matmul_naive" | "matmul_tiled_16" | "matmul_tiled_32" | "matmul_blocked_128x128")
+}
+
+/// The arguments of every SGEMM kernel: `C = A × B` with A m×k, B k×n and C m×n, row-major.
+pub struct SgemmArgs<'a> {
+    pub a: &'a DeviceSlice<f32>,
+    pub b: &'a DeviceSlice<f32>,
+    pub c: &'a DeviceSlice<f32>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+// SAFETY: the kernels read `a[..m·k]` and `b[..k·n]` and write `c[..m·n]`; all three are checked
+// to be that long (the products checked for overflow) and C not to overlap A or B. The kernels
+// with 16-byte accesses get matrices checked 16-byte aligned. The shape is the one each kernel's
+// indexing and shared memory are written for (`launch_config`). The parameters are
+// `a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize`.
+unsafe impl KernelArgs for SgemmArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let (a_len, b_len, c_len) = (product(kernel, m, k)?, product(kernel, k, n)?, product(kernel, m, n)?);
+        require_len(kernel, "A", self.a, a_len)?;
+        require_len(kernel, "B", self.b, b_len)?;
+        require_len(kernel, "C", self.c, c_len)?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("A", self.a, a_len))?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("B", self.b, b_len))?;
+        if vector_access(kernel) {
+            for (what, matrix) in [("A", self.a), ("B", self.b), ("C", self.c)] {
+                require_aligned(kernel, what, matrix, 16)?;
+            }
+        }
+        launch_config(kernel, m, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.a).slice(self.b).pointer(self.c).value(self.m).value(self.n).value(self.k)
+    }
+}

@@ -1,0 +1,244 @@
+//! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k. A and B are random
+//! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`.
+//!
+//! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
+//! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
+//! exact value (ε = f32::EPSILON). GPU and CPU sum in different orders, so each element may
+//! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
+//! `max(1, max|a|·max|b|)`, the bound of a product term.
+//!
+//! By concern: `launch` (each kernel's launch shape and the binding of their one signature),
+//! `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`), `split`
+//! (`--gpus N`); here, the workload and its CPU reference.
+
+mod launch;
+mod options;
+mod split;
+mod tune;
+
+pub use launch::{tile_label, tile_launch, SgemmArgs, Step};
+pub use options::Options;
+pub use split::split;
+
+use crate::check::{self, product_scale};
+use crate::gpu::{Gpu, GpuResult, LaunchConfig};
+use crate::io;
+use crate::multi::SplitReport;
+use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::{Report, Work};
+use crate::tuning::{self, TuningCache};
+use cust::memory::DeviceBuffer;
+use cust::stream::Stream;
+use interface::matmul::TILE_CONFIGS;
+use launch::launch_config;
+use ndarray::ArrayView2;
+use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use tune::{cached_tile, every_tile, TuneTarget};
+
+pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
+    let b = ArrayView2::from_shape((k, n), b).expect("b is k×n");
+    a.dot(&b).into_raw_vec_and_offset().0
+}
+
+pub fn tolerance(k: usize) -> f64 {
+    4.0 * k as f64 * f32::EPSILON as f64
+}
+
+/// A and B on the GPU, C poisoned, ready to launch any variant.
+pub struct Matmul {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Vec<f32>,
+    pub b: Vec<f32>,
+    variants: Vec<Variant>,
+    /// What the report says beside a variant, by variant name.
+    notes: HashMap<String, String>,
+    /// Set by `--tune`: the fastest configuration goes there.
+    tune: Option<TuneTarget>,
+    /// The tolerance's `max(1, max|a|·max|b|)`.
+    scale: f64,
+    output: Option<PathBuf>,
+    expected: Vec<f32>,
+    da: DeviceBuffer<f32>,
+    db: DeviceBuffer<f32>,
+    dc: DeviceBuffer<f32>,
+}
+
+impl Matmul {
+    /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
+    pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
+        let variants = Step::chosen(steps).iter().map(|s| s.variant()).collect();
+        Self::with_inputs(gpu, shape, variants, || random_inputs(shape, seed))
+    }
+
+    /// A and B from `inputs`, called once the shape is known to fit.
+    fn with_inputs(
+        gpu: &Gpu,
+        (m, n, k): (usize, usize, usize),
+        variants: Vec<Variant>,
+        inputs: impl FnOnce() -> Inputs,
+    ) -> GpuResult<Self> {
+        require_shape((m, n, k))?;
+        for variant in &variants {
+            gpu.validate(&variant.kernel, &launch_config(&variant.kernel, m, n)?)?;
+        }
+        gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
+        let (a, b) = inputs();
+        let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
+        let dc = gpu.poisoned::<f32>("C", m * n)?;
+        let scale = product_scale(&a, &b);
+        let notes = HashMap::new();
+        Ok(Self { m, n, k, a, b, variants, notes, tune: None, scale, output: None, expected: vec![], da, db, dc })
+    }
+
+    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k })
+    }
+
+    /// C on the GPU, for kernels that consume it.
+    pub fn c(&self) -> &DeviceBuffer<f32> {
+        &self.dc
+    }
+
+    pub fn result(&self, gpu: &Gpu) -> GpuResult<Vec<f32>> {
+        gpu.download("C", &self.dc, self.m * self.n)
+    }
+
+    pub fn cpu_reference(&self) -> Vec<f32> {
+        cpu_reference(&self.a, &self.b, self.m, self.n, self.k)
+    }
+}
+
+impl Kernel for Matmul {
+    const NAME: &'static str = "matmul";
+    const ABOUT: &'static str =
+        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized, cp.async; --tune picks tile sizes";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        let steps = Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?)));
+        // The default configuration is the vec4 step; the others are listed once each.
+        let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
+        steps.chain(tiles).collect()
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        let cube = |side: usize| format!("--m {side} --n {side} --k {side}");
+        // The simple kernels alone would take most of a sweep at 8192.
+        let fast = |side: usize| format!("{} --variant blocked --variant vec4 --variant async", cube(side));
+        match purpose {
+            Purpose::Default => vec![String::new()],
+            Purpose::Check => {
+                let shapes = [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700)];
+                let steps =
+                    shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
+                // Every tile configuration on the odd shapes, edges in both dimensions.
+                let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
+                steps.chain(tiles).collect()
+            }
+            Purpose::Quick => vec![cube(1024), cube(2048), cube(4096)],
+            Purpose::Full => vec![cube(512), cube(1024), cube(2048), cube(4096), fast(8192)],
+            Purpose::Criterion => vec![cube(256), cube(512), cube(1024)],
+        }
+    }
+
+    fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
+        options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let (shape, inputs) = shape_and_files(options)?;
+        let (m, n, _) = shape;
+        let class = shape_class(shape);
+        let device = tuning::device_key(&gpu.info);
+        // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
+        let cache_path = match (&options.tuning_cache, options.tune) {
+            (Some(path), _) => Some(path.clone()),
+            (None, true) => Some(tuning::default_path()?),
+            (None, false) => tuning::default_path().ok(),
+        };
+        let (variants, notes, tune) = if options.tune || options.all_configs {
+            let (variants, notes) = every_tile(gpu, (m, n))?;
+            let tune = match cache_path.filter(|_| options.tune) {
+                Some(path) => {
+                    TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
+                    Some(TuneTarget { path, device, class })
+                }
+                None => None,
+            };
+            (variants, notes, tune)
+        } else {
+            let mut variants: Vec<Variant> = Step::chosen(&options.variants).iter().map(|s| s.variant()).collect();
+            let mut notes = HashMap::new();
+            if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
+                if let Some((tile, note)) = cached_tile(&path, &device, &class)? {
+                    notes.insert("tuned".to_string(), note);
+                    variants.push(Variant::new("tuned", tile.kernel));
+                }
+            }
+            (variants, notes, None)
+        };
+        let mut matmul =
+            Self::with_inputs(gpu, shape, variants, || inputs.unwrap_or_else(|| random_inputs(shape, seed)))?;
+        matmul.notes = notes;
+        matmul.tune = tune;
+        matmul.output = options.output.clone();
+        Ok(matmul)
+    }
+}
+
+impl Workload for Matmul {
+    fn shape(&self) -> String {
+        format!("{}x{}x{}", self.m, self.n, self.k)
+    }
+
+    fn size(&self) -> u64 {
+        self.m as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        let cube = self.m == self.n && self.n == self.k;
+        Some(if cube { format!("sgemm_f32_{}", self.m) } else { format!("sgemm_f32_{}x{}x{}", self.m, self.n, self.k) })
+    }
+
+    fn work(&self) -> Work {
+        Work::Flops(2 * (self.m * self.n * self.k) as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        self.launch_on(gpu, &gpu.stream, &variant.kernel)
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("C", &self.dc)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = self.cpu_reference();
+    }
+
+    fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
+        let check = check::close(&self.result(gpu)?, &self.expected, tolerance(self.k) * self.scale);
+        Ok(Checked { check, note: self.notes.get(&variant.name).cloned() })
+    }
+
+    /// Writes `--output`; with `--tune`, keeps the fastest configuration that passed.
+    fn finish(&self, gpu: &Gpu, reports: &mut [Report]) -> GpuResult<()> {
+        if let Some(path) = &self.output {
+            io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)?;
+        }
+        match &self.tune {
+            Some(target) => tune::keep_fastest(target, &self.variants, &self.shape(), reports),
+            None => Ok(()),
+        }
+    }
+}

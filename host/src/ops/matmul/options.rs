@@ -1,0 +1,87 @@
+//! `host matmul`'s options, and its inputs: random, or A and B from `.npy` files.
+
+use super::Step;
+use crate::data::random_f32;
+use crate::gpu::{require, GpuResult};
+use crate::io;
+use crate::tuning;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    #[arg(long, default_value_t = 4096)]
+    pub m: usize,
+    #[arg(long, default_value_t = 4096)]
+    pub n: usize,
+    #[arg(long, default_value_t = 4096)]
+    pub k: usize,
+    /// Variants to run (all when omitted).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Step>,
+    /// A 2-D f32 .npy file for A, m×k (with --b); replaces the random data, --m and --k.
+    #[arg(long, requires = "b", conflicts_with_all = ["m", "k"])]
+    pub a: Option<PathBuf>,
+    /// A 2-D f32 .npy file for B, k×n; replaces --n.
+    #[arg(long, requires = "a", conflicts_with = "n")]
+    pub b: Option<PathBuf>,
+    /// Writes C (the GPU's result, m×n) to this .npy file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Times every tile configuration at this shape, prints each one's registers, shared
+    /// memory and occupancy, and keeps the fastest for this GPU and shape class in the tuning
+    /// cache; later runs at shapes of that class add it as the `tuned` variant.
+    #[arg(long, conflicts_with_all = ["variants", "all_configs"])]
+    pub tune: bool,
+    /// Runs every tile configuration as a variant without touching the tuning cache.
+    #[arg(long, conflicts_with = "variants")]
+    pub all_configs: bool,
+    /// Divides C's rows among this many GPUs (one context and stream each, copies in
+    /// parallel), checks the joined result and reports the speed-up over one GPU.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["variants", "tune", "all_configs", "output"])]
+    pub gpus: Option<u64>,
+    /// The tuning cache [default: $XDG_CACHE_HOME/rust-cuda-kernels/tuning.json, or under
+    /// $HOME/.cache].
+    #[arg(long)]
+    pub tuning_cache: Option<PathBuf>,
+}
+
+/// m, n, k.
+pub(super) type Dims = (usize, usize, usize);
+
+/// A (m×k) and B (k×n), row-major.
+pub(super) type Inputs = (Vec<f32>, Vec<f32>);
+
+/// m, n, k >= 1.
+pub(super) fn require_shape((m, n, k): Dims) -> GpuResult<()> {
+    require(m >= 1 && n >= 1 && k >= 1, || format!("matmul needs m, n, k >= 1 (got {}x{}x{})", m, n, k))
+}
+
+/// The shape, and A and B when the options name files for them; random inputs are made by
+/// [`random_inputs`] once the shape is known to fit.
+pub(super) fn shape_and_files(options: &Options) -> GpuResult<(Dims, Option<Inputs>)> {
+    match (&options.a, &options.b) {
+        (Some(a), Some(b)) => read_inputs(a, b).map(|(shape, a, b)| (shape, Some((a, b)))),
+        _ => Ok(((options.m, options.n, options.k), None)),
+    }
+}
+
+/// The tuning cache's class of a shape.
+pub(super) fn shape_class((m, n, k): Dims) -> String {
+    tuning::shape_class(&[("m", m), ("n", n), ("k", k)])
+}
+
+pub(super) fn random_inputs((m, n, k): Dims, seed: u64) -> Inputs {
+    (random_f32(m * k, seed), random_f32(k * n, seed ^ 1))
+}
+
+/// A and B from their files: finite f32 matrices whose inner dimensions agree.
+pub(super) fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Dims, Vec<f32>, Vec<f32>)> {
+    let (((m, k), va), ((kb, n), vb)) = (io::read_matrix::<f32>(a)?, io::read_matrix::<f32>(b)?);
+    io::require_finite(a, &va)?;
+    io::require_finite(b, &vb)?;
+    require(k == kb, || {
+        let (a, b) = (a.display(), b.display());
+        format!("A ({a}) is {m}x{k} and B ({b}) is {kb}x{n}: A's columns ({k}) must equal B's rows ({kb})")
+    })?;
+    Ok(((m, n, k), va, vb))
+}
