@@ -108,6 +108,9 @@ fn cli() -> Command {
             Command::new("bench").about("A size sweep of every family: report.json, report.md, SVG charts"),
         ))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
+        .subcommand(host::perf_doc::Options::augment_args(Command::new("perf-doc").about(
+            "Prints docs/performance.md from the runner's, the peers' and the sweep's JSON; rewrites the ladder table",
+        )))
         .subcommand(Cases::augment_args(
             Command::new("cases")
                 .about("Prints `<family> <options>` for each size of a set (the sanitizer runs these)"),
@@ -172,6 +175,10 @@ fn print_launches(json: bool, sms: u32) -> Result<()> {
 fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>> {
     if name == "ptx" {
         write_stdout(host::gpu::KERNELS_PTX)?;
+        return Ok(vec![]);
+    }
+    if name == "perf-doc" {
+        write_stdout(&host::perf_doc::run(&host::perf_doc::Options::from_arg_matches(options)?)?)?;
         return Ok(vec![]);
     }
     if name == "launches" {

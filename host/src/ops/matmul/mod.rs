@@ -35,7 +35,7 @@ use ndarray::ArrayView2;
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use tune::{cached_tile, every_tile, TuneTarget};
+use tune::{cached_tile, tile_notes, tile_variant, TuneTarget};
 
 pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
@@ -71,7 +71,7 @@ pub struct Matmul {
 impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
-        let variants = Step::chosen(steps).iter().map(|s| s.variant()).collect();
+        let variants = Step::variants(steps);
         Self::with_inputs(gpu, shape, variants, || random_inputs(shape, seed))
     }
 
@@ -151,6 +151,14 @@ impl Kernel for Matmul {
         options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(if options.tune || options.all_configs {
+            TILE_CONFIGS.iter().map(tile_variant).collect()
+        } else {
+            Step::variants(&options.variants)
+        })
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (shape, inputs) = shape_and_files(options)?;
         let (m, n, _) = shape;
@@ -162,8 +170,9 @@ impl Kernel for Matmul {
             (None, true) => Some(tuning::default_path()?),
             (None, false) => tuning::default_path().ok(),
         };
-        let (variants, notes, tune) = if options.tune || options.all_configs {
-            let (variants, notes) = every_tile(gpu, (m, n))?;
+        let mut variants = Self::variants_for(options)?;
+        let (notes, tune) = if options.tune || options.all_configs {
+            let notes = tile_notes(gpu, (m, n))?;
             let tune = match cache_path.filter(|_| options.tune) {
                 Some(path) => {
                     TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
@@ -171,9 +180,8 @@ impl Kernel for Matmul {
                 }
                 None => None,
             };
-            (variants, notes, tune)
+            (notes, tune)
         } else {
-            let mut variants: Vec<Variant> = Step::chosen(&options.variants).iter().map(|s| s.variant()).collect();
             let mut notes = HashMap::new();
             if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
                 if let Some((tile, note)) = cached_tile(&path, &device, &class)? {
@@ -181,7 +189,7 @@ impl Kernel for Matmul {
                     variants.push(Variant::new("tuned", tile.kernel));
                 }
             }
-            (variants, notes, None)
+            (notes, None)
         };
         let mut matmul =
             Self::with_inputs(gpu, shape, variants, || inputs.unwrap_or_else(|| random_inputs(shape, seed)))?;

@@ -19,9 +19,13 @@ pub(super) struct TuneTarget {
     pub(super) class: String,
 }
 
-/// One variant per tile configuration, each with its registers, shared memory and occupancy.
-pub(super) fn every_tile(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<(Vec<Variant>, HashMap<String, String>)> {
-    let mut variants = Vec::new();
+/// A configuration as a variant, named by its label.
+pub(super) fn tile_variant(tile: &TileConfig) -> Variant {
+    Variant::new(tile_label(tile), tile.kernel)
+}
+
+/// Each tile configuration's registers, shared memory and occupancy, by variant name.
+pub(super) fn tile_notes(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<HashMap<String, String>> {
     let mut notes = HashMap::new();
     for tile in TILE_CONFIGS {
         let used = resources::of(gpu, Matmul::NAME, tile.kernel, &tile_launch(tile, m, n)?)?;
@@ -36,10 +40,9 @@ pub(super) fn every_tile(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<(Vec<Va
             used.occupancy_percent,
             spills
         );
-        notes.insert(tile_label(tile), note);
-        variants.push(Variant::new(tile_label(tile), tile.kernel));
+        notes.insert(tile_variant(tile).name, note);
     }
-    Ok((variants, notes))
+    Ok(notes)
 }
 
 /// The configuration `--tune` kept for this GPU and shape class, with a note saying so.
