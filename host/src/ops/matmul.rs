@@ -20,8 +20,9 @@ use crate::tuning::{self, Choice, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 use interface::matmul::{
-    tiled_shared_bytes, TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES,
-    BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
+    TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN,
+    CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_SHARED_BYTES, CP_ASYNC_THREADS, DEFAULT_TILE, LARGE_TILE,
+    LARGE_TILE_SHARED_BYTES, NAIVE_BLOCK, SMALL_TILE, SMALL_TILE_SHARED_BYTES, TILE_CONFIGS,
 };
 use ndarray::ArrayView2;
 use std::collections::HashMap;
@@ -29,13 +30,17 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 crate::variants! {
-    /// The steps of the tutorial, each faster than the one before.
+    /// The steps of the ladder (`kernels/src/matmul/`), each adding one idea to the one before.
     pub enum Step {
         Naive => ("naive", "matmul_naive"),
         Tiled16 => ("tiled16", "matmul_tiled_16"),
         Tiled32 => ("tiled32", "matmul_tiled_32"),
         Blocked => ("blocked", "matmul_blocked_128x128"),
+        Vload => ("vload", "matmul_vload_128x128"),
+        Vshared => ("vshared", "matmul_vshared_128x128"),
         Vec4 => ("vec4", "matmul_vec4_128x128"),
+        CpAsync => ("cp-async", "matmul_cp_async_128x128"),
+        Warps => ("warps", "matmul_warps_128x256"),
         Async => ("async", "matmul_async_128x256"),
     }
 }
@@ -44,16 +49,25 @@ impl Step {
     pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
         let square =
             |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
-        let blocked = |shared: usize| LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), shared);
+        let blocked = || LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), BLOCKED_SHARED_BYTES);
+        let warp_tiled =
+            || LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES);
         match self {
             Step::Naive => square(NAIVE_BLOCK, 0),
-            Step::Tiled16 => square(SMALL_TILE, tiled_shared_bytes(SMALL_TILE)),
-            Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
-            Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
+            Step::Tiled16 => square(SMALL_TILE, SMALL_TILE_SHARED_BYTES),
+            Step::Tiled32 => square(LARGE_TILE, LARGE_TILE_SHARED_BYTES),
+            // Steps 4a and 4b keep step 3's tile, threads and shared memory.
+            Step::Blocked | Step::Vload | Step::Vshared => blocked(),
             Step::Vec4 => tile_launch(&DEFAULT_TILE, m, n),
-            Step::Async => {
-                LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES)
-            }
+            Step::CpAsync => LaunchConfig::tiles_2d(
+                n,
+                m,
+                (CP_ASYNC_BN, CP_ASYNC_BM),
+                (CP_ASYNC_THREADS as u32, 1),
+                CP_ASYNC_SHARED_BYTES,
+            ),
+            // Step 5c is step 5b rescheduled: the same launch.
+            Step::Warps | Step::Async => warp_tiled(),
         }
     }
 }
@@ -296,7 +310,7 @@ fn cached_tile(path: &Path, device: &str, class: &str) -> GpuResult<Option<(&'st
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized, cp.async; --tune picks tile sizes";
+        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles; --tune picks vec4's tile sizes";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -313,10 +327,20 @@ impl Kernel for Matmul {
         match purpose {
             Purpose::Default => vec![String::new()],
             Purpose::Check => {
-                let shapes = [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700)];
+                // 300x264x48 mixes interior blocks (no checks) and edge blocks with n % 4 == 0 and
+                // k % 16 == 0, for the 128x128 and 128x256 tiles alike; the others are odd.
+                let shapes = [
+                    (1, 1, 1),
+                    (17, 31, 13),
+                    (127, 129, 65),
+                    (131, 257, 67),
+                    (1, 300, 1),
+                    (300, 1, 700),
+                    (300, 264, 48),
+                ];
                 let steps =
                     shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
-                // Every tile configuration on the odd shapes, edges in both dimensions.
+                // Every tile configuration on these shapes, edges in both dimensions.
                 let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
                 steps.chain(tiles).collect()
             }
@@ -533,4 +557,33 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
         check::close(&got, &expected, tolerance)
     };
     multi::measure(job, count, iters, &setup, &launch, &check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use interface::matmul::{ASYNC_BK, BK, CP_ASYNC_BK};
+
+    /// Blocks of a `bm × bn × bk` tile at `(m, n, k)` that skip every bounds check, as the
+    /// kernels' `interior_block` decides, and all blocks.
+    fn interior_blocks((m, n, k): Dims, (bm, bn, bk): (usize, usize, usize)) -> (usize, usize) {
+        let (rows, cols) = (m.div_ceil(bm), n.div_ceil(bn));
+        let inside = (0..rows).flat_map(|y| (0..cols).map(move |x| (y, x)));
+        let interior = inside.filter(|(y, x)| (y + 1) * bm <= m && (x + 1) * bn <= n && k % bk == 0 && n % 4 == 0);
+        (interior.count(), rows * cols)
+    }
+
+    #[test]
+    fn a_check_shape_mixes_interior_and_edge_blocks_for_every_tile() {
+        let sizes = Matmul::sizes(Purpose::Check);
+        let shape = (300, 264, 48);
+        let wanted = format!("--m {} --n {} --k {} --all-configs", shape.0, shape.1, shape.2);
+        assert!(sizes.contains(&wanted), "the check shapes lack `{wanted}`");
+        let tiles = TILE_CONFIGS.iter().map(|t| (t.bm, t.bn, t.bk));
+        let steps = [(BM, BN, BK), (CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK), (ASYNC_BM, ASYNC_BN, ASYNC_BK)];
+        for tile in tiles.chain(steps) {
+            let (interior, all) = interior_blocks(shape, tile);
+            assert!(interior > 0 && interior < all, "{tile:?}: {interior} of {all} blocks interior");
+        }
+    }
 }
