@@ -3,17 +3,11 @@
 // own FILTER, as the host fills the Rust module's.
 #include "twins.cuh"
 
-#define MAX_RADIUS 3
-#define MAX_TAPS ((2 * MAX_RADIUS + 1) * (2 * MAX_RADIUS + 1))
-#define TILE 64
-#define BLOCK_ROWS 4
-#define ROWS_PER_THREAD (TILE / BLOCK_ROWS)
-#define SHARED_WIDTH (TILE + 2 * MAX_RADIUS)
-#define CONV1D_BLOCK 256
-#define CONV1D_VEC4_QUADS 4
-#define CONV1D_VEC4_SPAN (4 * CONV1D_VEC4_QUADS * CONV1D_BLOCK)
+// Derived as the Rust kernels derive them from interface::conv.
+#define ROWS_PER_THREAD (CONV_TILE / CONV_BLOCK_ROWS)
+#define SHARED_WIDTH (CONV_TILE + 2 * CONV_MAX_RADIUS)
 
-__constant__ float FILTER[MAX_TAPS];
+__constant__ float FILTER[CONV_MAX_TAPS];  // named CONV_FILTER_SYMBOL
 
 extern "C" __global__ void conv2d_naive(const float* __restrict__ input, size_t input_len, float* output,
                                         size_t width, size_t height, size_t radius) {
@@ -38,25 +32,25 @@ __device__ __forceinline__ void conv2d_tiled(const float* __restrict__ input, fl
                                              size_t height) {
     // Sized for the largest radius, like the Rust shared_array!.
     __shared__ float tile[SHARED_WIDTH * SHARED_WIDTH];
-    const size_t span = TILE + 2 * R;
+    const size_t span = CONV_TILE + 2 * R;
     const int taps = 2 * R + 1;
     size_t tx = threadIdx.x, ty = threadIdx.y;
-    size_t x0 = (size_t)blockIdx.x * TILE;
-    size_t y0 = (size_t)blockIdx.y * TILE;
+    size_t x0 = (size_t)blockIdx.x * CONV_TILE;
+    size_t y0 = (size_t)blockIdx.y * CONV_TILE;
 
-    // Stage the (32 + 2R)^2 input window, zero outside the image.
-    for (size_t e = ty * TILE + tx; e < span * span; e += TILE * BLOCK_ROWS) {
+    // Stage the (TILE + 2R)^2 input window, zero outside the image.
+    for (size_t e = ty * CONV_TILE + tx; e < span * span; e += CONV_TILE * CONV_BLOCK_ROWS) {
         size_t sy = e / span, sx = e % span;
         size_t gy = y0 + sy - R, gx = x0 + sx - R;
         tile[sy * SHARED_WIDTH + sx] = (gy < height && gx < width) ? input[gy * width + gx] : 0.0f;
     }
     __syncthreads();
 
-    // Rows first_row .. first_row + 8 of column tx; each filter column's 8 + 2R inputs are
+    // ROWS_PER_THREAD rows from first_row of column tx; each filter column's ROWS_PER_THREAD + 2R inputs are
     // loaded from shared memory once and reused by all rows and filter rows.
     size_t first_row = ty * ROWS_PER_THREAD;
     float acc[ROWS_PER_THREAD] = {};
-    float column[ROWS_PER_THREAD + 2 * MAX_RADIUS];
+    float column[ROWS_PER_THREAD + 2 * CONV_MAX_RADIUS];
     for (int fx = 0; fx < taps; ++fx) {
         for (int i = 0; i < ROWS_PER_THREAD + 2 * R; ++i) column[i] = tile[(first_row + i) * SHARED_WIDTH + tx + fx];
         for (int fy = 0; fy < taps; ++fy) {
@@ -87,11 +81,11 @@ extern "C" __global__ void conv2d_tiled_r3(const float* __restrict__ input, size
 }
 
 extern "C" __global__ void conv1d(const float* __restrict__ input, size_t input_len, float* output, size_t radius) {
-    __shared__ float tile[CONV1D_BLOCK + 2 * MAX_RADIUS];
+    __shared__ float tile[CONV_CONV1D_BLOCK + 2 * CONV_MAX_RADIUS];
     size_t n = input_len;
     size_t tid = threadIdx.x;
-    size_t start = (size_t)blockIdx.x * CONV1D_BLOCK;
-    for (size_t e = tid; e < CONV1D_BLOCK + 2 * radius; e += CONV1D_BLOCK) {
+    size_t start = (size_t)blockIdx.x * CONV_CONV1D_BLOCK;
+    for (size_t e = tid; e < CONV_CONV1D_BLOCK + 2 * radius; e += CONV_CONV1D_BLOCK) {
         size_t g = start + e - radius;  // wraps left of the signal and fails the check
         tile[e] = g < n ? input[g] : 0.0f;
     }
@@ -104,20 +98,20 @@ extern "C" __global__ void conv1d(const float* __restrict__ input, size_t input_
     }
 }
 
-// CONV1D_VEC4_SPAN outputs a block: each thread loads CONV1D_VEC4_QUADS quads with 16-byte
+// CONV_CONV1D_VEC4_SPAN outputs a block: each thread loads CONV_CONV1D_VEC4_QUADS quads with 16-byte
 // loads (all in flight at once), stores them and the halo, then thread t computes outputs
-// t, t + CONV1D_BLOCK, ...
+// t, t + CONV_CONV1D_BLOCK, ...
 extern "C" __global__ void conv1d_vec4(const float* __restrict__ input, size_t input_len, float* output,
                                        size_t radius) {
-    __shared__ float tile[CONV1D_VEC4_SPAN + 2 * MAX_RADIUS];
+    __shared__ float tile[CONV_CONV1D_VEC4_SPAN + 2 * CONV_MAX_RADIUS];
     size_t n = input_len;
     size_t tid = threadIdx.x;
-    size_t start = (size_t)blockIdx.x * CONV1D_VEC4_SPAN;
+    size_t start = (size_t)blockIdx.x * CONV_CONV1D_VEC4_SPAN;
 
     // tile[radius + e] holds input[start + e].
-    float quads[CONV1D_VEC4_QUADS][4] = {};
-    for (int u = 0; u < CONV1D_VEC4_QUADS; ++u) {
-        size_t g = start + 4 * (tid + u * CONV1D_BLOCK);
+    float quads[CONV_CONV1D_VEC4_QUADS][4] = {};
+    for (int u = 0; u < CONV_CONV1D_VEC4_QUADS; ++u) {
+        size_t g = start + 4 * (tid + u * CONV_CONV1D_BLOCK);
         if (g + 4 <= n) {
             float4 q = reinterpret_cast<const float4*>(input)[g / 4];
             quads[u][0] = q.x, quads[u][1] = q.y, quads[u][2] = q.z, quads[u][3] = q.w;
@@ -126,20 +120,20 @@ extern "C" __global__ void conv1d_vec4(const float* __restrict__ input, size_t i
                 if (g + j < n) quads[u][j] = input[g + j];
         }
     }
-    for (int u = 0; u < CONV1D_VEC4_QUADS; ++u) {
-        size_t e = 4 * (tid + u * CONV1D_BLOCK);
+    for (int u = 0; u < CONV_CONV1D_VEC4_QUADS; ++u) {
+        size_t e = 4 * (tid + u * CONV_CONV1D_BLOCK);
         for (int j = 0; j < 4; ++j) tile[radius + e + j] = quads[u][j];
     }
     if (tid < radius) {
         size_t left = start + tid - radius;
         tile[tid] = left < n ? input[left] : 0.0f;
-        size_t right = start + CONV1D_VEC4_SPAN + tid;
-        tile[radius + CONV1D_VEC4_SPAN + tid] = right < n ? input[right] : 0.0f;
+        size_t right = start + CONV_CONV1D_VEC4_SPAN + tid;
+        tile[radius + CONV_CONV1D_VEC4_SPAN + tid] = right < n ? input[right] : 0.0f;
     }
     __syncthreads();
 
-    for (int u = 0; u < 4 * CONV1D_VEC4_QUADS; ++u) {
-        size_t o = tid + u * CONV1D_BLOCK;
+    for (int u = 0; u < 4 * CONV_CONV1D_VEC4_QUADS; ++u) {
+        size_t o = tid + u * CONV_CONV1D_BLOCK;
         size_t i = start + o;
         if (i < n) {
             float acc = 0.0f;
@@ -148,6 +142,3 @@ extern "C" __global__ void conv1d_vec4(const float* __restrict__ input, size_t i
         }
     }
 }
-
-// transpose.cu, next in all.cu, has its own.
-#undef BLOCK_ROWS

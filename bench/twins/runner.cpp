@@ -3,10 +3,15 @@
 // that they agree, and times both with CUDA events, interleaved. Driver API only.
 //
 //   runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] [--only a,b]
-//   runner <project.ptx> <twins.ptx> --signatures      (no GPU: entries and parameters only)
+//   runner <project.ptx> <twins.ptx> --signatures [--launches launches.txt] [--sms N]
+//
+// --signatures needs no GPU: it checks each kernel's entries and parameters and, given the
+// host's launch shapes (`host launches --sms N > launches.txt`, the same N), each case's grid,
+// block and shared memory at the full sizes. Block, tile and shared sizes come from interface.h,
+// which is generated from the Rust side's interface crate.
 //
 // Exit status: 0 all cross-checks passed; 1 a check failed, a kernel was missing or had
-// another signature, or a CUDA call failed; 2 no usable GPU.
+// another signature or launch shape, or a CUDA call failed; 2 no usable GPU.
 
 #include "interface.h"
 
@@ -21,6 +26,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -28,9 +34,12 @@
 #include <thread>
 #include <vector>
 
+#include "interface.h"
+
 namespace {
 
-// --signatures: no GPU, no allocation; only the kernels' presence and parameters are checked.
+// --signatures: no GPU, no allocation, no input data; the kernels' presence, parameters and
+// launch shapes are checked.
 bool g_dry = false;
 
 struct CudaError : std::runtime_error {
@@ -98,6 +107,26 @@ struct Shape {
     unsigned gx, gy, bx, by, shared;
 };
 
+// A launch as `host launches` prints it: grid and block in three dimensions, dynamic shared bytes.
+struct Launch {
+    unsigned grid[3], block[3], shared;
+};
+
+Launch launch_of(const Shape& s) { return {{s.gx, s.gy, 1}, {s.bx, s.by, 1}, s.shared}; }
+
+std::string describe(const Launch& l) {
+    auto dims = [](const unsigned* d) {
+        return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+    };
+    return "grid " + dims(l.grid) + " block " + dims(l.block) + " shared " + std::to_string(l.shared);
+}
+
+bool same_block(const Launch& a, const Launch& b) {
+    return std::equal(a.block, a.block + 3, b.block) && a.shared == b.shared;
+}
+
+bool same(const Launch& a, const Launch& b) { return same_block(a, b) && std::equal(a.grid, a.grid + 3, b.grid); }
+
 unsigned blocks(size_t n, size_t per) { return (unsigned)((n + per - 1) / per); }
 Shape linear(size_t n, unsigned block) { return {blocks(n, block), 1, block, 1, 0}; }
 
@@ -139,6 +168,7 @@ uint64_t splitmix(uint64_t& s) {
 
 template <class T, class F>
 std::vector<T> generate(size_t n, uint64_t seed, F draw) {
+    if (g_dry) return {};  // nothing is launched, so nothing is drawn
     std::vector<T> v(n);
     size_t chunks = (n + kChunk - 1) / kChunk;
     unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
@@ -219,6 +249,30 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+// `host launches` output: `kernel gx gy gz bx by bz shared_bytes` per line.
+std::map<std::string, Launch> read_launches(const std::string& path) {
+    std::map<std::string, Launch> launches;
+    std::stringstream lines(read_file(path));
+    int number = 0;
+    for (std::string line; std::getline(lines, line);) {
+        ++number;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        std::stringstream fields(line);
+        std::string kernel, extra;
+        Launch l{};
+        fields >> kernel >> l.grid[0] >> l.grid[1] >> l.grid[2] >> l.block[0] >> l.block[1] >> l.block[2] >> l.shared;
+        if (!fields || (fields >> extra))
+            throw std::runtime_error(path + ":" + std::to_string(number) +
+                                     ": want `kernel gx gy gz bx by bz shared_bytes` (from `host launches`)");
+        auto known = launches.find(kernel);
+        if (known != launches.end() && !same(known->second, l))
+            throw std::runtime_error(path + ": " + kernel + " has two launch shapes");
+        launches[kernel] = l;
+    }
+    if (launches.empty()) throw std::runtime_error(path + " lists no launch");
+    return launches;
+}
+
 std::string fmt(const char* format, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, format, v);
@@ -251,6 +305,7 @@ struct Runner {
     int runs = 20;
     std::vector<std::string> only;
     std::string rust_ptx, twin_text;  // twin_text is empty for a cubin
+    std::map<std::string, Launch> host_launches;  // --launches: what --signatures compares
     CUmodule rust = nullptr, twin = nullptr;
     CUstream stream = nullptr;
     CUevent start = nullptr, stop = nullptr;
@@ -259,13 +314,32 @@ struct Runner {
     std::vector<Row> rows;
     std::string current = "setup";  // what was running, for error messages
 
-    size_t pick(size_t full, size_t small, size_t dry) const { return g_dry ? dry : quick ? small : full; }
+    // The full sizes are the host's defaults, at which --signatures compares launch shapes.
+    size_t pick(size_t full, size_t small) const { return quick && !g_dry ? small : full; }
 
     bool wanted(const std::string& kernel) const {
         if (only.empty()) return true;
         for (auto& o : only)
             if (kernel.find(o) != std::string::npos) return true;
         return false;
+    }
+
+    // The first case of a kernel runs at the host's default size, so all of its launch shape
+    // must be the host's; a later one (another size) only its block and shared bytes.
+    bool first_of_kernel(const Case& c) const {
+        return std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.kernel == c.kernel; });
+    }
+
+    // "" when the case launches as the host does (or no --launches was given).
+    std::string launch_mismatch(const Case& c) const {
+        if (host_launches.empty()) return "";
+        auto host = host_launches.find(c.kernel);
+        if (host == host_launches.end()) return "the host's launches list no " + c.kernel;
+        bool first = first_of_kernel(c);
+        Launch runner = launch_of(c.shape);
+        if (first ? same(runner, host->second) : same_block(runner, host->second)) return "";
+        return "runner launches " + describe(runner) + ", the host " + describe(host->second) +
+               (first ? "" : " (its block and shared bytes differ; this case is not at the host's default size)");
     }
 
     CUfunction function(CUmodule m, const std::string& name, CUresult& r) {
@@ -377,12 +451,15 @@ struct Runner {
         } else if (!twin_text.empty() && (!ptx_signature(twin_text, c.kernel, sizes) || sizes != c.args.layout())) {
             row.check = "SIGNATURE";
             row.detail = "twin PTX parameters " + join(sizes) + " bytes, runner passes " + join(c.args.layout());
+        } else if (g_dry && !(row.detail = launch_mismatch(c)).empty()) {
+            row.check = "SIGNATURE";
         } else if (g_dry) {
             row.passed = true;
             row.check = "SIGNATURE OK";
-            row.detail = join(c.args.layout()) + " grid " + std::to_string(c.shape.gx) + "x" +
-                         std::to_string(c.shape.gy) + " block " + std::to_string(c.shape.bx) + "x" +
-                         std::to_string(c.shape.by) + " shared " + std::to_string(c.shape.shared);
+            row.detail = join(c.args.layout()) + " " + describe(launch_of(c.shape)) +
+                         (host_launches.empty()    ? ""
+                          : first_of_kernel(c) ? ", as the host"
+                                               : ", block and shared as the host");
         } else {
             row.rust_regs = regs(rf), row.c_regs = regs(tf);
             if (c.setup) c.setup();
@@ -432,17 +509,24 @@ struct Runner {
         std::fflush(stdout);
     }
 
-    // ---- the kernel families; sizes follow the host's defaults (host/src/ops/*.rs)
+    // ---- the kernel families; sizes follow the host's defaults (host/src/ops/*.rs), block and
+    // tile sizes come from interface.h
+
+    // Blocks per SM of the grid-stride kernels (BLOCKS_PER_SM in host/src/ops/saxpy.rs and
+    // histogram.rs; --signatures --launches checks it).
+    static constexpr unsigned kBlocksPerSm = 8;
 
     void vector_add() {
-        size_t n = pick(1u << 28, 1u << 26, 4099);
+        size_t n = pick(1u << 28, 1u << 26);
         auto ah = random_f32(n, 1), bh = random_f32(n, 2);
         auto a = upload(ah), b = upload(bh), c = device(4 * n);
         for (std::string k : {"vector_add", "vector_add_vec4"}) {
             Case x;
             x.kernel = k, x.size = "n=" + std::to_string(n), x.unit = "GB/s", x.work = 12.0 * n;
-            // vec4: 4 quads per thread, plus one position for the n % 4 tail (as the host).
-            x.shape = k == "vector_add" ? linear(n, 256) : linear((n / 4 + 1 + 3) / 4, 256);
+            // vec4: VECTOR_QUADS_PER_THREAD quads per thread, plus one position for the n % 4 tail
+            // (as the host).
+            x.shape = k == "vector_add" ? linear(n, DEFAULT_BLOCK)
+                                        : linear(blocks(n / 4 + 1, VECTOR_QUADS_PER_THREAD), DEFAULT_BLOCK);
             x.args.slice(a, n).slice(b, n).ptr(c);
             x.out = c, x.compare = Compare::Exact;
             // Both outputs start poisoned alike, so agreeing is not enough: check every element.
@@ -459,14 +543,14 @@ struct Runner {
     }
 
     void saxpy() {
-        size_t n = pick(1u << 28, 1u << 26, 4099);
+        size_t n = pick(1u << 28, 1u << 26);
         const float alpha = 2.5f;  // host/src/ops/saxpy.rs A
         auto xh = random_f32(n, 3), yh = random_f32(n, 4);
         auto x = upload(xh), y0 = upload(yh), y = device(4 * n);
         for (std::string k : {"saxpy", "saxpy_vec4"}) {
             Case c;
             c.kernel = k, c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 12.0 * n;
-            c.shape = {8 * sms, 1, 256, 1, 0};  // grid-stride: 8 blocks per SM, as the host
+            c.shape = {kBlocksPerSm * sms, 1, DEFAULT_BLOCK, 1, 0};  // grid-stride
             c.args.add(alpha).slice(x, n).ptr(y);
             c.out = y, c.compare = Compare::Close;
             c.tolerance = 4 * FLT_EPSILON * (std::fabs(alpha) + 1);
@@ -492,7 +576,7 @@ struct Runner {
         for (std::string k : {"counter_racy", "counter_atomic"}) {
             Case c;
             c.kernel = k, c.size = "threads=" + std::to_string(threads), c.unit = "Gop/s", c.work = threads;
-            c.shape = linear(threads, 256);
+            c.shape = linear(threads, DEFAULT_BLOCK);
             c.args.ptr(counter).add(threads);
             c.out = counter;
             c.reset = [counter](CUstream s) { CK(cuMemsetD32Async(counter->ptr, 0, 1, s)); };
@@ -511,8 +595,8 @@ struct Runner {
     }
 
     void histogram() {
-        size_t n = pick(1u << 28, 1u << 26, 4099);
-        const unsigned bins = 256;
+        size_t n = pick(1u << 28, 1u << 26);
+        const unsigned bins = HISTOGRAM_DEFAULT_BINS;
         const float lo = -4.0f, hi = 4.0f;  // host/src/ops/histogram.rs F32_RANGE
         auto counts = device(4 * bins);
         for (bool f32 : {false, true}) {
@@ -542,7 +626,7 @@ struct Runner {
                 c.size = "n=" + std::to_string(n) + " bins=" + std::to_string(bins);
                 c.unit = "GB/s", c.work = 4.0 * n;
                 // Block-private bins in dynamic shared memory for the shared kernels.
-                c.shape = {8 * sms, 1, 256, 1, method == "global" ? 0u : 4 * bins};
+                c.shape = {kBlocksPerSm * sms, 1, DEFAULT_BLOCK, 1, method == "global" ? 0u : 4 * bins};
                 c.args.slice(values, n);
                 if (f32) c.args.add(lo).add(hi);
                 c.args.add(bins).ptr(counts);
@@ -564,7 +648,7 @@ struct Runner {
     }
 
     void matmul() {
-        size_t small = pick(4096, 2048, 64), large = pick(8192, 4096, 128);
+        size_t small = pick(4096, 2048), large = pick(8192, 4096);
         auto ah = random_f32(large * large, 8), bh = random_f32(large * large, 9);
         // A smaller shape uses the first m * k and k * n elements: still random matrices.
         auto a = upload(ah), b = upload(bh);
@@ -626,20 +710,21 @@ struct Runner {
     }
 
     void set_filter(const std::vector<float>& taps) {
-        std::vector<float> padded(49, 0.0f);
+        std::vector<float> padded(CONV_MAX_TAPS, 0.0f);
         std::copy(taps.begin(), taps.end(), padded.begin());
         for (CUmodule m : {rust, twin}) {
             CUdeviceptr symbol;
             size_t bytes;
-            CK(cuModuleGetGlobal(&symbol, &bytes, m, "FILTER"));
+            CK(cuModuleGetGlobal(&symbol, &bytes, m, CONV_FILTER_SYMBOL));
             if (bytes != 4 * padded.size())
-                throw CudaError("FILTER holds " + std::to_string(bytes) + " bytes, the runner writes 196");
+                throw CudaError(std::string(CONV_FILTER_SYMBOL) + " holds " + std::to_string(bytes) +
+                                " bytes, the runner writes " + std::to_string(4 * padded.size()));
             CK(cuMemcpyHtoD(symbol, padded.data(), bytes));
         }
     }
 
     void conv2d() {
-        size_t side = pick(8192, 4096, 100), w = side, h = side;
+        size_t side = pick(8192, 4096), w = side, h = side;
         auto image = random_f32(w * h, 11);
         auto in = upload(image), out = device(4 * w * h);
         struct Variant {
@@ -655,8 +740,10 @@ struct Runner {
             c.kernel = v.kernel;
             c.size = std::to_string(w) + "^2 " + std::to_string(width) + "x" + std::to_string(width);
             c.unit = "GB/s", c.work = 8.0 * w * h;
-            // interface::conv: a TILE x TILE output tile per TILE x BLOCK_ROWS block (64, 4).
-            c.shape = naive ? Shape{blocks(w, 16), blocks(h, 16), 16, 16, 0} : Shape{blocks(w, 64), blocks(h, 64), 64, 4, 0};
+            // Naive: a pixel per thread; tiled: a TILE x TILE output tile per TILE x BLOCK_ROWS block.
+            c.shape = naive ? Shape{blocks(w, CONV_NAIVE_BLOCK), blocks(h, CONV_NAIVE_BLOCK), CONV_NAIVE_BLOCK,
+                                    CONV_NAIVE_BLOCK, 0}
+                            : Shape{blocks(w, CONV_TILE), blocks(h, CONV_TILE), CONV_TILE, CONV_BLOCK_ROWS, 0};
             c.args.slice(in, w * h).ptr(out).add(w).add(h);
             if (naive) c.args.add(r);
             c.out = out, c.compare = Compare::Close, c.tolerance = 4.0 * taps * FLT_EPSILON;
@@ -684,7 +771,7 @@ struct Runner {
     }
 
     void conv1d() {
-        size_t n = pick(1u << 26, 1u << 24, 4099), r = 3, taps = 2 * r + 1;
+        size_t n = pick(1u << 26, 1u << 24), r = 3, taps = 2 * r + 1;
         auto signal = random_f32(n, 14);
         auto filter = random_f32(taps, 15);
         auto in = upload(signal), out = device(4 * n);
@@ -692,8 +779,9 @@ struct Runner {
             Case c;
             c.kernel = k, c.size = "n=" + std::to_string(n) + " " + std::to_string(taps) + " taps";
             c.unit = "GB/s", c.work = 8.0 * n;
-            // conv1d: CONV1D_BLOCK (256) outputs a block; vec4: CONV1D_VEC4_SPAN (4096).
-            c.shape = {blocks(n, k == "conv1d" ? 256 : 4096), 1, 256, 1, 0};
+            // CONV1D_BLOCK threads; conv1d: an output each, vec4: CONV1D_VEC4_SPAN outputs a block.
+            unsigned per_block = k == "conv1d" ? CONV_CONV1D_BLOCK : CONV_CONV1D_VEC4_SPAN;
+            c.shape = {blocks(n, per_block), 1, CONV_CONV1D_BLOCK, 1, 0};
             c.args.slice(in, n).ptr(out).add(r);
             c.out = out, c.compare = Compare::Close, c.tolerance = 4.0 * taps * FLT_EPSILON;
             c.setup = [this, filter] { set_filter(filter); };
@@ -716,16 +804,18 @@ struct Runner {
     }
 
     void transpose() {
-        size_t rows = pick(8192, 4096, 67), cols = pick(8192, 4096, 45);
+        size_t rows = pick(8192, 4096), cols = pick(8192, 4096);
         auto matrix = random_f32(rows * cols, 17);
         auto in = upload(matrix), out = device(4 * rows * cols);
         for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded", "transpose_padded_64"}) {
             Case c;
             c.kernel = k, c.size = std::to_string(rows) + "x" + std::to_string(cols);
             c.unit = "GB/s", c.work = 8.0 * rows * cols;
-            // TILE 32 with BLOCK_ROWS 8; the wide kernel: a 64 tile with 4 rows of threads.
-            c.shape = k == "transpose_padded_64" ? Shape{blocks(cols, 64), blocks(rows, 64), 64, 4, 0}
-                                                 : Shape{blocks(cols, 32), blocks(rows, 32), 32, 8, 0};
+            // A TILE x TILE tile per TILE x BLOCK_ROWS block; the wide kernel: WIDE_TILE, WIDE_BLOCK_ROWS.
+            bool wide = k == "transpose_padded_64";
+            unsigned tile = wide ? TRANSPOSE_WIDE_TILE : TRANSPOSE_TILE;
+            unsigned block_rows = wide ? TRANSPOSE_WIDE_BLOCK_ROWS : TRANSPOSE_BLOCK_ROWS;
+            c.shape = {blocks(cols, tile), blocks(rows, tile), tile, block_rows, 0};
             c.args.slice(in, rows * cols).ptr(out).add(rows).add(cols);
             c.out = out, c.compare = Compare::Exact;
             c.reference = [=, &matrix](const std::vector<unsigned char>& bytes) -> std::string {
@@ -803,9 +893,12 @@ CUmodule load_module(const std::string& image, const char* what) {
 int usage() {
     std::fprintf(stderr,
                  "usage: runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] "
-                 "[--only name,name] [--signatures]\n"
+                 "[--only name,name]\n"
+                 "       runner <project.ptx> <twins.ptx> --signatures [--launches launches.txt] [--sms N]\n"
                  "  --signatures: no GPU needed; check that every kernel is in both modules with the\n"
-                 "  parameters the runner passes (give the twins as PTX to check them too)\n");
+                 "  parameters the runner passes (give the twins as PTX to check them too) and, with\n"
+                 "  --launches (from `host launches --sms N`), that every case at its full size has the\n"
+                 "  host's grid, block and shared memory on a GPU of N SMs (default 132, an H100 SXM)\n");
     return 1;
 }
 
@@ -814,11 +907,15 @@ int usage() {
 int main(int argc, char** argv) {
     Runner run;
     std::vector<std::string> files;
-    std::string json;
+    std::string json, launches;
+    unsigned dry_sms = 132;  // an H100 SXM
+    bool dry_option = false;  // --launches or --sms, which only --signatures takes
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--quick") run.quick = true;
         else if (a == "--signatures") g_dry = true;
+        else if (a == "--launches" && i + 1 < argc) launches = argv[++i], dry_option = true;
+        else if (a == "--sms" && i + 1 < argc) dry_sms = (unsigned)std::max(1, std::atoi(argv[++i])), dry_option = true;
         else if (a == "--json" && i + 1 < argc) json = argv[++i];
         else if (a == "--runs" && i + 1 < argc) run.runs = std::max(1, std::atoi(argv[++i]));
         else if (a == "--only" && i + 1 < argc) {
@@ -828,7 +925,7 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--", 0) == 0) return usage();
         else files.push_back(a);
     }
-    if (files.size() != 2) return usage();
+    if (files.size() != 2 || (dry_option && !g_dry)) return usage();
     bool runs_given = false;
     for (int i = 1; i < argc; ++i) runs_given |= std::string(argv[i]) == "--runs";
     if (run.quick && !runs_given) run.runs = 5;
@@ -837,6 +934,7 @@ int main(int argc, char** argv) {
     try {
         run.rust_ptx = read_file(files[0]);
         twin_image = read_file(files[1]);
+        if (!launches.empty()) run.host_launches = read_launches(launches);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "runner: %s\n", e.what());
         return 1;
@@ -848,15 +946,17 @@ int main(int argc, char** argv) {
     if (twin_image.compare(0, 4, "\x7f" "ELF") != 0) run.twin_text = twin_image;
 
     if (g_dry) {
-        run.sms = 132;  // an H100 SXM, for the grid sizes printed
+        run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
             run.conv1d();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
-        std::printf("\n%zu kernels, %zu with a missing entry or other parameters%s\n", run.rows.size(), failed,
-                    run.twin_text.empty() ? " (the twins' cubin is not checked: pass twins.ptx)" : "");
+        std::printf("\n%zu kernels, %zu with a missing entry, other parameters or another launch shape%s%s\n",
+                    run.rows.size(), failed,
+                    run.twin_text.empty() ? " (the twins' cubin is not checked: pass twins.ptx)" : "",
+                    run.host_launches.empty() ? " (launch shapes not compared: pass --launches)" : "");
         return failed ? 1 : 0;
     }
 

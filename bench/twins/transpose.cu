@@ -1,15 +1,13 @@
-// Twin of kernels/src/transpose.rs: a 32x32 tile per block of 32x8 threads, each thread
-// taking every 8th row of the tile; naive, through shared memory, with a padded tile, and
-// padded on a 64x64 tile with 64x4 threads.
+// Twin of kernels/src/transpose.rs (sizes: interface::transpose): a TILE x TILE tile per block
+// of TILE x BLOCK_ROWS threads, each thread taking every BLOCK_ROWS-th row of the tile; naive,
+// through shared memory, with a padded tile, and padded on a WIDE_TILE tile with
+// WIDE_TILE x WIDE_BLOCK_ROWS threads.
 #include "twins.cuh"
-
-#define TILE 32
-#define BLOCK_ROWS 8
 
 extern "C" __global__ void transpose_naive(const float* __restrict__ input, size_t len, float* output, size_t rows,
                                            size_t cols) {
-    size_t row0 = (size_t)blockIdx.y * TILE, col = (size_t)blockIdx.x * TILE + threadIdx.x;
-    for (size_t r = threadIdx.y; r < TILE; r += BLOCK_ROWS) {
+    size_t row0 = (size_t)blockIdx.y * TRANSPOSE_TILE, col = (size_t)blockIdx.x * TRANSPOSE_TILE + threadIdx.x;
+    for (size_t r = threadIdx.y; r < TRANSPOSE_TILE; r += TRANSPOSE_BLOCK_ROWS) {
         size_t row = row0 + r;
         if (row < rows && col < cols) output[col * rows + row] = input[row * cols + col];
     }
@@ -33,21 +31,19 @@ __device__ __forceinline__ void transpose_tiled(const float* __restrict__ input,
 
 extern "C" __global__ void transpose_shared(const float* __restrict__ input, size_t len, float* output, size_t rows,
                                             size_t cols) {
-    __shared__ float tile[TILE * TILE];
-    transpose_tiled<TILE, TILE, BLOCK_ROWS>(input, output, rows, cols, tile);
+    __shared__ float tile[TRANSPOSE_TILE * TRANSPOSE_TILE];
+    transpose_tiled<TRANSPOSE_TILE, TRANSPOSE_TILE, TRANSPOSE_BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
 extern "C" __global__ void transpose_padded(const float* __restrict__ input, size_t len, float* output, size_t rows,
                                             size_t cols) {
-    __shared__ float tile[TILE * (TILE + 1)];
-    transpose_tiled<TILE, TILE + 1, BLOCK_ROWS>(input, output, rows, cols, tile);
+    __shared__ float tile[TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)];
+    transpose_tiled<TRANSPOSE_TILE, TRANSPOSE_TILE + 1, TRANSPOSE_BLOCK_ROWS>(input, output, rows, cols, tile);
 }
 
 extern "C" __global__ void transpose_padded_64(const float* __restrict__ input, size_t len, float* output,
                                                size_t rows, size_t cols) {
-    __shared__ float tile[64 * 65];
-    transpose_tiled<64, 65, 4>(input, output, rows, cols, tile);
+    __shared__ float tile[TRANSPOSE_WIDE_TILE * (TRANSPOSE_WIDE_TILE + 1)];
+    transpose_tiled<TRANSPOSE_WIDE_TILE, TRANSPOSE_WIDE_TILE + 1, TRANSPOSE_WIDE_BLOCK_ROWS>(input, output, rows, cols,
+                                                                                            tile);
 }
-
-#undef TILE
-#undef BLOCK_ROWS

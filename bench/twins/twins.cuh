@@ -4,6 +4,8 @@
 #pragma once
 #include <stddef.h>
 
+#include "interface.h"  // the sizes the Rust side uses, generated from interface/src
+
 // 64-bit like the Rust global_index(): a 32-bit index wraps past 2^32 elements.
 static __device__ __forceinline__ size_t global_index() {
     return (size_t)blockIdx.x * (size_t)blockDim.x + (size_t)threadIdx.x;

@@ -2,8 +2,6 @@
 // which is what `const T* __restrict__` promises nvcc; the length follows each pointer.
 #include "twins.cuh"
 
-#define QUADS_PER_THREAD 4  // interface::vector::QUADS_PER_THREAD
-
 extern "C" __global__ void vector_add(const float* __restrict__ a, size_t a_len,
                                       const float* __restrict__ b, size_t b_len, float* c) {
     size_t i = global_index();
@@ -17,12 +15,12 @@ extern "C" __global__ void vector_add_vec4(const float* __restrict__ a, size_t a
     size_t n = a_len < b_len ? a_len : b_len;
     size_t quads = n / 4;
     size_t block = blockDim.x;
-    size_t first = (size_t)blockIdx.x * block * QUADS_PER_THREAD + threadIdx.x;
+    size_t first = (size_t)blockIdx.x * block * VECTOR_QUADS_PER_THREAD + threadIdx.x;
     const float4* a4 = reinterpret_cast<const float4*>(a);
     const float4* b4 = reinterpret_cast<const float4*>(b);
-    float4 x[QUADS_PER_THREAD], y[QUADS_PER_THREAD];
+    float4 x[VECTOR_QUADS_PER_THREAD], y[VECTOR_QUADS_PER_THREAD];
     // All loads before the first add, as in the Rust kernel: 64 bytes in flight per thread.
-    for (int u = 0; u < QUADS_PER_THREAD; ++u) {
+    for (int u = 0; u < VECTOR_QUADS_PER_THREAD; ++u) {
         x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
         y[u] = make_float4(0.f, 0.f, 0.f, 0.f);
         size_t q = first + u * block;
@@ -31,7 +29,7 @@ extern "C" __global__ void vector_add_vec4(const float* __restrict__ a, size_t a
             y[u] = b4[q];
         }
     }
-    for (int u = 0; u < QUADS_PER_THREAD; ++u) {
+    for (int u = 0; u < VECTOR_QUADS_PER_THREAD; ++u) {
         size_t q = first + u * block;
         if (q < quads) {
             reinterpret_cast<float4*>(c)[q] =

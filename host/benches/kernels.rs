@@ -4,12 +4,15 @@
 //! memory-bound kernels and flops for matmul (criterion prints "elem/s", read as FLOP/s).
 //! Without a GPU the benches say so and measure nothing: the CPU references need a prepared
 //! workload, which lives on the GPU.
+//!
+//! The IDs and settings come from `host::cargo_bench`, whose tests list every ID without a GPU
+//! and check that none repeats and that the whole run stays within a few minutes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use host::cargo_bench::{benches, Target, MEASUREMENT, SAMPLES, WARM_UP};
 use host::gpu::{Cache, Gpu};
 use host::registry::{Purpose, FAMILIES};
 use host::report::Work;
-use std::time::Duration;
 
 const SEED: u64 = 11;
 
@@ -30,19 +33,21 @@ fn kernels(c: &mut Criterion) {
                 Work::Flops(flops) => group.throughput(Throughput::Elements(flops)),
                 Work::Launches => group.throughput(Throughput::Elements(1)),
             };
-            let size = workload.size();
-            for variant in workload.variants().to_vec() {
-                let w = &*workload;
-                group.bench_function(BenchmarkId::new(format!("gpu-{}", variant.name), size), |b| {
-                    b.iter_custom(|iters| {
-                        gpu.time_total(iters, Cache::Flushed, || w.reset(&gpu), || w.launch(&gpu, &variant))
-                            .expect("a GPU launch")
-                    })
-                });
-            }
-            // A counter's reference is the thread count itself: nothing to time on the CPU.
-            if workload.work() != Work::Launches {
-                group.bench_function(BenchmarkId::new("cpu", size), |b| b.iter(|| workload.compute_reference()));
+            let variants = workload.variants().to_vec();
+            for bench in benches(&options, &variants, workload.work() != Work::Launches) {
+                let id = BenchmarkId::new(bench.function, bench.parameter);
+                match bench.target {
+                    Target::Gpu(variant) => {
+                        let w = &*workload;
+                        group.bench_function(id, |b| {
+                            b.iter_custom(|iters| {
+                                gpu.time_total(iters, Cache::Flushed, || w.reset(&gpu), || w.launch(&gpu, variant))
+                                    .expect("a GPU launch")
+                            })
+                        })
+                    }
+                    Target::Cpu => group.bench_function(id, |b| b.iter(|| workload.compute_reference())),
+                };
             }
         }
         group.finish();
@@ -50,8 +55,8 @@ fn kernels(c: &mut Criterion) {
 }
 
 criterion_group! {
-    name = benches;
-    config = Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    name = benches_on_the_gpu;
+    config = Criterion::default().sample_size(SAMPLES).warm_up_time(WARM_UP).measurement_time(MEASUREMENT);
     targets = kernels
 }
-criterion_main!(benches);
+criterion_main!(benches_on_the_gpu);

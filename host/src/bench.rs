@@ -1,7 +1,8 @@
 //! `host bench`: a size sweep of every family and variant in the registry, written as
 //! `report.json`, `report.md` and one SVG chart per family (throughput vs size, variants side
-//! by side). With `--peers` (the JSON that `bench/peers/run` writes on the same GPU) each row
-//! that has a peer also gets the ratio to it.
+//! by side, under the device's peak). With `--peers` (the JSON that `bench/peers/run` writes
+//! on the same GPU) each row that has a peer also gets the ratio to it, and the charts the
+//! peer's throughput.
 
 use crate::gpu::{DeviceInfo, Gpu};
 use crate::registry::{Purpose, Timer, FAMILIES};
@@ -10,9 +11,11 @@ use anyhow::{Context, Result};
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One measured point: the kernel's report, the size it ran at, and its peer if there is one.
 #[derive(Debug, Serialize)]
@@ -27,6 +30,8 @@ pub struct Row {
 pub struct PeerRatio {
     pub peer: String,
     pub library: String,
+    /// The peer's throughput, in the row's unit.
+    pub rate: f64,
     /// Our throughput over the peer's (above 1: faster than the peer).
     pub ratio: f64,
 }
@@ -57,7 +62,7 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
         for report in reports {
             let peer = match (&peer, peers, report.throughput) {
                 (Some(key), Some(peers), Some(ours)) => peer_rate(peers, key, size, report.unit())
-                    .map(|(library, theirs)| PeerRatio { peer: key.clone(), library, ratio: ours / theirs }),
+                    .map(|(library, rate)| PeerRatio { peer: key.clone(), library, rate, ratio: ours / rate }),
                 _ => None,
             };
             rows.push(Row { size, report, peer });
@@ -67,14 +72,34 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
     progress.finish_with_message("done");
 
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let json = serde_json::json!({ "device": gpu.info, "quick": quick, "peers": peers, "rows": rows });
+    let date = utc(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
+    let json = serde_json::json!({ "device": gpu.info, "date": date, "quick": quick, "peers": peers, "rows": rows });
     std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&json)?)?;
     std::fs::write(out.join("report.md"), markdown(&gpu.info, &rows, peers.is_some()))?;
+    let peaks = Peaks { bandwidth_gbs: gpu.info.peak_bandwidth_gbs, fp32_gflops: gpu.info.peak_fp32_gflops };
     for family in FAMILIES {
         let file = format!("{}.svg", family.name());
-        chart(&out.join(&file), &rows, family.name()).with_context(|| format!("drawing {}", file))?;
+        chart(&out.join(&file), &rows, family.name(), &gpu.info.name, peaks)
+            .with_context(|| format!("drawing {}", file))?;
     }
     Ok(rows)
+}
+
+/// Seconds since 1970 as `2026-11-23T05:11:02Z`, the form the runner and `bench/peers/run`
+/// date their JSON in.
+fn utc(seconds: u64) -> String {
+    let (days, time) = ((seconds / 86_400) as i64, seconds % 86_400);
+    // Days to a civil date (Howard Hinnant's `civil_from_days`), in 400-year eras from 0000-03-01.
+    let z = days + 719_468;
+    let (era, day_of_era) = (z.div_euclid(146_097), z.rem_euclid(146_097));
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (hour, minute, second) = (time / 3600, time % 3600 / 60, time % 60);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 pub fn markdown(device: &DeviceInfo, rows: &[Row], with_peers: bool) -> String {
@@ -106,7 +131,7 @@ pub fn markdown(device: &DeviceInfo, rows: &[Row], with_peers: bool) -> String {
                 None => cells.extend(["-".into(), "-".into()]),
             }
         }
-        cells.push(if r.check.passed { "PASS" } else { "FAIL" }.into());
+        cells.push(r.check.label().into());
         table.add_row(cells);
     }
     let cache = rows.first().map_or("", |r| match r.report.timing.cache {
@@ -128,58 +153,287 @@ pub fn markdown(device: &DeviceInfo, rows: &[Row], with_peers: bool) -> String {
     )
 }
 
-fn chart(path: &Path, rows: &[Row], family: &str) -> Result<()> {
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    let mut unit = "";
-    for row in rows.iter().filter(|r| r.report.family == family) {
-        let throughput = match row.report.throughput {
-            Some(t) => t,
-            None => continue,
-        };
-        let label = format!("{} {}", row.report.family, row.report.variant);
-        unit = row.report.unit();
-        match series.iter_mut().find(|(name, _)| *name == label) {
-            Some((_, points)) => points.push(((row.size as f64).log2(), throughput)),
-            None => series.push((label, vec![((row.size as f64).log2(), throughput)])),
+/// The device's peaks: the rooflines of the charts.
+#[derive(Debug, Clone, Copy)]
+pub struct Peaks {
+    pub bandwidth_gbs: f64,
+    pub fp32_gflops: f64,
+}
+
+/// The axis unit for values up to `largest` of `unit`: the unit itself, or its thousandfold
+/// (TB/s, TFLOP/s) once values reach a thousand; as (factor, name).
+fn axis_unit(unit: &str, largest: f64) -> (f64, String) {
+    match unit.strip_prefix('G') {
+        Some(rest) if largest >= 1e3 => (1e-3, format!("T{rest}")),
+        _ => (1.0, unit.to_string()),
+    }
+}
+
+/// A size as the x axis labels it: powers of two from 16384 up as `16K`, `1M`, `256M`.
+fn size_label(size: u64) -> String {
+    let (shift, suffix) = match size.trailing_zeros() {
+        30.. => (30, "G"),
+        20..=29 => (20, "M"),
+        _ => (10, "K"),
+    };
+    if size >= 16384 && size.is_multiple_of(1 << shift) {
+        format!("{}{}", size >> shift, suffix)
+    } else {
+        size.to_string()
+    }
+}
+
+/// Our variants' colours (Tableau's, without its red and grey: the roofline is red, the peers
+/// black and grey).
+const VARIANT_COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Points of several lines, each under its key, in the order first seen.
+struct Lines<K>(Vec<(K, Vec<(f64, f64)>)>);
+
+impl<K: PartialEq> Lines<K> {
+    fn add(&mut self, key: K, point: (f64, f64)) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, points)) if points.contains(&point) => {}
+            Some((_, points)) => points.push(point),
+            None => self.0.push((key, vec![point])),
         }
     }
-    // x is log2(size) on a linear axis, labelled with the sizes themselves.
-    let (x_min, x_max) = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(x, _)| x))
-        .fold((f64::MAX, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+
+    fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.0.iter().flat_map(|(_, points)| points.iter().copied())
+    }
+}
+
+/// The chart of `family`: each variant's throughput against size, each peer's where
+/// `peers.json` measured it, and the device's peak as a dashed line. Families that report no
+/// throughput (the counters) get none; returns whether it drew one.
+fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) -> Result<bool> {
+    // Ours by variant; the peers by library and kind of work, which is the key without the
+    // size: the SGEMM peers of every size make one line, CUB's u32 and f32 histograms two.
+    let (mut ours, mut theirs) = (Lines(Vec::new()), Lines(Vec::new()));
+    let mut unit = "";
+    for row in rows.iter().filter(|r| r.report.family == family) {
+        let Some(throughput) = row.report.throughput else { continue };
+        unit = row.report.unit();
+        // x is log2(size) on a linear axis, labelled with the sizes themselves.
+        let x = (row.size as f64).log2();
+        ours.add(row.report.variant.clone(), (x, throughput));
+        if let Some(peer) = &row.peer {
+            theirs.add((peer.library.clone(), peer.peer.replace(&row.size.to_string(), "")), (x, peer.rate));
+        }
+    }
+    if ours.0.is_empty() {
+        return Ok(false);
+    }
+    let peak = if unit == "GB/s" { peaks.bandwidth_gbs } else { peaks.fp32_gflops };
+    let top = ours.points().chain(theirs.points()).map(|(_, y)| y).fold(peak, f64::max);
+    let (factor, axis) = axis_unit(unit, top);
+    let (x_min, x_max) = ours
+        .points()
+        .chain(theirs.points())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (x, _)| (lo.min(x), hi.max(x)));
     let (x_min, x_max) = (x_min.floor() - 0.5, x_max.ceil() + 0.5);
-    let y_max = series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)).fold(0.0f64, f64::max) * 1.1;
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    // Room above the roofline for its label and the legend.
+    let y_max = (top * factor * 1.25).max(1.0);
+
+    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE)?;
-    let x_label = "size (elements, or the side of a square)";
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: throughput vs size", family), ("sans-serif", 22))
+        .caption(format!("{family}: throughput vs size ({device})"), ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(x_min..x_max, 0.0..y_max.max(1.0))?;
+        .build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
+    let decimals = usize::from(y_max < 10.0);
     chart
         .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(unit)
-        .x_labels(((x_max - x_min) as usize).max(2))
-        .x_label_formatter(&|x| format!("{:.0}", 2f64.powf(*x)))
+        .light_line_style(WHITE)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 16))
+        .x_desc("size (elements, or the side of a square)")
+        .y_desc(format!("throughput, {axis}"))
+        // As many labels as powers of two in the range: one at each, none between.
+        .x_labels((x_max - x_min).ceil() as usize)
+        .x_label_formatter(&|x| match (x - x.round()).abs() < 1e-6 {
+            true => size_label(1u64 << x.round() as u32),
+            false => String::new(),
+        })
+        .y_label_formatter(&|y| format!("{:.*}", decimals, y))
         .draw()?;
-    for (i, (label, points)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    let scaled = |points: &[(f64, f64)]| points.iter().map(|&(x, y)| (x, y * factor)).collect::<Vec<_>>();
+    for (i, (variant, points)) in ours.0.iter().enumerate() {
+        let color = VARIANT_COLORS[i % VARIANT_COLORS.len()];
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
-            .label(label.clone())
+            .draw_series(LineSeries::new(scaled(points), color.stroke_width(2)))?
+            .label(format!("{family} {variant}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        chart.draw_series(scaled(points).into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
     }
+    // Peers in black and grey, crosses and triangles.
+    for (i, ((library, work), points)) in theirs.0.iter().enumerate() {
+        let shared = theirs.0.iter().filter(|((other, _), _)| other == library).count() > 1;
+        let label = if shared { format!("peer: {library} ({work})") } else { format!("peer: {library}") };
+        let (grey, cross) = (if i % 4 < 2 { 0 } else { 120 }, i % 2 == 0);
+        let style = RGBColor(grey, grey, grey).stroke_width(2);
+        let marker = move |at: (i32, i32)| match cross {
+            true => Cross::new(at, 6, style).into_dyn(),
+            false => TriangleMarker::new(at, 7, style).into_dyn(),
+        };
+        chart
+            .draw_series(LineSeries::new(scaled(points), style))?
+            .label(label)
+            .legend(move |(x, y)| EmptyElement::at((x + 10, y)) + marker((0, 0)));
+        chart.draw_series(scaled(points).into_iter().map(|p| EmptyElement::at(p) + marker((0, 0))))?;
+    }
+    let (roof, red) = (peak * factor, RGBColor(200, 30, 30));
+    chart.draw_series(DashedLineSeries::new([(x_min, roof), (x_max, roof)], 10, 6, red.stroke_width(2)))?;
+    let font = ("sans-serif", 16).into_font().color(&red).pos(Pos::new(HPos::Right, VPos::Bottom));
+    let label = format!("device peak {:.*} {axis} (from its attributes)", decimals + 1, roof);
+    chart.draw_series(std::iter::once(Text::new(label, (x_max, roof), font)))?;
     chart
         .configure_series_labels()
+        .label_font(("sans-serif", 15))
         .border_style(BLACK)
         .background_style(WHITE.mix(0.9))
         .position(SeriesLabelPosition::UpperLeft)
         .draw()?;
     root.present()?;
-    Ok(())
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check;
+    use crate::gpu::{Cache, Timing};
+    use crate::report::Work;
+
+    /// A row with a made-up rate (these test the drawing, not a measurement), and its peer's.
+    fn row(
+        family: &str,
+        variant: &str,
+        size: u64,
+        work: Work,
+        rate: Option<f64>,
+        peer: Option<(&str, &str, f64)>,
+    ) -> Row {
+        let report = Report {
+            family: family.into(),
+            variant: variant.into(),
+            shape: size.to_string(),
+            timing: Timing::from_samples(vec![1.0], Cache::Flushed),
+            work,
+            throughput: rate,
+            percent_of_peak: None,
+            cpu_ms: None,
+            speedup: None,
+            check: check::exact(&[1], &[1]),
+            note: None,
+        };
+        let peer = peer.zip(rate).map(|((key, library, theirs), ours)| PeerRatio {
+            peer: key.into(),
+            library: library.into(),
+            rate: theirs,
+            ratio: ours / theirs,
+        });
+        Row { size, report, peer }
+    }
+
+    const PEAKS: Peaks = Peaks { bandwidth_gbs: 3352.0, fp32_gflops: 66_900.0 };
+
+    fn synthetic_rows() -> Vec<Row> {
+        let mut rows = Vec::new();
+        let cublas = "cuBLAS SGEMM (TF32 off)";
+        for (side, scale) in [(1024u64, 0.5), (2048, 0.8), (4096, 1.0)] {
+            let peer = match side {
+                1024 => Some(("sgemm_f32_1024", cublas, 34_000.0)),
+                4096 => Some(("sgemm_f32_4096", cublas, 51_000.0)),
+                _ => None,
+            };
+            for (variant, rate) in [("blocked", 27_000.0), ("vec4", 45_000.0), ("async", 52_000.0)] {
+                rows.push(row("matmul", variant, side, Work::Flops(2 * side.pow(3)), Some(rate * scale), peer));
+            }
+        }
+        let cub = "CUB DeviceHistogram::HistogramEven";
+        for (p, scale) in [(20, 0.4), (24, 0.8), (28, 1.0)] {
+            for input in ["u32", "f32"] {
+                let key = format!("histogram256_{input}");
+                let peer = (p == 28).then_some((key.as_str(), cub, if input == "u32" { 1650.0 } else { 2900.0 }));
+                let f32_slower = if input == "f32" { 0.9 } else { 1.0 };
+                for (method, rate) in [("global", 30.0 * f32_slower), ("shared_vec4", 2950.0 * f32_slower)] {
+                    let variant = format!("{method}-{input}");
+                    rows.push(row("histogram", &variant, 1 << p, Work::Bytes(4 << p), Some(rate * scale), peer));
+                }
+            }
+        }
+        rows.push(row("counter", "racy", 1 << 20, Work::Launches, None, None));
+        rows
+    }
+
+    #[test]
+    fn charts_draw_variants_peers_and_the_roofline_in_readable_units() {
+        let dir = std::env::temp_dir().join(format!("host-bench-charts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rows = synthetic_rows();
+        // The chart's texts: each `<text ...>` element's content.
+        let texts = |family: &str| {
+            let path = dir.join(format!("{family}.svg"));
+            let drawn = chart(&path, &rows, family, "a test device", PEAKS).unwrap();
+            let svg = if drawn { std::fs::read_to_string(&path).unwrap() } else { String::new() };
+            let texts =
+                svg.split("</text>").filter_map(|part| Some(part.split_once("<text")?.1.rsplit('>').next()?.trim()));
+            texts.map(String::from).collect::<Vec<_>>()
+        };
+        let count = |texts: &[String], text: &str| texts.iter().filter(|t| *t == text).count();
+
+        let matmul = texts("matmul");
+        assert_eq!(count(&matmul, "throughput, TFLOP/s"), 1);
+        assert_eq!(count(&matmul, "peer: cuBLAS SGEMM (TF32 off)"), 1, "one cuBLAS line for every size");
+        assert_eq!(count(&matmul, "device peak 66.9 TFLOP/s (from its attributes)"), 1);
+        for text in ["1024", "2048", "4096", "matmul async", "60"] {
+            assert_eq!(count(&matmul, text), 1, "{text} in {matmul:?}");
+        }
+        assert!(matmul.iter().all(|t| !t.contains("000")), "no GFLOP/s ticks: {matmul:?}");
+
+        let histogram = texts("histogram");
+        assert_eq!(count(&histogram, "throughput, TB/s"), 1);
+        assert_eq!(count(&histogram, "device peak 3.35 TB/s (from its attributes)"), 1);
+        for input in ["u32", "f32"] {
+            assert_eq!(
+                count(&histogram, &format!("peer: CUB DeviceHistogram::HistogramEven (histogram256_{input})")),
+                1
+            );
+        }
+        for text in ["1M", "16M", "256M"] {
+            assert_eq!(count(&histogram, text), 1, "{text} in {histogram:?}");
+        }
+
+        assert!(texts("counter").is_empty(), "a family without a rate gets no chart");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn units_and_sizes_read_at_a_glance() {
+        assert_eq!(axis_unit("GFLOP/s", 52_300.0), (1e-3, "TFLOP/s".to_string()));
+        assert_eq!(axis_unit("GB/s", 3352.0), (1e-3, "TB/s".to_string()));
+        assert_eq!(axis_unit("GB/s", 800.0), (1.0, "GB/s".to_string()));
+        let labels: Vec<_> = [512, 8192, 16384, 65536, 1 << 20, 1 << 28, 1 << 30, 3 << 20, 1000].map(size_label).into();
+        assert_eq!(labels, ["512", "8192", "16K", "64K", "1M", "256M", "1G", "3M", "1000"]);
+    }
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
 }

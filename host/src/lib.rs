@@ -2,12 +2,14 @@
 //! CPU reference (ndarray) and times it with CUDA events.
 
 pub mod bench;
+pub mod cargo_bench;
 pub mod check;
 pub mod data;
 pub mod demos;
 pub mod gpu;
 pub mod io;
 pub mod multi;
+pub mod perf_doc;
 pub mod registry;
 pub mod report;
 pub mod resources;

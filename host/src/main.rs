@@ -81,6 +81,13 @@ struct Cases {
     run: bool,
 }
 
+#[derive(Args)]
+struct Launches {
+    /// SMs of the GPU the grid-stride kernels' grids are sized for (132: an H100 SXM).
+    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
+    sms: u32,
+}
+
 fn cli() -> Command {
     let command = Command::new("host")
         .about("CUDA kernels written in Rust: run, check against the CPU, time")
@@ -101,10 +108,16 @@ fn cli() -> Command {
             Command::new("bench").about("A size sweep of every family: report.json, report.md, SVG charts"),
         ))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
+        .subcommand(host::perf_doc::Options::augment_args(Command::new("perf-doc").about(
+            "Prints docs/performance.md from the runner's, the peers' and the sweep's JSON; rewrites the ladder table",
+        )))
         .subcommand(Cases::augment_args(
             Command::new("cases")
                 .about("Prints `<family> <options>` for each size of a set (the sanitizer runs these)"),
-        ));
+        ))
+        .subcommand(Launches::augment_args(Command::new("launches").about(
+            "Prints `kernel gx gy gz bx by bz shared_bytes` of each kernel's default run (the twins runner checks them)",
+        )));
     Global::augment_args(command)
 }
 
@@ -139,10 +152,37 @@ fn purpose_of(set: CaseSet) -> Purpose {
     }
 }
 
+/// `host launches`: every registered kernel's launch at its family's default size, no GPU
+/// needed; `bench/twins/runner --signatures --launches` compares the twins' with these.
+fn print_launches(json: bool, sms: u32) -> Result<()> {
+    let mut lines = String::new();
+    for family in FAMILIES {
+        for (kernel, launch) in family.launches(sms).with_context(|| format!("{}'s launches", family.name()))? {
+            let ((gx, gy, gz), (bx, by, bz), shared) = (launch.grid, launch.block, launch.shared_bytes);
+            lines += &if json {
+                let object = serde_json::json!({ "family": family.name(), "kernel": kernel, "grid": [gx, gy, gz],
+                    "block": [bx, by, bz], "shared_bytes": shared });
+                format!("{}\n", object)
+            } else {
+                format!("{kernel} {gx} {gy} {gz} {bx} {by} {bz} {shared}\n")
+            };
+        }
+    }
+    Ok(write_stdout(&lines)?)
+}
+
 /// Runs one subcommand; returns the kernel reports it made, for the final verdict.
 fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>> {
     if name == "ptx" {
         write_stdout(host::gpu::KERNELS_PTX)?;
+        return Ok(vec![]);
+    }
+    if name == "perf-doc" {
+        write_stdout(&host::perf_doc::run(&host::perf_doc::Options::from_arg_matches(options)?)?)?;
+        return Ok(vec![]);
+    }
+    if name == "launches" {
+        print_launches(global.json, Launches::from_arg_matches(options)?.sms)?;
         return Ok(vec![]);
     }
     let cases = if name == "cases" { Some(Cases::from_arg_matches(options)?) } else { None };

@@ -106,6 +106,11 @@ macro_rules! variants {
                     chosen
                 }
             }
+
+            /// The variants of [`Self::chosen`].
+            pub fn variants(chosen: &[Self]) -> Vec<$crate::registry::Variant> {
+                Self::chosen(chosen).iter().map(|s| s.variant()).collect()
+            }
         }
     };
 }
@@ -178,6 +183,10 @@ pub trait Kernel: Workload + Sized + 'static {
     /// Every kernel of the family with the launch shape of its default run on a GPU of `sms` SMs.
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
     fn sizes(purpose: Purpose) -> Vec<String>;
+    /// The variants `options` select, known without a GPU (the criterion benches' IDs are
+    /// listed from them). `prepare` launches these, less any the device cannot run (histogram
+    /// bins beyond its shared memory) and plus matmul's `tuned` when the tuning cache has one.
+    fn variants_for(options: &Self::Options) -> GpuResult<Vec<Variant>>;
     fn prepare(gpu: &Gpu, options: &Self::Options, seed: u64) -> GpuResult<Self>;
     /// `--gpus N`: the whole job divided among N GPUs, each opened here, instead of a
     /// [`Workload`] on one; `None` where the family has no such option or it was not given.
@@ -193,6 +202,8 @@ pub trait Family: Sync {
     fn command(&self) -> Command;
     fn launches(&self, sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>>;
     fn sizes(&self, purpose: Purpose) -> Vec<String>;
+    /// [`Kernel::variants_for`]: no GPU needed.
+    fn variants(&self, options: &ArgMatches) -> Result<Vec<Variant>>;
     fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>>;
     fn split(&self, options: &ArgMatches, seed: u64, iters: usize) -> Option<Result<SplitReport>>;
 
@@ -202,13 +213,16 @@ pub trait Family: Sync {
         self.launches(1).map(|l| l.into_iter().map(|(kernel, _)| kernel).collect()).unwrap_or_default()
     }
 
-    /// [`Family::prepare`] from an options string such as `--m 67 --n 129 --k 33`.
-    fn prepare_from(&self, gpu: &Gpu, options: &str, seed: u64) -> Result<Box<dyn Workload>> {
-        let matches = self
-            .command()
+    /// An options string such as `--m 67 --n 129 --k 33`, parsed as the CLI parses it.
+    fn parse(&self, options: &str) -> Result<ArgMatches> {
+        self.command()
             .try_get_matches_from(std::iter::once(self.name()).chain(options.split_whitespace()))
-            .with_context(|| format!("parsing `{} {}`", self.name(), options))?;
-        self.prepare(gpu, &matches, seed)
+            .with_context(|| format!("parsing `{} {}`", self.name(), options))
+    }
+
+    /// [`Family::prepare`] from an options string.
+    fn prepare_from(&self, gpu: &Gpu, options: &str, seed: u64) -> Result<Box<dyn Workload>> {
+        self.prepare(gpu, &self.parse(options)?, seed)
     }
 }
 
@@ -229,6 +243,11 @@ impl<K: Kernel> Family for Entry<K> {
 
     fn sizes(&self, purpose: Purpose) -> Vec<String> {
         K::sizes(purpose)
+    }
+
+    fn variants(&self, options: &ArgMatches) -> Result<Vec<Variant>> {
+        let options = K::Options::from_arg_matches(options).with_context(|| format!("{} options", K::NAME))?;
+        Ok(K::variants_for(&options)?)
     }
 
     fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>> {
@@ -300,16 +319,20 @@ mod tests {
     fn names_are_unique_and_every_size_parses() {
         for (i, family) in FAMILIES.iter().enumerate() {
             assert!(FAMILIES[..i].iter().all(|f| f.name() != family.name()), "{} twice", family.name());
-            assert!(!family.kernels().is_empty(), "{} has no kernels", family.name());
+            let kernels = family.kernels();
+            assert!(!kernels.is_empty(), "{} has no kernels", family.name());
             for purpose in [Purpose::Default, Purpose::Check, Purpose::Quick, Purpose::Full, Purpose::Criterion] {
                 let sizes = family.sizes(purpose);
                 assert!(!sizes.is_empty(), "{} has no {:?} sizes", family.name(), purpose);
                 for options in sizes {
-                    let args = std::iter::once(family.name()).chain(options.split_whitespace());
-                    family
-                        .command()
-                        .try_get_matches_from(args)
-                        .unwrap_or_else(|e| panic!("{} {}: {}", family.name(), options, e));
+                    let what = format!("{} {}", family.name(), options);
+                    let matches = family.parse(&options).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+                    let variants = family.variants(&matches).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+                    assert!(!variants.is_empty(), "{what} selects no variant");
+                    for (j, variant) in variants.iter().enumerate() {
+                        assert!(variants[..j].iter().all(|v| v.name != variant.name), "{what}: {} twice", variant.name);
+                        assert!(kernels.contains(&variant.kernel.as_str()), "{what}: {} is not listed", variant.kernel);
+                    }
                 }
             }
         }

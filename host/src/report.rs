@@ -93,19 +93,39 @@ impl Report {
             _ => "-".into(),
         }
     }
+}
 
-    fn verdict(&self) -> String {
-        let mut verdict = format!(
-            "{} (worst error {:.3e}, tolerance {:.1e})",
-            if self.check.passed { "PASS" } else { "FAIL" },
-            self.check.worst_error,
-            self.check.tolerance
-        );
-        if let Some(first) = self.check.first_mismatch {
-            verdict += &format!(" [{} mismatches, first at {}]", self.check.mismatches, first);
-        }
-        verdict
+/// The check as a table's last column says it.
+fn verdict(check: &Check) -> String {
+    if let Some(race) = check.race {
+        return match check.passed {
+            true => format!("lost {} of {} increments (racy by design)", grouped(race.lost), grouped(race.of)),
+            false => format!(
+                "FAIL: a count of {} is impossible for {} racing increments",
+                grouped(race.counted),
+                grouped(race.of)
+            ),
+        };
     }
+    let mut verdict =
+        format!("{} (worst error {:.3e}, tolerance {:.1e})", check.label(), check.worst_error, check.tolerance);
+    if let Some(first) = check.first_mismatch {
+        verdict += &format!(" [{} mismatches, first at {}]", check.mismatches, first);
+    }
+    verdict
+}
+
+/// `1048576` as `1,048,576`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// One line: what a test prints when a result does not match.
@@ -119,7 +139,7 @@ impl fmt::Display for Report {
             self.shape,
             self.timing.median_ms,
             self.rate(),
-            self.verdict()
+            verdict(&self.check)
         )?;
         match &self.note {
             Some(note) => write!(f, "; {}", note),
@@ -151,7 +171,7 @@ pub fn table(reports: &[Report]) -> Table {
         "check",
     ]);
     for r in reports {
-        let mut check = r.verdict();
+        let mut check = verdict(&r.check);
         if let Some(note) = &r.note {
             check += &format!("\n{}", note);
         }
@@ -183,6 +203,27 @@ pub fn print(reports: &[Report], json: bool) {
             "times: CUDA events, {} launches per kernel after a warm-up, {}",
             first.timing.launches,
             cache_label(first.timing.cache)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check;
+
+    #[test]
+    fn a_race_reads_as_what_it_lost_and_a_comparison_as_pass_or_fail() {
+        assert_eq!(verdict(&check::racy(1, 1 << 20)), "lost 1,048,575 of 1,048,576 increments (racy by design)");
+        assert_eq!(verdict(&check::racy(0, 999)), "FAIL: a count of 0 is impossible for 999 racing increments");
+        assert_eq!(verdict(&check::exact(&[5], &[5])), "PASS (worst error 0.000e0, tolerance 0.0e0)");
+        assert_eq!(
+            verdict(&check::exact(&[1, 9], &[1, 4])),
+            "FAIL (worst error 5.000e0, tolerance 0.0e0) [1 mismatches, first at 1]"
+        );
+        assert_eq!(
+            (grouped(0), grouped(999), grouped(1000), grouped(12345678)),
+            ("0".into(), "999".into(), "1,000".into(), "12,345,678".into())
         );
     }
 }

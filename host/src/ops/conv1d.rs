@@ -102,6 +102,10 @@ impl Kernel for Conv1d {
         }
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(Method::variants(&options.variants))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let filter = options.filter;
         radius(filter)?;
@@ -125,7 +129,7 @@ impl Kernel for Conv1d {
         set_filter(gpu, &taps)?;
         let input = gpu.upload("the signal", &signal)?;
         let output = gpu.poisoned::<f32>("the output", n)?;
-        let variants = methods.iter().map(|m| m.variant()).collect();
+        let variants = Self::variants_for(options)?;
         let (scale, output_path) = (product_scale(&signal, &taps), options.output.clone());
         Ok(Self { filter, signal, taps, variants, scale, output_path, expected: vec![], input, output })
     }

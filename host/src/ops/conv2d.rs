@@ -29,6 +29,31 @@ pub enum Method {
 
 impl Method {
     pub const ALL: [Method; 2] = [Method::Naive, Method::Tiled];
+
+    /// The methods chosen with `--variant`, or all of them when none was.
+    fn chosen(chosen: &[Method]) -> &[Method] {
+        if chosen.is_empty() {
+            &Method::ALL
+        } else {
+            chosen
+        }
+    }
+
+    /// The variants of [`Method::chosen`] for a filter of `radius`.
+    fn variants(chosen: &[Method], radius: usize) -> Vec<Variant> {
+        let variant = |method: &Method| match method {
+            Method::Naive => Variant::new("naive", "conv2d_naive"),
+            Method::Tiled => Variant::new("tiled", tiled_kernel(radius)),
+        };
+        Method::chosen(chosen).iter().map(variant).collect()
+    }
+
+    fn config(self, width: usize, height: usize) -> GpuResult<LaunchConfig> {
+        match self {
+            Method::Naive => naive_config(width, height),
+            Method::Tiled => tiled_config(width, height),
+        }
+    }
 }
 
 /// The filters `--filter` knows by name.
@@ -96,6 +121,15 @@ impl Filter {
         }
         let names: Vec<&str> = Named::ALL.iter().map(|n| n.name()).collect();
         Err(format!("not 3, 5 or 7 (random taps), {}, nor an existing filter file", names.join(", ")))
+    }
+
+    /// The side, without making the taps.
+    fn side(&self) -> GpuResult<usize> {
+        match self {
+            Filter::Random(side) => Ok(*side),
+            Filter::Named(named) => Ok(named.taps().0),
+            Filter::File(path) => Ok(io::read_filter(path)?.0),
+        }
     }
 
     /// The side, the taps row by row, and how the report names the filter.
@@ -246,21 +280,20 @@ impl Kernel for Conv2d {
         }
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(Method::variants(&options.variants, radius(options.filter.side()?)?))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (filter, taps, label) = options.filter.taps(seed ^ 1)?;
         let r = radius(filter)?;
         let photo = options.image.as_deref().map(io::read_png).transpose()?;
         let (width, height) = photo.as_ref().map_or((options.width, options.height), |p| (p.width, p.height));
         require(width >= 1 && height >= 1, || format!("conv2d needs a non-empty image (got {}x{})", width, height))?;
-        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
-        let mut variants = Vec::new();
-        for method in methods {
-            let (variant, config) = match method {
-                Method::Naive => (Variant::new("naive", "conv2d_naive"), naive_config(width, height)?),
-                Method::Tiled => (Variant::new("tiled", tiled_kernel(r)), tiled_config(width, height)?),
-            };
-            gpu.validate(&variant.kernel, &config)?;
-            variants.push(variant);
+        let methods = Method::chosen(&options.variants);
+        let variants = Method::variants(methods, r);
+        for (method, variant) in methods.iter().zip(&variants) {
+            gpu.validate(&variant.kernel, &method.config(width, height)?)?;
         }
         gpu.ensure_fits("conv2d's input and output", 2 * 4 * (width * height) as u64)?;
         let image = photo.map_or_else(|| random_f32(width * height, seed), |p| p.pixels);

@@ -70,6 +70,10 @@ impl Method {
     fn kernel(self, input: Input) -> String {
         format!("histogram_{}_{}", self.name(), input.name())
     }
+
+    fn variant(self, input: Input) -> Variant {
+        Variant::new(format!("{}-{}", self.name(), input.name()), self.kernel(input))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -194,10 +198,7 @@ impl Histogram {
             ([], Err(err)) => return Err(err),
             (chosen, _) => (chosen.to_vec(), None),
         };
-        let variants: Vec<Variant> = methods
-            .iter()
-            .map(|m| Variant::new(format!("{}-{}", m.name(), binning.input.name()), m.kernel(binning.input)))
-            .collect();
+        let variants: Vec<Variant> = methods.iter().map(|m| m.variant(binning.input)).collect();
         for (variant, method) in variants.iter().zip(&methods) {
             gpu.validate(&variant.kernel, &Self::shaped(config, *method, binning.bins))?;
         }
@@ -250,6 +251,11 @@ impl Kernel for Histogram {
             _ => one_per_element_sizes(purpose),
         };
         sizes.into_iter().flat_map(|s| [format!("{} --input u32", s), format!("{} --input f32", s)]).collect()
+    }
+
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        let methods = if options.variants.is_empty() { &Method::ALL[..] } else { &options.variants };
+        Ok(methods.iter().map(|m| m.variant(options.input)).collect())
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {

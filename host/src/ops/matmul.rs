@@ -82,6 +82,11 @@ pub fn tile_label(tile: &TileConfig) -> String {
     format!("{}x{}x{}/{}x{}", tile.bm, tile.bn, tile.bk, tile.tm, tile.tn)
 }
 
+/// A configuration as a variant, named by its label.
+fn tile_variant(tile: &TileConfig) -> Variant {
+    Variant::new(tile_label(tile), tile.kernel)
+}
+
 fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
     TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
 }
@@ -228,7 +233,7 @@ pub struct Matmul {
 impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
-        let variants = Step::chosen(steps).iter().map(|s| s.variant()).collect();
+        let variants = Step::variants(steps);
         Self::with_inputs(gpu, shape, variants, || random_inputs(shape, seed))
     }
 
@@ -270,9 +275,8 @@ impl Matmul {
     }
 }
 
-/// One variant per tile configuration, each with its registers, shared memory and occupancy.
-fn every_tile(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<(Vec<Variant>, HashMap<String, String>)> {
-    let mut variants = Vec::new();
+/// Each tile configuration's registers, shared memory and occupancy, by variant name.
+fn tile_notes(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<HashMap<String, String>> {
     let mut notes = HashMap::new();
     for tile in TILE_CONFIGS {
         let used = resources::of(gpu, Matmul::NAME, tile.kernel, &tile_launch(tile, m, n)?)?;
@@ -287,10 +291,9 @@ fn every_tile(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<(Vec<Variant>, Has
             used.occupancy_percent,
             spills
         );
-        notes.insert(tile_label(tile), note);
-        variants.push(Variant::new(tile_label(tile), tile.kernel));
+        notes.insert(tile_variant(tile).name, note);
     }
-    Ok((variants, notes))
+    Ok(notes)
 }
 
 /// The configuration `--tune` kept for this GPU and shape class, with a note saying so.
@@ -354,6 +357,14 @@ impl Kernel for Matmul {
         options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(if options.tune || options.all_configs {
+            TILE_CONFIGS.iter().map(tile_variant).collect()
+        } else {
+            Step::variants(&options.variants)
+        })
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (shape, inputs) = shape_and_files(options)?;
         let (m, n, _) = shape;
@@ -365,8 +376,9 @@ impl Kernel for Matmul {
             (None, true) => Some(tuning::default_path()?),
             (None, false) => tuning::default_path().ok(),
         };
-        let (variants, notes, tune) = if options.tune || options.all_configs {
-            let (variants, notes) = every_tile(gpu, (m, n))?;
+        let mut variants = Self::variants_for(options)?;
+        let (notes, tune) = if options.tune || options.all_configs {
+            let notes = tile_notes(gpu, (m, n))?;
             let tune = match cache_path.filter(|_| options.tune) {
                 Some(path) => {
                     TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
@@ -374,9 +386,8 @@ impl Kernel for Matmul {
                 }
                 None => None,
             };
-            (variants, notes, tune)
+            (notes, tune)
         } else {
-            let mut variants: Vec<Variant> = Step::chosen(&options.variants).iter().map(|s| s.variant()).collect();
             let mut notes = HashMap::new();
             if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
                 if let Some((tile, note)) = cached_tile(&path, &device, &class)? {
@@ -384,7 +395,7 @@ impl Kernel for Matmul {
                     variants.push(Variant::new("tuned", tile.kernel));
                 }
             }
-            (variants, notes, None)
+            (notes, None)
         };
         let mut matmul =
             Self::with_inputs(gpu, shape, variants, || inputs.unwrap_or_else(|| random_inputs(shape, seed)))?;

@@ -79,6 +79,10 @@ impl Kernel for Saxpy {
         }
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(Method::variants(&options.variants))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let n = options.n;
         require(n >= 1, || "saxpy needs n >= 1".into())?;
@@ -91,7 +95,7 @@ impl Kernel for Saxpy {
         gpu.ensure_fits("saxpy's two buffers", 2 * 4 * n as u64)?;
         let (x, y) = (random_f32(n, seed), random_f32(n, seed ^ 1));
         let (dx, dy) = (gpu.upload("x", &x)?, gpu.upload("y", &y)?);
-        let variants = methods.iter().map(|m| m.variant()).collect();
+        let variants = Self::variants_for(options)?;
         Ok(Self { x, y, config, variants, expected: vec![], dx, dy })
     }
 }

@@ -100,6 +100,10 @@ impl Kernel for Transpose {
         }
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(Method::variants(&options.variants))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (rows, cols) = (options.rows, options.cols);
         require(rows >= 1 && cols >= 1, || format!("transpose needs a non-empty matrix (got {}x{})", rows, cols))?;
@@ -111,7 +115,7 @@ impl Kernel for Transpose {
         let values = random_f32(rows * cols, seed);
         let input = gpu.upload("the matrix", &values)?;
         let output = gpu.poisoned::<f32>("the transpose", rows * cols)?;
-        let variants = methods.iter().map(|m| m.variant()).collect();
+        let variants = Self::variants_for(options)?;
         Ok(Self { rows, cols, values, variants, expected: vec![], copy_ms: Cell::new(None), input, output })
     }
 }

@@ -128,6 +128,10 @@ impl Kernel for VectorAdd {
         options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
     }
 
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(Method::variants(&options.variants))
+    }
+
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let files = inputs_from_files(options)?;
         let n = files.as_ref().map_or(options.n, |(a, _)| a.len());
@@ -140,7 +144,7 @@ impl Kernel for VectorAdd {
         let (a, b) = files.unwrap_or_else(|| (random_f32(n, seed), random_f32(n, seed ^ 1)));
         let (da, db) = (gpu.upload("a", &a)?, gpu.upload("b", &b)?);
         let dc = gpu.poisoned::<f32>("c", n)?;
-        let variants = methods.iter().map(|m| m.variant()).collect();
+        let variants = Self::variants_for(options)?;
         let output = options.output.clone();
         Ok(Self { a, b, block: options.block, variants, output, expected: vec![], da, db, dc })
     }

@@ -1,0 +1,536 @@
+//! `host perf-doc`: `docs/performance.md` from the last run's JSON files, so that the
+//! numbers live in one place and name their device and date:
+//!
+//! ```sh
+//! cargo run -p host --release -- perf-doc --runner runner.json --peers peers.json \
+//!     [--bench bench-report/report.json] > docs/performance.md
+//! ```
+//!
+//! `runner.json` is the twins runner's `--json` output, `peers.json` what `bench/peers/run`
+//! writes, `report.json` what `host bench` writes. The same command rewrites the rows of the
+//! SGEMM ladder's table in `kernels/src/matmul/mod.rs` (or `--ladder`): each row keeps its step,
+//! file, kernel and idea, and gets the kernel's TFLOP/s at 4096³ from the runner and its
+//! fraction of cuBLAS's speed there from the peers.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// The twins runner's `--json` output (the Rust tax).
+    #[arg(long)]
+    pub runner: PathBuf,
+    /// `bench/peers/run`'s output (the libraries).
+    #[arg(long)]
+    pub peers: PathBuf,
+    /// `host bench`'s report.json: adds the sweep's fastest variant at each size.
+    #[arg(long)]
+    pub bench: Option<PathBuf>,
+    /// The module whose ladder table is rewritten [default: kernels/src/matmul/mod.rs, when
+    /// it exists].
+    #[arg(long)]
+    pub ladder: Option<PathBuf>,
+}
+
+/// Where the ladder's table is when `--ladder` is not given, from the repository's root.
+const DEFAULT_LADDER: &str = "kernels/src/matmul/mod.rs";
+const LADDER_START: &str = "//! <!-- ladder-table:start -->";
+const LADDER_END: &str = "//! <!-- ladder-table:end -->";
+/// The ladder's table is measured at this cube.
+const LADDER_SIDE: u64 = 4096;
+/// The Rust tax's bar: a Rust kernel at most this much slower than its twin.
+const TAX_BAR: f64 = 1.03;
+
+/// The twins runner's `--json` output (`bench/twins/runner.cpp`, `write_json`).
+#[derive(Debug, Deserialize)]
+pub struct Runner {
+    pub device: String,
+    pub date: String,
+    pub quick: bool,
+    pub runs: u32,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub untwinned: Vec<String>,
+    pub rows: Vec<Twin>,
+}
+
+/// One kernel beside its twin; a time is null where it was not measured.
+#[derive(Debug, Deserialize)]
+pub struct Twin {
+    pub kernel: String,
+    pub size: String,
+    pub rust_ms: Option<f64>,
+    pub c_ms: Option<f64>,
+    pub ratio: Option<f64>,
+    pub unit: String,
+    pub rust_rate: Option<f64>,
+    pub rust_regs: i64,
+    pub c_regs: i64,
+    pub check: String,
+}
+
+/// `bench/peers/run`'s output: the libraries, keyed by the work they do.
+#[derive(Debug, Deserialize)]
+pub struct Peers {
+    pub device: String,
+    pub date: String,
+    pub peers: BTreeMap<String, Peer>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Peer {
+    pub library: String,
+    pub ms: f64,
+    pub n: Option<u64>,
+    pub m: Option<u64>,
+    pub k: Option<u64>,
+    pub side: Option<u64>,
+    #[serde(rename = "GBps")]
+    pub gbps: Option<f64>,
+    #[serde(rename = "GFLOPs")]
+    pub gflops: Option<f64>,
+}
+
+/// What `perf-doc` reads of `host bench`'s report.json.
+#[derive(Debug, Deserialize)]
+pub struct Sweep {
+    pub device: SweepDevice,
+    pub date: Option<String>,
+    pub quick: bool,
+    pub rows: Vec<SweepRow>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SweepDevice {
+    pub name: String,
+    pub peak_bandwidth_gbs: f64,
+    pub peak_fp32_gflops: f64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SweepRow {
+    pub report: SweepReport,
+    pub peer: Option<SweepPeer>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SweepReport {
+    pub family: String,
+    pub variant: String,
+    pub shape: String,
+    pub timing: SweepTiming,
+    /// `{"Bytes": n}`, `{"Flops": n}` or `"Launches"`.
+    pub work: serde_json::Value,
+    pub throughput: Option<f64>,
+    pub percent_of_peak: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SweepTiming {
+    pub median_ms: f64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SweepPeer {
+    pub library: String,
+    pub ratio: f64,
+}
+
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Reads the files the options name, rewrites the ladder's table (saying so, and what it
+/// could not fill, on stderr) and returns the markdown of `docs/performance.md`.
+pub fn run(options: &Options) -> Result<String> {
+    let runner: Runner = read(&options.runner)?;
+    let peers: Peers = read(&options.peers)?;
+    let sweep: Option<Sweep> = options.bench.as_deref().map(read).transpose()?;
+    let ladder = match &options.ladder {
+        Some(path) => Some(path.clone()),
+        None => Some(PathBuf::from(DEFAULT_LADDER)).filter(|path| path.exists()),
+    };
+    if let Some(path) = ladder {
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let (rewritten, missing) = rewrite_ladder(&text, &runner, &peers)
+            .with_context(|| format!("the ladder table in {}", path.display()))?;
+        if rewritten != text {
+            std::fs::write(&path, rewritten).with_context(|| format!("writing {}", path.display()))?;
+        }
+        eprintln!("perf-doc: the ladder table in {} is up to date", path.display());
+        for kernel in missing {
+            eprintln!(
+                "perf-doc: warning: no {LADDER_SIDE}³ time for `{kernel}` in the runner or peers: its row says -"
+            );
+        }
+    }
+    Ok(markdown(&runner, &peers, sweep.as_ref()))
+}
+
+/// `1.2345` for a time that may be missing.
+fn ms(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| format!("{v:.4}"))
+}
+
+/// A rate as it reads at a glance: GB/s below a thousand, else TB/s; TFLOP/s for flops.
+fn rate(value: f64, unit: &str) -> String {
+    match unit {
+        "GB/s" if value >= 1e3 => format!("{:.2} TB/s", value / 1e3),
+        "GB/s" => format!("{value:.0} GB/s"),
+        "GFLOP/s" => format!("{:.1} TFLOP/s", value / 1e3),
+        _ => format!("{value:.3} {unit}"),
+    }
+}
+
+/// The runner's size string of the work a peer does, and which kernels do it (by name prefix
+/// and suffix); `None` for the device copy, which is the bandwidth reference of them all.
+fn same_work(key: &str, peer: &Peer) -> Option<(String, &'static str, String)> {
+    let parts: Vec<&str> = key.split('_').collect();
+    match parts.as_slice() {
+        ["sgemm", "f32", ..] => Some((format!("{}x{}x{}", peer.m?, peer.n?, peer.k?), "matmul_", String::new())),
+        ["vector", "add", "f32"] => Some((format!("n={}", peer.n?), "vector_add", String::new())),
+        [histogram, input] => {
+            let bins = histogram.strip_prefix("histogram")?;
+            Some((format!("n={} bins={bins}", peer.n?), "histogram_", format!("_{input}")))
+        }
+        ["conv2d", filter, "f32", ..] => Some((format!("{}^2 {filter}", peer.side?), "conv2d_", String::new())),
+        ["conv1d", taps, "f32"] => Some((format!("n={} {taps} taps", peer.n?), "conv1d", String::new())),
+        _ => None,
+    }
+}
+
+/// The runner's fastest kernel doing a peer's work.
+fn fastest<'a>(runner: &'a Runner, key: &str, peer: &Peer) -> Option<&'a Twin> {
+    let (size, prefix, suffix) = same_work(key, peer)?;
+    let doing = runner.rows.iter().filter(|t| {
+        t.size == size && t.kernel.starts_with(prefix) && t.kernel.ends_with(&suffix) && t.rust_ms.is_some()
+    });
+    doing.min_by(|a, b| a.rust_ms.partial_cmp(&b.rust_ms).unwrap_or(std::cmp::Ordering::Equal))
+}
+
+/// The whole of `docs/performance.md`.
+pub fn markdown(runner: &Runner, peers: &Peers, sweep: Option<&Sweep>) -> String {
+    let mut out = String::new();
+    document(&mut out, runner, peers, sweep).expect("formatting into a String does not fail");
+    out
+}
+
+fn document(w: &mut String, runner: &Runner, peers: &Peers, sweep: Option<&Sweep>) -> fmt::Result {
+    writeln!(w, "# Performance\n")?;
+    writeln!(
+        w,
+        "<!-- Written by `cargo run -p host --release -- perf-doc` from the JSON of the last run; \
+         run it again rather than editing. Earlier numbers are in git's history. -->\n"
+    )?;
+    let mut devices: Vec<&str> = Vec::new();
+    for device in [Some(&runner.device), Some(&peers.device), sweep.map(|s| &s.device.name)].into_iter().flatten() {
+        if !devices.contains(&device.as_str()) {
+            devices.push(device);
+        }
+    }
+    writeln!(w, "Measured on {}.\n", devices.iter().map(|d| format!("**{d}**")).collect::<Vec<_>>().join(", "))?;
+    writeln!(w, "| run | device | date (UTC) |\n|---|---|---|")?;
+    let quick = |quick: bool| if quick { " (`--quick` sizes)" } else { "" };
+    writeln!(w, "| twins runner{} | {} | {} |", quick(runner.quick), runner.device, runner.date)?;
+    writeln!(w, "| library peers (`bench/peers/run`) | {} | {} |", peers.device, peers.date)?;
+    if let Some(sweep) = sweep {
+        let date = sweep.date.as_deref().unwrap_or("-");
+        writeln!(w, "| size sweep (`host bench`){} | {} | {} |", quick(sweep.quick), sweep.device.name, date)?;
+    }
+    writeln!(w)?;
+    method(w, runner)?;
+    rust_tax(w, runner)?;
+    libraries(w, runner, peers)?;
+    match sweep {
+        Some(sweep) => sweep_table(w, sweep),
+        None => Ok(()),
+    }
+}
+
+fn method(w: &mut String, runner: &Runner) -> fmt::Result {
+    writeln!(w, "## Method\n")?;
+    writeln!(
+        w,
+        "Every time is the median of CUDA-event-timed launches after a warm-up, with L2 flushed \
+         before each launch by a write outside the events, so that inputs come from DRAM. The \
+         twins runner (`bench/twins`) launches each Rust kernel (the project's PTX, JIT-compiled \
+         by the driver) and its CUDA C twin on the same buffers with the same launch shape, checks \
+         that they agree, and interleaves their {} timed launches. The library peers \
+         (`bench/peers`) are timed the same way, each result checked first. *Rust / C* is the Rust \
+         kernel's time over its twin's (below 1: Rust is faster; the bar is {TAX_BAR}); *× library* is \
+         the library's time over the fastest Rust kernel's (above 1: Rust is faster). Rates count \
+         the bytes that must move once, or 2·m·n·k flops.\n",
+        runner.runs
+    )
+}
+
+fn rust_tax(w: &mut String, runner: &Runner) -> fmt::Result {
+    writeln!(w, "## The Rust tax: each Rust kernel against its CUDA C twin\n")?;
+    if let Some(error) = &runner.error {
+        writeln!(w, "**The runner stopped early:** {error}\n")?;
+    }
+    writeln!(w, "| kernel | size | Rust ms | CUDA C ms | Rust / C | registers Rust / C |")?;
+    writeln!(w, "|---|---|---:|---:|---:|---|")?;
+    for t in &runner.rows {
+        let ratio = t.ratio.map_or("-".into(), |r| format!("{r:.3}"));
+        let (kernel, size, rust, c, regs) = (&t.kernel, &t.size, ms(t.rust_ms), ms(t.c_ms), (t.rust_regs, t.c_regs));
+        writeln!(w, "| `{kernel}` | {size} | {rust} | {c} | {ratio} | {} / {} |", regs.0, regs.1)?;
+    }
+    let failed: Vec<String> =
+        runner.rows.iter().filter(|t| t.check != "PASS").map(|t| format!("`{}` ({})", t.kernel, t.check)).collect();
+    let ratios: Vec<f64> = runner.rows.iter().filter_map(|t| t.ratio).collect();
+    let within = ratios.iter().filter(|&&r| r <= TAX_BAR).count();
+    let faster = ratios.iter().filter(|&&r| r < 2.0 - TAX_BAR).count();
+    write!(
+        w,
+        "\n{} rows: {within} within {:.0}% of their twins (Rust / C ≤ {TAX_BAR}), {faster} of them faster by more \
+         than that (below {:.2})",
+        runner.rows.len(),
+        100.0 * (TAX_BAR - 1.0),
+        2.0 - TAX_BAR
+    )?;
+    match failed.is_empty() {
+        true => writeln!(w, "; every cross-check passed.")?,
+        false => writeln!(w, "; not passed: {}.", failed.join(", "))?,
+    }
+    if !runner.untwinned.is_empty() {
+        let names: Vec<String> = runner.untwinned.iter().map(|k| format!("`{k}`")).collect();
+        writeln!(w, "\nIn the PTX without a twin: {}.", names.join(", "))?;
+    }
+    writeln!(w)
+}
+
+fn libraries(w: &mut String, runner: &Runner, peers: &Peers) -> fmt::Result {
+    writeln!(w, "## Against the libraries a user would call instead\n")?;
+    let copy = peers.peers.get("copy_f32").and_then(|p| p.gbps);
+    if let (Some(copy), Some(peer)) = (copy, peers.peers.get("copy_f32")) {
+        writeln!(
+            w,
+            "The device copy ({}) moves {}; *× copy* is a kernel's rate over it.\n",
+            peer.library,
+            rate(copy, "GB/s")
+        )?;
+    }
+    writeln!(w, "| work | library | library ms | fastest Rust kernel | Rust ms | × library | Rust rate | × copy |")?;
+    writeln!(w, "|---|---|---:|---|---:|---:|---:|---:|")?;
+    for (key, peer) in &peers.peers {
+        let Some((size, _, _)) = same_work(key, peer) else { continue };
+        let ours = fastest(runner, key, peer);
+        let (kernel, rust_ms) = ours.map_or(("-".into(), "-".into()), |t| (format!("`{}`", t.kernel), ms(t.rust_ms)));
+        let times = ours.and_then(|t| t.rust_ms.map(|r| peer.ms / r));
+        let versus = times.map_or("-".into(), |x| format!("{x:.2}"));
+        let ours_rate = ours.and_then(|t| Some((t.rust_rate?, t.unit.as_str())));
+        let rust_rate = ours_rate.map_or("-".into(), |(r, unit)| rate(r, unit));
+        let versus_copy = match (ours_rate, copy) {
+            (Some((r, "GB/s")), Some(copy)) => format!("{:.2}", r / copy),
+            _ => "-".into(),
+        };
+        let (library, library_ms) = (&peer.library, peer.ms);
+        writeln!(
+            w,
+            "| `{key}` ({size}) | {library} | {library_ms:.4} | {kernel} | {rust_ms} | {versus} | {rust_rate} | {versus_copy} |"
+        )?;
+    }
+    writeln!(w)
+}
+
+/// The work of a report.json row, as its unit.
+fn sweep_unit(work: &serde_json::Value) -> &'static str {
+    match work.as_object().and_then(|o| o.keys().next()).map(String::as_str) {
+        Some("Bytes") => "GB/s",
+        Some("Flops") => "GFLOP/s",
+        _ => "",
+    }
+}
+
+fn sweep_table(w: &mut String, sweep: &Sweep) -> fmt::Result {
+    writeln!(w, "## The size sweep (`host bench`): the fastest variant at each size\n")?;
+    let (bandwidth, fp32) = (sweep.device.peak_bandwidth_gbs, sweep.device.peak_fp32_gflops);
+    writeln!(
+        w,
+        "Peaks from the device's attributes: {} memory, {} FP32. *× peer* is the variant's rate over \
+         the library's at the same size.\n",
+        rate(bandwidth, "GB/s"),
+        rate(fp32, "GFLOP/s")
+    )?;
+    writeln!(w, "| kernel | shape | fastest variant | median ms | rate | % of peak | × peer |")?;
+    writeln!(w, "|---|---|---|---:|---:|---:|---|")?;
+    // The fastest row of each (family, shape), in the sweep's order.
+    let mut best: Vec<&SweepRow> = Vec::new();
+    for row in sweep.rows.iter().filter(|r| r.report.throughput.is_some()) {
+        let r = &row.report;
+        match best.iter_mut().find(|b| b.report.family == r.family && b.report.shape == r.shape) {
+            Some(b) if r.timing.median_ms < b.report.timing.median_ms => *b = row,
+            Some(_) => {}
+            None => best.push(row),
+        }
+    }
+    for row in best {
+        let r = &row.report;
+        let throughput = r.throughput.map_or("-".into(), |t| rate(t, sweep_unit(&r.work)));
+        let peak = r.percent_of_peak.map_or("-".into(), |p| format!("{p:.0}%"));
+        let peer = row.peer.as_ref().map_or("-".into(), |p| format!("{:.2} {}", p.ratio, p.library));
+        let (family, shape, variant, median) = (&r.family, &r.shape, &r.variant, r.timing.median_ms);
+        writeln!(w, "| {family} | {shape} | {variant} | {median:.4} | {throughput} | {peak} | {peer} |")?;
+    }
+    writeln!(w)
+}
+
+/// `text` with the rows of the table between the ladder markers rewritten, and the kernels of
+/// rows that had no measurement (their cells say `-`). A row is `| step | file | kernel | idea
+/// | TFLOP/s | × cuBLAS |` with the kernel in backticks; other lines are kept as they are.
+pub fn rewrite_ladder(text: &str, runner: &Runner, peers: &Peers) -> Result<(String, Vec<String>)> {
+    let (Some(start), Some(end)) = (text.find(LADDER_START), text.find(LADDER_END)) else {
+        bail!("no `{LADDER_START}` … `{LADDER_END}` lines");
+    };
+    if end < start {
+        bail!("`{LADDER_END}` comes before `{LADDER_START}`");
+    }
+    let size = format!("{LADDER_SIDE}x{LADDER_SIDE}x{LADDER_SIDE}");
+    let cublas_ms = peers.peers.get(&format!("sgemm_f32_{LADDER_SIDE}")).map(|p| p.ms);
+    let (mut out, mut missing) = (String::new(), Vec::new());
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let inside = offset > start && offset < end;
+        offset += line.len();
+        let cells: Vec<&str> = line.trim_end().trim_start_matches("//!").trim().split('|').collect();
+        // `| a | b | c | d | e | f |` splits into 8: empty ends around six cells.
+        let kernel = cells.get(3).map(|c| c.trim()).and_then(|c| c.strip_prefix('`')?.strip_suffix('`'));
+        let (true, 8, Some(kernel)) = (inside, cells.len(), kernel) else {
+            out.push_str(line);
+            continue;
+        };
+        let twin = runner.rows.iter().find(|t| t.kernel == kernel && t.size == size);
+        let rust_ms = twin.and_then(|t| t.rust_ms);
+        let tflops = twin.and_then(|t| t.rust_rate).map_or("-".into(), |r| format!("{:.1}", r / 1e3));
+        let fraction = rust_ms.zip(cublas_ms).map_or("-".into(), |(ours, theirs)| format!("{:.2}", theirs / ours));
+        if tflops == "-" || fraction == "-" {
+            missing.push(kernel.to_string());
+        }
+        // The first four cells as they were written; the two numbers anew.
+        let kept = line.match_indices('|').nth(4).map_or(line, |(at, _)| &line[..at]);
+        writeln!(out, "{kept}| {tflops} | {fraction} |")?;
+    }
+    Ok((out, missing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Fixtures in the files' formats. The numbers are made up for the tests: they are not
+    // measurements.
+    const RUNNER: &str = r#"{"device": "Test GPU", "date": "2030-01-02T03:04:05Z", "quick": false, "runs": 20, "untwinned": [], "rows": [
+  {"kernel": "matmul_naive", "size": "4096x4096x4096", "rust_ms": 20, "rust_min_ms": 19, "c_ms": 20, "c_min_ms": 19, "ratio": 1, "unit": "GFLOP/s", "rust_rate": 6871.95, "c_rate": 6871.95, "rust_regs": 32, "c_regs": 30, "check": "PASS", "detail": ""},
+  {"kernel": "matmul_fast", "size": "4096x4096x4096", "rust_ms": 2.5, "rust_min_ms": 2.4, "c_ms": 2.6, "c_min_ms": 2.5, "ratio": 0.961538, "unit": "GFLOP/s", "rust_rate": 54975.6, "c_rate": 52861.2, "rust_regs": 200, "c_regs": 210, "check": "PASS", "detail": ""},
+  {"kernel": "matmul_fast", "size": "8192x8192x8192", "rust_ms": 22, "rust_min_ms": 21, "c_ms": 21, "c_min_ms": 20, "ratio": 1.04762, "unit": "GFLOP/s", "rust_rate": 49977.8, "c_rate": 52357.7, "rust_regs": 200, "c_regs": 210, "check": "PASS", "detail": ""},
+  {"kernel": "histogram_shared_u32", "size": "n=268435456 bins=256", "rust_ms": 0.5, "rust_min_ms": 0.49, "c_ms": 0.5, "c_min_ms": 0.49, "ratio": 1, "unit": "GB/s", "rust_rate": 2147.48, "c_rate": 2147.48, "rust_regs": 18, "c_regs": 16, "check": "PASS", "detail": ""},
+  {"kernel": "histogram_shared_f32", "size": "n=268435456 bins=256", "rust_ms": 0.4, "rust_min_ms": 0.39, "c_ms": null, "c_min_ms": null, "ratio": null, "unit": "GB/s", "rust_rate": 2684.35, "c_rate": null, "rust_regs": 20, "c_regs": 0, "check": "MISSING", "detail": "no twin"}
+]}
+"#;
+
+    const PEERS: &str = r#"{
+ "device": "Test GPU",
+ "date": "2030-01-02T03:10:00Z",
+ "peers": {
+  "copy_f32": {"library": "cudaMemcpy D2D", "n": 268435456, "ms": 0.8, "min_ms": 0.79, "GBps": 2684.35},
+  "sgemm_f32_1024": {"library": "cuBLAS SGEMM (TF32 off)", "m": 1024, "n": 1024, "k": 1024, "ms": 0.1, "min_ms": 0.09, "GFLOPs": 21474.8},
+  "sgemm_f32_4096": {"library": "cuBLAS SGEMM (TF32 off)", "m": 4096, "n": 4096, "k": 4096, "ms": 2.75, "min_ms": 2.7, "GFLOPs": 49977.8},
+  "histogram256_u32": {"library": "CUB DeviceHistogram::HistogramEven", "n": 268435456, "ms": 1, "min_ms": 0.9, "GBps": 1073.74}
+ }
+}
+"#;
+
+    const REPORT: &str = r#"{"device": {"name": "Test GPU", "peak_bandwidth_gbs": 3000.0, "peak_fp32_gflops": 60000.0, "multiprocessors": 100},
+ "date": "2030-01-02T04:00:00Z", "quick": true, "peers": null, "rows": [
+  {"size": 1024, "report": {"family": "matmul", "variant": "naive", "shape": "1024x1024x1024", "timing": {"median_ms": 0.5}, "work": {"Flops": 2147483648}, "throughput": 4294.97, "percent_of_peak": 7.2}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.2}},
+  {"size": 1024, "report": {"family": "matmul", "variant": "fast", "shape": "1024x1024x1024", "timing": {"median_ms": 0.125}, "work": {"Flops": 2147483648}, "throughput": 17179.9, "percent_of_peak": 28.6}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.8}},
+  {"size": 1048576, "report": {"family": "counter", "variant": "racy", "shape": "threads=1048576", "timing": {"median_ms": 0.4}, "work": "Launches", "throughput": null, "percent_of_peak": null}, "peer": null}
+]}"#;
+
+    fn fixtures() -> (Runner, Peers, Sweep) {
+        (
+            serde_json::from_str(RUNNER).unwrap(),
+            serde_json::from_str(PEERS).unwrap(),
+            serde_json::from_str(REPORT).unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_document_has_device_dates_tax_and_library_ratios() {
+        let (runner, peers, sweep) = fixtures();
+        let doc = markdown(&runner, &peers, Some(&sweep));
+        assert!(doc.contains("Measured on **Test GPU**."), "one device, named once");
+        for date in ["2030-01-02T03:04:05Z", "2030-01-02T03:10:00Z", "2030-01-02T04:00:00Z"] {
+            assert!(doc.contains(date), "{date}");
+        }
+        assert!(doc.contains("| `matmul_fast` | 4096x4096x4096 | 2.5000 | 2.6000 | 0.962 | 200 / 210 |"));
+        assert!(doc.contains("| `histogram_shared_f32` | n=268435456 bins=256 | 0.4000 | - | - | 20 / 0 |"));
+        assert!(
+            doc.contains("5 rows: 3 within 3% of their twins (Rust / C ≤ 1.03), 1 of them faster by more than that")
+        );
+        assert!(doc.contains("not passed: `histogram_shared_f32` (MISSING)."));
+        // cuBLAS 2.75 ms over the fastest Rust kernel's 2.5 ms at 4096³; none ran at 1024³.
+        assert!(doc.contains(
+            "| `sgemm_f32_4096` (4096x4096x4096) | cuBLAS SGEMM (TF32 off) | 2.7500 | `matmul_fast` | 2.5000 | 1.10 | 55.0 TFLOP/s | - |"
+        ));
+        assert!(doc
+            .contains("| `sgemm_f32_1024` (1024x1024x1024) | cuBLAS SGEMM (TF32 off) | 0.1000 | - | - | - | - | - |"));
+        // CUB's 1 ms over 0.5 ms, and 2147 GB/s over the copy's 2684.
+        assert!(doc.contains(
+            "| `histogram256_u32` (n=268435456 bins=256) | CUB DeviceHistogram::HistogramEven | 1.0000 | `histogram_shared_u32` | 0.5000 | 2.00 | 2.15 TB/s | 0.80 |"
+        ));
+        assert!(!doc.contains("`copy_f32` ("), "the copy is the reference, not a row");
+        assert!(doc.contains(
+            "| matmul | 1024x1024x1024 | fast | 0.1250 | 17.2 TFLOP/s | 29% | 0.80 cuBLAS SGEMM (TF32 off) |"
+        ));
+        assert!(!doc.contains("| counter |"), "no rate, no sweep row");
+        assert!(!doc.contains("superseded"));
+    }
+
+    #[test]
+    fn the_ladder_keeps_its_words_and_gets_fresh_numbers() {
+        let (runner, peers, _) = fixtures();
+        let module = "//! The ladder.\n//!\n//! <!-- ladder-table:start -->\n\
+                      //! | step | file | kernel | idea | TFLOP/s | × cuBLAS |\n\
+                      //! |---|---|---|---|---:|---:|\n\
+                      //! | 1 | `naive.rs` | `matmul_naive` | one thread per output | 5.1 | 0.10 |\n\
+                      //! | 9 | `fast.rs` | `matmul_fast` | everything at once | 1.0 | 0.01 |\n\
+                      //! | 10 | `tensor.rs` | `matmul_tensor` | tensor cores | 99.0 | 9.99 |\n\
+                      //! <!-- ladder-table:end -->\n//!\n//! | 1 | `x.rs` | `matmul_naive` | outside | 0 | 0 |\n\
+                      pub mod naive;\n";
+        let dir = std::env::temp_dir().join(format!("perf-doc-ladder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mod.rs");
+        std::fs::write(&path, module).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (rewritten, missing) = rewrite_ladder(&text, &runner, &peers).unwrap();
+        std::fs::write(&path, &rewritten).unwrap();
+        let lines: Vec<&str> = rewritten.lines().collect();
+        assert_eq!(lines[3], "//! | step | file | kernel | idea | TFLOP/s | × cuBLAS |", "the header stays");
+        assert_eq!(lines[5], "//! | 1 | `naive.rs` | `matmul_naive` | one thread per output | 6.9 | 0.14 |");
+        assert_eq!(lines[6], "//! | 9 | `fast.rs` | `matmul_fast` | everything at once | 55.0 | 1.10 |");
+        assert_eq!(lines[7], "//! | 10 | `tensor.rs` | `matmul_tensor` | tensor cores | - | - |");
+        assert_eq!(missing, ["matmul_tensor"]);
+        assert_eq!(lines[10], "//! | 1 | `x.rs` | `matmul_naive` | outside | 0 | 0 |", "outside the markers");
+        assert_eq!(rewritten.lines().count(), module.lines().count());
+        // Rewriting again changes nothing.
+        assert_eq!(rewrite_ladder(&rewritten, &runner, &peers).unwrap().0, rewritten);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let unmarked = rewrite_ladder("//! no table\n", &runner, &peers).unwrap_err();
+        assert!(unmarked.to_string().contains("ladder-table:start"), "{unmarked}");
+    }
+
+    #[test]
+    fn rates_read_at_a_glance() {
+        assert_eq!(rate(2958.6, "GB/s"), "2.96 TB/s");
+        assert_eq!(rate(378.2, "GB/s"), "378 GB/s");
+        assert_eq!(rate(52_300.0, "GFLOP/s"), "52.3 TFLOP/s");
+    }
+}
