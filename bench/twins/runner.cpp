@@ -13,6 +13,8 @@
 // Exit status: 0 all cross-checks passed; 1 a check failed, a kernel was missing or had
 // another signature or launch shape, or a CUDA call failed; 2 no usable GPU.
 
+#include "interface.h"
+
 #include <cuda.h>
 
 #include <algorithm>
@@ -655,27 +657,26 @@ struct Runner {
             unsigned tile_rows, tile_cols, threads, shared;
             bool large;
         };
-        // interface::sgemm_configs! (kernel, BM, BN, BK, TM, TN): BM x BN tiles, (BM/TM)*(BN/TN)
-        // threads, two stages of BK*(BM+BN) floats.
-        auto vec4 = [](const char* kernel, unsigned bm, unsigned bn, unsigned bk, unsigned tm, unsigned tn) {
-            return Variant{kernel, bm, bn, (bm / tm) * (bn / tn), 2 * bk * (bm + bn) * 4, true};
-        };
+        // Launch shapes from interface.h, as the host computes them (host/src/ops/matmul.rs):
+        // BM x BN tiles of C; the first three steps take 2D blocks of one thread per output.
+#define MATMUL_VEC4(kernel, bm, bn, bk, tm, tn, blocks, threads, shared_bytes) \
+    Variant{#kernel, bm, bn, threads, shared_bytes, true},
         const Variant variants[] = {
-            {"matmul_naive", 16, 16, 0, 0, false},
-            {"matmul_tiled_16", 16, 16, 0, 2 * 16 * 16 * 4, false},
-            {"matmul_tiled_32", 32, 32, 0, 2 * 32 * 32 * 4, false},
-            {"matmul_blocked_128x128", 128, 128, 256, 8 * 256 * 4, true},
-            vec4("matmul_vec4_128x128", 128, 128, 16, 8, 8),
-            vec4("matmul_vec4_128x128_k8", 128, 128, 8, 8, 8),
-            vec4("matmul_vec4_128x64", 128, 64, 8, 8, 8),
-            vec4("matmul_vec4_64x128", 64, 128, 8, 8, 8),
-            vec4("matmul_vec4_64x64", 64, 64, 8, 8, 8),
-            vec4("matmul_vec4_64x64_t4", 64, 64, 16, 4, 4),
-            vec4("matmul_vec4_128x64_k16", 128, 64, 16, 8, 8),
-            // interface::matmul::ASYNC_*: 128 x 256 tiles, 256 threads, three stages of
-            // 8 * (132 + 256) floats.
-            {"matmul_async_128x256", 128, 256, 256, 3 * 8 * (132 + 256) * 4, true},
+            {"matmul_naive", MATMUL_NAIVE_BLOCK, MATMUL_NAIVE_BLOCK, 0, 0, false},
+            {"matmul_tiled_16", MATMUL_SMALL_TILE, MATMUL_SMALL_TILE, 0, MATMUL_SMALL_TILE_SHARED_BYTES, false},
+            {"matmul_tiled_32", MATMUL_LARGE_TILE, MATMUL_LARGE_TILE, 0, MATMUL_LARGE_TILE_SHARED_BYTES, false},
+            {"matmul_blocked_128x128", MATMUL_BM, MATMUL_BN, MATMUL_BLOCKED_THREADS, MATMUL_BLOCKED_SHARED_BYTES, true},
+            {"matmul_vload_128x128", MATMUL_BM, MATMUL_BN, MATMUL_BLOCKED_THREADS, MATMUL_BLOCKED_SHARED_BYTES, true},
+            {"matmul_vshared_128x128", MATMUL_BM, MATMUL_BN, MATMUL_BLOCKED_THREADS, MATMUL_BLOCKED_SHARED_BYTES, true},
+            SGEMM_CONFIGS(MATMUL_VEC4)  // step 4c: the first is the default, matmul_vec4_128x128
+            {"matmul_cp_async_128x128", MATMUL_CP_ASYNC_BM, MATMUL_CP_ASYNC_BN, MATMUL_CP_ASYNC_THREADS,
+             MATMUL_CP_ASYNC_SHARED_BYTES, true},
+            {"matmul_warps_128x256", MATMUL_ASYNC_BM, MATMUL_ASYNC_BN, MATMUL_ASYNC_THREADS, MATMUL_ASYNC_SHARED_BYTES,
+             true},
+            {"matmul_async_128x256", MATMUL_ASYNC_BM, MATMUL_ASYNC_BN, MATMUL_ASYNC_THREADS, MATMUL_ASYNC_SHARED_BYTES,
+             true},
         };
+#undef MATMUL_VEC4
         for (size_t side : {small, large}) {
             size_t m = side, n = side, k = side;
             auto c = device(4 * m * n);

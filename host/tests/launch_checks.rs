@@ -88,7 +88,8 @@ fn grid_stride() -> LaunchConfig {
 /// Whether `kernel` is written with 16-byte accesses of its buffers (its source dereferences
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
-    kernel.contains("vec4") || kernel.starts_with("matmul_async")
+    let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async"];
+    kernel.contains("vec4") || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
 }
 
 fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {

@@ -1,4 +1,4 @@
-//! Launch shapes of the SGEMM kernels (`kernels/src/matmul.rs`).
+//! Launch shapes of the SGEMM kernels, the steps of `kernels/src/matmul/`.
 
 use crate::LaunchBounds;
 
@@ -12,15 +12,17 @@ pub const LARGE_TILE: usize = 32;
 pub const fn tiled_shared_bytes(tile: usize) -> usize {
     2 * tile * tile * 4
 }
+pub const SMALL_TILE_SHARED_BYTES: usize = tiled_shared_bytes(SMALL_TILE);
+pub const LARGE_TILE_SHARED_BYTES: usize = tiled_shared_bytes(LARGE_TILE);
 
-/// Register blocking: a block computes a BM×BN tile of `C`, walking `k` in steps of BK; each
-/// thread owns a TM×TN sub-tile.
+/// Register blocking (step 3, and steps 4a and 4b on the same tile): a block computes a BM×BN
+/// tile of `C`, walking `k` in steps of BK; each thread owns a TM×TN sub-tile.
 pub const BM: usize = 128;
 pub const BN: usize = 128;
 pub const BK: usize = 8;
 pub const TM: usize = 8;
 pub const TN: usize = 8;
-/// Threads per block of the register-blocked kernels: one per TM×TN sub-tile.
+/// Threads per block of steps 3, 4a and 4b: one per TM×TN sub-tile.
 pub const BLOCKED_THREADS: usize = (BM / TM) * (BN / TN);
 /// One stage in shared memory: a BM×BK slice of `A` and a BK×BN slice of `B`.
 pub const BLOCKED_SHARED_BYTES: usize = BK * (BM + BN) * 4;
@@ -94,9 +96,25 @@ impl TileConfig {
 /// Most 16-byte pieces of one slice a thread of `matmul_vec4` stages per step.
 pub const MAX_LOADS: usize = 4;
 
-/// Step 5, `matmul_async_128x256`: a block of [`ASYNC_THREADS`] computes an
-/// `ASYNC_BM × ASYNC_BN` tile of `C` in slices of `ASYNC_BK` along `k`, each thread an
-/// `ASYNC_TM × ASYNC_TN` sub-tile; [`ASYNC_STAGES`] slices are in flight in shared memory.
+/// Step 5a, `matmul_cp_async_128x128`: step 4c's default tile, its two stages filled by
+/// `cp.async` copies.
+pub const CP_ASYNC_BM: usize = 128;
+pub const CP_ASYNC_BN: usize = 128;
+pub const CP_ASYNC_BK: usize = 16;
+pub const CP_ASYNC_TM: usize = 8;
+pub const CP_ASYNC_TN: usize = 8;
+pub const CP_ASYNC_THREADS: usize = (CP_ASYNC_BM / CP_ASYNC_TM) * (CP_ASYNC_BN / CP_ASYNC_TN);
+/// Two stages of one A slice and one B slice.
+pub const CP_ASYNC_SHARED_BYTES: usize = 2 * CP_ASYNC_BK * (CP_ASYNC_BM + CP_ASYNC_BN) * 4;
+/// One block per SM, as step 4c's tile; `TileConfig::new` checks that the layout works.
+pub const CP_ASYNC_BOUNDS: LaunchBounds =
+    TileConfig::new("matmul_cp_async_128x128", (CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK), (CP_ASYNC_TM, CP_ASYNC_TN), 1)
+        .bounds();
+
+/// Steps 5b (`matmul_warps_128x256`) and 5c (`matmul_async_128x256`): a block of
+/// [`ASYNC_THREADS`] computes an `ASYNC_BM × ASYNC_BN` tile of `C` in slices of `ASYNC_BK`
+/// along `k`, each thread an `ASYNC_TM × ASYNC_TN` sub-tile; [`ASYNC_STAGES`] slices are in
+/// flight in shared memory.
 pub const ASYNC_BM: usize = 128;
 pub const ASYNC_BN: usize = 256;
 pub const ASYNC_BK: usize = 8;
@@ -110,14 +128,18 @@ pub const ASYNC_A_STRIDE: usize = ASYNC_BM + 4;
 /// One stage: the transposed `A` slice, then the `B` slice.
 pub const ASYNC_STAGE_FLOATS: usize = ASYNC_BK * (ASYNC_A_STRIDE + ASYNC_BN);
 pub const ASYNC_SHARED_BYTES: usize = ASYNC_STAGES * ASYNC_STAGE_FLOATS * 4;
-/// Its registers (about 250 of them) allow one block per SM.
+/// Their registers (about 250 of them) allow one block per SM.
+pub const WARPS_BOUNDS: LaunchBounds =
+    LaunchBounds { kernel: "matmul_warps_128x256", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
 pub const ASYNC_BOUNDS: LaunchBounds =
     LaunchBounds { kernel: "matmul_async_128x256", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
-// The kernel's layout: 8 warps of 4×8 threads, 4-byte copies of A with 8 consecutive `k` per
-// row (a 32-byte sector), a whole number of 16-byte copies of B per thread, and at most
-// 48 KiB of shared memory (the most a launch gets without opting in).
+// The kernels' layout: 8 warps of 4×8 threads, 4-byte copies of A with 8 consecutive `k` per
+// row (a 32-byte sector), a whole number of 16-byte copies of B per thread, three stages (their
+// wait keeps one group of copies in flight), and at most 48 KiB of shared memory (the most a
+// launch gets without opting in).
 const _: () = assert!(
     ASYNC_BK == 8
+        && ASYNC_STAGES == 3
         && ASYNC_TM == 8
         && ASYNC_TN == 16
         && ASYNC_THREADS == 256
@@ -149,9 +171,13 @@ macro_rules! tile_configs {
         /// Every SGEMM configuration; the first is the default.
         pub const TILE_CONFIGS: &[TileConfig] =
             &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks)),+];
-        /// Their launch bounds and step 5's, for the PTX builder.
-        pub const SGEMM_BOUNDS: &[LaunchBounds] =
-            &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+, ASYNC_BOUNDS];
+        /// Their launch bounds and those of steps 5a to 5c, for the PTX builder.
+        pub const SGEMM_BOUNDS: &[LaunchBounds] = &[
+            $(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+,
+            CP_ASYNC_BOUNDS,
+            WARPS_BOUNDS,
+            ASYNC_BOUNDS,
+        ];
     };
 }
 crate::sgemm_configs!(tile_configs);

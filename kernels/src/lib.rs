@@ -21,6 +21,7 @@ macro_rules! unroll {
     }};
 }
 
+pub mod async_copy;
 pub mod conv1d;
 pub mod conv2d;
 pub mod counter;

@@ -5,18 +5,23 @@ use crate::gpu::{
 };
 use cust::memory::DeviceSlice;
 use interface::matmul::{
-    tiled_shared_bytes, TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES,
-    BLOCKED_THREADS, BM, BN, DEFAULT_TILE, LARGE_TILE, NAIVE_BLOCK, SMALL_TILE, TILE_CONFIGS,
+    TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN,
+    CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_SHARED_BYTES, CP_ASYNC_THREADS, DEFAULT_TILE, LARGE_TILE,
+    LARGE_TILE_SHARED_BYTES, NAIVE_BLOCK, SMALL_TILE, SMALL_TILE_SHARED_BYTES, TILE_CONFIGS,
 };
 
 crate::variants! {
-    /// The steps of the tutorial, each faster than the one before.
+    /// The steps of the ladder (`kernels/src/matmul/`), each adding one idea to the one before.
     pub enum Step {
         Naive => ("naive", "matmul_naive"),
         Tiled16 => ("tiled16", "matmul_tiled_16"),
         Tiled32 => ("tiled32", "matmul_tiled_32"),
         Blocked => ("blocked", "matmul_blocked_128x128"),
+        Vload => ("vload", "matmul_vload_128x128"),
+        Vshared => ("vshared", "matmul_vshared_128x128"),
         Vec4 => ("vec4", "matmul_vec4_128x128"),
+        CpAsync => ("cp-async", "matmul_cp_async_128x128"),
+        Warps => ("warps", "matmul_warps_128x256"),
         Async => ("async", "matmul_async_128x256"),
     }
 }
@@ -25,16 +30,25 @@ impl Step {
     pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
         let square =
             |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
-        let blocked = |shared: usize| LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), shared);
+        let blocked = || LaunchConfig::tiles_2d(n, m, (BN, BM), (BLOCKED_THREADS as u32, 1), BLOCKED_SHARED_BYTES);
+        let warp_tiled =
+            || LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES);
         match self {
             Step::Naive => square(NAIVE_BLOCK, 0),
-            Step::Tiled16 => square(SMALL_TILE, tiled_shared_bytes(SMALL_TILE)),
-            Step::Tiled32 => square(LARGE_TILE, tiled_shared_bytes(LARGE_TILE)),
-            Step::Blocked => blocked(BLOCKED_SHARED_BYTES),
+            Step::Tiled16 => square(SMALL_TILE, SMALL_TILE_SHARED_BYTES),
+            Step::Tiled32 => square(LARGE_TILE, LARGE_TILE_SHARED_BYTES),
+            // Steps 4a and 4b keep step 3's tile, threads and shared memory.
+            Step::Blocked | Step::Vload | Step::Vshared => blocked(),
             Step::Vec4 => tile_launch(&DEFAULT_TILE, m, n),
-            Step::Async => {
-                LaunchConfig::tiles_2d(n, m, (ASYNC_BN, ASYNC_BM), (ASYNC_THREADS as u32, 1), ASYNC_SHARED_BYTES)
-            }
+            Step::CpAsync => LaunchConfig::tiles_2d(
+                n,
+                m,
+                (CP_ASYNC_BN, CP_ASYNC_BM),
+                (CP_ASYNC_THREADS as u32, 1),
+                CP_ASYNC_SHARED_BYTES,
+            ),
+            // Step 5c is step 5b rescheduled: the same launch.
+            Step::Warps | Step::Async => warp_tiled(),
         }
     }
 }

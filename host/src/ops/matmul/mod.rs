@@ -117,7 +117,7 @@ impl Matmul {
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: naive, tiled, register-blocked, vectorized, cp.async; --tune picks tile sizes";
+        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles; --tune picks vec4's tile sizes";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -134,10 +134,20 @@ impl Kernel for Matmul {
         match purpose {
             Purpose::Default => vec![String::new()],
             Purpose::Check => {
-                let shapes = [(1, 1, 1), (17, 31, 13), (127, 129, 65), (131, 257, 67), (1, 300, 1), (300, 1, 700)];
+                // 300x264x48 mixes interior blocks (no checks) and edge blocks with n % 4 == 0 and
+                // k % 16 == 0, for the 128x128 and 128x256 tiles alike; the others are odd.
+                let shapes = [
+                    (1, 1, 1),
+                    (17, 31, 13),
+                    (127, 129, 65),
+                    (131, 257, 67),
+                    (1, 300, 1),
+                    (300, 1, 700),
+                    (300, 264, 48),
+                ];
                 let steps =
                     shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
-                // Every tile configuration on the odd shapes, edges in both dimensions.
+                // Every tile configuration on these shapes, edges in both dimensions.
                 let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
                 steps.chain(tiles).collect()
             }
@@ -247,6 +257,36 @@ impl Workload for Matmul {
         match &self.tune {
             Some(target) => tune::keep_fastest(target, &self.variants, &self.shape(), reports),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use interface::matmul::{ASYNC_BK, ASYNC_BM, ASYNC_BN, BK, BM, BN, CP_ASYNC_BK, CP_ASYNC_BM, CP_ASYNC_BN};
+    use options::Dims;
+
+    /// Blocks of a `bm × bn × bk` tile at `(m, n, k)` that skip every bounds check, as the
+    /// kernels' `interior_block` decides, and all blocks.
+    fn interior_blocks((m, n, k): Dims, (bm, bn, bk): (usize, usize, usize)) -> (usize, usize) {
+        let (rows, cols) = (m.div_ceil(bm), n.div_ceil(bn));
+        let inside = (0..rows).flat_map(|y| (0..cols).map(move |x| (y, x)));
+        let interior = inside.filter(|(y, x)| (y + 1) * bm <= m && (x + 1) * bn <= n && k % bk == 0 && n % 4 == 0);
+        (interior.count(), rows * cols)
+    }
+
+    #[test]
+    fn a_check_shape_mixes_interior_and_edge_blocks_for_every_tile() {
+        let sizes = Matmul::sizes(Purpose::Check);
+        let shape = (300, 264, 48);
+        let wanted = format!("--m {} --n {} --k {} --all-configs", shape.0, shape.1, shape.2);
+        assert!(sizes.contains(&wanted), "the check shapes lack `{wanted}`");
+        let tiles = TILE_CONFIGS.iter().map(|t| (t.bm, t.bn, t.bk));
+        let steps = [(BM, BN, BK), (CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK), (ASYNC_BM, ASYNC_BN, ASYNC_BK)];
+        for tile in tiles.chain(steps) {
+            let (interior, all) = interior_blocks(shape, tile);
+            assert!(interior > 0 && interior < all, "{tile:?}: {interior} of {all} blocks interior");
         }
     }
 }
