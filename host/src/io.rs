@@ -1,6 +1,7 @@
-//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D), grey-scale PNG images
-//! and filter text files. Every failure is a [`GpuError::File`] naming the file and what is
-//! wrong with it; nothing here panics on what a user hands in.
+//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D), 2-D images (grey-scale
+//! PNG, f32 `.npy`, FITS through [`crate::fits`]), and filter and tap files. Every failure is a
+//! [`GpuError::File`] naming the file and what is wrong with it; nothing here panics on what a
+//! user hands in.
 
 use crate::gpu::{GpuError, GpuResult};
 use image::{GrayImage, ImageFormat, ImageReader};
@@ -34,11 +35,16 @@ impl NpyElement for u32 {
     const NAME: &'static str = "u32";
 }
 
-fn open(path: &Path) -> GpuResult<File> {
+pub(crate) fn open(path: &Path) -> GpuResult<File> {
     File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => file_error(path, "no such file"),
         _ => file_error(path, format!("cannot open: {}", e)),
     })
+}
+
+/// How a report names a file the user gave: its name without the directories.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.display().to_string())
 }
 
 /// A shape as `3x4`, the way the reports write shapes; `()` for a scalar.
@@ -165,21 +171,22 @@ pub fn write_matrix<T: NpyElement>(path: &Path, (rows, cols): (usize, usize), da
     write_npy(path, &[rows, cols], data)
 }
 
-/// A grey-scale image: luminance in [0, 1], row by row.
+/// A 2-D image of f32, row by row: a PNG's luminance in [0, 1] (its top row first), or the
+/// values of an `.npy` or FITS image as stored (row 0 is its first row).
 #[derive(Debug, Clone, PartialEq)]
-pub struct GreyImage {
+pub struct Image {
     pub width: usize,
     pub height: usize,
     pub pixels: Vec<f32>,
 }
 
 /// A PNG of any colour type and bit depth as luminance in [0, 1] (alpha dropped).
-pub fn read_png(path: &Path) -> GpuResult<GreyImage> {
+pub fn read_png(path: &Path) -> GpuResult<Image> {
     let reader = ImageReader::new(BufReader::new(open(path)?))
         .with_guessed_format()
         .map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
     if reader.format() != Some(ImageFormat::Png) {
-        return Err(file_error(path, "not a PNG file"));
+        return Err(file_error(path, "not a PNG file (images are read from .png, .npy or .fits, by extension)"));
     }
     let image = reader.decode().map_err(|e| file_error(path, format!("not a valid PNG: {}", e)))?;
     let (width, height) = (image.width() as usize, image.height() as usize);
@@ -188,7 +195,7 @@ pub fn read_png(path: &Path) -> GpuResult<GreyImage> {
     }
     // Colour converts with weights that sum to a hair over 1: clamp to keep white at 1.
     let pixels = image.to_luma32f().into_raw().into_iter().map(|v| v.clamp(0.0, 1.0)).collect();
-    Ok(GreyImage { width, height, pixels })
+    Ok(Image { width, height, pixels })
 }
 
 /// Writes `pixels` (row by row) as an 8-bit grey PNG, each value clamped to [0, 1].
@@ -204,36 +211,146 @@ pub fn write_png(path: &Path, width: usize, height: usize, pixels: &[f32]) -> Gp
     image.save_with_format(path, ImageFormat::Png).map_err(|e| cannot(e.to_string()))
 }
 
+/// Whether `path` ends in one of `extensions` (without the dot, any case).
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+    let extension = path.extension().and_then(|e| e.to_str());
+    extension.is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
+}
+
+/// The formats of 2-D images, told by the file's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageKind {
+    /// 8-bit (or 16-bit) grey or colour, read as luminance in [0, 1].
+    Png,
+    /// A 2-D f32 NumPy array: rows by columns.
+    Npy,
+    /// The primary image of a FITS file, read as f32 and written as BITPIX -32.
+    Fits,
+}
+
+impl ImageKind {
+    /// `.npy`, or `.fits`, `.fit` or `.fts` (any case); anything else is a PNG, as every image
+    /// was before the float formats came.
+    pub fn of(path: &Path) -> ImageKind {
+        if has_extension(path, &["npy"]) {
+            ImageKind::Npy
+        } else if has_extension(path, &["fits", "fit", "fts"]) {
+            ImageKind::Fits
+        } else {
+            ImageKind::Png
+        }
+    }
+}
+
+/// A 2-D image in the format its extension names (see [`ImageKind::of`]). NaN pixels of an
+/// `.npy` or FITS image (blanked areas) are kept: the caller decides whether it can use them.
+pub fn read_image(path: &Path) -> GpuResult<Image> {
+    match ImageKind::of(path) {
+        ImageKind::Png => read_png(path),
+        ImageKind::Npy => {
+            let ((height, width), pixels) = read_matrix::<f32>(path)?;
+            Ok(Image { width, height, pixels })
+        }
+        ImageKind::Fits => crate::fits::read_image(path),
+    }
+}
+
+/// Before writing `pixels` as a `width`×`height` image: fails unless they make one.
+pub(crate) fn require_image_shape(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    if pixels.is_empty() || width.checked_mul(height) != Some(pixels.len()) {
+        let reason = format!("cannot write: {} pixels do not make a {}x{} image", pixels.len(), width, height);
+        return Err(file_error(path, reason));
+    }
+    Ok(())
+}
+
+/// Writes `pixels` (row by row, `width` a row) in the format the extension names: f32 for
+/// `.npy` and FITS, else an 8-bit grey PNG clamped to [0, 1].
+pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    match ImageKind::of(path) {
+        ImageKind::Png => write_png(path, width, height, pixels),
+        ImageKind::Npy => {
+            require_image_shape(path, width, height, pixels)?;
+            write_matrix(path, (height, width), pixels)
+        }
+        ImageKind::Fits => crate::fits::write_image(path, width, height, pixels),
+    }
+}
+
+/// `word` as a finite f32, or why not.
+fn finite_number(word: &str) -> Result<f32, String> {
+    match word.parse::<f32>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("`{}` is not a finite number", word)),
+        Err(_) => Err(format!("`{}` is not a number", word)),
+    }
+}
+
+/// Whether a filter of `side` taps a side fits the kernels: odd (so it has a centre), 3 to
+/// `2·MAX_RADIUS + 1`.
+pub fn filter_side_ok(side: usize) -> bool {
+    side % 2 == 1 && (3..=2 * MAX_RADIUS + 1).contains(&side)
+}
+
 /// A square filter from text: one row per line, numbers separated by white space, blank lines
 /// ignored; 3×3, 5×5 or 7×7. Returns its side and its taps row by row.
 pub fn parse_filter(text: &str) -> Result<(usize, Vec<f32>), String> {
     let mut rows = Vec::new();
     for (line, row) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let parse = |word: &str| match word.parse::<f32>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            Ok(_) => Err(format!("line {}: `{}` is not a finite number", line + 1, word)),
-            Err(_) => Err(format!("line {}: `{}` is not a number", line + 1, word)),
-        };
+        let parse = |word| finite_number(word).map_err(|e| format!("line {}: {}", line + 1, e));
         rows.push(row.split_whitespace().map(parse).collect::<Result<Vec<f32>, String>>()?);
     }
     let side = rows.len();
     if let Some(row) = rows.iter().find(|r| r.len() != side) {
         return Err(format!("{} rows of {} numbers: a filter must be square", side, row.len()));
     }
-    let widest = 2 * MAX_RADIUS + 1;
-    if side % 2 == 0 || !(3..=widest).contains(&side) {
+    if !filter_side_ok(side) {
         return Err(format!("a {0}x{0} filter: the side must be 3, 5 or 7", side));
     }
     Ok((side, rows.concat()))
 }
 
-/// A filter file, as [`parse_filter`] reads it.
-pub fn read_filter(path: &Path) -> GpuResult<(usize, Vec<f32>)> {
-    let text = std::io::read_to_string(open(path)?).map_err(|e| match e.kind() {
+/// The whole of a text file.
+fn read_text(path: &Path) -> GpuResult<String> {
+    std::io::read_to_string(open(path)?).map_err(|e| match e.kind() {
         ErrorKind::InvalidData => file_error(path, "not a text file"),
         _ => file_error(path, format!("cannot read: {}", e)),
-    })?;
-    parse_filter(&text).map_err(|reason| file_error(path, reason))
+    })
+}
+
+/// A filter file, as [`parse_filter`] reads it.
+pub fn read_filter(path: &Path) -> GpuResult<(usize, Vec<f32>)> {
+    parse_filter(&read_text(path)?).map_err(|reason| file_error(path, reason))
+}
+
+/// Unless `count` taps make a 1-D filter the kernels take, why not.
+fn tap_count(count: usize) -> Result<(), String> {
+    if filter_side_ok(count) {
+        Ok(())
+    } else {
+        Err(format!("holds {} taps: a 1-D filter has 3, 5 or 7", count))
+    }
+}
+
+/// The taps of a 1-D filter from text: 3, 5 or 7 numbers separated by white space, commas or
+/// line breaks.
+pub fn parse_taps(text: &str) -> Result<Vec<f32>, String> {
+    let words = text.split(|c: char| c == ',' || c.is_whitespace()).filter(|w| !w.is_empty());
+    let parse = |(i, word)| finite_number(word).map_err(|e| format!("tap {}: {}", i + 1, e));
+    let taps = words.enumerate().map(parse).collect::<Result<Vec<f32>, String>>()?;
+    tap_count(taps.len())?;
+    Ok(taps)
+}
+
+/// A 1-D filter from a 1-D f32 `.npy` file, or else from text as [`parse_taps`] reads it.
+pub fn read_taps(path: &Path) -> GpuResult<Vec<f32>> {
+    if !has_extension(path, &["npy"]) {
+        return parse_taps(&read_text(path)?).map_err(|reason| file_error(path, reason));
+    }
+    let taps = read_vector::<f32>(path)?;
+    require_finite(path, &taps)?;
+    tap_count(taps.len()).map_err(|reason| file_error(path, reason))?;
+    Ok(taps)
 }
 
 #[cfg(test)]
@@ -351,7 +468,7 @@ mod tests {
         let (width, height) = (5, 3);
         let pixels: Vec<f32> = (0..width * height).map(|i| (i * 17) as f32 / 255.0).collect();
         write_png(&dir.join("grey.png"), width, height, &pixels).unwrap();
-        assert_eq!(read_png(&dir.join("grey.png")).unwrap(), GreyImage { width, height, pixels });
+        assert_eq!(read_png(&dir.join("grey.png")).unwrap(), Image { width, height, pixels });
 
         // Out-of-range values are clamped; colour images are read as luminance.
         write_png(&dir.join("clamped.png"), 3, 1, &[-2.0, 0.5, 7.0]).unwrap();
@@ -396,6 +513,77 @@ mod tests {
         std::fs::write(dir.join("binary.txt"), [0xFFu8, 0xFE, 0x00]).unwrap();
         assert!(error_of(read_filter(&dir.join("binary.txt"))).contains("not a text file"));
         assert!(error_of(read_filter(&dir.join("absent.txt"))).contains("no such file"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn images_are_read_and_written_by_extension() {
+        let dir = scratch("images");
+        assert_eq!(ImageKind::of(Path::new("a/sky.FITS")), ImageKind::Fits);
+        assert_eq!(ImageKind::of(Path::new("sky.fit")), ImageKind::Fits);
+        assert_eq!(ImageKind::of(Path::new("sky.fts")), ImageKind::Fits);
+        assert_eq!(ImageKind::of(Path::new("sky.npy")), ImageKind::Npy);
+        assert_eq!(ImageKind::of(Path::new("photo.png")), ImageKind::Png);
+        assert_eq!(ImageKind::of(Path::new("photo")), ImageKind::Png, "as before the float formats");
+
+        // 3 wide, 2 high, with values a PNG could not hold; NaN survives the float formats.
+        let pixels = vec![-1.5f32, 0.25, 7.0, f32::NAN, 1e-9, 3.0e5];
+        for name in ["out.npy", "out.fits"] {
+            let path = dir.join(name);
+            write_image(&path, 3, 2, &pixels).unwrap();
+            let image = read_image(&path).unwrap();
+            assert_eq!((image.width, image.height), (3, 2), "{}", name);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&image.pixels), bits(&pixels), "{}", name);
+        }
+        // The .npy is rows by columns, as NumPy indexes an image.
+        assert_eq!(read_matrix::<f32>(&dir.join("out.npy")).unwrap().0, (2, 3));
+        write_image(&dir.join("out.png"), 3, 2, &pixels).unwrap();
+        assert_eq!(read_image(&dir.join("out.png")).unwrap().pixels, vec![0.0, 64.0 / 255.0, 1.0, 0.0, 0.0, 1.0]);
+
+        let mismatch = error_of(write_image(&dir.join("bad.npy"), 4, 2, &pixels));
+        assert!(mismatch.contains("bad.npy: cannot write: 6 pixels do not make a 4x2 image"), "{}", mismatch);
+        write_vector(&dir.join("v.npy"), &[1.0f32, 2.0]).unwrap();
+        assert!(error_of(read_image(&dir.join("v.npy"))).contains("is 1-D (shape 2), expected a 2-D array"));
+        std::fs::write(dir.join("text.fits"), "not FITS").unwrap();
+        assert!(error_of(read_image(&dir.join("text.fits"))).contains("text.fits: not a FITS file"));
+        let jpeg = error_of(read_image(&dir.join("out.npy").with_extension("jpg")));
+        assert!(jpeg.contains("no such file"), "{}", jpeg);
+        std::fs::copy(dir.join("out.npy"), dir.join("photo.jpg")).unwrap();
+        let jpeg = error_of(read_image(&dir.join("photo.jpg")));
+        assert!(jpeg.contains("not a PNG file (images are read from .png, .npy or .fits"), "{}", jpeg);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn tap_files_are_parsed_and_checked() {
+        assert_eq!(parse_taps("0.25 0.5 0.25").unwrap(), vec![0.25, 0.5, 0.25]);
+        assert_eq!(parse_taps("1,2,3,\n4, 5\n").unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(parse_taps("-1\n0\n1\n0\n-1\n2\n-2\n").unwrap().len(), 7);
+        assert!(parse_taps("1 2").unwrap_err().contains("holds 2 taps: a 1-D filter has 3, 5 or 7"));
+        assert!(parse_taps("1 2 3 4").unwrap_err().contains("holds 4 taps"));
+        assert!(parse_taps("").unwrap_err().contains("holds 0 taps"));
+        assert!(parse_taps(&"1 ".repeat(9)).unwrap_err().contains("holds 9 taps"));
+        let word = parse_taps("1, x, 3").unwrap_err();
+        assert!(word.contains("tap 2: `x` is not a number"), "{}", word);
+        assert!(parse_taps("1 NaN 3").unwrap_err().contains("tap 2: `NaN` is not a finite number"));
+        assert!(parse_taps("1 2 -inf").unwrap_err().contains("not a finite number"));
+
+        let dir = scratch("taps");
+        std::fs::write(dir.join("taps.txt"), "0.1, 0.2, 0.4, 0.2, 0.1\n").unwrap();
+        assert_eq!(read_taps(&dir.join("taps.txt")).unwrap(), vec![0.1, 0.2, 0.4, 0.2, 0.1]);
+        write_vector(&dir.join("taps.npy"), &[1.0f32, -2.0, 1.0]).unwrap();
+        assert_eq!(read_taps(&dir.join("taps.npy")).unwrap(), vec![1.0, -2.0, 1.0]);
+        write_vector(&dir.join("four.npy"), &[1.0f32; 4]).unwrap();
+        let four = error_of(read_taps(&dir.join("four.npy")));
+        assert!(four.contains("four.npy: holds 4 taps"), "{}", four);
+        write_vector(&dir.join("nan.npy"), &[1.0f32, f32::NAN, 1.0]).unwrap();
+        assert!(error_of(read_taps(&dir.join("nan.npy"))).contains("nan.npy: element 1 is NaN"));
+        write_matrix(&dir.join("square.npy"), (3, 3), &[1.0f32; 9]).unwrap();
+        assert!(error_of(read_taps(&dir.join("square.npy"))).contains("expected a 1-D array"));
+        std::fs::write(dir.join("bad.txt"), "1 2 three").unwrap();
+        assert!(error_of(read_taps(&dir.join("bad.txt"))).contains("bad.txt: tap 3: `three` is not a number"));
+        assert!(error_of(read_taps(&dir.join("absent.txt"))).contains("no such file"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -6,6 +6,7 @@ pub mod cargo_bench;
 pub mod check;
 pub mod data;
 pub mod demos;
+pub mod fits;
 pub mod gpu;
 pub mod io;
 pub mod multi;
@@ -13,6 +14,7 @@ pub mod perf_doc;
 pub mod registry;
 pub mod report;
 pub mod resources;
+pub mod sky;
 pub mod tuning;
 
 /// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU

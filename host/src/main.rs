@@ -107,6 +107,9 @@ fn cli() -> Command {
         .subcommand(Bench::augment_args(
             Command::new("bench").about("A size sweep of every family: report.json, report.md, SVG charts"),
         ))
+        .subcommand(host::sky::Options::augment_args(Command::new("sky").about(
+            "Writes a synthetic radio sky with known sources (.fits or .npy) and the true sources (CSV)",
+        )))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
         .subcommand(host::perf_doc::Options::augment_args(Command::new("perf-doc").about(
             "Prints docs/performance.md from the runner's, the peers' and the sweep's JSON; rewrites the ladder table",
@@ -179,6 +182,11 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     }
     if name == "perf-doc" {
         write_stdout(&host::perf_doc::run(&host::perf_doc::Options::from_arg_matches(options)?)?)?;
+        return Ok(vec![]);
+    }
+    if name == "sky" {
+        let summary = host::sky::run(&host::sky::Options::from_arg_matches(options)?, global.seed)?;
+        show(global.json, &summary, |s| s.print())?;
         return Ok(vec![]);
     }
     if name == "launches" {

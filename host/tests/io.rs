@@ -1,6 +1,7 @@
 //! Real data in and out through the GPU: a PNG filtered with every named filter and a filter
-//! file, `.npy` round trips through matmul, vector add, histogram and conv1d, and bad files
-//! rejected with clear errors. Without a GPU each test reports that it skipped, like
+//! file, float images (`.npy`, FITS) filtered into float files, `.npy` round trips through
+//! matmul, vector add, histogram and conv1d (with the user's taps), and bad files rejected
+//! with clear errors. Without a GPU each test reports that it skipped, like
 //! tests/gpu.rs.
 
 mod common;
@@ -8,10 +9,11 @@ mod common;
 use common::{assert_passed, gpu, SEED};
 use host::gpu::{Cache, Gpu};
 use host::io;
+use host::ops::conv1d;
 use host::ops::conv2d::{cpu_reference, Named};
 use host::registry::{self, Timer};
 use host::report::Report;
-use ndarray::ArrayView2;
+use ndarray::{ArrayView1, ArrayView2};
 use std::path::{Path, PathBuf};
 
 /// A fresh directory for `test` under cargo's scratch directory for integration tests.
@@ -92,6 +94,91 @@ fn png_is_filtered_with_every_named_filter_and_a_filter_file() {
     }
 }
 
+/// Asserts that `got` is within conv2d's and conv1d's tolerance of `want`, for `taps` taps and
+/// inputs whose products are at most `scale`.
+fn assert_close(what: &str, got: &[f32], want: &[f32], taps: usize, scale: f32) {
+    assert_eq!(got.len(), want.len(), "{}", what);
+    let tolerance = 4.0 * taps as f32 * f32::EPSILON * scale.max(1.0);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tolerance, "{} element {}: {} vs {} (tolerance {})", what, i, g, w, tolerance);
+    }
+}
+
+#[test]
+fn float_images_are_filtered_into_float_files() {
+    let Some(gpu) = gpu("float_images_are_filtered_into_float_files") else { return };
+    let dir = scratch("float");
+    let path = |name: &str| dir.join(name);
+    let arg = |name: &str| text(&dir.join(name)).to_string();
+    // A sky-like image beyond [0, 1]: a slope from -0.5 with a bright square of 40.
+    let (width, height) = (67, 45);
+    let pixels: Vec<f32> = (0..width * height)
+        .map(|i| {
+            let (x, y) = (i % width, i / width);
+            if (20..40).contains(&x) && (10..30).contains(&y) {
+                40.0
+            } else {
+                x as f32 * 0.03 - 0.5
+            }
+        })
+        .collect();
+    io::write_image(&path("in.npy"), width, height, &pixels).unwrap();
+    io::write_image(&path("in.fits"), width, height, &pixels).unwrap();
+    let (side, taps) = Named::SobelX.taps();
+    let expected = cpu_reference(
+        ArrayView2::from_shape((height, width), &pixels).unwrap(),
+        ArrayView2::from_shape((side, side), &taps).unwrap(),
+    );
+    let expected = expected.as_slice().unwrap();
+    for (input, output) in [("in.npy", "out.npy"), ("in.fits", "out.fits"), ("in.fits", "out-fits.npy")] {
+        let reports = run_ok(&gpu, "conv2d", &["--image", &arg(input), "--filter", "sobel-x", "--out", &arg(output)]);
+        assert!(reports[0].shape.starts_with("67x45 filter 3x3 sobel-x"), "{}", reports[0].shape);
+        let written = io::read_image(&path(output)).unwrap();
+        assert_eq!((written.width, written.height), (width, height), "{}", output);
+        // Signed values, not the PNG's |v| clamped to [0, 1].
+        assert!(written.pixels.iter().any(|&v| v < -1.0), "{}", output);
+        assert_close(output, &written.pixels, expected, side * side, 40.0 * 2.0);
+    }
+    // A float image into a PNG: clamped to [0, 1] as before.
+    run_ok(&gpu, "conv2d", &["--image", &arg("in.fits"), "--filter", "box", "--out", &arg("out.png")]);
+    let png = io::read_png(&path("out.png")).unwrap();
+    assert_eq!((png.width, png.height), (width, height));
+    assert_eq!((png.pixels[0], png.pixels[20 * width + 30]), (0.0, 1.0));
+
+    // A blanked pixel is refused, naming the file.
+    let mut blanked = pixels.clone();
+    blanked[3] = f32::NAN;
+    io::write_image(&path("blank.fits"), width, height, &blanked).unwrap();
+    expect_error(&gpu, "conv2d", &["--image", &arg("blank.fits")], "blank.fits: element 3 is NaN");
+}
+
+#[test]
+fn conv1d_filters_with_the_users_taps() {
+    let Some(gpu) = gpu("conv1d_filters_with_the_users_taps") else { return };
+    let dir = scratch("taps");
+    let path = |name: &str| dir.join(name);
+    let arg = |name: &str| text(&dir.join(name)).to_string();
+    let signal: Vec<f32> = (0..1001).map(|i| (i as f32 * 0.05).sin() * 3.0).collect();
+    io::write_vector(&path("s.npy"), &signal).unwrap();
+    std::fs::write(path("smooth.txt"), "0.0625, 0.25,\n0.375 0.25 0.0625\n").unwrap();
+    io::write_vector(&path("edge.npy"), &[-1.0f32, 0.0, 1.0]).unwrap();
+    let cases = [("smooth.txt", vec![0.0625f32, 0.25, 0.375, 0.25, 0.0625]), ("edge.npy", vec![-1.0, 0.0, 1.0])];
+    for (file, taps) in cases {
+        let out = format!("{}.out.npy", file);
+        let reports =
+            run_ok(&gpu, "conv1d", &["--signal", &arg("s.npy"), "--taps", &arg(file), "--output", &arg(&out)]);
+        assert_eq!(reports[0].shape, format!("n=1001 filter {} {}", taps.len(), file));
+        let expected = conv1d::cpu_reference(ArrayView1::from(&signal), ArrayView1::from(&taps));
+        let got = io::read_vector::<f32>(&path(&out)).unwrap();
+        assert_close(file, &got, expected.as_slice().unwrap(), taps.len(), 3.0);
+    }
+    std::fs::write(path("four.txt"), "1 2 3 4").unwrap();
+    expect_error(&gpu, "conv1d", &["--taps", &arg("four.txt")], "four.txt: holds 4 taps: a 1-D filter has 3, 5 or 7");
+    std::fs::write(path("nan.txt"), "1 nan 1").unwrap();
+    expect_error(&gpu, "conv1d", &["--taps", &arg("nan.txt")], "tap 2: `nan` is not a finite number");
+    expect_error(&gpu, "conv1d", &["--taps", &arg("absent.txt")], "absent.txt: no such file");
+}
+
 #[test]
 fn npy_round_trips_through_the_gpu() {
     let Some(gpu) = gpu("npy_round_trips_through_the_gpu") else { return };
@@ -164,7 +251,11 @@ fn bad_files_are_clear_errors() {
     expect_error(&gpu, "vector-add", &["--a", &nan, "--b", &v3], "element 1 is NaN");
     expect_error(&gpu, "histogram", &["--input-file", &v3], "holds f32 ('<f4') values, expected u32 ('<u4')");
     expect_error(&gpu, "conv1d", &["--signal", &a], "expected a 1-D array");
-    expect_error(&gpu, "conv2d", &["--image", &v3], "not a PNG file");
+    expect_error(&gpu, "conv2d", &["--image", &v3], "is 1-D (shape 3), expected a 2-D array");
+    expect_error(&gpu, "conv2d", &["--image", &notes], "not a PNG file (images are read from .png, .npy or .fits");
+    let fits_text = path("text.fits");
+    std::fs::write(&fits_text, "not an image").unwrap();
+    expect_error(&gpu, "conv2d", &["--image", &fits_text], "text.fits: not a FITS file");
     expect_error(&gpu, "conv2d", &["--image", &missing], "no such file");
     expect_error(&gpu, "conv2d", &["--width", "8", "--height", "8", "--filter", &wide], "must be square");
     expect_error(&gpu, "conv2d", &["--filter", "gausian"], "nor an existing filter file");

@@ -1,6 +1,8 @@
 //! Host side of `kernels::conv1d`: same-size output, zero padding, 3 to 7 taps in constant
 //! memory (the `FILTER` that `conv2d` also uses). The signal is random or read from a `.npy`
-//! file (`--signal`); the taps are random; `--output` writes the result as `.npy`.
+//! file (`--signal`); the taps are random (`--filter` of them) or read from a file (`--taps`),
+//! since a user's signal filtered with random taps means nothing; `--output` writes the
+//! result as `.npy`.
 //!
 //! Tolerance: as for `conv2d`, `4·taps·ε·max(1, max|x|·max|f|)`.
 
@@ -76,9 +78,13 @@ pub struct Options {
     /// Elements.
     #[arg(long, default_value_t = 1 << 26)]
     pub n: usize,
-    /// Filter length: 3, 5 or 7.
+    /// Filter length: 3, 5 or 7 random taps.
     #[arg(long, default_value_t = 7)]
     pub filter: usize,
+    /// The filter's taps: a text file of 3, 5 or 7 numbers (separated by spaces, commas or
+    /// line breaks) or a 1-D f32 .npy; replaces the random taps and --filter.
+    #[arg(long, conflicts_with = "filter")]
+    pub taps: Option<PathBuf>,
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Method>,
@@ -104,6 +110,8 @@ pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1
 /// Signal on the GPU, filter in constant memory, output poisoned.
 pub struct Conv1d {
     pub filter: usize,
+    /// The taps' file name, for the reports; `None` for random taps.
+    taps_file: Option<String>,
     pub signal: Vec<f32>,
     pub taps: Vec<f32>,
     variants: Vec<Variant>,
@@ -143,8 +151,14 @@ impl Kernel for Conv1d {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
-        let filter = options.filter;
-        radius(filter)?;
+        let taps = match &options.taps {
+            Some(path) => io::read_taps(path)?,
+            None => {
+                radius(options.filter)?;
+                random_f32(options.filter, seed ^ 1)
+            }
+        };
+        let filter = taps.len();
         let file = match &options.signal {
             Some(path) => {
                 let signal = io::read_vector::<f32>(path)?;
@@ -161,19 +175,23 @@ impl Kernel for Conv1d {
         }
         gpu.ensure_fits("conv1d's input and output", 2 * 4 * n as u64)?;
         let signal = file.unwrap_or_else(|| random_f32(n, seed));
-        let taps = random_f32(filter, seed ^ 1);
         set_filter(gpu, &taps)?;
         let input = gpu.upload("the signal", &signal)?;
         let output = gpu.poisoned::<f32>("the output", n)?;
         let variants = Self::variants_for(options)?;
         let (scale, output_path) = (product_scale(&signal, &taps), options.output.clone());
-        Ok(Self { filter, signal, taps, variants, scale, output_path, expected: vec![], input, output })
+        let taps_file = options.taps.as_deref().map(io::file_name);
+        let expected = vec![];
+        Ok(Self { filter, taps_file, signal, taps, variants, scale, output_path, expected, input, output })
     }
 }
 
 impl Workload for Conv1d {
     fn shape(&self) -> String {
-        format!("n={} filter {}", self.signal.len(), self.filter)
+        match &self.taps_file {
+            None => format!("n={} filter {}", self.signal.len(), self.filter),
+            Some(name) => format!("n={} filter {} {}", self.signal.len(), self.filter, name),
+        }
     }
 
     fn size(&self) -> u64 {
@@ -225,5 +243,16 @@ mod tests {
     fn reference_matches_hand_computed_values() {
         let out = cpu_reference(array![1.0f32, 2.0, 3.0, 4.0].view(), array![1.0f32, 10.0, 100.0].view());
         assert_eq!(out.to_vec(), vec![210.0, 321.0, 432.0, 43.0]);
+    }
+
+    #[test]
+    fn taps_replace_the_random_filter_but_not_both() {
+        let command = <Options as clap::Args>::augment_args(clap::Command::new("conv1d"));
+        let parse = |args: &[&str]| command.clone().try_get_matches_from([&["conv1d"], args].concat());
+        let matches = parse(&["--signal", "x.npy", "--taps", "taps.txt"]).unwrap();
+        let options = <Options as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+        assert_eq!(options.taps, Some(PathBuf::from("taps.txt")));
+        let both = parse(&["--taps", "taps.txt", "--filter", "5"]).unwrap_err().to_string();
+        assert!(both.contains("cannot be used with"), "{}", both);
     }
 }

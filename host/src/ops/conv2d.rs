@@ -1,12 +1,13 @@
 //! Host side of `kernels::conv2d`: same-size output, zero padding, odd filters 3×3 to 7×7,
-//! the taps written into the kernels' constant memory. The image is random or a PNG (as
-//! grey-scale in [0, 1]); the filter random, named (box, gaussian, sharpen, sobel-x) or read
-//! from a text file; `--out` writes the GPU's result as a PNG.
+//! the taps written into the kernels' constant memory. The image is random, a PNG (as
+//! grey-scale in [0, 1]), or a 2-D f32 `.npy` or FITS image (its values as stored); the filter
+//! random, named (box, gaussian, sharpen, sobel-x) or read from a text file; `--out` writes the
+//! GPU's result as an 8-bit PNG, or as f32 `.npy` or FITS (by extension).
 //!
 //! Tolerance: each of the `taps` products has magnitude at most `s = max|x|·max|f|`, below 1
-//! for the random image and filter (uniform in [-1, 1)), up to 5 for a PNG and `sharpen`. The
-//! GPU (with fused multiply-adds) and the CPU round differently, each within about `taps·ε·s`
-//! of the exact sum. Elements may differ by `4·taps·ε·max(1, s)`.
+//! for the random image and filter (uniform in [-1, 1)), up to 5 for a PNG and `sharpen`, any
+//! size for a float image. The GPU (with fused multiply-adds) and the CPU round differently,
+//! each within about `taps·ε·s` of the exact sum. Elements may differ by `4·taps·ε·max(1, s)`.
 
 use crate::check::{self, product_scale};
 use crate::data::random_f32;
@@ -147,8 +148,7 @@ impl Filter {
             }
             Filter::File(path) => {
                 let (side, taps) = io::read_filter(path)?;
-                let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.display().to_string());
-                (side, taps, Some(name))
+                (side, taps, Some(io::file_name(path)))
             }
         };
         let label = match name {
@@ -169,11 +169,12 @@ pub struct Options {
     /// of a square 3×3, 5×5 or 7×7 filter, one row per line.
     #[arg(long, default_value = "5", value_parser = Filter::parse)]
     pub filter: Filter,
-    /// A PNG to filter, as grey-scale in [0, 1]; its size replaces --width and --height.
+    /// An image to filter: a PNG (grey-scale in [0, 1]), or a 2-D f32 .npy or a FITS image
+    /// (BITPIX 16, 32, -32, -64), by extension; its size replaces --width and --height.
     #[arg(long, conflicts_with_all = ["width", "height"])]
     pub image: Option<PathBuf>,
-    /// Writes the GPU's result as an 8-bit grey PNG, clamped to [0, 1]; for sobel-x |v|, so
-    /// edges of either direction are bright.
+    /// Writes the GPU's result: as f32 to a .npy or .fits file; else as an 8-bit grey PNG,
+    /// clamped to [0, 1] (for sobel-x |v|, so edges of either direction are bright).
     #[arg(long, visible_alias = "output")]
     pub out: Option<PathBuf>,
     /// Variants to run (all when omitted).
@@ -183,10 +184,7 @@ pub struct Options {
 
 /// The radius of an odd filter of at most `2·MAX_RADIUS + 1` taps a side.
 pub fn radius(filter: usize) -> GpuResult<usize> {
-    let widest = 2 * MAX_RADIUS + 1;
-    require(filter % 2 == 1 && (3..=widest).contains(&filter), || {
-        format!("the filter must be 3, 5 or 7 wide (got {})", filter)
-    })?;
+    require(io::filter_side_ok(filter), || format!("the filter must be 3, 5 or 7 wide (got {})", filter))?;
     Ok(filter / 2)
 }
 
@@ -284,7 +282,7 @@ pub struct Conv2d {
     label: String,
     /// The tolerance's `max(1, max|x|·max|f|)`.
     scale: f64,
-    /// Where `--out` writes, and whether it writes magnitudes.
+    /// Where `--out` writes, and whether it writes magnitudes (sobel-x into a PNG).
     out: Option<(PathBuf, bool)>,
     variants: Vec<Variant>,
     expected: Vec<f32>,
@@ -335,7 +333,12 @@ impl Kernel for Conv2d {
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (filter, taps, label) = options.filter.taps(seed ^ 1)?;
         let r = radius(filter)?;
-        let photo = options.image.as_deref().map(io::read_png).transpose()?;
+        let photo = options.image.as_deref().map(io::read_image).transpose()?;
+        if let (Some(path), Some(photo)) = (&options.image, &photo) {
+            // A blanked (NaN) pixel would spread NaN over its neighbours, on the CPU and the
+            // GPU alike, and NaN never passes the check.
+            io::require_finite(path, &photo.pixels)?;
+        }
         let (width, height) = photo.as_ref().map_or((options.width, options.height), |p| (p.width, p.height));
         require(width >= 1 && height >= 1, || format!("conv2d needs a non-empty image (got {}x{})", width, height))?;
         let methods = Method::chosen(&options.variants);
@@ -349,8 +352,11 @@ impl Kernel for Conv2d {
         let input = gpu.upload("the image", &image)?;
         let output = gpu.poisoned::<f32>("the output", width * height)?;
         let scale = product_scale(&image, &taps);
-        let magnitude = options.filter == Filter::Named(Named::SobelX);
-        let out = options.out.clone().map(|path| (path, magnitude));
+        let sobel = options.filter == Filter::Named(Named::SobelX);
+        let out = options.out.clone().map(|path| {
+            let magnitude = sobel && io::ImageKind::of(&path) == io::ImageKind::Png;
+            (path, magnitude)
+        });
         let expected = vec![];
         Ok(Self { width, height, filter, image, taps, label, scale, out, variants, expected, input, output })
     }
@@ -404,7 +410,7 @@ impl Workload for Conv2d {
         if *magnitude {
             pixels.iter_mut().for_each(|v| *v = v.abs());
         }
-        io::write_png(path, self.width, self.height, &pixels)
+        io::write_image(path, self.width, self.height, &pixels)
     }
 }
 

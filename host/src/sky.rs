@@ -1,0 +1,508 @@
+//! `host sky`: a synthetic radio image with known sources, so that finding sources needs no
+//! download. It imitates the image of the Galactic Centre that the source-finding lesson
+//! uses: Gaussian noise (σ = 0.0133 Jy/beam by default), Gaussian point sources about a beam
+//! wide, a bright extended core at the centre and a shell. The image is written as FITS
+//! (BITPIX -32) or `.npy` (f32), by extension; the true components as CSV beside it.
+//!
+//! Pixel (row, column) holds the sky at x = column, y = row, 0-based, as NumPy indexes it
+//! (`image[y, x]`). The CSV has a line per component, `x,y,peak,flux,sigma,radius,kind`:
+//! its centre (pixels); its peak, the amplitude of its Gaussian profile (Jy/beam); its flux,
+//! the sum of its noise-free pixels; its profile's σ (pixels: the blob's, or the shell's
+//! cross-section's); the shell's radius (0 for a blob); and `core`, `shell` or `point`.
+//!
+//! The point sources lie apart from one another and from the core and the shell, so that
+//! each is an island of its own above any threshold and a catalogue matches them one to one.
+
+use crate::data::random_normal;
+use crate::gpu::{require, GpuError, GpuResult};
+use crate::io::{self, file_error, ImageKind};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::fmt::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+pub const MIN_SIDE: usize = 16;
+/// 16384² f32 is 1 GiB; the source-finding pipeline's largest case is 8192².
+pub const MAX_SIDE: usize = 16384;
+pub const MAX_SOURCES: usize = 100_000;
+/// A component is drawn within this many σ of its profile; past that a pixel would get less
+/// than e^-18 (2e-8) of the peak, far below the noise.
+const REACH: f64 = 6.0;
+/// Point sources' σ in pixels, uniform: a beam of 2.4 to 6 pixels FWHM.
+const POINT_SIGMA: (f64, f64) = (1.0, 2.5);
+/// Point sources' peaks in Jy/beam, log-uniform: 7.5 to 300 times the default noise, so each
+/// clears a 5σ threshold.
+const POINT_PEAK: (f64, f64) = (0.1, 4.0);
+/// Least distance between point sources: the brightest, widest pair stays two islands above
+/// 3σ of the default noise (each reaches 7.6 pixels there).
+const SEPARATION: f64 = 24.0;
+/// Point sources keep this many σ of the core's or shell's profile away from it (their
+/// brightness there is below 0.05σ of the default noise).
+const CLEARANCE: f64 = 4.0;
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Pixels a side.
+    #[arg(long, default_value_t = 2048)]
+    pub side: usize,
+    /// The image: .fits (BITPIX -32) or .npy (f32), by extension.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The true components as CSV [default: `<out stem>-truth.csv` beside --out].
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+    /// Standard deviation of the Gaussian noise, Jy/beam.
+    #[arg(long, default_value_t = 0.0133, allow_negative_numbers = true)]
+    pub noise: f64,
+    /// Point sources (besides the core and the shell).
+    #[arg(long, default_value_t = 190)]
+    pub sources: usize,
+    /// Pixels outside the primary beam (the circle touching the edges) are NaN, as radio
+    /// images blank them; every source lies inside it.
+    #[arg(long)]
+    pub blank: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Core,
+    Shell,
+    Point,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Core => "core",
+            Kind::Shell => "shell",
+            Kind::Point => "point",
+        }
+    }
+}
+
+/// One component of the sky: a Gaussian blob, or a ring with a Gaussian cross-section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    pub kind: Kind,
+    pub x: f64,
+    pub y: f64,
+    pub peak: f64,
+    pub sigma: f64,
+    /// The ring's radius; 0 for a blob.
+    pub radius: f64,
+    /// The sum of its noise-free pixels in the image (before any blanking).
+    pub flux: f64,
+}
+
+impl Component {
+    fn new(kind: Kind, (x, y): (f64, f64), peak: f64, sigma: f64, radius: f64) -> Self {
+        Self { kind, x, y, peak, sigma, radius, flux: 0.0 }
+    }
+
+    /// Its brightness at (x, y).
+    fn value(&self, x: f64, y: f64) -> f64 {
+        let squared = (x - self.x).powi(2) + (y - self.y).powi(2);
+        let distance = if self.radius == 0.0 { squared } else { (squared.sqrt() - self.radius).powi(2) };
+        self.peak * (-distance / (2.0 * self.sigma * self.sigma)).exp()
+    }
+
+    /// How far from its centre it is drawn.
+    fn extent(&self) -> f64 {
+        self.radius + REACH * self.sigma
+    }
+
+    /// The rows or columns of a `side`-pixel image within its extent of `centre`.
+    fn span(&self, centre: f64, side: usize) -> Range<usize> {
+        let low = (centre - self.extent()).ceil().max(0.0) as usize;
+        let high = ((centre + self.extent()).floor() + 1.0).clamp(0.0, side as f64) as usize;
+        low.min(high)..high
+    }
+
+    /// The sum of its pixels in a `side`-pixel image.
+    fn pixel_sum(&self, side: usize) -> f64 {
+        let columns = self.span(self.x, side);
+        self.span(self.y, side)
+            .flat_map(|row| columns.clone().map(move |col| (col as f64, row as f64)))
+            .map(|(x, y)| self.value(x, y))
+            .sum()
+    }
+}
+
+/// Rounds to `digits` decimals, so that the CSV holds exactly the values the image was drawn from.
+fn rounded(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}
+
+/// Where the image's centre is, and the radius of the primary beam: the circle touching the edges.
+fn beam(side: usize) -> ((f64, f64), f64) {
+    let centre = (side as f64 - 1.0) / 2.0;
+    ((centre, centre), side as f64 / 2.0)
+}
+
+/// The core at the centre and the shell, scaled with the side so the sky looks alike at any size.
+fn extended(side: usize) -> [Component; 2] {
+    let s = side as f64;
+    let core = Component::new(Kind::Core, beam(side).0, 2.0, rounded((s / 96.0).max(2.0), 3), 0.0);
+    let centre = (rounded(0.68 * s, 3), rounded(0.34 * s, 3));
+    let shell = Component::new(Kind::Shell, centre, 0.25, rounded((s / 512.0).max(1.0), 3), rounded(s / 14.0, 3));
+    [core, shell]
+}
+
+/// Point sources where they fit: inside the image (or the beam), `SEPARATION` apart, clear of
+/// `extended`. Positions are tried at random; failing `count` of them is an error.
+fn place_points(
+    side: usize,
+    count: usize,
+    blank: bool,
+    extended: &[Component],
+    seed: u64,
+) -> GpuResult<Vec<Component>> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    // Accepted centres by cell of SEPARATION pixels: a neighbour too close is in the 3×3 cells around.
+    let cells = (side as f64 / SEPARATION).ceil() as usize;
+    let mut grid: Vec<Vec<(f64, f64)>> = vec![Vec::new(); cells * cells];
+    let cell = |v: f64| ((v / SEPARATION) as usize).min(cells - 1);
+    let ((cx, cy), beam_radius) = beam(side);
+    let (log_low, log_high) = (POINT_PEAK.0.ln(), POINT_PEAK.1.ln());
+    let mut points = Vec::with_capacity(count);
+    for _ in 0..50 * count + 1000 {
+        if points.len() == count {
+            break;
+        }
+        let sigma = rounded(rng.random_range(POINT_SIGMA.0..POINT_SIGMA.1), 3);
+        let peak = rounded(rng.random_range(log_low..log_high).exp(), 4);
+        let margin = REACH * sigma;
+        if side as f64 - 1.0 <= 2.0 * margin {
+            continue;
+        }
+        let x = rounded(rng.random_range(margin..side as f64 - 1.0 - margin), 3);
+        let y = rounded(rng.random_range(margin..side as f64 - 1.0 - margin), 3);
+        let distance = |a: f64, b: f64| ((x - a).powi(2) + (y - b).powi(2)).sqrt();
+        if blank && distance(cx, cy) > beam_radius - margin {
+            continue;
+        }
+        let clear = |c: &Component| (distance(c.x, c.y) - c.radius).abs() >= CLEARANCE * c.sigma + SEPARATION / 2.0;
+        if !extended.iter().all(clear) {
+            continue;
+        }
+        let (col, row) = (cell(x), cell(y));
+        let near = (row.saturating_sub(1)..(row + 2).min(cells))
+            .flat_map(|r| (col.saturating_sub(1)..(col + 2).min(cells)).map(move |c| r * cells + c))
+            .flat_map(|i| &grid[i])
+            .any(|&(a, b)| distance(a, b) < SEPARATION);
+        if near {
+            continue;
+        }
+        grid[row * cells + col].push((x, y));
+        points.push(Component::new(Kind::Point, (x, y), peak, sigma, 0.0));
+    }
+    if points.len() < count {
+        let within = if blank { "inside the beam of" } else { "on" };
+        return Err(GpuError::InvalidInput(format!(
+            "placed only {} of {} point sources {} pixels apart {} a {}x{} sky, clear of the core and the shell; ask for fewer --sources or a larger --side",
+            points.len(),
+            count,
+            SEPARATION,
+            within,
+            side,
+            side
+        )));
+    }
+    Ok(points)
+}
+
+/// The components of the sky: the core, the shell, then the point sources in raster order
+/// (by row, then column), each with its flux.
+pub fn components(side: usize, sources: usize, blank: bool, seed: u64) -> GpuResult<Vec<Component>> {
+    let extended = extended(side);
+    let mut points = place_points(side, sources, blank, &extended, seed)?;
+    points.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x.total_cmp(&b.x)));
+    let mut all: Vec<Component> = extended.into_iter().chain(points).collect();
+    all.par_iter_mut().for_each(|c| c.flux = c.pixel_sum(side));
+    Ok(all)
+}
+
+/// Rows per band in [`render`]'s lists of which components reach which rows.
+const BAND: usize = 64;
+
+/// The `side`² image, row by row: unit normal noise (seeded by `seed`) times `noise`, plus the
+/// components, NaN outside the beam when `blank`. Returns it and how many pixels are NaN.
+pub fn render(side: usize, components: &[Component], noise: f64, blank: bool, seed: u64) -> (Vec<f32>, usize) {
+    // Each row adds only the components whose extent reaches its band.
+    let mut bands = vec![Vec::new(); side.div_ceil(BAND)];
+    for component in components {
+        let rows = component.span(component.y, side);
+        for band in &mut bands[rows.start / BAND..rows.end.div_ceil(BAND)] {
+            band.push(component);
+        }
+    }
+    let ((cx, cy), beam_radius) = beam(side);
+    let mut image = random_normal(side * side, seed);
+    let blanked = image
+        .par_chunks_mut(side)
+        .enumerate()
+        .map(|(row, pixels)| {
+            pixels.iter_mut().for_each(|v| *v *= noise as f32);
+            let y = row as f64;
+            for component in bands[row / BAND].iter().filter(|c| c.span(c.y, side).contains(&row)) {
+                for col in component.span(component.x, side) {
+                    pixels[col] += component.value(col as f64, y) as f32;
+                }
+            }
+            if !blank {
+                return 0;
+            }
+            let outside = |col: usize| (col as f64 - cx).powi(2) + (y - cy).powi(2) > beam_radius * beam_radius;
+            pixels.iter_mut().enumerate().filter(|&(col, _)| outside(col)).map(|(_, v)| *v = f32::NAN).count()
+        })
+        .sum();
+    (image, blanked)
+}
+
+/// What `host sky` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub image: String,
+    pub truth: String,
+    pub side: usize,
+    pub noise: f64,
+    pub point_sources: usize,
+    pub blanked_pixels: usize,
+}
+
+impl Summary {
+    pub fn print(&self) {
+        println!(
+            "wrote {}: {}x{} f32, noise σ {} Jy/beam, {} point sources, a core and a shell{}",
+            self.image,
+            self.side,
+            self.side,
+            self.noise,
+            self.point_sources,
+            if self.blanked_pixels > 0 {
+                format!(", {} pixels blanked (NaN)", self.blanked_pixels)
+            } else {
+                String::new()
+            }
+        );
+        println!("wrote {}: x,y,peak,flux,sigma,radius,kind of each component", self.truth);
+    }
+}
+
+/// The CSV of the components (see the module's documentation).
+pub fn truth_csv(components: &[Component]) -> String {
+    let mut text = String::from("x,y,peak,flux,sigma,radius,kind\n");
+    for c in components {
+        let _ = writeln!(text, "{},{},{},{},{},{},{}", c.x, c.y, c.peak, c.flux, c.sigma, c.radius, c.kind.name());
+    }
+    text
+}
+
+/// `--truth`, or `<out stem>-truth.csv` beside `out`.
+fn truth_path(out: &Path, truth: Option<&Path>) -> PathBuf {
+    truth.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        out.with_file_name(format!("{}-truth.csv", stem))
+    })
+}
+
+/// Checks `options`, draws the sky from `seed`, and writes the image and the truth.
+pub fn run(options: &Options, seed: u64) -> GpuResult<Summary> {
+    let Options { side, noise, sources, blank, .. } = *options;
+    require((MIN_SIDE..=MAX_SIDE).contains(&side), || {
+        format!("--side must be {} to {} pixels (got {})", MIN_SIDE, MAX_SIDE, side)
+    })?;
+    require(noise.is_finite() && noise > 0.0, || {
+        format!("--noise must be a positive number of Jy/beam (got {})", noise)
+    })?;
+    require(sources <= MAX_SOURCES, || format!("--sources must be at most {} (got {})", MAX_SOURCES, sources))?;
+    if ImageKind::of(&options.out) == ImageKind::Png {
+        return Err(file_error(&options.out, "the sky is written as .fits or .npy (by extension)"));
+    }
+    let truth = truth_path(&options.out, options.truth.as_deref());
+    require(truth != options.out, || "--truth must differ from --out".into())?;
+    let components = components(side, sources, blank, seed)?;
+    // The noise has a seed of its own, so that it does not shift with the placement's draws.
+    let (image, blanked) = render(side, &components, noise, blank, seed ^ 1);
+    io::write_image(&options.out, side, side, &image)?;
+    std::fs::write(&truth, truth_csv(&components)).map_err(|e| file_error(&truth, format!("cannot write: {}", e)))?;
+    Ok(Summary {
+        image: options.out.display().to_string(),
+        truth: truth.display().to_string(),
+        side,
+        noise,
+        point_sources: sources,
+        blanked_pixels: blanked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(side: usize, out: &Path, sources: usize) -> Options {
+        Options { side, out: out.to_path_buf(), truth: None, noise: 0.0133, sources, blank: false }
+    }
+
+    fn scratch(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("host-sky-{}-{}", std::process::id(), test));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        dir
+    }
+
+    fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
+        match result {
+            Ok(value) => panic!("expected an error, got {:?}", value),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn components_are_seeded_apart_and_inside() {
+        let side = 1024;
+        let all = components(side, 120, false, 5).unwrap();
+        assert_eq!(all, components(side, 120, false, 5).unwrap());
+        assert_ne!(all, components(side, 120, false, 6).unwrap());
+        assert_eq!(all.len(), 122);
+        assert_eq!((all[0].kind, all[1].kind), (Kind::Core, Kind::Shell));
+        let points = &all[2..];
+        assert!(points.windows(2).all(|p| (p[0].y, p[0].x) <= (p[1].y, p[1].x)), "raster order");
+        for (i, p) in points.iter().enumerate() {
+            assert_eq!(p.kind, Kind::Point);
+            assert!(
+                (POINT_SIGMA.0..=POINT_SIGMA.1).contains(&p.sigma) && (POINT_PEAK.0..=POINT_PEAK.1).contains(&p.peak)
+            );
+            let margin = REACH * p.sigma;
+            assert!(p.x >= margin - 1e-3 && p.x <= side as f64 - 1.0 - margin + 1e-3, "{:?}", p);
+            for q in &points[..i] {
+                assert!(((p.x - q.x).powi(2) + (p.y - q.y).powi(2)).sqrt() >= SEPARATION, "{:?} and {:?}", p, q);
+            }
+            for c in &all[..2] {
+                let d = ((p.x - c.x).powi(2) + (p.y - c.y).powi(2)).sqrt();
+                assert!((d - c.radius).abs() >= CLEARANCE * c.sigma + SEPARATION / 2.0, "{:?} near {:?}", p, c);
+            }
+            // The flux of a sampled Gaussian is its integral, 2πσ²·peak.
+            let integral = std::f64::consts::TAU * p.sigma * p.sigma * p.peak;
+            assert!((p.flux / integral - 1.0).abs() < 1e-6, "{:?}: {}", p, integral);
+        }
+        // The shell's flux: its ring integral, (2π)^(3/2)·R·σ·peak, for R much more than σ.
+        let shell = &all[1];
+        let ring = std::f64::consts::TAU.powf(1.5) * shell.radius * shell.sigma * shell.peak;
+        assert!((shell.flux / ring - 1.0).abs() < 1e-3, "{} vs {}", shell.flux, ring);
+    }
+
+    #[test]
+    fn the_image_holds_the_components_and_the_noise() {
+        let side = 512;
+        let all = components(side, 40, false, 3).unwrap();
+        // Almost no noise: each pixel is the sum of the components that reach it.
+        let (quiet, blanked) = render(side, &all, 1e-9, false, 1);
+        assert_eq!((quiet.len(), blanked), (side * side, 0));
+        let reaches = |c: &Component, col: usize, row: usize| {
+            c.span(c.x, side).contains(&col) && c.span(c.y, side).contains(&row)
+        };
+        for (i, &got) in quiet.iter().enumerate() {
+            let (col, row) = (i % side, i / side);
+            let want: f64 = all.iter().filter(|c| reaches(c, col, row)).map(|c| c.value(col as f64, row as f64)).sum();
+            assert!((got as f64 - want).abs() <= 1e-6 * want.max(1.0), "pixel ({}, {}): {} vs {}", row, col, got, want);
+        }
+        // A point source's flux-weighted centre is where the truth says.
+        for p in &all[2..] {
+            let (mut sum, mut sx, mut sy) = (0.0f64, 0.0f64, 0.0f64);
+            for row in p.span(p.y, side) {
+                for col in p.span(p.x, side) {
+                    let v = p.value(col as f64, row as f64);
+                    (sum, sx, sy) = (sum + v, sx + v * col as f64, sy + v * row as f64);
+                }
+            }
+            assert!((sum / p.flux - 1.0).abs() < 1e-12, "{:?}: sum {}", p, sum);
+            assert!(
+                (sx / sum - p.x).abs() < 1e-6 && (sy / sum - p.y).abs() < 1e-6,
+                "{:?}: {} {}",
+                p,
+                sx / sum,
+                sy / sum
+            );
+        }
+        // No components: the pixels are the noise, of the σ asked for.
+        let (noise, _) = render(side, &[], 0.0133, false, 1);
+        let mean = noise.iter().map(|&v| v as f64).sum::<f64>() / noise.len() as f64;
+        let sd = (noise.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / noise.len() as f64).sqrt();
+        assert!(mean.abs() < 1e-4 && (sd / 0.0133 - 1.0).abs() < 0.01, "mean {} σ {}", mean, sd);
+        assert_eq!(noise, render(side, &[], 0.0133, false, 1).0, "seeded");
+    }
+
+    #[test]
+    fn blanking_leaves_the_beam_and_its_sources() {
+        let side = 256;
+        let all = components(side, 20, true, 9).unwrap();
+        let (image, blanked) = render(side, &all, 0.0133, true, 2);
+        assert_eq!(blanked, image.iter().filter(|v| v.is_nan()).count());
+        // Outside the inscribed circle: a quarter of the square less the circle, 1 - π/4.
+        let share = blanked as f64 / (side * side) as f64;
+        assert!((share - (1.0 - std::f64::consts::FRAC_PI_4)).abs() < 0.01, "{}", share);
+        assert!(image[0].is_nan() && image[side * side - 1].is_nan());
+        assert!(!image[side / 2 * side + side / 2].is_nan() && !image[side / 2 * side].is_nan());
+        for p in &all[2..] {
+            // A source's whole extent is inside the beam: no pixel within REACH·σ is blank.
+            for row in p.span(p.y, side) {
+                let near = |col: &usize| (*col as f64 - p.x).powi(2) + (row as f64 - p.y).powi(2) <= p.extent().powi(2);
+                assert!(p.span(p.x, side).filter(near).all(|col| !image[row * side + col].is_nan()), "{:?}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn writes_the_image_and_the_truth() {
+        let dir = scratch("write");
+        let summary = run(&options(128, &dir.join("sky.fits"), 5), 11).unwrap();
+        assert_eq!(summary.truth, dir.join("sky-truth.csv").display().to_string());
+        let image = crate::fits::read_image(&dir.join("sky.fits")).unwrap();
+        assert_eq!((image.width, image.height), (128, 128));
+        let truth = std::fs::read_to_string(dir.join("sky-truth.csv")).unwrap();
+        let lines: Vec<&str> = truth.lines().collect();
+        assert_eq!(lines[0], "x,y,peak,flux,sigma,radius,kind");
+        assert_eq!(lines.len(), 1 + 2 + 5);
+        assert!(lines[1].starts_with("63.5,63.5,2,") && lines[1].ends_with(",0,core"), "{}", lines[1]);
+        assert!(lines[2].ends_with(",shell") && lines[3].ends_with(",0,point"), "{}", lines[2]);
+        // The brightest pixel near a point source is its peak, less the offset of its centre.
+        let fields: Vec<f64> = lines[3].split(',').take(5).map(|f| f.parse().unwrap()).collect();
+        let (x, y, peak, sigma) = (fields[0], fields[1], fields[2], fields[4]);
+        let pixel = image.pixels[y.round() as usize * 128 + x.round() as usize] as f64;
+        let offset = (x - x.round()).powi(2) + (y - y.round()).powi(2);
+        let expected = peak * (-offset / (2.0 * sigma * sigma)).exp();
+        assert!((pixel - expected).abs() < 6.0 * 0.0133, "{} vs {}", pixel, expected);
+
+        // The same seed writes the same .npy as FITS; --truth names the CSV.
+        let npy = Options { truth: Some(dir.join("true.csv")), ..options(128, &dir.join("sky.npy"), 5) };
+        run(&npy, 11).unwrap();
+        let ((rows, cols), pixels) = io::read_matrix::<f32>(&dir.join("sky.npy")).unwrap();
+        assert_eq!(((rows, cols), pixels), ((128, 128), image.pixels));
+        assert_eq!(std::fs::read_to_string(dir.join("true.csv")).unwrap(), truth);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_options_are_clear_errors() {
+        let out = Path::new("sky.fits");
+        assert!(error_of(run(&options(8, out, 0), 1)).contains("--side must be 16 to 16384 pixels (got 8)"));
+        assert!(error_of(run(&options(100_000, out, 0), 1)).contains("(got 100000)"));
+        let noise = |noise: f64| error_of(run(&Options { noise, ..options(64, out, 0) }, 1));
+        assert!(noise(0.0).contains("--noise must be a positive number"));
+        assert!(noise(-1.0).contains("(got -1)"));
+        assert!(noise(f64::NAN).contains("(got NaN)"));
+        assert!(error_of(run(&options(64, out, 1_000_000), 1)).contains("--sources must be at most 100000"));
+        let crowded = error_of(run(&options(64, out, 50), 1));
+        assert!(crowded.contains("placed only") && crowded.contains("of 50 point sources"), "{}", crowded);
+        let png = error_of(run(&options(64, Path::new("sky.png"), 0), 1));
+        assert!(png.contains("sky.png: the sky is written as .fits or .npy"), "{}", png);
+        let same = Options { truth: Some(out.to_path_buf()), ..options(64, out, 0) };
+        assert!(error_of(run(&same, 1)).contains("--truth must differ from --out"));
+        let unwritable = error_of(run(&options(64, Path::new("/no-such-dir/sky.fits"), 0), 1));
+        assert!(unwritable.contains("cannot write"), "{}", unwritable);
+    }
+}

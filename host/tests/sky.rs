@@ -1,0 +1,79 @@
+//! `host sky` as a user runs it (no GPU needed): the image and the truth it writes, the same
+//! bytes for the same seed, and bad options as an error message with a non-zero exit, never a
+//! panic.
+
+use host::{fits, io};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh directory for `test` under cargo's scratch directory for integration tests.
+fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sky").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+fn host(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_host")).args(args).output().expect("the host binary runs")
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 scratch path")
+}
+
+#[test]
+fn sky_writes_an_image_and_its_truth() {
+    let dir = scratch("write");
+    let (fits_path, npy_path) = (dir.join("sky.fits"), dir.join("sky.npy"));
+    let args = ["sky", "--side", "300", "--sources", "12", "--seed", "4", "--out"];
+    let output = host(&[&args[..], &[text(&fits_path)]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("sky.fits: 300x300 f32, noise σ 0.0133 Jy/beam, 12 point sources"), "{}", stdout);
+
+    let image = fits::read_image(&fits_path).unwrap();
+    assert_eq!((image.width, image.height), (300, 300));
+    assert!(image.pixels.iter().all(|v| v.is_finite()));
+    let truth = std::fs::read_to_string(dir.join("sky-truth.csv")).unwrap();
+    assert_eq!(truth.lines().count(), 1 + 2 + 12);
+    assert_eq!(truth.lines().filter(|l| l.ends_with(",point")).count(), 12);
+
+    // The same seed draws the same sky, whichever format it is written in.
+    let output = host(&[&args[..], &[text(&npy_path), "--truth", text(&dir.join("again.csv"))]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(io::read_matrix::<f32>(&npy_path).unwrap(), ((300, 300), image.pixels));
+    assert_eq!(std::fs::read_to_string(dir.join("again.csv")).unwrap(), truth);
+
+    let blank = dir.join("blank.fits");
+    let output = host(&["sky", "--side", "300", "--sources", "12", "--blank", "--json", "--out", text(&blank)]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    let nan = fits::read_image(&blank).unwrap().pixels.iter().filter(|v| v.is_nan()).count();
+    assert_eq!(summary["blanked_pixels"], nan);
+    assert!(nan > 0);
+}
+
+#[test]
+fn bad_sky_options_exit_with_a_message() {
+    let dir = scratch("bad");
+    let out = dir.join("sky.fits");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--side", "8"], "--side must be 16 to 16384 pixels (got 8)"),
+        (&["--side", "70000"], "(got 70000)"),
+        (&["--noise", "0"], "--noise must be a positive number"),
+        (&["--noise", "-0.1"], "--noise must be a positive number"),
+        (&["--sources", "200000"], "--sources must be at most 100000"),
+        (&["--side", "64", "--sources", "80"], "placed only"),
+        (&["--side", "ten"], "invalid value 'ten'"),
+    ];
+    for (options, needle) in cases {
+        let output = host(&[&["sky", "--out", text(&out)], *options].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{:?} succeeded", options);
+        assert!(stderr.contains(needle) && !stderr.contains("panicked"), "{:?}: {}", options, stderr);
+    }
+    let output = host(&["sky", "--side", "64", "--out", text(&dir.join("sky.png"))]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("sky.png: the sky is written as .fits or .npy"));
+    assert!(!out.exists(), "nothing is written when the options are bad");
+}
