@@ -341,21 +341,7 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    /// A fresh temporary directory per test and process, so tests can run in parallel.
-    fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("host-fits-{}-{}", std::process::id(), test));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        dir
-    }
-
-    fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
-        match result {
-            Ok(value) => panic!("expected an error, got {:?}", value),
-            Err(e) => e.to_string(),
-        }
-    }
+    use crate::test_support::{error_of, scratch};
 
     /// A FITS file made by hand: each card's text padded to 80 bytes, the header to whole
     /// blocks with blanks, then `data` as given (no padding unless the test adds it).
@@ -417,7 +403,7 @@ mod tests {
 
     #[test]
     fn each_bitpix_is_read_big_endian_and_scaled() {
-        let dir = scratch("bitpix");
+        let dir = scratch("fits", "bitpix");
         // BITPIX 16: -2, 0, 1, 32767, with BSCALE 0.5 and BZERO 10: 9, 10, 10.5, 16393.5.
         let data = [0xFF, 0xFE, 0x00, 0x00, 0x00, 0x01, 0x7F, 0xFF];
         let cards = image_cards(16, 2, 2, &["BSCALE  =                  0.5", "BZERO   =                 10.0"]);
@@ -459,7 +445,7 @@ mod tests {
 
     #[test]
     fn blank_integers_and_nan_floats_are_nan() {
-        let dir = scratch("blank");
+        let dir = scratch("fits", "blank");
         // BITPIX 16, BLANK -32768 (8000), scaled by 2: -32768, 5, -32768, 7.
         let data = [0x80, 0x00, 0x00, 0x05, 0x80, 0x00, 0x00, 0x07];
         let cards = image_cards(16, 2, 2, &["BLANK   =               -32768", "BSCALE  = 2.0"]);
@@ -480,7 +466,7 @@ mod tests {
 
     #[test]
     fn degenerate_axes_are_accepted_and_padding_is_optional() {
-        let dir = scratch("axes");
+        let dir = scratch("fits", "axes");
         // A radio image: 2x1 pixels with frequency and Stokes axes of length 1.
         let cards = [
             "SIMPLE  =                    T",
@@ -511,7 +497,7 @@ mod tests {
 
     #[test]
     fn bad_files_are_errors_naming_the_file() {
-        let dir = scratch("bad");
+        let dir = scratch("fits", "bad");
         let error = |name: &str, cards: &[String], data: &[u8]| error_of(read_cards(&dir, name, cards, data));
         let four = [0u8; 16];
         let contains = |error: String, needle: &str| assert!(error.contains(needle), "{:?} not in {:?}", needle, error);
@@ -573,7 +559,7 @@ mod tests {
 
     #[test]
     fn written_images_have_the_standard_layout_and_read_back() {
-        let dir = scratch("write");
+        let dir = scratch("fits", "write");
         let path = dir.join("out.fits");
         let pixels = [1.0f32, -2.5, f32::NAN, 0.15625, -0.0, f32::MAX];
         write_image(&path, 3, 2, &pixels).unwrap();

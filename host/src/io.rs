@@ -356,25 +356,11 @@ pub fn read_taps(path: &Path) -> GpuResult<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    /// A fresh temporary directory per test and process, so tests can run in parallel.
-    fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("host-io-{}-{}", std::process::id(), test));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        dir
-    }
-
-    fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
-        match result {
-            Ok(value) => panic!("expected an error, got {:?}", value),
-            Err(e) => e.to_string(),
-        }
-    }
+    use crate::test_support::{error_of, scratch};
 
     #[test]
     fn npy_round_trips_f32_and_u32_vectors_and_matrices() {
-        let dir = scratch("round-trip");
+        let dir = scratch("io", "round-trip");
         let vector = [1.5f32, -2.25, 0.0, 3e-8, f32::MAX];
         write_vector(&dir.join("v.npy"), &vector).unwrap();
         assert_eq!(read_vector::<f32>(&dir.join("v.npy")).unwrap(), vector);
@@ -411,7 +397,7 @@ mod tests {
 
     #[test]
     fn npy_in_fortran_order_is_read_row_major() {
-        let dir = scratch("fortran");
+        let dir = scratch("io", "fortran");
         let path = dir.join("f.npy");
         // [[1, 2, 3], [4, 5, 6]] stored column by column.
         std::fs::write(&path, npy_bytes("<f4", true, "(2, 3)", &f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]))).unwrap();
@@ -421,7 +407,7 @@ mod tests {
 
     #[test]
     fn bad_npy_files_give_errors_naming_the_file_and_the_problem() {
-        let dir = scratch("bad-npy");
+        let dir = scratch("io", "bad-npy");
         let path = |name: &str| dir.join(name);
         let missing = error_of(read_vector::<f32>(&path("missing.npy")));
         assert!(missing.contains("missing.npy: no such file"), "{}", missing);
@@ -464,7 +450,7 @@ mod tests {
 
     #[test]
     fn png_round_trips_and_bad_pngs_are_errors() {
-        let dir = scratch("png");
+        let dir = scratch("io", "png");
         let (width, height) = (5, 3);
         let pixels: Vec<f32> = (0..width * height).map(|i| (i * 17) as f32 / 255.0).collect();
         write_png(&dir.join("grey.png"), width, height, &pixels).unwrap();
@@ -504,7 +490,7 @@ mod tests {
         assert!(word.contains("line 2: `five` is not a number"), "{}", word);
         assert!(parse_filter("1 2 3\n4 inf 6\n7 8 9\n").unwrap_err().contains("not a finite number"));
 
-        let dir = scratch("filter");
+        let dir = scratch("io", "filter");
         std::fs::write(dir.join("edge.txt"), "1 0 -1\n2 0 -2\n1 0 -1\n").unwrap();
         assert_eq!(read_filter(&dir.join("edge.txt")).unwrap().0, 3);
         std::fs::write(dir.join("even.txt"), "1 1\n1 1\n").unwrap();
@@ -518,7 +504,7 @@ mod tests {
 
     #[test]
     fn images_are_read_and_written_by_extension() {
-        let dir = scratch("images");
+        let dir = scratch("io", "images");
         assert_eq!(ImageKind::of(Path::new("a/sky.FITS")), ImageKind::Fits);
         assert_eq!(ImageKind::of(Path::new("sky.fit")), ImageKind::Fits);
         assert_eq!(ImageKind::of(Path::new("sky.fts")), ImageKind::Fits);
@@ -569,7 +555,7 @@ mod tests {
         assert!(parse_taps("1 NaN 3").unwrap_err().contains("tap 2: `NaN` is not a finite number"));
         assert!(parse_taps("1 2 -inf").unwrap_err().contains("not a finite number"));
 
-        let dir = scratch("taps");
+        let dir = scratch("io", "taps");
         std::fs::write(dir.join("taps.txt"), "0.1, 0.2, 0.4, 0.2, 0.1\n").unwrap();
         assert_eq!(read_taps(&dir.join("taps.txt")).unwrap(), vec![0.1, 0.2, 0.4, 0.2, 0.1]);
         write_vector(&dir.join("taps.npy"), &[1.0f32, -2.0, 1.0]).unwrap();

@@ -17,6 +17,9 @@ pub mod resources;
 pub mod sky;
 pub mod tuning;
 
+#[cfg(test)]
+mod test_support;
+
 /// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
 /// reference, check. [`registry::FAMILIES`] lists them.
 pub mod ops {

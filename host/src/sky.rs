@@ -343,22 +343,10 @@ pub fn run(options: &Options, seed: u64) -> GpuResult<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{error_of, scratch};
 
     fn options(side: usize, out: &Path, sources: usize) -> Options {
         Options { side, out: out.to_path_buf(), truth: None, noise: 0.0133, sources, blank: false }
-    }
-
-    fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("host-sky-{}-{}", std::process::id(), test));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        dir
-    }
-
-    fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
-        match result {
-            Ok(value) => panic!("expected an error, got {:?}", value),
-            Err(e) => e.to_string(),
-        }
     }
 
     #[test]
@@ -458,7 +446,7 @@ mod tests {
 
     #[test]
     fn writes_the_image_and_the_truth() {
-        let dir = scratch("write");
+        let dir = scratch("sky", "write");
         let summary = run(&options(128, &dir.join("sky.fits"), 5), 11).unwrap();
         assert_eq!(summary.truth, dir.join("sky-truth.csv").display().to_string());
         let image = crate::fits::read_image(&dir.join("sky.fits")).unwrap();

@@ -9,7 +9,7 @@
 
 mod common;
 
-use cust::memory::{DeviceBuffer, DevicePointer, DeviceSlice};
+use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use host::gpu::{Gpu, GpuError, KernelArgs, LaunchConfig, KERNELS_PTX};
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
@@ -25,50 +25,43 @@ use std::collections::BTreeSet;
 /// Where the slices of a case come from: made up (no GPU) or allocated on the GPU.
 enum Memory<'g> {
     Fake { next: u64 },
-    Real { _gpu: &'g Gpu, f32s: Vec<DeviceBuffer<f32>>, u32s: Vec<DeviceBuffer<u32>> },
+    Real { _gpu: &'g Gpu, buffers: Vec<DeviceBuffer<u8>> },
 }
 
 impl Memory<'_> {
-    /// A new buffer of `len` f32, disjoint from every other, 256-byte aligned.
-    fn f32s(&mut self, len: usize) -> &'static DeviceSlice<f32> {
-        let slice = match self {
-            Memory::Fake { next } => fake(next, len),
-            Memory::Real { f32s, .. } => {
-                // SAFETY: only the launch checks read it, and they refuse before any kernel does.
-                let buffer = unsafe { DeviceBuffer::<f32>::uninitialized(len.max(1)) }.expect("a small allocation");
-                let slice = buffer.index(..len);
-                f32s.push(buffer);
-                slice
+    /// A new buffer of `len` elements, disjoint from every other, 256-byte aligned: at the next
+    /// made-up address 1 MiB on, or allocated (zeroed) on the GPU.
+    fn slice<T: DeviceCopy>(&mut self, len: usize) -> &'static DeviceSlice<T> {
+        let address = match self {
+            Memory::Fake { next } => {
+                *next += 1 << 20;
+                *next
+            }
+            Memory::Real { buffers, .. } => {
+                let bytes = (len * std::mem::size_of::<T>()).max(1);
+                let buffer = DeviceBuffer::<u8>::zeroed(bytes).expect("a small allocation");
+                buffers.push(buffer);
+                buffers.last().expect("just pushed").as_device_ptr().as_raw()
             }
         };
+        // SAFETY: the address is either one no allocation holds, which only the checks look at
+        // (address and length), or the start of a buffer of `len` elements that `self` keeps
+        // alive; every launch of it in these tests is refused before a kernel could run.
+        let slice = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(address), len) };
         Box::leak(Box::new(slice))
+    }
+
+    fn f32s(&mut self, len: usize) -> &'static DeviceSlice<f32> {
+        self.slice(len)
     }
 
     fn u32s(&mut self, len: usize) -> &'static DeviceSlice<u32> {
-        let slice = match self {
-            Memory::Fake { next } => fake(next, len),
-            Memory::Real { u32s, .. } => {
-                // SAFETY: as for `f32s`.
-                let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(len.max(1)) }.expect("a small allocation");
-                let slice = buffer.index(..len);
-                u32s.push(buffer);
-                slice
-            }
-        };
-        Box::leak(Box::new(slice))
+        self.slice(len)
     }
 }
 
-/// A slice at the next made-up address, 1 MiB after the last: aligned, and disjoint from it.
-fn fake<T: cust::memory::DeviceCopy>(next: &mut u64, len: usize) -> DeviceSlice<T> {
-    *next += 1 << 20;
-    // SAFETY: a slice at an address no allocation holds, which only the checks look at (its
-    // address and length); every launch of it in these tests is refused.
-    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(*next), len) }
-}
-
 /// The same elements one `T` further on: misaligned for 16-byte accesses.
-fn shifted<T: cust::memory::DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
+fn shifted<T: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
     Box::leak(Box::new(slice.index(1..)))
 }
 
@@ -304,7 +297,7 @@ fn every_binding_refuses_short_buffers_mismatched_dimensions_and_aliasing() {
 #[test]
 fn bad_launches_are_refused_on_the_gpu() {
     let Some(gpu) = common::gpu("bad_launches_are_refused_on_the_gpu") else { return };
-    let mut memory = Memory::Real { _gpu: &gpu, f32s: Vec::new(), u32s: Vec::new() };
+    let mut memory = Memory::Real { _gpu: &gpu, buffers: Vec::new() };
     for (family, kernel) in kernels() {
         let Cases { valid, refused } = cases(family, kernel, &mut memory);
         let foreign = foreign_kernel(family);
