@@ -184,8 +184,9 @@ fn size_label(size: u64) -> String {
 }
 
 /// Our variants' colours (Tableau's, without its red and grey: the roofline is red, the peers
-/// black and grey).
-const VARIANT_COLORS: [RGBColor; 8] = [
+/// black and grey), then darker ones: the matmul ladder has more steps than Tableau has
+/// colours, and no two lines of a chart may share one.
+const VARIANT_COLORS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -194,6 +195,10 @@ const VARIANT_COLORS: [RGBColor; 8] = [
     RGBColor(227, 119, 194),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 64, 0),
+    RGBColor(0, 100, 0),
+    RGBColor(90, 0, 90),
 ];
 
 /// Points of several lines, each under its key, in the order first seen.
@@ -316,6 +321,19 @@ mod tests {
     use crate::check;
     use crate::gpu::{Cache, Timing};
     use crate::report::Work;
+
+    /// Every variant of a sweep gets a colour of its own: the families' variants at every
+    /// sweep size, and matmul's `tuned` on top of its steps.
+    #[test]
+    fn every_line_of_a_chart_has_its_own_colour() {
+        for family in crate::registry::FAMILIES {
+            for options in family.sizes(Purpose::Full).into_iter().chain(family.sizes(Purpose::Quick)) {
+                let matches = family.parse(&options).expect("a sweep size parses");
+                let variants = family.variants(&matches).expect("its variants").len() + 1;
+                assert!(variants <= VARIANT_COLORS.len(), "{} {options}: {variants} lines", family.name());
+            }
+        }
+    }
 
     /// A row with a made-up rate (these test the drawing, not a measurement), and its peer's.
     fn row(
