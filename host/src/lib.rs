@@ -15,6 +15,7 @@ pub mod registry;
 pub mod report;
 pub mod resources;
 pub mod sky;
+pub mod sources;
 pub mod tuning;
 
 #[cfg(test)]

@@ -110,6 +110,9 @@ fn cli() -> Command {
         .subcommand(host::sky::Options::augment_args(Command::new("sky").about(
             "Writes a synthetic radio sky with known sources (.fits or .npy) and the true sources (CSV)",
         )))
+        .subcommand(host::sources::Options::augment_args(Command::new("sources").about(
+            "Finds the sources in a radio image (κσ clipping, threshold, labeling, measures) and writes a catalog; on the CPU for now, the GPU stages come next",
+        )))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
         .subcommand(host::perf_doc::Options::augment_args(Command::new("perf-doc").about(
             "Prints docs/performance.md from the runner's, the peers' and the sweep's JSON; rewrites the ladder table",
@@ -186,6 +189,11 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     }
     if name == "sky" {
         let summary = host::sky::run(&host::sky::Options::from_arg_matches(options)?, global.seed)?;
+        show(global.json, &summary, |s| s.print())?;
+        return Ok(vec![]);
+    }
+    if name == "sources" {
+        let summary = host::sources::run(&host::sources::Options::from_arg_matches(options)?, global.json)?;
         show(global.json, &summary, |s| s.print())?;
         return Ok(vec![]);
     }

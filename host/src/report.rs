@@ -116,7 +116,7 @@ fn verdict(check: &Check) -> String {
 }
 
 /// `1048576` as `1,048,576`.
-fn grouped(n: u64) -> String {
+pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {

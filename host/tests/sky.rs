@@ -1,6 +1,6 @@
-//! `host sky` as a user runs it (no GPU needed): the image and the truth it writes, the same
-//! bytes for the same seed, and bad options as an error message with a non-zero exit, never a
-//! panic.
+//! `host sky` and `host sources` as a user runs them (no GPU needed): the image and the truth
+//! that sky writes, the same bytes for the same seed; the sources found in it, their catalog
+//! and overlay; bad options and images as an error message with a non-zero exit, never a panic.
 
 use host::{fits, io};
 use std::path::{Path, PathBuf};
@@ -76,4 +76,84 @@ fn bad_sky_options_exit_with_a_message() {
     let output = host(&["sky", "--side", "64", "--out", text(&dir.join("sky.png"))]);
     assert!(String::from_utf8_lossy(&output.stderr).contains("sky.png: the sky is written as .fits or .npy"));
     assert!(!out.exists(), "nothing is written when the options are bad");
+}
+
+/// The rows of a CSV file after its header, split at commas.
+fn csv_rows(path: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).expect("a CSV file");
+    text.lines().skip(1).map(|line| line.split(',').map(str::to_string).collect()).collect()
+}
+
+#[test]
+fn sources_finds_every_point_source_of_the_sky() {
+    let dir = scratch("sources");
+    let sky = dir.join("sky.fits");
+    let output = host(&["sky", "--side", "256", "--sources", "6", "--blank", "--json", "--out", text(&sky)]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let blanked = serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()["blanked_pixels"].clone();
+
+    let overlay = dir.join("found.png");
+    let output = host(&["sources", "--image", text(&sky), "--overlay", text(&overlay)]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("sky.fits (256x256), on the CPU (the GPU stages come next)"), "{}", stdout);
+    for needle in ["κσ clipping", "labeling", "NaN pixels ignored", "clipping rounds at κ 3", "above 5σ", "4-connected"]
+    {
+        assert!(stdout.contains(needle), "{}: {}", needle, stdout);
+    }
+    assert!(overlay.exists());
+    // Each true point source has a source within half a pixel (columns label,y,x,…).
+    let found: Vec<(f64, f64)> =
+        csv_rows(&dir.join("sky-sources.csv")).iter().map(|r| (r[2].parse().unwrap(), r[1].parse().unwrap())).collect();
+    let points: Vec<(f64, f64)> = csv_rows(&dir.join("sky-truth.csv"))
+        .iter()
+        .filter(|r| r[6] == "point")
+        .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap()))
+        .collect();
+    assert_eq!(points.len(), 6);
+    for (x, y) in points {
+        assert!(found.iter().any(|&(fx, fy)| (fx - x).hypot(fy - y) < 0.5), "({}, {}) not in {:?}", x, y, found);
+    }
+
+    let output = host(&["sources", "--image", text(&sky), "--connectivity", "8", "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(summary["settings"]["connectivity"], 8);
+    assert_eq!(summary["nan_pixels"], blanked);
+    let catalog: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sky-sources.json")).unwrap()).unwrap();
+    assert_eq!(
+        catalog["sources"].as_array().map(Vec::len).map(serde_json::Value::from),
+        Some(summary["sources"].clone())
+    );
+}
+
+#[test]
+fn bad_sources_options_and_images_exit_with_a_message() {
+    let dir = scratch("bad-sources");
+    let sky = dir.join("sky.npy");
+    assert!(host(&["sky", "--side", "64", "--sources", "1", "--out", text(&sky)]).status.success());
+    let blank = dir.join("blank.npy");
+    io::write_matrix(&blank, (4, 4), &[f32::NAN; 16]).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--kappa", "0"], "--kappa must be a positive number (got 0)"),
+        (&["--kappa", "-2"], "(got -2)"),
+        (&["--threshold", "NaN"], "--threshold must be a positive number of σ (got NaN)"),
+        (&["--threshold", "five"], "invalid value 'five'"),
+        (&["--connectivity", "6"], "invalid value '6'"),
+        (&["--overlay", "out.jpg.npy"], "the overlay is written as a PNG"),
+    ];
+    for (options, needle) in cases {
+        let output = host(&[&["sources", "--image", text(&sky)], *options].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{:?} succeeded", options);
+        assert!(stderr.contains(needle) && !stderr.contains("panicked"), "{:?}: {}", options, stderr);
+    }
+    for (image, needle) in [(&blank, "blank.npy: all 16 pixels are NaN"), (&dir.join("none.fits"), "no such file")] {
+        let output = host(&["sources", "--image", text(image)]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(needle) && !stderr.contains("panicked"), "{}", stderr);
+    }
+    let help = host(&["sources", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("the GPU stages come next"));
 }

@@ -1,0 +1,106 @@
+//! κσ clipping, as the lesson's `kappa_sigma_clipper` does it: take the median and the
+//! standard deviation of the pixels kept so far, keep those strictly inside median ± κσ, and
+//! repeat until a round clips nothing. That last round's median and σ are the background's.
+
+use super::stats;
+use crate::gpu::{GpuError, GpuResult};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// What κσ clipping found.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Background {
+    pub median: f64,
+    /// The standard deviation (ddof 0) of the pixels kept: the noise.
+    pub sigma: f64,
+    /// Medians and σ taken; the last round clipped nothing.
+    pub rounds: usize,
+    /// Pixels inside median ± κσ at the end.
+    pub kept: usize,
+}
+
+/// Clips `values` (no NaN among them, at least one) at `kappa` (positive) until nothing more
+/// is clipped. That ends: each round but the last removes a pixel. Noise settles in a few
+/// rounds; heavy tails or a small κ take tens to a hundred or more, each on fewer pixels than
+/// the one before. The bounds and comparisons are in f64: the lesson's NumPy code run on the
+/// image as f64 clips exactly these pixels (on f32 data NumPy rounds the bounds to f32).
+pub fn kappa_sigma(values: Vec<f32>, kappa: f64) -> GpuResult<Background> {
+    let mut kept = values;
+    let mut round = 0;
+    loop {
+        round += 1;
+        let count = kept.len();
+        // Only the first round can find no pixels: a round that would leave none fails below.
+        let (Some(median), Some(sigma)) = (stats::median(&mut kept), stats::std(&kept)) else {
+            return Err(GpuError::InvalidInput("κσ clipping needs at least one pixel".into()));
+        };
+        let (low, high) = (median - kappa * sigma, median + kappa * sigma);
+        // Strictly inside, as the lesson's `>` and `<`: a pixel on a bound is clipped.
+        let inside: Vec<f32> =
+            kept.par_iter().copied().filter(|&v| low < f64::from(v) && f64::from(v) < high).collect();
+        if inside.len() == count {
+            return Ok(Background { median, sigma, rounds: round, kept: count });
+        }
+        if inside.is_empty() {
+            let why = if sigma == 0.0 {
+                format!(
+                    "all {} pixels left are {}, so σ is 0 and no pixel lies strictly inside median ± κσ",
+                    count, median
+                )
+            } else {
+                format!(
+                    "no pixel lies strictly inside median {} ± {}·σ {}; a larger --kappa keeps some",
+                    median, kappa, sigma
+                )
+            };
+            return Err(GpuError::InvalidInput(format!("κσ clipping removed every pixel in round {}: {}", round, why)));
+        }
+        kept = inside;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::error_of;
+
+    #[test]
+    fn clips_outliers_round_by_round_until_nothing_changes() {
+        // -3..=3, 12 and 100 at κ 2.
+        // Round 1: 9 values, median 1; mean 112/9, E[x²] = (28 + 144 + 10000)/9, so
+        //   σ = 31.2; 100 lies past 1 + 62.5 and is clipped.
+        // Round 2: 8 values, median (0 + 1)/2 = 0.5; mean 1.5, E[x²] = 172/8 = 21.5, σ² = 19.25,
+        //   σ = 4.39; 12 lies past 0.5 + 8.77 and is clipped.
+        // Round 3: -3..=3, median 0, σ² = 28/7 = 4: nothing lies outside ±4. Three rounds.
+        let values = vec![-3.0, 100.0, -2.0, -1.0, 12.0, 0.0, 1.0, 2.0, 3.0];
+        let background = kappa_sigma(values, 2.0).unwrap();
+        assert_eq!(background, Background { median: 0.0, sigma: 2.0, rounds: 3, kept: 7 });
+
+        // With κ 3, 12 survives round 2 (it lies inside 0.5 ± 13.2): two rounds.
+        let values = vec![-3.0, 100.0, -2.0, -1.0, 12.0, 0.0, 1.0, 2.0, 3.0];
+        let background = kappa_sigma(values, 3.0).unwrap();
+        assert_eq!((background.median, background.sigma), (0.5, 19.25f64.sqrt()));
+        assert_eq!((background.rounds, background.kept), (2, 8));
+    }
+
+    #[test]
+    fn a_pixel_on_a_bound_is_clipped() {
+        // -2, -1, -1, six 0, 1, 1, 2: median 0, mean 0, E[x²] = (8 + 4)/12 = 1, so σ = 1 and
+        // at κ 2 the bounds are exactly ±2: -2 and 2 go (`<=` would keep them). Then σ² = 4/10
+        // and ±1 lie inside ±1.26.
+        let mut values = vec![-2.0, -1.0, -1.0, 1.0, 1.0, 2.0];
+        values.extend([0.0; 6]);
+        let background = kappa_sigma(values, 2.0).unwrap();
+        assert_eq!(background, Background { median: 0.0, sigma: 0.4f64.sqrt(), rounds: 2, kept: 10 });
+    }
+
+    #[test]
+    fn clipping_every_pixel_is_an_error() {
+        let flat = error_of(kappa_sigma(vec![0.25; 10], 3.0));
+        assert!(flat.contains("removed every pixel in round 1: all 10 pixels left are 0.25, so σ is 0"), "{}", flat);
+        // -1 and 1: median 0, σ 1; at κ 1 the bounds are the values themselves.
+        let tight = error_of(kappa_sigma(vec![-1.0, 1.0], 1.0));
+        assert!(tight.contains("no pixel lies strictly inside median 0 ± 1·σ 1"), "{}", tight);
+        assert!(error_of(kappa_sigma(vec![], 3.0)).contains("needs at least one pixel"));
+    }
+}

@@ -1,0 +1,532 @@
+//! `host sources`: finds the sources in a radio image as the CuPy lesson does, in four steps.
+//!
+//! 1. κσ clipping ([`clip`]): the median and standard deviation of the pixels ([`stats`]),
+//!    those strictly inside median ± κσ kept, repeated until nothing more is clipped; the
+//!    last round's σ is the noise.
+//! 2. A threshold ([`label::detect`]): pixels strictly above threshold·σ, relative to zero as
+//!    in the lesson (`data > 5 * stddev_`).
+//! 3. Connected components ([`label::label`]), numbered as `scipy.ndimage.label` numbers them.
+//! 4. Per source ([`measure`]): its pixels, `sum_labels`, `center_of_mass` and bounding box.
+//!
+//! NaN pixels (radio images blank the area outside the primary beam) are left out of the
+//! statistics, as `nanmedian` and `nanstd` leave them, counted, and never detected. Every step
+//! here runs on the CPU and is the definition the GPU stages will be checked against: the
+//! GPU stages come next.
+
+pub mod catalog;
+pub mod clip;
+pub mod label;
+pub mod measure;
+pub mod overlay;
+pub mod stats;
+
+use crate::data::timed;
+use crate::gpu::{require, GpuError, GpuResult};
+use crate::io::{self, file_error, Image, ImageKind};
+use crate::report::grouped;
+use clip::Background;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+pub use label::Connectivity;
+use measure::Source;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Where the stages run.
+pub const DEVICE: &str = "CPU";
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// The image: FITS (.fits, .fit, .fts) or a 2-D f32 .npy, by extension; NaN pixels are
+    /// blanked and ignored.
+    #[arg(long)]
+    pub image: PathBuf,
+    /// κ of the κσ clipping: each round keeps the pixels strictly inside median ± κσ.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    pub kappa: f64,
+    /// Sources are pixels strictly above threshold·σ of the clipped background.
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Pixels touching at an edge (4, SciPy's default) or also at a corner (8) are one source.
+    #[arg(long, value_enum, default_value_t = Connectivity::Four)]
+    pub connectivity: Connectivity,
+    /// The catalog as CSV [default: `<image stem>-sources.csv` beside the image]; with --json
+    /// also as JSON beside it (`.json`).
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// A PNG of the image (asinh scale, row 0 at the top) with each source circled.
+    #[arg(long)]
+    pub overlay: Option<PathBuf>,
+}
+
+/// What the pipeline is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Settings {
+    pub kappa: f64,
+    pub threshold: f64,
+    #[serde(serialize_with = "neighbours")]
+    pub connectivity: Connectivity,
+}
+
+fn neighbours<S: serde::Serializer>(connectivity: &Connectivity, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u32(connectivity.neighbours())
+}
+
+impl Settings {
+    pub fn check(&self) -> GpuResult<()> {
+        require(self.kappa.is_finite() && self.kappa > 0.0, || {
+            format!("--kappa must be a positive number (got {})", self.kappa)
+        })?;
+        require(self.threshold.is_finite() && self.threshold > 0.0, || {
+            format!("--threshold must be a positive number of σ (got {})", self.threshold)
+        })
+    }
+}
+
+/// How long a stage took, wall clock.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage {
+    pub name: &'static str,
+    pub ms: f64,
+}
+
+/// What the pipeline found in an image.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// NaN pixels, left out of everything.
+    pub nan_pixels: usize,
+    pub background: Background,
+    /// threshold·σ: what a pixel must exceed to be part of a source.
+    pub level: f64,
+    pub detected_pixels: usize,
+    /// Each pixel's label, row by row: 0 for the background, else its source's.
+    pub labels: Vec<u32>,
+    pub sources: Vec<Source>,
+    pub stages: Vec<Stage>,
+}
+
+/// Runs the four steps on `image`. An error is about the settings or the image's pixels.
+pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
+    settings.check()?;
+    let pixels = &image.pixels;
+    require(image.width > 0 && image.width.checked_mul(image.height) == Some(pixels.len()), || {
+        format!("{} pixels do not make a {}x{} image", pixels.len(), image.width, image.height)
+    })?;
+    // Labels are u32, as SciPy's are int32; a label per pixel at most.
+    require(pixels.len() < u32::MAX as usize, || {
+        format!("{}x{} pixels are more than the labels can number", image.width, image.height)
+    })?;
+    let mut stages = Vec::new();
+    let mut stage = |name, ms| stages.push(Stage { name, ms });
+
+    let (infinite, ms_check) = timed(|| pixels.par_iter().position_first(|v| v.is_infinite()));
+    if let Some(i) = infinite {
+        return Err(GpuError::InvalidInput(format!(
+            "pixel (row {}, column {}) is {}: only NaN marks a blanked pixel",
+            i / image.width,
+            i % image.width,
+            pixels[i]
+        )));
+    }
+    let ((values, nan_pixels), ms) = timed(|| stats::without_nan(pixels));
+    stage("NaN compaction", ms_check + ms);
+    require(!values.is_empty(), || {
+        format!("all {} pixels are NaN (blanked): there is no background to measure", pixels.len())
+    })?;
+
+    let (background, ms) = timed(|| clip::kappa_sigma(values, settings.kappa));
+    let background = background?;
+    stage("κσ clipping", ms);
+
+    let level = settings.threshold * background.sigma;
+    let ((mask, detected_pixels), ms) = timed(|| {
+        let mask = label::detect(pixels, level);
+        let detected = mask.par_iter().filter(|&&set| set).count();
+        (mask, detected)
+    });
+    stage("threshold", ms);
+
+    let ((labels, count), ms) = timed(|| label::label(&mask, image.width, settings.connectivity));
+    stage("labeling", ms);
+
+    let (sources, ms) = timed(|| measure::measure(pixels, image.width, &labels, count));
+    stage("measures", ms);
+
+    Ok(Found { nan_pixels, background, level, detected_pixels, labels, sources, stages })
+}
+
+/// What `host sources` did and found (`--json` prints it; the JSON catalog adds the sources).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub image: String,
+    pub width: usize,
+    pub height: usize,
+    pub device: &'static str,
+    pub settings: Settings,
+    pub nan_pixels: usize,
+    pub background: Background,
+    pub level: f64,
+    pub detected_pixels: usize,
+    pub sources: usize,
+    /// Each stage's wall time, reading and writing included.
+    pub stages: Vec<Stage>,
+    pub catalog: String,
+    pub catalog_json: Option<String>,
+    pub overlay: Option<String>,
+}
+
+/// The JSON catalog: the summary's facts and every source.
+#[derive(Serialize)]
+struct CatalogJson<'a> {
+    image: &'a str,
+    width: usize,
+    height: usize,
+    settings: &'a Settings,
+    nan_pixels: usize,
+    background: &'a Background,
+    level: f64,
+    sources: &'a [Source],
+}
+
+impl Summary {
+    pub fn print(&self) {
+        println!(
+            "sources in {} ({}x{}), on the {} (the GPU stages come next)",
+            self.image, self.width, self.height, self.device
+        );
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED).set_header(["stage", "ms"]);
+        for stage in &self.stages {
+            table.add_row([
+                Cell::new(stage.name),
+                Cell::new(format!("{:.1}", stage.ms)).set_alignment(CellAlignment::Right),
+            ]);
+        }
+        let total: f64 = self.stages.iter().map(|s| s.ms).sum();
+        table.add_row([Cell::new("total"), Cell::new(format!("{:.1}", total)).set_alignment(CellAlignment::Right)]);
+        println!("{}", table);
+        let b = &self.background;
+        println!("NaN pixels ignored: {}", grouped(self.nan_pixels as u64));
+        println!(
+            "background: median {:.5e}, σ {:.5e} after {} clipping rounds at κ {} ({} pixels kept)",
+            b.median,
+            b.sigma,
+            b.rounds,
+            self.settings.kappa,
+            grouped(b.kept as u64)
+        );
+        println!(
+            "detection: {} pixels above {}σ = {:.5e}, {}-connected",
+            grouped(self.detected_pixels as u64),
+            self.settings.threshold,
+            self.level,
+            self.settings.connectivity.neighbours()
+        );
+        println!("{} source{}", grouped(self.sources as u64), if self.sources == 1 { "" } else { "s" });
+        for path in [Some(&self.catalog), self.catalog_json.as_ref(), self.overlay.as_ref()].into_iter().flatten() {
+            println!("wrote {}", path);
+        }
+    }
+}
+
+/// `--catalog`, or `<image stem>-sources.csv` beside the image.
+fn catalog_path(image: &Path, catalog: Option<&Path>) -> PathBuf {
+    catalog.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stem = image.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        image.with_file_name(format!("{}-sources.csv", stem))
+    })
+}
+
+/// An error about the image's pixels names the image.
+fn about(image: &Path, error: GpuError) -> GpuError {
+    match error {
+        GpuError::InvalidInput(reason) => file_error(image, reason),
+        other => other,
+    }
+}
+
+/// Checks `options`, reads the image, finds its sources, and writes the catalog (CSV, and
+/// JSON when `json`) and the overlay.
+pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
+    let settings = Settings { kappa: options.kappa, threshold: options.threshold, connectivity: options.connectivity };
+    settings.check()?;
+    let catalog = catalog_path(&options.image, options.catalog.as_deref());
+    let catalog_json = json.then(|| catalog.with_extension("json"));
+    let outputs: Vec<(&str, &Path)> = [
+        ("--catalog", Some(catalog.as_path())),
+        ("the JSON catalog", catalog_json.as_deref()),
+        ("--overlay", options.overlay.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(name, path)| path.map(|p| (name, p)))
+    .collect();
+    for (i, &(name, path)) in outputs.iter().enumerate() {
+        require(path != options.image, || format!("{} must not overwrite the image", name))?;
+        if let Some(&(other, _)) = outputs[..i].iter().find(|(_, p)| *p == path) {
+            return Err(GpuError::InvalidInput(format!("{} and {} name the same file", other, name)));
+        }
+    }
+    if let Some(overlay) = &options.overlay {
+        if ImageKind::of(overlay) != ImageKind::Png {
+            return Err(file_error(overlay, "the overlay is written as a PNG (name it .png)"));
+        }
+    }
+
+    let mut stages = Vec::new();
+    let (image, ms) = timed(|| io::read_image(&options.image));
+    let image = image?;
+    stages.push(Stage { name: "read", ms });
+    let found = find(&image, &settings).map_err(|e| about(&options.image, e))?;
+    stages.extend(found.stages.iter().cloned());
+    let image_name = options.image.display().to_string();
+
+    let (written, ms) = timed(|| -> GpuResult<()> {
+        catalog::write_csv(&catalog, &found.sources)?;
+        if let Some(path) = &catalog_json {
+            let document = CatalogJson {
+                image: &image_name,
+                width: image.width,
+                height: image.height,
+                settings: &settings,
+                nan_pixels: found.nan_pixels,
+                background: &found.background,
+                level: found.level,
+                sources: &found.sources,
+            };
+            catalog::write_json(path, &document)?;
+        }
+        Ok(())
+    });
+    written?;
+    stages.push(Stage { name: "catalog", ms });
+    if let Some(path) = &options.overlay {
+        let (written, ms) = timed(|| overlay::write(path, &image, &found.background, &found.sources));
+        written?;
+        stages.push(Stage { name: "overlay", ms });
+    }
+
+    Ok(Summary {
+        image: image_name,
+        width: image.width,
+        height: image.height,
+        device: DEVICE,
+        settings,
+        nan_pixels: found.nan_pixels,
+        background: found.background,
+        level: found.level,
+        detected_pixels: found.detected_pixels,
+        sources: found.sources.len(),
+        stages,
+        catalog: catalog.display().to_string(),
+        catalog_json: catalog_json.map(|p| p.display().to_string()),
+        overlay: options.overlay.as_ref().map(|p| p.display().to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sky::{self, Kind};
+    use crate::test_support::{error_of, scratch};
+
+    const NOISE: f64 = 0.0133;
+    const DEFAULTS: Settings = Settings { kappa: 3.0, threshold: 5.0, connectivity: Connectivity::Four };
+
+    /// A `side`² synthetic sky with `points` point sources, as `host sky` draws it.
+    fn synthetic(side: usize, points: usize, blank: bool, seed: u64) -> (Image, Vec<sky::Component>, usize) {
+        let components = sky::components(side, points, blank, seed).unwrap();
+        let (pixels, blanked) = sky::render(side, &components, NOISE, blank, seed ^ 1);
+        (Image { width: side, height: side, pixels }, components, blanked)
+    }
+
+    #[test]
+    fn finds_every_point_source_of_the_synthetic_sky() {
+        for (blank, connectivity) in
+            [(false, Connectivity::Four), (true, Connectivity::Four), (false, Connectivity::Eight)]
+        {
+            let (image, components, blanked) = synthetic(512, 12, blank, 7);
+            let found = find(&image, &Settings { connectivity, ..DEFAULTS }).unwrap();
+            let what = format!("blank {}, {:?}", blank, connectivity);
+            assert_eq!(found.nan_pixels, blanked, "{}", what);
+            assert_eq!(blanked > 0, blank);
+            // Clipping at 3σ trims the noise's own tails too: σ comes out about 1.5% low.
+            let sigma = found.background.sigma;
+            assert!((sigma / NOISE - 1.0).abs() < 0.03, "{}: σ {}", what, sigma);
+            assert!(found.background.median.abs() < 0.05 * NOISE, "{}: {:?}", what, found.background);
+            assert_eq!(found.level, 5.0 * sigma);
+            for point in components.iter().filter(|c| c.kind == Kind::Point) {
+                let near: Vec<&Source> =
+                    found.sources.iter().filter(|s| (s.x - point.x).hypot(s.y - point.y) < 0.5).collect();
+                assert_eq!(near.len(), 1, "{}: {:?} among {:?}", what, point, found.sources);
+                assert!(near[0].peak > found.level && near[0].flux > 0.0);
+            }
+            // The labels and the sources agree: every label is a source, with its pixels.
+            let mut counts = vec![0usize; found.sources.len() + 1];
+            found.labels.iter().for_each(|&l| counts[l as usize] += 1);
+            let sizes: Vec<usize> = found.sources.iter().map(|s| s.pixels).collect();
+            assert_eq!(counts[1..], sizes[..], "{}", what);
+            assert_eq!(sizes.iter().sum::<usize>(), found.detected_pixels);
+            let names: Vec<&str> = found.stages.iter().map(|s| s.name).collect();
+            assert_eq!(names, ["NaN compaction", "κσ clipping", "threshold", "labeling", "measures"]);
+        }
+    }
+
+    #[test]
+    fn blanked_pixels_change_nothing_but_their_count() {
+        // The same pixels with a NaN border added: the same background and sources, moved by
+        // the border.
+        let (image, _, _) = synthetic(256, 6, false, 3);
+        let side = image.width + 2;
+        let mut framed = vec![f32::NAN; side * side];
+        for (row, values) in image.pixels.chunks(image.width).enumerate() {
+            framed[(row + 1) * side + 1..][..image.width].copy_from_slice(values);
+        }
+        let plain = find(&image, &DEFAULTS).unwrap();
+        let blanked = find(&Image { width: side, height: side, pixels: framed }, &DEFAULTS).unwrap();
+        assert_eq!(blanked.nan_pixels, 4 * side - 4);
+        assert_eq!(blanked.background, plain.background);
+        assert_eq!(blanked.sources.len(), plain.sources.len());
+        for (b, p) in blanked.sources.iter().zip(&plain.sources) {
+            assert_eq!((b.label, b.flux, b.pixels), (p.label, p.flux, p.pixels));
+            assert!((b.x - 1.0 - p.x).abs() < 1e-9 && (b.y - 1.0 - p.y).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn bad_images_and_settings_are_clear_errors() {
+        let image = |pixels: Vec<f32>| Image { width: 4, height: pixels.len() / 4, pixels };
+        let nan = error_of(find(&image(vec![f32::NAN; 8]), &DEFAULTS));
+        assert!(nan.contains("all 8 pixels are NaN (blanked): there is no background to measure"), "{}", nan);
+        let mut pixels = vec![0.5f32; 8];
+        pixels[6] = f32::NEG_INFINITY;
+        let infinite = error_of(find(&image(pixels), &DEFAULTS));
+        assert!(infinite.contains("pixel (row 1, column 2) is -inf: only NaN marks a blanked pixel"), "{}", infinite);
+        let flat = error_of(find(&image(vec![0.5; 8]), &DEFAULTS));
+        assert!(flat.contains("σ is 0"), "{}", flat);
+        let short = error_of(find(&Image { width: 4, height: 3, pixels: vec![0.0; 8] }, &DEFAULTS));
+        assert!(short.contains("8 pixels do not make a 4x3 image"), "{}", short);
+        let noise = image((0..16).map(|i| (i % 3) as f32).collect());
+        for (settings, needle) in [
+            (Settings { kappa: 0.0, ..DEFAULTS }, "--kappa must be a positive number (got 0)"),
+            (Settings { kappa: -3.0, ..DEFAULTS }, "(got -3)"),
+            (Settings { kappa: f64::NAN, ..DEFAULTS }, "(got NaN)"),
+            (Settings { threshold: 0.0, ..DEFAULTS }, "--threshold must be a positive number of σ (got 0)"),
+            (Settings { threshold: f64::INFINITY, ..DEFAULTS }, "(got inf)"),
+        ] {
+            let message = error_of(find(&noise, &settings));
+            assert!(message.contains(needle), "{:?}: {}", settings, message);
+        }
+    }
+
+    /// Options for `host sources` on `image`, writing into `dir`.
+    fn options(image: &Path, dir: &Path) -> Options {
+        Options {
+            image: image.to_path_buf(),
+            kappa: 3.0,
+            threshold: 5.0,
+            connectivity: Connectivity::Four,
+            catalog: None,
+            overlay: Some(dir.join("overlay.png")),
+        }
+    }
+
+    #[test]
+    fn writes_the_catalog_as_csv_and_json_and_the_overlay() {
+        let dir = scratch("sources", "write");
+        let (image, components, _) = synthetic(200, 4, true, 5);
+        let path = dir.join("sky.npy");
+        io::write_image(&path, 200, 200, &image.pixels).unwrap();
+        let summary = run(&options(&path, &dir), true).unwrap();
+        assert_eq!(summary.catalog, dir.join("sky-sources.csv").display().to_string());
+        assert_eq!(summary.catalog_json, Some(dir.join("sky-sources.json").display().to_string()));
+        assert_eq!(summary.device, DEVICE);
+        let names: Vec<&str> = summary.stages.iter().map(|s| s.name).collect();
+        assert_eq!(names.first(), Some(&"read"));
+        assert_eq!(names[names.len() - 2..], ["catalog", "overlay"]);
+
+        let found = find(&image, &DEFAULTS).unwrap();
+        assert_eq!(summary.sources, found.sources.len());
+        assert!(summary.sources >= 4, "{:?}", components);
+        let csv = std::fs::read_to_string(dir.join("sky-sources.csv")).unwrap();
+        assert_eq!(csv, catalog::csv(&found.sources));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("sky-sources.json")).unwrap()).unwrap();
+        assert_eq!(json["sources"].as_array().map(Vec::len), Some(summary.sources));
+        assert_eq!(json["sources"][0]["x"], found.sources[0].x);
+        assert_eq!(json["background"]["sigma"], found.background.sigma);
+        assert_eq!(json["settings"]["connectivity"], 4);
+        let overlay = image::open(dir.join("overlay.png")).unwrap().to_rgb8();
+        assert_eq!((overlay.width(), overlay.height()), (200, 200));
+        assert_eq!(overlay.get_pixel(0, 0).0, overlay::BLANK);
+
+        // Without --json: no JSON; --catalog names the CSV.
+        let named = Options { catalog: Some(dir.join("named.csv")), overlay: None, ..options(&path, &dir) };
+        let summary = run(&named, false).unwrap();
+        assert_eq!((summary.catalog_json, summary.overlay), (None, None));
+        assert_eq!(std::fs::read_to_string(dir.join("named.csv")).unwrap(), csv);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_image_without_sources_gives_an_empty_catalog() {
+        let dir = scratch("sources", "empty");
+        // -1 and 1 alternating: median 0, σ 1, nothing outside ±3σ, nothing above 5σ.
+        let pixels: Vec<f32> = (0..64 * 48).map(|i| if (i + i / 64) % 2 == 0 { -1.0 } else { 1.0 }).collect();
+        let path = dir.join("flat.fits");
+        io::write_image(&path, 64, 48, &pixels).unwrap();
+        let summary = run(&options(&path, &dir), true).unwrap();
+        assert_eq!((summary.sources, summary.detected_pixels), (0, 0));
+        assert_eq!((summary.background.median, summary.background.sigma, summary.background.rounds), (0.0, 1.0, 1));
+        assert_eq!(std::fs::read_to_string(dir.join("flat-sources.csv")).unwrap(), format!("{}\n", catalog::HEADER));
+        let json = std::fs::read_to_string(dir.join("flat-sources.json")).unwrap();
+        assert!(json.contains("\"sources\": []"), "{}", json);
+        assert!(dir.join("overlay.png").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_files_and_outputs_are_errors_naming_them() {
+        let dir = scratch("sources", "bad");
+        let run_on = |path: &Path| error_of(run(&options(path, &dir), false));
+        assert!(run_on(&dir.join("absent.fits")).contains("absent.fits: no such file"));
+
+        // A FITS cube of two 4x3 planes: a 2-D image of 4x6 whose header says 4x3x2.
+        let cube = dir.join("cube.fits");
+        crate::fits::write_image(&cube, 4, 6, &[0.0; 24]).unwrap();
+        let mut bytes = std::fs::read(&cube).unwrap();
+        std::fs::write(dir.join("cut.fits"), &bytes[..2880 + 40]).unwrap();
+        assert!(run_on(&dir.join("cut.fits")).contains("cut.fits: is truncated"));
+        let card = |text: String| format!("{:<80}", text).into_bytes();
+        bytes[160..240].copy_from_slice(&card(format!("NAXIS   = {:>20}", 3)));
+        bytes[320..400].copy_from_slice(&card(format!("NAXIS2  = {:>20}", 3)));
+        bytes[400..480].copy_from_slice(&card(format!("NAXIS3  = {:>20}", 2)));
+        bytes[480..560].copy_from_slice(&card("END".into()));
+        std::fs::write(&cube, &bytes).unwrap();
+        let message = run_on(&cube);
+        assert!(message.contains("cube.fits: is a 3-D cube (axes 4x3x2"), "{}", message);
+        let npy = dir.join("cube.npy");
+        ndarray_npy::write_npy(&npy, &ndarray::Array3::<f32>::zeros((2, 3, 4))).unwrap();
+        assert!(run_on(&npy).contains("cube.npy: is 3-D (shape 2x3x4), expected a 2-D array"));
+
+        // An image whose pixels cannot be used names the image.
+        let blank = dir.join("blank.npy");
+        io::write_image(&blank, 4, 4, &[f32::NAN; 16]).unwrap();
+        assert!(run_on(&blank).contains("blank.npy: all 16 pixels are NaN"));
+
+        let image = dir.join("sky.fits");
+        let same = |catalog: Option<&str>, overlay: Option<&str>, json: bool| {
+            let options = Options {
+                catalog: catalog.map(|c| dir.join(c)),
+                overlay: overlay.map(|o| dir.join(o)),
+                ..options(&image, &dir)
+            };
+            error_of(run(&options, json))
+        };
+        assert!(same(Some("sky.fits"), None, false).contains("--catalog must not overwrite the image"));
+        assert!(same(None, Some("sky-sources.csv"), false).contains("--catalog and --overlay name the same file"));
+        assert!(same(Some("c.json"), None, true).contains("--catalog and the JSON catalog name the same file"));
+        assert!(same(None, Some("o.fits"), false).contains("o.fits: the overlay is written as a PNG"));
+        assert!(!image.exists(), "the options are checked before the image is read");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
