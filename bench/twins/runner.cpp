@@ -657,7 +657,7 @@ struct Runner {
             unsigned tile_rows, tile_cols, threads, shared;
             bool large;
         };
-        // Launch shapes from interface.h, as the host computes them (host/src/ops/matmul.rs):
+        // Launch shapes from interface.h, as the host computes them (host/src/ops/matmul/launch.rs):
         // BM x BN tiles of C; the first three steps take 2D blocks of one thread per output.
 #define MATMUL_VEC4(kernel, bm, bn, bk, tm, tn, blocks, threads, shared_bytes) \
     Variant{#kernel, bm, bn, threads, shared_bytes, true},
