@@ -10,7 +10,7 @@
 mod common;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
-use host::gpu::{Gpu, GpuError, KernelArgs, LaunchConfig, KERNELS_PTX};
+use host::gpu::{Gpu, GpuError, KernelArgs, KERNELS_PTX};
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
@@ -74,10 +74,6 @@ struct Cases {
     refused: Vec<(String, Args)>,
 }
 
-fn grid_stride() -> LaunchConfig {
-    LaunchConfig::grid_stride(1, 1, 128, 4).expect("a valid shape")
-}
-
 /// Whether `kernel` is written with 16-byte accesses of its buffers (its source dereferences
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
@@ -102,14 +98,14 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
         }
         "saxpy" => {
             let n = 1000;
-            let (x, y, config) = (memory.f32s(n), memory.f32s(n), grid_stride());
-            refused.push(("y short".into(), Box::new(SaxpyArgs { a: 2.0, x, y: memory.f32s(n - 1), config })));
-            refused.push(("y is x".into(), Box::new(SaxpyArgs { a: 2.0, x, y: x, config })));
+            let (x, y, grid, block) = (memory.f32s(n), memory.f32s(n), 4, 128);
+            refused.push(("y short".into(), Box::new(SaxpyArgs { a: 2.0, x, y: memory.f32s(n - 1), grid, block })));
+            refused.push(("y is x".into(), Box::new(SaxpyArgs { a: 2.0, x, y: x, grid, block })));
             if vector {
                 let y = shifted(memory.f32s(n + 1));
-                refused.push(("y misaligned".into(), Box::new(SaxpyArgs { a: 2.0, x: shifted(x), y, config })));
+                refused.push(("y misaligned".into(), Box::new(SaxpyArgs { a: 2.0, x: shifted(x), y, grid, block })));
             }
-            Box::new(SaxpyArgs { a: 2.0, x, y, config })
+            Box::new(SaxpyArgs { a: 2.0, x, y, grid, block })
         }
         "counter" => {
             let counter = memory.u32s(1);
@@ -120,7 +116,7 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             Box::new(CounterArgs { counter, threads: 1000, block: 256 })
         }
         "histogram" => {
-            let (n, bins, config) = (1000, 256, grid_stride());
+            let (n, bins, grid, block) = (1000, 256, 4, 128);
             let counts = memory.u32s(bins as usize);
             let f32_input = kernel.ends_with("f32");
             let values = if f32_input {
@@ -129,7 +125,7 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
                 Values::U32(memory.u32s(n))
             };
             let with = |values: Values<'static>, bins: u32, counts: &'static DeviceSlice<u32>| -> Args {
-                Box::new(HistogramArgs { values, bins, counts, config })
+                Box::new(HistogramArgs { values, bins, counts, grid, block })
             };
             refused.push(("counts short".into(), with(values, bins, memory.u32s(bins as usize - 1))));
             refused.push(("no bins".into(), with(values, 0, counts)));

@@ -19,7 +19,7 @@ use cuda_std::prelude::*;
 
 /// # Safety
 /// `counter` points to one `u32` in device memory, which the launcher (`CounterArgs` on the
-/// host) checks exists. Any grid and block: threads at `threads` and past do nothing.
+/// host) checks exists. Any one-dimensional grid: threads at `threads` and past do nothing.
 #[kernel]
 pub unsafe fn counter_racy(counter: *mut u32, threads: u32) {
     if global_index() < threads as usize {

@@ -127,7 +127,7 @@ unsafe fn histogram_shared_vec4<R: BinRule>(values: &[R::Value], rule: R, counts
 /// The launcher (`HistogramArgs` on the host) guarantees: `counts` is valid for `bins`
 /// atomic adds and overlaps `values` nowhere; `bins >= 1`; for f32 input, `min < max` are
 /// finite and `bins / (max - min)` is finite, so [`F32Bins`] only ever converts a value in
-/// `[0, bins]` to an integer. Any grid and block: the loops are grid-stride.
+/// `[0, bins]` to an integer. Any one-dimensional grid: the loops are grid-stride.
 #[kernel]
 pub unsafe fn histogram_global_u32(values: &[u32], bins: u32, counts: *mut u32) {
     histogram_global(values, U32Bins::new(bins), counts);

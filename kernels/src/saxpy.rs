@@ -16,7 +16,8 @@ use cuda_std::prelude::*;
 
 /// # Safety
 /// The launcher (`SaxpyArgs` on the host) guarantees that `y` is valid for reads and writes of
-/// `x.len()` elements and does not overlap `x`. Any grid and block.
+/// `x.len()` elements and does not overlap `x`. Any one-dimensional grid (a second dimension
+/// would give two threads one index).
 #[kernel]
 pub unsafe fn saxpy(a: f32, x: &[f32], y: *mut f32) {
     let stride = grid_threads();

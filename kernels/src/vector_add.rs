@@ -21,7 +21,7 @@ use interface::vector::QUADS_PER_THREAD;
 
 /// # Safety
 /// The launcher (`AddArgs` on the host) guarantees that `c` is valid for `a.len()` writes, that
-/// `b` is at least as long as `a`, and that `c` overlaps neither. Any grid and block: threads
+/// `b` is at least as long as `a`, and that `c` overlaps neither. Any one-dimensional grid: threads
 /// past the end do nothing.
 #[kernel]
 pub unsafe fn vector_add(a: &[f32], b: &[f32], c: *mut f32) {

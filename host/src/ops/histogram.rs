@@ -172,14 +172,16 @@ pub enum Values<'a> {
     },
 }
 
-/// The arguments of the histogram kernels: `values` counted into `bins` bins of `counts`, on
-/// a grid-stride `config` (any grid and block; the shared-memory kernels get their bins'
-/// shared memory from [`Histogram::shaped`]).
+/// The arguments of the histogram kernels: `values` counted into `bins` bins of `counts` by a
+/// one-dimensional grid of `grid` blocks of `block` threads (any sizes: the loops are
+/// grid-stride; the shared-memory kernels get their bins' shared memory from
+/// [`Histogram::shaped`]).
 pub struct HistogramArgs<'a> {
     pub values: Values<'a>,
     pub bins: u32,
     pub counts: &'a DeviceSlice<u32>,
-    pub config: LaunchConfig,
+    pub grid: u32,
+    pub block: u32,
 }
 
 // SAFETY: the kernels read all of `values` and add to `counts[..bins]`, checked to exist and
@@ -215,7 +217,9 @@ unsafe impl KernelArgs for HistogramArgs<'_> {
                 self.check_values(kernel, method, values)?
             }
         }
-        Ok(Histogram::shaped(self.config, method, self.bins))
+        // One-dimensional: with a second dimension, threads sharing an index would zero and
+        // merge a block's bins twice.
+        Ok(Histogram::shaped(LaunchConfig::grid_stride(0, 0, self.block, self.grid)?, method, self.bins))
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -413,7 +417,8 @@ impl Workload for Histogram {
             DeviceValues::U32(values) => Values::U32(values),
             DeviceValues::F32(values) => Values::F32 { values, min, max },
         };
-        let args = HistogramArgs { values, bins: self.binning.bins, counts: &self.counts, config: self.config };
+        let (grid, block) = (self.config.grid.0, self.config.block.0);
+        let args = HistogramArgs { values, bins: self.binning.bins, counts: &self.counts, grid, block };
         gpu.launch(&variant.kernel, &args)
     }
 

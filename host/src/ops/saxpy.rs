@@ -49,18 +49,20 @@ pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
     x.iter().zip(y).map(|(x, y)| a * x + y).collect()
 }
 
-/// The arguments of `saxpy` and `saxpy_vec4`: `y = a·x + y` over `x.len()` elements, on a
-/// grid-stride `config` (any grid and block; no shared memory).
+/// The arguments of `saxpy` and `saxpy_vec4`: `y = a·x + y` over `x.len()` elements, by a
+/// one-dimensional grid of `grid` blocks of `block` threads (any sizes: the loop is grid-stride).
 pub struct SaxpyArgs<'a> {
     pub a: f32,
     pub x: &'a DeviceSlice<f32>,
     pub y: &'a DeviceSlice<f32>,
-    pub config: LaunchConfig,
+    pub grid: u32,
+    pub block: u32,
 }
 
 // SAFETY: the kernels read `x[..n]` and read and write `y[..n]`, n = x.len(), with y checked to
 // be that long and not to overlap x; `saxpy_vec4` moves quads of both, checked 16-byte aligned.
-// A grid-stride loop is correct on any grid; the shape is given no shared memory. The
+// A grid-stride loop is correct on any one-dimensional grid (with a second dimension, two
+// threads would share an index and race on `y`), which is the only shape built here. The
 // parameters are `a: f32, x: &[f32], y: *mut f32`.
 unsafe impl KernelArgs for SaxpyArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
@@ -72,7 +74,7 @@ unsafe impl KernelArgs for SaxpyArgs<'_> {
             require_aligned(kernel, "x", self.x, 16)?;
             require_aligned(kernel, "y", self.y, 16)?;
         }
-        Ok(LaunchConfig { shared_bytes: 0, ..self.config })
+        LaunchConfig::grid_stride(0, 0, self.block, self.grid)
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -156,7 +158,10 @@ impl Workload for Saxpy {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        gpu.launch(&variant.kernel, &SaxpyArgs { a: A, x: &self.dx, y: &self.dy, config: self.config })
+        gpu.launch(
+            &variant.kernel,
+            &SaxpyArgs { a: A, x: &self.dx, y: &self.dy, grid: self.config.grid.0, block: self.config.block.0 },
+        )
     }
 
     fn before_check(&self, _gpu: &Gpu) -> GpuResult<()> {
