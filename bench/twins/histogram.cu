@@ -1,4 +1,4 @@
-// Twin of kernels/src/histogram.rs (binning rule: interface/src/histogram.rs). Same f32
+// Twin of kernels/src/histogram.rs (binning rule: interface/src/histogram.rs). The same
 // operations in the same order, so every value lands in the same bin as in the Rust kernel.
 #include "twins.cuh"
 
@@ -10,16 +10,33 @@ struct U32Bins {
     }
 };
 
+// NumPy's bins over [lo, hi]: an f32 estimate, checked against the exact edges near a border.
 struct F32Bins {
-    float min, max;
+    double lo, step;
+    float first, last;
     unsigned bins;
-    float bins_per_unit;
-    __device__ __forceinline__ F32Bins(float lo, float hi, unsigned n)
-        : min(lo), max(hi), bins(n), bins_per_unit((float)n / (hi - lo)) {}
+    float bins_per_unit, near;
+    __device__ __forceinline__ F32Bins(double l, double h, unsigned n)
+        : lo(l), step((h - l) / n), first((float)l), last((float)h), bins(n) {
+        double per_unit = n / (h - l);
+        bins_per_unit = (float)per_unit;
+        double magnitude = fmax(fabs(l), fabs(h));
+        near = (float)(4.0 * ((2.0 * magnitude * per_unit + 3.0 * n) * (1.0 / 16777216.0)));
+    }
+    // Multiply, then add, each rounded: never contracted into an fma.
+    __device__ __forceinline__ float edge(unsigned b) const {
+        return b == bins ? last : (float)__dadd_rn(__dmul_rn((double)b, step), lo);
+    }
     __device__ __forceinline__ bool bin(float v, unsigned& b) const {
-        if (!(v >= min && v < max)) return false;  // NaN fails too
-        unsigned raw = (unsigned)((v - min) * bins_per_unit);
-        b = raw >= bins ? bins - 1 : raw;
+        if (!(v >= first && v <= last)) return false;  // NaN fails too
+        float estimate = (v - first) * bins_per_unit;
+        unsigned whole = (unsigned)estimate;
+        float fraction = estimate - (float)whole;
+        b = whole >= bins ? bins - 1 : whole;
+        if (whole >= bins || fraction < near || fraction > 1.0f - near) {
+            while (b > 0 && v < edge(b)) --b;
+            while (b + 1 < bins && v >= edge(b + 1)) ++b;
+        }
         return true;
     }
 };
@@ -92,9 +109,9 @@ extern "C" __global__ void histogram_global_u32(const unsigned* __restrict__ val
     histogram_global(values, len, U32Bins{bins}, counts);
 }
 
-extern "C" __global__ void histogram_global_f32(const float* __restrict__ values, size_t len, float min, float max,
+extern "C" __global__ void histogram_global_f32(const float* __restrict__ values, size_t len, double lo, double hi,
                                                 unsigned bins, unsigned* counts) {
-    histogram_global(values, len, F32Bins(min, max, bins), counts);
+    histogram_global(values, len, F32Bins(lo, hi, bins), counts);
 }
 
 extern "C" __global__ void histogram_shared_u32(const unsigned* __restrict__ values, size_t len, unsigned bins,
@@ -102,9 +119,9 @@ extern "C" __global__ void histogram_shared_u32(const unsigned* __restrict__ val
     histogram_shared(values, len, U32Bins{bins}, counts);
 }
 
-extern "C" __global__ void histogram_shared_f32(const float* __restrict__ values, size_t len, float min, float max,
+extern "C" __global__ void histogram_shared_f32(const float* __restrict__ values, size_t len, double lo, double hi,
                                                 unsigned bins, unsigned* counts) {
-    histogram_shared(values, len, F32Bins(min, max, bins), counts);
+    histogram_shared(values, len, F32Bins(lo, hi, bins), counts);
 }
 
 extern "C" __global__ void histogram_shared_vec4_u32(const unsigned* __restrict__ values, size_t len,
@@ -112,7 +129,7 @@ extern "C" __global__ void histogram_shared_vec4_u32(const unsigned* __restrict_
     histogram_shared_vec4<U32Bins, unsigned, uint4>(values, len, U32Bins{bins}, counts);
 }
 
-extern "C" __global__ void histogram_shared_vec4_f32(const float* __restrict__ values, size_t len, float min,
-                                                     float max, unsigned bins, unsigned* counts) {
-    histogram_shared_vec4<F32Bins, float, float4>(values, len, F32Bins(min, max, bins), counts);
+extern "C" __global__ void histogram_shared_vec4_f32(const float* __restrict__ values, size_t len, double lo,
+                                                     double hi, unsigned bins, unsigned* counts) {
+    histogram_shared_vec4<F32Bins, float, float4>(values, len, F32Bins(lo, hi, bins), counts);
 }

@@ -597,7 +597,7 @@ struct Runner {
     void histogram() {
         size_t n = pick(1u << 28, 1u << 26);
         const unsigned bins = HISTOGRAM_DEFAULT_BINS;
-        const float lo = -4.0f, hi = 4.0f;  // host/src/ops/histogram.rs F32_RANGE
+        const double lo = -4.0, hi = 4.0;  // host/src/ops/histogram.rs defaults
         auto counts = device(4 * bins);
         for (bool f32 : {false, true}) {
             // u32 values in [0, 300): some past the last bin; f32 in [-4.5, 4.5): some outside.
@@ -608,10 +608,13 @@ struct Runner {
             if (f32) {
                 fh = random_f32(n, 7, -4.5f, 4.5f);
                 values = upload(fh);
-                float per_unit = (float)bins / (hi - lo);
+                // NumPy's edges: linspace in f64, rounded to f32; the last bin holds hi.
+                std::vector<float> edges(bins + 1);
+                for (unsigned b = 0; b < bins; ++b) edges[b] = (float)(b * ((hi - lo) / bins) + lo);
+                edges[bins] = (float)hi;
                 for (float v : fh) {
-                    if (!(v >= lo && v < hi)) continue;
-                    unsigned b = (unsigned)((v - lo) * per_unit);
+                    if (!(v >= edges[0] && v <= edges[bins])) continue;
+                    size_t b = std::upper_bound(edges.begin(), edges.end(), v) - edges.begin() - 1;
                     ++want[b >= bins ? bins - 1 : b];
                 }
             } else {

@@ -137,8 +137,8 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("the other value type".into(), with(other_type, bins, counts)));
             if let Values::F32 { values, .. } = values {
                 refused.push(("empty range".into(), with(Values::F32 { values, min: 1.0, max: 1.0 }, bins, counts)));
-                refused.push(("NaN range".into(), with(Values::F32 { values, min: f32::NAN, max: 4.0 }, bins, counts)));
-                let narrow = Values::F32 { values, min: 0.0, max: f32::from_bits(1) };
+                refused.push(("NaN range".into(), with(Values::F32 { values, min: f64::NAN, max: 4.0 }, bins, counts)));
+                let narrow = Values::F32 { values, min: 0.0, max: 1e-300 };
                 refused.push(("a range too narrow for its bins".into(), with(narrow, bins, counts)));
             }
             if vector {

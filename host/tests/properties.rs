@@ -41,7 +41,7 @@ fn one_dimensional_kernels_match_for_random_sizes_and_launch_shapes() {
     });
 }
 
-const F32_RANGE: (f32, f32) = (-4.0, 4.0);
+const F32_RANGE: (f64, f64) = (-4.0, 4.0);
 
 fn special_f32() -> impl Strategy<Value = f32> {
     prop_oneof![
@@ -49,9 +49,9 @@ fn special_f32() -> impl Strategy<Value = f32> {
         1 => Just(f32::NAN),
         1 => Just(f32::INFINITY),
         1 => Just(f32::NEG_INFINITY),
-        1 => Just(F32_RANGE.0),
-        1 => Just(F32_RANGE.1),
-        1 => Just(f32::from_bits(F32_RANGE.1.to_bits() - 1)),
+        1 => Just(F32_RANGE.0 as f32),
+        1 => Just(F32_RANGE.1 as f32),
+        1 => Just(f32::from_bits((F32_RANGE.1 as f32).to_bits() - 1)),
         1 => Just(-0.0f32),
     ]
 }

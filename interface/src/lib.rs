@@ -5,6 +5,8 @@
 //! `no_std` with no dependencies: the pinned nightly builds it for the GPU and the stable
 //! toolchain builds it for the host.
 #![no_std]
+// The histogram's exact edges need explicitly rounded PTX arithmetic (`histogram::F32Bins`).
+#![cfg_attr(target_os = "cuda", feature(asm, asm_experimental_arch))]
 
 pub mod conv;
 pub mod histogram;

@@ -4,9 +4,11 @@
 //! Two kinds of input share one code path through [`BinRule`] (in the `interface` crate, so
 //! that the host's CPU reference bins with the very same code):
 //! - `u32` values: value `v` goes to bin `v`; values of `bins` and above count nowhere.
-//! - `f32` values over `[min, max)`: bin `floor((v - min) * bins / (max - min))`, clamped to
-//!   the last bin against rounding at the top edge. Values outside the range, infinities and
-//!   NaN count nowhere (NaN fails every comparison), like `torch.histc`'s out-of-range values.
+//! - `f32` values over `[lo, hi]`, binned exactly as `np.histogram(x, bins, range=(lo, hi))`
+//!   bins them: against NumPy's f32 edges, the last bin closed. An f32 estimate of the bin is
+//!   checked against the exact edges only near a bin's border, so the exactness costs f64
+//!   arithmetic on a few values. Values outside the range, infinities and NaN count nowhere
+//!   (NaN fails every comparison).
 //!
 //! `histogram_global_*`: every thread walks the data with a grid-stride loop and does one
 //! `atomicAdd` on the global bins per value. Correct for any number of bins, but with few bins
@@ -125,9 +127,9 @@ unsafe fn histogram_shared_vec4<R: BinRule>(values: &[R::Value], rule: R, counts
 
 /// # Safety
 /// The launcher (`HistogramArgs` on the host) guarantees: `counts` is valid for `bins`
-/// atomic adds and overlaps `values` nowhere; `bins >= 1`; for f32 input, `min < max` are
-/// finite and `bins / (max - min)` is finite, so [`F32Bins`] only ever converts a value in
-/// `[0, bins]` to an integer. Any one-dimensional grid: the loops are grid-stride.
+/// atomic adds and overlaps `values` nowhere; `bins >= 1`; for f32 input, `lo < hi` are
+/// finite and so are `bins / (hi - lo)` and `f32(lo) < f32(hi)`, so [`F32Bins`] only ever
+/// converts an estimate in `[0, bins · (1 + 2^-22)]` to an integer. Any one-dimensional grid: the loops are grid-stride.
 #[kernel]
 pub unsafe fn histogram_global_u32(values: &[u32], bins: u32, counts: *mut u32) {
     histogram_global(values, U32Bins::new(bins), counts);
@@ -136,8 +138,8 @@ pub unsafe fn histogram_global_u32(values: &[u32], bins: u32, counts: *mut u32) 
 /// # Safety
 /// As for [`histogram_global_u32`].
 #[kernel]
-pub unsafe fn histogram_global_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
-    histogram_global(values, F32Bins::new(min, max, bins), counts);
+pub unsafe fn histogram_global_f32(values: &[f32], lo: f64, hi: f64, bins: u32, counts: *mut u32) {
+    histogram_global(values, F32Bins::new(lo, hi, bins), counts);
 }
 
 /// # Safety
@@ -152,8 +154,8 @@ pub unsafe fn histogram_shared_u32(values: &[u32], bins: u32, counts: *mut u32) 
 /// As for [`histogram_global_u32`], and the launch gives the block `4 · bins` bytes of
 /// dynamic shared memory for its copy of the bins.
 #[kernel]
-pub unsafe fn histogram_shared_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
-    histogram_shared(values, F32Bins::new(min, max, bins), counts);
+pub unsafe fn histogram_shared_f32(values: &[f32], lo: f64, hi: f64, bins: u32, counts: *mut u32) {
+    histogram_shared(values, F32Bins::new(lo, hi, bins), counts);
 }
 
 /// # Safety
@@ -166,6 +168,6 @@ pub unsafe fn histogram_shared_vec4_u32(values: &[u32], bins: u32, counts: *mut 
 /// # Safety
 /// As for [`histogram_shared_u32`], and `values` starts 16-byte aligned.
 #[kernel]
-pub unsafe fn histogram_shared_vec4_f32(values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32) {
-    histogram_shared_vec4(values, F32Bins::new(min, max, bins), counts);
+pub unsafe fn histogram_shared_vec4_f32(values: &[f32], lo: f64, hi: f64, bins: u32, counts: *mut u32) {
+    histogram_shared_vec4(values, F32Bins::new(lo, hi, bins), counts);
 }

@@ -1,5 +1,5 @@
 //! Host side of `kernels::histogram`: any number of bins over u32 values or over f32 values in
-//! [min, max); global atomics vs shared-memory privatization, scalar and 16-byte loads. The CPU
+//! [min, max] (NumPy's bins exactly); global atomics vs shared-memory privatization, scalar and 16-byte loads. The CPU
 //! reference bins with the kernels' own rule (`interface::histogram`), so every value lands in
 //! the same bin. The values are random or read from a `.npy` file (`--input-file`); `--output`
 //! writes the counts as `.npy`.
@@ -91,12 +91,12 @@ pub struct Options {
     /// memory (about 12 000 bins); beyond that only global atomics run.
     #[arg(long, default_value_t = DEFAULT_BINS)]
     pub bins: u32,
-    /// Lower edge of the f32 range.
+    /// Lower edge of the f32 range: `range=(min, max)` of `np.histogram`.
     #[arg(long, default_value_t = -4.0, allow_negative_numbers = true)]
-    pub min: f32,
-    /// Upper edge of the f32 range (exclusive).
+    pub min: f64,
+    /// Upper edge of the f32 range, inside the last bin as in NumPy.
     #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
-    pub max: f32,
+    pub max: f64,
     /// How random f32 input is drawn.
     #[arg(long, value_enum, default_value_t = Data::Uniform)]
     pub data: Data,
@@ -138,20 +138,36 @@ pub fn cpu_reference<R: BinRule>(values: impl IntoIterator<Item = R::Value>, rul
     bins
 }
 
+/// Bins at most: the f32 rule's estimate, up to `bins · (1 + 2^-22)`, must fit a u32.
+pub const MAX_BINS: u32 = 1 << 31;
+
+/// Whether `[min, max]` can hold `bins` f32 bins: finite, `min < max` still apart once rounded
+/// to f32 (NumPy's outer edges), and a finite f32 bins-per-unit for the rule's estimate.
+pub fn f32_range_holds(min: f64, max: f64, bins: u32) -> bool {
+    min.is_finite()
+        && max.is_finite()
+        && (min as f32) < (max as f32)
+        && ((bins as f64 / (max - min)) as f32).is_finite()
+}
+
 /// The binning of one histogram: input type, bin count, f32 range.
 #[derive(Debug, Clone, Copy)]
 pub struct Binning {
     pub input: Input,
     pub bins: u32,
-    pub range: (f32, f32),
+    pub range: (f64, f64),
 }
 
 impl Binning {
     fn validate(&self) -> GpuResult<()> {
         require(self.bins >= 1, || "a histogram needs at least 1 bin".into())?;
+        require(self.bins <= MAX_BINS, || format!("at most {} bins (got {})", MAX_BINS, self.bins))?;
         let (min, max) = self.range;
-        require(self.input == Input::U32 || (min.is_finite() && max.is_finite() && min < max), || {
-            format!("the f32 range needs finite min < max (got [{}, {}))", min, max)
+        require(self.input == Input::U32 || f32_range_holds(min, max, self.bins), || {
+            format!(
+                "the f32 range [{}, {}] cannot hold {} bins: it needs finite min < max, apart as f32",
+                min, max, self.bins
+            )
         })
     }
 
@@ -164,11 +180,11 @@ impl Binning {
 #[derive(Clone, Copy)]
 pub enum Values<'a> {
     U32(&'a DeviceSlice<u32>),
-    /// f32 values, counted over `[min, max)`.
+    /// f32 values, counted over `[min, max]` with NumPy's edges.
     F32 {
         values: &'a DeviceSlice<f32>,
-        min: f32,
-        max: f32,
+        min: f64,
+        max: f64,
     },
 }
 
@@ -186,12 +202,12 @@ pub struct HistogramArgs<'a> {
 
 // SAFETY: the kernels read all of `values` and add to `counts[..bins]`, checked to exist and
 // not to overlap the values. A value's bin is below `bins` by the binning rule: `bins >= 1` is
-// checked (the rule clamps to `bins - 1`), and for f32 a finite range whose `bins / (max - min)`
-// is finite, so the rule's float-to-int conversion always sees a value in `[0, bins]`. The
+// checked (the rule clamps to `bins - 1`), and for f32 a range that [`f32_range_holds`], so
+// the rule's float-to-int conversion always sees an estimate in `[0, bins · (1 + 2^-22)]`. The
 // shared-memory kernels keep `bins` counters in the dynamic shared memory that `shaped` sizes,
 // and the vec4 ones load quads of values, checked 16-byte aligned. A grid-stride loop is correct
 // on any grid. The parameters are `values: &[u32], bins: u32, counts: *mut u32`, or
-// `values: &[f32], min: f32, max: f32, bins: u32, counts: *mut u32`.
+// `values: &[f32], lo: f64, hi: f64, bins: u32, counts: *mut u32`.
 unsafe impl KernelArgs for HistogramArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let input = match self.values {
@@ -210,9 +226,8 @@ unsafe impl KernelArgs for HistogramArgs<'_> {
         match self.values {
             Values::U32(values) => self.check_values(kernel, method, values)?,
             Values::F32 { values, min, max } => {
-                let per_unit = self.bins as f32 / (max - min);
-                if !(min.is_finite() && max.is_finite() && min < max && per_unit.is_finite()) {
-                    return Err(refuse(kernel, format!("[{min}, {max}) cannot hold {} bins", self.bins)));
+                if !f32_range_holds(min, max, self.bins) || self.bins > MAX_BINS {
+                    return Err(refuse(kernel, format!("[{min}, {max}] cannot hold {} bins", self.bins)));
                 }
                 self.check_values(kernel, method, values)?
             }
@@ -343,6 +358,7 @@ impl Kernel for Histogram {
                 "--n 100003 --bins 1".into(),
                 "--n 300007 --bins 12000".into(),
                 "--n 300007 --bins 20000".into(),
+                "--n 1000003 --bins 20000 --data normal".into(),
             ],
             _ => one_per_element_sizes(purpose),
         };
@@ -369,7 +385,8 @@ impl Kernel for Histogram {
             }
             (None, Input::F32, Data::Uniform) => {
                 let margin = (options.max - options.min) / 16.0;
-                random_in(n, seed, options.min - margin, options.max + margin).into_iter().map(f32::to_bits).collect()
+                let (low, high) = ((options.min - margin) as f32, (options.max + margin) as f32);
+                random_in(n, seed, low, high).into_iter().map(f32::to_bits).collect()
             }
             (None, Input::F32, Data::Normal) => random_normal(n, seed).into_iter().map(f32::to_bits).collect(),
         };
@@ -383,7 +400,7 @@ impl Workload for Histogram {
     fn shape(&self) -> String {
         let range = match self.binning.input {
             Input::U32 => String::new(),
-            Input::F32 => format!(" [{}, {})", self.binning.range.0, self.binning.range.1),
+            Input::F32 => format!(" [{}, {}]", self.binning.range.0, self.binning.range.1),
         };
         format!(
             "n={} bins={}{} grid={}x{}",
@@ -458,6 +475,7 @@ impl Workload for Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::random_normal;
 
     fn bin_f32(value: f32) -> Option<u32> {
         F32Bins::new(-4.0, 4.0, 256).bin(value)
@@ -469,12 +487,81 @@ mod tests {
         assert_eq!(bin_f32(0.0), Some(128));
         assert_eq!(bin_f32(-3.97), Some(0), "(−3.97+4)·32 = 0.96");
         assert_eq!(bin_f32(3.99), Some(255));
-        assert_eq!(bin_f32(4.0), None, "the range is half-open");
+        assert_eq!(bin_f32(4.0), Some(255), "NumPy's last bin holds its upper edge");
+        assert_eq!(bin_f32(f32::from_bits(4.0f32.to_bits() + 1)), None);
+        assert_eq!(bin_f32(f32::from_bits((-4.0f32).to_bits() + 1)), None, "just below -4");
         assert_eq!(bin_f32(f32::NAN), None);
         assert_eq!(bin_f32(f32::NEG_INFINITY), None);
         assert_eq!(bin_f32(f32::INFINITY), None);
-        // The largest float below max must not round up into one bin too many.
         assert_eq!(bin_f32(f32::from_bits(4.0f32.to_bits() - 1)), Some(255));
+    }
+
+    /// NumPy's bins, from its edges: `np.linspace(lo, hi, bins + 1)` in f64 (`b · step + lo`,
+    /// the last edge `hi`) rounded to f32, each value in the last bin whose edge is at or
+    /// below it, `hi` itself in the last bin.
+    fn numpy_bins(values: &[f32], lo: f64, hi: f64, bins: u32) -> Vec<u32> {
+        let step = (hi - lo) / bins as f64;
+        let edges: Vec<f32> =
+            (0..=bins).map(|b| if b == bins { hi as f32 } else { (b as f64 * step + lo) as f32 }).collect();
+        let mut counts = vec![0u32; bins as usize];
+        for &v in values {
+            if v >= edges[0] && v <= edges[bins as usize] {
+                let b = edges.partition_point(|&e| e <= v) - 1;
+                counts[b.min(bins as usize - 1)] += 1;
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn f32_bins_equal_numpys_on_normal_values() {
+        // The case: 3,000,000 normal values over [-4, 4]; an f32 index alone put 2262 of
+        // them one bin off NumPy's at 20000 bins and 22 at 150.
+        let values = random_normal(3_000_000, 11);
+        for bins in [150, 256, 20000] {
+            let rule = F32Bins::new(-4.0, 4.0, bins);
+            assert_eq!(
+                cpu_reference(values.iter().copied(), rule),
+                numpy_bins(&values, -4.0, 4.0, bins),
+                "{bins} bins"
+            );
+        }
+    }
+
+    #[test]
+    fn f32_bins_equal_numpys_at_every_edge() {
+        // Each edge, its f32 neighbours, and the midpoints, for ranges whose bounds are not
+        // f32 numbers (0.7 rounds down, 0.1 up), far from zero, and with bins narrower than
+        // an ulp of their edges.
+        for (lo, hi, bins) in [
+            (-4.0, 4.0, 20000),
+            (0.7, 1.0, 3),
+            (-0.1, 0.1, 7),
+            (1000.0, 1001.0, 12345),
+            (1e-3, 2e-3, 999),
+            (-3e4, 5e4, 65535),
+        ] {
+            let rule = F32Bins::new(lo, hi, bins);
+            let mut values = Vec::new();
+            for b in 0..=bins {
+                let edge = rule.edge(b);
+                values.extend([edge, f32::from_bits(edge.to_bits() - 1), f32::from_bits(edge.to_bits() + 1)]);
+                values.push((lo + (b as f64 + 0.5) * (hi - lo) / bins as f64) as f32);
+            }
+            let what = format!("[{lo}, {hi}] in {bins} bins");
+            assert_eq!(cpu_reference(values.iter().copied(), rule), numpy_bins(&values, lo, hi, bins), "{what}");
+        }
+    }
+
+    #[test]
+    fn ranges_that_cannot_hold_the_bins_are_refused() {
+        assert!(f32_range_holds(-4.0, 4.0, 256));
+        assert!(!f32_range_holds(1.0, 1.0 + 1e-12, 4), "one f32 number");
+        assert!(!f32_range_holds(4.0, -4.0, 4));
+        assert!(!f32_range_holds(f64::NEG_INFINITY, 0.0, 4));
+        let binning = Binning { input: Input::F32, bins: 4, range: (1.0, 1.0 + 1e-12) };
+        let message = binning.validate().unwrap_err().to_string();
+        assert!(message.contains("the f32 range [1, 1.000000000001] cannot hold 4 bins"), "{message}");
     }
 
     #[test]
@@ -483,8 +570,8 @@ mod tests {
         assert_eq!((bins[0], bins[5], bins[255]), (1, 2, 1));
         assert_eq!(bins.iter().sum::<u32>(), 4, "256 and 1000 are out of range");
         let bins = cpu_reference([-4.0f32, -3.99, 3.99, 4.0, f32::NAN], F32Bins::new(-4.0, 4.0, 256));
-        assert_eq!((bins[0], bins[255], bins.iter().sum::<u32>()), (2, 1, 3));
-        // The tutorial's 150 bins over [-4, 4): 0 is in bin 75, -4 in bin 0, 3.99 in bin 149.
+        assert_eq!((bins[0], bins[255], bins.iter().sum::<u32>()), (2, 2, 4));
+        // The tutorial's 150 bins over [-4, 4]: 0 is in bin 75, -4 in bin 0, 3.99 in bin 149.
         let bins = cpu_reference([0.0f32, -4.0, 3.99], F32Bins::new(-4.0, 4.0, 150));
         assert_eq!((bins.len(), bins[75], bins[0], bins[149]), (150, 1, 1, 1));
     }
