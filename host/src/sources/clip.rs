@@ -4,6 +4,7 @@
 
 use super::stats;
 use crate::gpu::{GpuError, GpuResult};
+use interface::window::Window;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -19,43 +20,69 @@ pub struct Background {
     pub kept: usize,
 }
 
-/// Clips `values` (no NaN among them, at least one) at `kappa` (positive) until nothing more
-/// is clipped. That ends: each round but the last removes a pixel. Noise settles in a few
-/// rounds; heavy tails or a small κ take tens to a hundred or more, each on fewer pixels than
-/// the one before. The bounds and comparisons are in f64: the lesson's NumPy code run on the
-/// image as f64 clips exactly these pixels (on f32 data NumPy rounds the bounds to f32).
-pub fn kappa_sigma(values: Vec<f32>, kappa: f64) -> GpuResult<Background> {
-    let mut kept = values;
+/// What a round asks of the pixels inside a window: the CPU's values in memory, or the image on
+/// the GPU (`super::gpu`). Windows only ever narrow, so each is inside the one before.
+pub trait Pixels {
+    /// How many pixels lie inside `window`, and their standard deviation (ddof 0; `None` when
+    /// there are none).
+    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)>;
+    /// `np.median` of the pixels inside `window`, which holds some: the window of the last
+    /// call to `moments`.
+    fn median(&mut self, window: Window) -> GpuResult<f64>;
+}
+
+/// Clips the pixels at `kappa` (positive) until nothing more is clipped. That ends: each round
+/// but the last removes a pixel. Noise settles in a few rounds; heavy tails or a small κ take
+/// tens to a hundred or more. A pixel is kept while it lies strictly inside every round's
+/// median ± κσ, that is inside their intersection: one window, its bounds and comparisons in
+/// f64 ([`Window`]). The lesson's NumPy code run on the image as f64 clips exactly these
+/// pixels (on f32 data NumPy rounds the bounds to f32).
+pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background> {
+    let mut window = Window::FINITE;
+    let (mut count, mut sigma) = pixels.moments(window)?;
     let mut round = 0;
     loop {
         round += 1;
-        let count = kept.len();
-        // Only the first round can find no pixels: a round that would leave none fails below.
-        let (Some(median), Some(sigma)) = (stats::median(&mut kept), stats::std(&kept)) else {
+        let Some(sd) = sigma else {
             return Err(GpuError::InvalidInput("κσ clipping needs at least one pixel".into()));
         };
-        let (low, high) = (median - kappa * sigma, median + kappa * sigma);
+        let median = pixels.median(window)?;
         // Strictly inside, as the lesson's `>` and `<`: a pixel on a bound is clipped.
-        let inside: Vec<f32> =
-            kept.par_iter().copied().filter(|&v| low < f64::from(v) && f64::from(v) < high).collect();
-        if inside.len() == count {
-            return Ok(Background { median, sigma, rounds: round, kept: count });
+        let next = Window::new(window.low.max(median - kappa * sd), window.high.min(median + kappa * sd));
+        let (inside, next_sigma) = pixels.moments(next)?;
+        if inside == count {
+            return Ok(Background { median, sigma: sd, rounds: round, kept: count });
         }
-        if inside.is_empty() {
-            let why = if sigma == 0.0 {
+        if inside == 0 {
+            let why = if sd == 0.0 {
                 format!(
                     "all {} pixels left are {}, so σ is 0 and no pixel lies strictly inside median ± κσ",
                     count, median
                 )
             } else {
-                format!(
-                    "no pixel lies strictly inside median {} ± {}·σ {}; a larger --kappa keeps some",
-                    median, kappa, sigma
-                )
+                format!("no pixel lies strictly inside median {} ± {}·σ {}; a larger --kappa keeps some", median, kappa, sd)
             };
             return Err(GpuError::InvalidInput(format!("κσ clipping removed every pixel in round {}: {}", round, why)));
         }
-        kept = inside;
+        (window, count, sigma) = (next, inside, next_sigma);
+    }
+}
+
+/// The pixels on the CPU, as the lesson keeps them: each round compacts the values to those
+/// inside the window.
+pub struct Values(pub Vec<f32>);
+
+impl Pixels for Values {
+    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)> {
+        // The window narrows, so keeping its values loses nothing a later round needs.
+        if self.0.par_iter().any(|&v| !window.contains(v)) {
+            self.0 = self.0.par_iter().copied().filter(|&v| window.contains(v)).collect();
+        }
+        Ok((self.0.len(), stats::std(&self.0)))
+    }
+
+    fn median(&mut self, _window: Window) -> GpuResult<f64> {
+        stats::median(&mut self.0).ok_or_else(|| GpuError::InvalidInput("the median of no pixels".into()))
     }
 }
 
@@ -73,12 +100,12 @@ mod tests {
         //   σ = 4.39; 12 lies past 0.5 + 8.77 and is clipped.
         // Round 3: -3..=3, median 0, σ² = 28/7 = 4: nothing lies outside ±4. Three rounds.
         let values = vec![-3.0, 100.0, -2.0, -1.0, 12.0, 0.0, 1.0, 2.0, 3.0];
-        let background = kappa_sigma(values, 2.0).unwrap();
+        let background = kappa_sigma(&mut Values(values), 2.0).unwrap();
         assert_eq!(background, Background { median: 0.0, sigma: 2.0, rounds: 3, kept: 7 });
 
         // With κ 3, 12 survives round 2 (it lies inside 0.5 ± 13.2): two rounds.
         let values = vec![-3.0, 100.0, -2.0, -1.0, 12.0, 0.0, 1.0, 2.0, 3.0];
-        let background = kappa_sigma(values, 3.0).unwrap();
+        let background = kappa_sigma(&mut Values(values), 3.0).unwrap();
         assert_eq!((background.median, background.sigma), (0.5, 19.25f64.sqrt()));
         assert_eq!((background.rounds, background.kept), (2, 8));
     }
@@ -90,17 +117,17 @@ mod tests {
         // and ±1 lie inside ±1.26.
         let mut values = vec![-2.0, -1.0, -1.0, 1.0, 1.0, 2.0];
         values.extend([0.0; 6]);
-        let background = kappa_sigma(values, 2.0).unwrap();
+        let background = kappa_sigma(&mut Values(values), 2.0).unwrap();
         assert_eq!(background, Background { median: 0.0, sigma: 0.4f64.sqrt(), rounds: 2, kept: 10 });
     }
 
     #[test]
     fn clipping_every_pixel_is_an_error() {
-        let flat = error_of(kappa_sigma(vec![0.25; 10], 3.0));
+        let flat = error_of(kappa_sigma(&mut Values(vec![0.25; 10]), 3.0));
         assert!(flat.contains("removed every pixel in round 1: all 10 pixels left are 0.25, so σ is 0"), "{}", flat);
         // -1 and 1: median 0, σ 1; at κ 1 the bounds are the values themselves.
-        let tight = error_of(kappa_sigma(vec![-1.0, 1.0], 1.0));
+        let tight = error_of(kappa_sigma(&mut Values(vec![-1.0, 1.0]), 1.0));
         assert!(tight.contains("no pixel lies strictly inside median 0 ± 1·σ 1"), "{}", tight);
-        assert!(error_of(kappa_sigma(vec![], 3.0)).contains("needs at least one pixel"));
+        assert!(error_of(kappa_sigma(&mut Values(vec![]), 3.0)).contains("needs at least one pixel"));
     }
 }

@@ -134,7 +134,7 @@ pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
         format!("all {} pixels are NaN (blanked): there is no background to measure", pixels.len())
     })?;
 
-    let (background, ms) = timed(|| clip::kappa_sigma(values, settings.kappa));
+    let (background, ms) = timed(|| clip::kappa_sigma(&mut clip::Values(values), settings.kappa));
     let background = background?;
     stage("κσ clipping", ms);
 
