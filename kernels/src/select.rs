@@ -6,17 +6,25 @@
 //! value is then the k-th smallest key, and a key is found a digit at a time from the top:
 //! the bits 31..21, then 20..10, then 9..0.
 //!
-//! **A pass** (`select_count_vec4`) is a histogram, the histogram family's shared-memory kernel: each
-//! block counts into its own bins in shared memory, then adds its non-zero bins to the global
-//! ones. It counts only the values inside the window whose key starts with the prefix found so
-//! far, each in the bucket of its next digit:
+//! **A pass** (`select_count_vec4`) is a histogram, the histogram family's shared-memory
+//! kernel: each block counts into its own bins in shared memory, then adds its non-zero bins
+//! to the global ones. It counts only the values inside the window whose key starts with the
+//! prefix found so far, each in the bucket of its next digit:
 //!
 //! ```text
-//!   keys      0x3f80_1234  0x3f81_0000  0xbf7f_ffff  0x3f80_0f00   (prefix 0x3f8, pass 2 of 3)
-//!   digit      .....00 4 8  .....01 0 0  (other prefix) .....00 3 c
-//!                 │                                        │
-//!   bins      ... [0x048]+1 ... [0x100]+1 ...   (skipped)  [0x03c]+1   block-private, shared
-//!                 └───────────── merged: one global atomic per non-zero bin and block ─┘
+//!   pass 1: the prefix is 0x1fc (the key's top 11 bits, key >> 21), the digit is bits 20..10
+//!
+//!   key        0x3f80_1234   0x3f81_0000   0xbf7f_ffff   0x3f80_0f00    (grid-stride quads)
+//!   prefix?    yes           yes           no            yes
+//!   digit      0x004         0x040         -             0x003
+//!                │             │                         │
+//!   shared     bins[0x004]+1 bins[0x040]+1               bins[0x003]+1   (the block's copy)
+//!                └─────────────┴──── barrier, then one global atomic ────┘
+//!                                    per non-zero bin and block
+//!
+//!   find:  bucket    0x000 0x001 0x002 0x003 0x004 ...
+//!          count       0     0     0     5     9   ...   rank 7: 5 below bucket 0x004, 5 <= 7 < 14
+//!          -> prefix 0x1fc << 11 | 0x004 (22 bits), rank 2 inside it, for pass 2
 //! ```
 //!
 //! **Between passes** (`select_find`, one block): a prefix sum over the buckets finds the one
