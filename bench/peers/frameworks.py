@@ -13,6 +13,7 @@ FLUSH_BYTES = 256 << 20
 N_ADD = 1 << 28
 SIDE = 8192
 N_CONV1D = 1 << 26
+N_MEDIAN = 1 << 22
 F32_EPS = 2.0**-23
 
 
@@ -153,6 +154,17 @@ def cupy_peers(peers, shared):
     peers["conv1d_7_f32"] = entry(
         "cupyx.scipy.ndimage.correlate1d", {"n": N_CONV1D}, stats, "GBps", 2 * 4 * N_CONV1D
     )
+
+    # The median of 2^22 values (host select's default size), as the lesson's clipping takes it.
+    import numpy as np
+
+    values = uniform(N_MEDIAN)
+    result = {}
+    stats = run(lambda: result.__setitem__("median", cp.median(values)))
+    # CuPy averages the two middle values in f32; NumPy's median of the same values in f64.
+    got, want = float(result["median"]), float(np.median(cp.asnumpy(values).astype(np.float64)))
+    expect(abs(got - want) <= F32_EPS * abs(want), f"cupy.median gave {got}, want {want}")
+    peers["median_f32_4194304_cupy"] = entry("cupy.median", {"n": N_MEDIAN}, stats, "GBps", 4 * N_MEDIAN)
 
 
 def main():

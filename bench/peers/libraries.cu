@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cub/device/device_histogram.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -205,6 +206,35 @@ std::string histogram_peer(Timer& t, Level lower, Level upper, Sample* samples, 
     return entry("CUB DeviceHistogram::HistogramEven", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
 }
 
+// The two middle keys of the sorted values, averaged in f64: np.median's pick after the sort.
+__global__ void middle(const float* sorted, size_t n, double* median) {
+    *median = n % 2 ? (double)sorted[n / 2] : 0.5 * ((double)sorted[n / 2 - 1] + (double)sorted[n / 2]);
+}
+
+// A median by sorting, as a user without a selection kernel gets one: CUB's radix sort of the
+// 2^22 f32 keys (host/src/ops/select.rs's default size; uniform in [-1, 1)), then the middle.
+std::string median_peer(Timer& t) {
+    size_t n = 1u << 22;
+    Device<float> keys(n), sorted(n);
+    Device<double> median(1);
+    fill(t, keys.ptr, n, 6, -1.0f, 1.0f);
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys.ptr, sorted.ptr, (int)n, 0, 32, t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));  // allocated once, outside timing
+    Stats s = t.time([&] {
+        CUDA(cub::DeviceRadixSort::SortKeys(temp.ptr, temp_bytes, keys.ptr, sorted.ptr, (int)n, 0, 32, t.stream));
+        middle<<<1, 1, 0, t.stream>>>(sorted.ptr, n, median.ptr);
+    });
+    CUDA(cudaStreamSynchronize(t.stream));
+    std::vector<float> values = keys.download();
+    std::nth_element(values.begin(), values.begin() + n / 2, values.end());
+    float upper = values[n / 2];
+    float lower = *std::max_element(values.begin(), values.begin() + n / 2);
+    double want = 0.5 * ((double)lower + (double)upper), got = median.download()[0];
+    if (got != want) throw Failure("CUB radix sort median: " + num(got) + ", want " + num(want));
+    return entry("CUB DeviceRadixSort::SortKeys + middle", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
+}
+
 }  // namespace
 
 int main() {
@@ -252,6 +282,8 @@ int main() {
             fill(t, values.ptr, n, 5, -4.5f, 4.5f);
             peers.emplace_back(step, histogram_peer<float, float>(t, -4.0f, 4.0f, values.ptr, n));
         }
+        step = "median_f32_4194304";
+        peers.emplace_back(step, median_peer(t));
         cublasDestroy(h);
 
         std::ostringstream out;

@@ -835,6 +835,99 @@ struct Runner {
         }
     }
 
+    // Radix select's median of 2^22 values (host/src/ops/select.rs): each pass's count and find
+    // on its own, the state and histogram each one starts from prepared here from the sorted keys.
+    void select() {
+        const size_t n = 1u << 22;
+        auto vh = random_f32(n, 19);
+        auto values = upload(vh);
+        auto histogram = device(4 * SELECT_HISTOGRAM_LEN), state = device(4 * SELECT_STATE_WORDS);
+        const unsigned bits[3] = {SELECT_HIGH_BITS, SELECT_MIDDLE_BITS, SELECT_LOW_BITS};
+        auto shift = [&](int pass) {
+            unsigned s = 32;
+            for (int p = 0; p <= pass; ++p) s -= bits[p];
+            return s;
+        };
+        auto mask = [&](int pass) { return pass == 0 ? 0u : ~((1u << (shift(pass) + bits[pass])) - 1); };
+        // The keys, sorted: the median's ranks give every pass's prefixes and ranks.
+        std::vector<unsigned> keys(vh.size());
+        for (size_t i = 0; i < vh.size(); ++i) {
+            unsigned b;
+            std::memcpy(&b, &vh[i], 4);
+            keys[i] = b ^ ((unsigned)((int)b >> 31) | 0x80000000u);
+        }
+        std::sort(keys.begin(), keys.end());
+        const unsigned ranks[2] = {(unsigned)((n - 1) / 2), (unsigned)(n / 2)};
+        // The state before each pass (index 3: after the last) and each pass's histogram.
+        std::vector<std::vector<unsigned>> states(4, std::vector<unsigned>(SELECT_STATE_WORDS, 0));
+        std::vector<std::vector<unsigned>> hists(3, std::vector<unsigned>(SELECT_HISTOGRAM_LEN, 0));
+        for (int pass = 0; pass < 3 && !keys.empty(); ++pass) {
+            std::vector<unsigned>& st = states[pass + 1];
+            st[SELECT_STATE_COUNT] = (unsigned)n;
+            unsigned m = mask(pass), next = pass == 2 ? ~0u : mask(pass + 1);
+            unsigned prefix[2], found[2];
+            for (int s = 0; s < 2; ++s) {
+                prefix[s] = keys[ranks[s]] & m;
+                found[s] = keys[ranks[s]] & next;
+                size_t below = std::lower_bound(keys.begin(), keys.end(), found[s]) - keys.begin();
+                st[SELECT_STATE_PREFIX + s] = found[s];
+                st[SELECT_STATE_RANK + s] = ranks[s] - (unsigned)below;
+            }
+            bool split = prefix[0] != prefix[1];
+            unsigned digit = (1u << bits[pass]) - 1;
+            for (unsigned k : keys) {
+                unsigned top = k & m, d = (k >> shift(pass)) & digit;
+                if (top == prefix[0]) ++hists[pass][d];
+                else if (split && top == prefix[1]) ++hists[pass][SELECT_RADIX + d];
+            }
+        }
+        const double lo = -INFINITY, hi = INFINITY;
+        unsigned grid = std::min<unsigned>(blocks(n / 4, SELECT_COUNT_BLOCK), SELECT_COUNT_BLOCKS_PER_SM * sms);
+        auto expect_words = [](std::vector<unsigned> want, size_t words, const char* what) {
+            return [want, words, what](const std::vector<unsigned char>& out) -> std::string {
+                for (size_t i = 0; i < words; ++i) {
+                    unsigned v;
+                    std::memcpy(&v, out.data() + 4 * i, 4);
+                    if (v != want[i])
+                        return std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(v) + ", want " +
+                               std::to_string(want[i]);
+                }
+                return "";
+            };
+        };
+        for (unsigned pass = 0; pass < 3; ++pass) {
+            Case c;
+            c.kernel = "select_count_vec4", c.size = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
+            c.unit = "GB/s", c.work = 4.0 * n;
+            c.shape = {grid, 1, SELECT_COUNT_BLOCK, 1, 0};
+            c.args.slice(values, n).add(lo).add(hi).add(pass).ptr(state).ptr(histogram);
+            c.out = histogram, c.compare = Compare::Exact;
+            std::vector<unsigned> before = states[pass];
+            c.setup = [state, before] {
+                CK(cuMemcpyHtoD(state->ptr, before.data(), 4 * before.size()));
+            };
+            c.reset = [histogram](CUstream s) { CK(cuMemsetD32Async(histogram->ptr, 0, SELECT_HISTOGRAM_LEN, s)); };
+            c.reference = expect_words(hists[pass], SELECT_HISTOGRAM_LEN, "bin");
+            run(c);
+        }
+        for (unsigned pass = 0; pass < 3; ++pass) {
+            Case c;
+            c.kernel = "select_find", c.size = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
+            c.unit = "GB/s", c.work = 4.0 * SELECT_HISTOGRAM_LEN;
+            c.shape = {1, 1, SELECT_FIND_BLOCK, 1, 0};
+            c.args.ptr(histogram).add(pass).add(0u).add((unsigned)SELECT_FIND_MEDIAN).ptr(state);
+            c.out = state, c.compare = Compare::Exact;
+            // The find zeroes the histogram and rewrites the state: both restored before each launch.
+            std::vector<unsigned> hist = hists[pass], before = states[pass];
+            c.reset = [histogram, state, hist, before](CUstream s) {
+                CK(cuMemcpyHtoDAsync(histogram->ptr, hist.data(), 4 * hist.size(), s));
+                CK(cuMemcpyHtoDAsync(state->ptr, before.data(), 4 * before.size(), s));
+            };
+            c.reference = expect_words(states[pass + 1], SELECT_STATE_WORDS, "state");
+            run(c);
+        }
+    }
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -952,7 +1045,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
-            run.conv1d();
+            run.conv1d(), run.select();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1009,6 +1102,7 @@ int main(int argc, char** argv) {
         run.matmul();
         run.conv2d();
         run.conv1d();
+        run.select();
     } catch (const std::exception& e) {
         error = e.what();
         std::fprintf(stderr, "runner: %s: %s\n", run.current.c_str(), e.what());

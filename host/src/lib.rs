@@ -30,6 +30,7 @@ pub mod ops {
     pub mod histogram;
     pub mod matmul;
     pub mod saxpy;
+    pub mod select;
     pub mod transpose;
     pub mod vector_add;
 }

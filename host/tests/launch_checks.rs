@@ -17,9 +17,12 @@ use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::matmul::SgemmArgs;
 use host::ops::saxpy::SaxpyArgs;
+use host::ops::select::{SelectCountArgs, SelectFindArgs};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
 use host::registry::FAMILIES;
+use interface::select::{HISTOGRAM_LEN, PASSES, STATE_WORDS};
+use interface::window::Window;
 use std::collections::BTreeSet;
 
 /// Where the slices of a case come from: made up (no GPU) or allocated on the GPU.
@@ -203,6 +206,39 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
                 refused.push(("input misaligned".into(), with(shifted(input), output, 3)));
             }
             with(input, output, 3)
+        }
+        "select" if kernel == "select_find" => {
+            let (histogram, state) = (memory.u32s(HISTOGRAM_LEN), memory.u32s(STATE_WORDS));
+            let with = |histogram, state, pass| -> Args {
+                Box::new(SelectFindArgs { histogram, pass, rank: 0, median: true, state })
+            };
+            refused.push(("histogram short".into(), with(memory.u32s(HISTOGRAM_LEN - 1), state, 0)));
+            refused.push(("state short".into(), with(histogram, memory.u32s(STATE_WORDS - 1), 0)));
+            refused.push(("state inside the histogram".into(), with(histogram, histogram, 0)));
+            refused.push(("a pass past the last".into(), with(histogram, state, PASSES as u32)));
+            with(histogram, state, 2)
+        }
+        "select" => {
+            let n = 1001;
+            let (values, histogram, state) = (memory.f32s(n), memory.u32s(HISTOGRAM_LEN), memory.u32s(STATE_WORDS));
+            let window = Window::FINITE;
+            let with = |values, state, histogram, pass, grid| -> Args {
+                Box::new(SelectCountArgs { values, window, pass, state, histogram, grid })
+            };
+            refused.push(("histogram short".into(), with(values, state, memory.u32s(HISTOGRAM_LEN - 1), 0, 4)));
+            refused.push(("state short".into(), with(values, memory.u32s(STATE_WORDS - 1), histogram, 0, 4)));
+            refused.push(("histogram over the state".into(), with(values, histogram, histogram, 1, 4)));
+            let overlapping: &'static DeviceSlice<u32> = Box::leak(Box::new(
+                // SAFETY: a view of the values' own addresses, only measured by the checks.
+                unsafe {
+                    DeviceSlice::from_raw_parts(DevicePointer::from_raw(values.as_device_ptr().as_raw()), HISTOGRAM_LEN)
+                },
+            ));
+            refused.push(("histogram over the values".into(), with(values, state, overlapping, 0, 4)));
+            refused.push(("a pass past the last".into(), with(values, state, histogram, PASSES as u32, 4)));
+            refused.push(("no blocks".into(), with(values, state, histogram, 0, 0)));
+            refused.push(("values misaligned".into(), with(shifted(values), state, histogram, 0, 4)));
+            with(values, state, histogram, 1, 4)
         }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };

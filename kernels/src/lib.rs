@@ -28,6 +28,7 @@ pub mod counter;
 pub mod histogram;
 pub mod matmul;
 pub mod saxpy;
+pub mod select;
 pub mod transpose;
 pub mod vector_add;
 

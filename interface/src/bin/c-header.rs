@@ -8,7 +8,7 @@
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
 use interface::matmul::TILE_CONFIGS;
-use interface::{conv, histogram, matmul, transpose, vector, DEFAULT_BLOCK};
+use interface::{conv, histogram, matmul, select, transpose, vector, DEFAULT_BLOCK};
 
 /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
 /// as the literals they replace did), strings quoted.
@@ -59,6 +59,11 @@ fn sections() -> Vec<Section> {
         section!(transpose: TILE, BLOCK_ROWS, WIDE_TILE, WIDE_BLOCK_ROWS),
         section!(histogram: DEFAULT_BINS),
         section!(conv: MAX_RADIUS, MAX_TAPS, FILTER_SYMBOL, NAIVE_BLOCK, TILE, BLOCK_ROWS, CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN),
+        section!(select:
+            PASSES, HIGH_BITS, MIDDLE_BITS, LOW_BITS, RADIX, SLOTS, HISTOGRAM_LEN, COUNT_BLOCK, COUNT_BLOCKS_PER_SM,
+            FIND_BLOCK, FIND_BUCKETS, STATE_WORDS, STATE_COUNT, STATE_EMPTY, STATE_RANK, STATE_PREFIX, FIND_MEDIAN,
+            FIND_RANK,
+        ),
         section!(matmul:
             NAIVE_BLOCK, SMALL_TILE, LARGE_TILE, SMALL_TILE_SHARED_BYTES, LARGE_TILE_SHARED_BYTES,
             BM, BN, BK, TM, TN, BLOCKED_THREADS, BLOCKED_SHARED_BYTES,

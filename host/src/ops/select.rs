@@ -1,0 +1,495 @@
+//! Host side of `kernels::select`: the exact k-th smallest f32 inside a window, and the median
+//! as `np.median` defines it, by radix select ([`Selector`], which the source finder calls),
+//! checked against the CPU: `select_nth_unstable_by(total_cmp)` for the k-th value and
+//! `sources::stats::median` for the median, over the values the window holds.
+
+use crate::check::Check;
+use crate::data::{random_in, random_normal};
+use crate::gpu::{
+    refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu, GpuResult,
+    KernelArgs, LaunchConfig, Params,
+};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use crate::sources::stats;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use interface::select::{
+    value, COUNT_BLOCK, COUNT_BLOCKS_PER_SM, FIND_BLOCK, FIND_MEDIAN, FIND_RANK, HISTOGRAM_LEN, PASSES, STATE_COUNT,
+    STATE_EMPTY, STATE_PREFIX, STATE_WORDS,
+};
+use interface::window::Window;
+
+const COUNT_KERNEL: &str = "select_count_vec4";
+const FIND_KERNEL: &str = "select_find";
+
+/// The radio noise of the source-finding lesson: σ in Jy/beam.
+const NOISE_SIGMA: f32 = 0.0133;
+
+/// How the random values are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Data {
+    /// Uniform in [-1, 1).
+    Uniform,
+    /// Standard normal.
+    Normal,
+    /// Normal with σ = 0.0133, like a radio image's noise: a few top digits hold them all.
+    Noise,
+    /// Sixteen distinct values, each about n/16 times.
+    Repeated,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Values.
+    #[arg(long, default_value_t = 1 << 22)]
+    pub n: usize,
+    /// The 0-based rank of the value to find among those in the window; the median when omitted.
+    #[arg(long)]
+    pub k: Option<u64>,
+    /// How the values are drawn.
+    #[arg(long, value_enum, default_value_t = Data::Uniform)]
+    pub data: Data,
+    /// The fraction of the values made NaN (blanked pixels); two more become ±infinity.
+    #[arg(long, default_value_t = 0.0)]
+    pub nan: f64,
+    /// The window's lower bound (exclusive); none when omitted.
+    #[arg(long, allow_negative_numbers = true)]
+    pub low: Option<f64>,
+    /// The window's upper bound (exclusive); none when omitted.
+    #[arg(long, allow_negative_numbers = true)]
+    pub high: Option<f64>,
+}
+
+/// The arguments of `select_count_vec4`: pass `pass` over `values` (those inside `window`),
+/// the earlier passes' prefixes in `state`, counted into `histogram` by `grid` blocks.
+pub struct SelectCountArgs<'a> {
+    pub values: &'a DeviceSlice<f32>,
+    pub window: Window,
+    pub pass: u32,
+    pub state: &'a DeviceSlice<u32>,
+    pub histogram: &'a DeviceSlice<u32>,
+    pub grid: u32,
+}
+
+// SAFETY: the kernel reads all of `values` (16-byte aligned, checked, for its quads), the
+// state's first STATE_WORDS words and adds to the histogram's first HISTOGRAM_LEN counters, all
+// checked to exist, the histogram overlapping neither. Its buckets stay below HISTOGRAM_LEN by
+// construction (a slot's offset plus a masked digit). Fewer than 2^32 values keep every count
+// inside a u32. The block is COUNT_BLOCK threads (whole warps, which its loop needs) on any
+// one-dimensional grid of at least one block. Parameters: `values: &[f32], low: f64, high:
+// f64, pass: u32, state: *const u32, histogram: *mut u32`.
+unsafe impl KernelArgs for SelectCountArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[COUNT_KERNEL], "select count")?;
+        check_pass(kernel, self.pass)?;
+        if u32::try_from(self.values.len()).is_err() {
+            return Err(refuse(kernel, format!("{} values: the counts hold fewer than 2^32", self.values.len())));
+        }
+        require_aligned(kernel, "the values", self.values, 16)?;
+        require_len(kernel, "the state", self.state, STATE_WORDS)?;
+        require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
+        require_disjoint(
+            kernel,
+            ("the histogram", self.histogram, HISTOGRAM_LEN),
+            ("the values", self.values, self.values.len()),
+        )?;
+        require_disjoint(
+            kernel,
+            ("the histogram", self.histogram, HISTOGRAM_LEN),
+            ("the state", self.state, STATE_WORDS),
+        )?;
+        if self.grid == 0 {
+            return Err(refuse(kernel, "a grid needs at least one block"));
+        }
+        Ok(count_config(self.grid))
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new()
+            .slice(self.values)
+            .value(self.window.low)
+            .value(self.window.high)
+            .value(self.pass)
+            .pointer(self.state)
+            .pointer(self.histogram)
+    }
+}
+
+/// The arguments of `select_find` after pass `pass`: the bucket of each slot's rank in
+/// `histogram`, into `state`. The first pass's find sets the ranks: the two middle ones of
+/// the count when `median`, else `rank` in both slots.
+pub struct SelectFindArgs<'a> {
+    pub histogram: &'a DeviceSlice<u32>,
+    pub pass: u32,
+    pub rank: u32,
+    pub median: bool,
+    pub state: &'a DeviceSlice<u32>,
+}
+
+// SAFETY: the kernel reads and zeroes the histogram's first HISTOGRAM_LEN counters and reads
+// and writes the state's first STATE_WORDS words, checked to exist and not to overlap. Its one
+// block is FIND_BLOCK threads, whose scan assumes exactly that many. Parameters: `histogram:
+// *mut u32, pass: u32, rank: u32, median: u32, state: *mut u32`.
+unsafe impl KernelArgs for SelectFindArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[FIND_KERNEL], "select find")?;
+        check_pass(kernel, self.pass)?;
+        require_len(kernel, "the state", self.state, STATE_WORDS)?;
+        require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
+        require_disjoint(
+            kernel,
+            ("the state", self.state, STATE_WORDS),
+            ("the histogram", self.histogram, HISTOGRAM_LEN),
+        )?;
+        Ok(find_config())
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        let median = if self.median { FIND_MEDIAN } else { FIND_RANK };
+        Params::new().pointer(self.histogram).value(self.pass).value(self.rank).value(median).pointer(self.state)
+    }
+}
+
+fn check_pass(kernel: &str, pass: u32) -> GpuResult<()> {
+    if (pass as usize) < PASSES {
+        Ok(())
+    } else {
+        Err(refuse(kernel, format!("pass {pass} of {PASSES}")))
+    }
+}
+
+fn count_config(grid: u32) -> LaunchConfig {
+    LaunchConfig { grid: (grid, 1, 1), block: (COUNT_BLOCK as u32, 1, 1), shared_bytes: 0 }
+}
+
+fn find_config() -> LaunchConfig {
+    LaunchConfig { grid: (1, 1, 1), block: (FIND_BLOCK as u32, 1, 1), shared_bytes: 0 }
+}
+
+/// `select_count_vec4`'s grid for `n` values on `sms` SMs: a quad per thread up to
+/// [`COUNT_BLOCKS_PER_SM`] blocks per SM, whose threads then loop.
+pub fn count_grid(n: usize, sms: u32) -> u32 {
+    let blocks = (n / 4).div_ceil(COUNT_BLOCK).max(1);
+    blocks.min(COUNT_BLOCKS_PER_SM * sms as usize) as u32
+}
+
+/// `np.median` of the values inside a window, and how many there were.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Median {
+    /// The middle value, or for an even count the mean (in f64) of the two middle values.
+    pub value: f64,
+    pub count: u64,
+}
+
+/// Radix select on the GPU: its state and histogram, allocated once and reused by every call.
+/// A call launches the three passes and their finds on the GPU's stream, then copies the few
+/// words of the state back.
+pub struct Selector {
+    state: DeviceBuffer<u32>,
+    histogram: DeviceBuffer<u32>,
+    sms: u32,
+}
+
+impl Selector {
+    pub fn new(gpu: &Gpu) -> GpuResult<Self> {
+        // Each find zeroes the bins it read, so they start and stay zero between calls.
+        let histogram = DeviceBuffer::<u32>::zeroed(HISTOGRAM_LEN).during("allocating the select histogram")?;
+        let state = DeviceBuffer::<u32>::zeroed(STATE_WORDS).during("allocating the select state")?;
+        for (kernel, config) in [(COUNT_KERNEL, count_config(1)), (FIND_KERNEL, find_config())] {
+            gpu.validate(kernel, &config)?;
+        }
+        Ok(Self { state, histogram, sms: gpu.info.multiprocessors as u32 })
+    }
+
+    /// Launches the whole selection of rank `rank` (or of the two middle ranks, `median`)
+    /// among `values` inside `window`; the result is in the state once the stream gets there.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        values: &DeviceSlice<f32>,
+        window: Window,
+        rank: u32,
+        median: bool,
+    ) -> GpuResult<()> {
+        let grid = count_grid(values.len(), self.sms);
+        for pass in 0..PASSES as u32 {
+            let (state, histogram) = (&*self.state, &*self.histogram);
+            gpu.launch(COUNT_KERNEL, &SelectCountArgs { values, window, pass, state, histogram, grid })?;
+            gpu.launch(FIND_KERNEL, &SelectFindArgs { histogram, pass, rank, median, state })?;
+        }
+        Ok(())
+    }
+
+    /// The state after the launches before: the window's count, whether a rank was found, and
+    /// the keys found.
+    fn outcome(&self) -> GpuResult<Outcome> {
+        let mut words = [0u32; STATE_WORDS];
+        // The stream is blocking, so this copy waits for the launches before it.
+        self.state.copy_to(&mut words[..]).during("copying the select state back")?;
+        Ok(Outcome::from_state(&words))
+    }
+
+    /// The `k`-th smallest (0-based) of the values inside `window`; `None` when `k` is not
+    /// below their count.
+    pub fn kth(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window, k: u64) -> GpuResult<Option<f32>> {
+        let Ok(rank) = u32::try_from(k) else { return Ok(None) };
+        if values.is_empty() {
+            return Ok(None);
+        }
+        self.launch(gpu, values, window, rank, false)?;
+        Ok(self.outcome()?.kth())
+    }
+
+    /// `np.median` of the values inside `window`; `None` when it holds none.
+    pub fn median(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Option<Median>> {
+        if values.is_empty() {
+            return Ok(None);
+        }
+        self.launch(gpu, values, window, 0, true)?;
+        Ok(self.outcome()?.median())
+    }
+}
+
+/// What the state says after a selection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Outcome {
+    count: u64,
+    /// The values at the two slots' ranks, or `None` when there was no rank to find.
+    found: Option<[f32; 2]>,
+}
+
+impl Outcome {
+    fn from_state(words: &[u32; STATE_WORDS]) -> Self {
+        let found = (words[STATE_EMPTY] == 0).then(|| [value(words[STATE_PREFIX]), value(words[STATE_PREFIX + 1])]);
+        Self { count: words[STATE_COUNT] as u64, found }
+    }
+
+    fn kth(&self) -> Option<f32> {
+        self.found.map(|[v, _]| v)
+    }
+
+    fn median(&self) -> Option<Median> {
+        let [lower, upper] = self.found?;
+        Some(Median { value: (f64::from(lower) + f64::from(upper)) / 2.0, count: self.count })
+    }
+}
+
+/// The CPU reference: the values inside `window`, then the `k`-th of them (`select_nth`), or
+/// their median (`np.median`'s definition, `sources::stats::median`). `(value, count)`.
+pub fn cpu_reference(values: &[f32], window: Window, k: Option<u64>) -> Option<(f64, u64)> {
+    let mut inside: Vec<f32> = values.iter().copied().filter(|&v| window.contains(v)).collect();
+    let count = inside.len() as u64;
+    match k {
+        Some(k) if k < count => {
+            let (_, kth, _) = inside.select_nth_unstable_by(k as usize, f32::total_cmp);
+            Some((f64::from(*kth), count))
+        }
+        Some(_) => None,
+        None => stats::median(&mut inside).map(|m| (m, count)),
+    }
+}
+
+/// Values on the GPU and a selector, ready to launch.
+pub struct Select {
+    values: Vec<f32>,
+    window: Window,
+    k: Option<u64>,
+    data: Data,
+    device_values: DeviceBuffer<f32>,
+    selector: Selector,
+    variants: Vec<Variant>,
+    expected: Option<(f64, u64)>,
+}
+
+impl Select {
+    fn describe(result: Option<(f64, u64)>) -> String {
+        match result {
+            Some((value, count)) => format!("{value:e} of {count} values"),
+            None => "none".into(),
+        }
+    }
+}
+
+impl Kernel for Select {
+    const NAME: &'static str = "select";
+    const ABOUT: &'static str = "The exact k-th smallest f32 and the median, by radix select (no sort)";
+    type Options = Options;
+
+    fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        let n = Options::DEFAULT_N;
+        Ok(vec![(COUNT_KERNEL, count_config(count_grid(n, sms))), (FIND_KERNEL, find_config())])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        let sizes: &[&str] = match purpose {
+            Purpose::Check => &[
+                "--n 1",
+                "--n 2",
+                "--n 3 --k 2",
+                "--n 1000003",
+                "--n 1000004 --data noise",
+                "--n 1000003 --data repeated",
+                "--n 1000004 --data repeated --k 999",
+                "--n 100003 --nan 0.1 --data normal",
+                "--n 100004 --low -0.5 --high 0.25",
+                "--n 100003 --nan 0.05 --low -0.01 --high 0.02 --data noise",
+                "--n 999 --k 0",
+                "--n 999 --k 998",
+                "--n 1000 --k 1000",
+                "--n 1000 --low 2 --high 3",
+                "--n 4194304 --data noise",
+            ],
+            Purpose::Default => &[""],
+            Purpose::Quick | Purpose::Full => &["--n 4194304 --data noise", "--n 4194304 --data repeated"],
+            Purpose::Criterion => &[],
+        };
+        let mut sizes: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+        if !matches!(purpose, Purpose::Check | Purpose::Default) {
+            sizes.splice(0..0, one_per_element_sizes(purpose));
+        }
+        sizes
+    }
+
+    fn variants_for(_options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(vec![Variant::new("radix", COUNT_KERNEL)])
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1, || "select needs n >= 1".into())?;
+        require(u32::try_from(n).is_ok(), || format!("select takes fewer than 2^32 values (got {n})"))?;
+        require((0.0..=1.0).contains(&options.nan), || format!("--nan is a fraction in [0, 1] (got {})", options.nan))?;
+        let window = Window::new(options.low.unwrap_or(f64::NEG_INFINITY), options.high.unwrap_or(f64::INFINITY));
+        require(!window.low.is_nan() && !window.high.is_nan(), || "the window's bounds must be numbers".into())?;
+        gpu.ensure_fits("select input", 4 * n as u64)?;
+        let mut values = match options.data {
+            Data::Uniform => random_in(n, seed, -1.0f32, 1.0),
+            Data::Normal => random_normal(n, seed),
+            Data::Noise => random_normal(n, seed).into_iter().map(|v| v * NOISE_SIGMA).collect(),
+            Data::Repeated => random_in(n, seed, 0u32, 16).into_iter().map(|l| l as f32 * 0.25 - 2.0).collect(),
+        };
+        if options.nan > 0.0 {
+            let draws = random_in(n, seed ^ 0x5E1E_C7ED, 0.0f64, 1.0);
+            values.iter_mut().zip(draws).filter(|(_, d)| *d < options.nan).for_each(|(v, _)| *v = f32::NAN);
+            values[0] = f32::INFINITY;
+            values[n - 1] = f32::NEG_INFINITY;
+        }
+        let device_values = gpu.upload("select input", &values)?;
+        let selector = Selector::new(gpu)?;
+        let variants = Self::variants_for(options)?;
+        Ok(Self { values, window, k: options.k, data: options.data, device_values, selector, variants, expected: None })
+    }
+}
+
+impl Options {
+    const DEFAULT_N: usize = 1 << 22;
+}
+
+impl Workload for Select {
+    fn shape(&self) -> String {
+        let what = self.k.map_or("median".into(), |k| format!("k={k}"));
+        let mut shape = format!("n={} {} {:?}", self.values.len(), what, self.data).to_lowercase();
+        if self.window != Window::FINITE {
+            shape += &format!(" ({}, {})", self.window.low, self.window.high);
+        }
+        shape
+    }
+
+    fn size(&self) -> u64 {
+        self.values.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        let plain = self.k.is_none() && self.window == Window::FINITE && self.values.len() == Options::DEFAULT_N;
+        plain.then(|| format!("median_f32_{}", self.values.len()))
+    }
+
+    /// The least any selection moves: every value read once.
+    fn work(&self) -> Work {
+        Work::Bytes(4 * self.values.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    /// The whole selection: three passes and their finds. A `k` past `u32` asks for rank
+    /// `u32::MAX`, past every count (fewer than 2^32 values), so nothing is found.
+    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+        let rank = self.k.map_or(0, |k| u32::try_from(k).unwrap_or(u32::MAX));
+        self.selector.launch(gpu, &self.device_values, self.window, rank, self.k.is_none())
+    }
+
+    /// The state is rewritten by every selection: poisoned, a word the finds forget shows.
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("the select state", &self.selector.state)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(&self.values, self.window, self.k);
+    }
+
+    fn check(&self, _gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let outcome = self.selector.outcome()?;
+        let got = match self.k {
+            Some(_) => outcome.kth().map(|v| (f64::from(v), outcome.count)),
+            None => outcome.median().map(|m| (m.value, m.count)),
+        };
+        let error = match (got, self.expected) {
+            (Some((g, gc)), Some((c, cc))) if gc == cc => (g - c).abs(),
+            (None, None) => 0.0,
+            _ => f64::INFINITY,
+        };
+        // `==` also for ±0, which the two may hold in either sign.
+        let passed = error == 0.0;
+        let check = Check {
+            passed,
+            worst_error: error,
+            tolerance: 0.0,
+            mismatches: usize::from(!passed),
+            first_mismatch: (!passed).then_some(0),
+            race: None,
+        };
+        let note = format!("GPU {}, CPU {}", Self::describe(got), Self::describe(self.expected));
+        Ok(Checked { check, note: Some(note) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_takes_the_window_and_np_median() {
+        let values = [5.0f32, f32::NAN, -1.0, 3.0, f32::INFINITY, 2.0, 8.0];
+        // Inside (-inf, inf): 5 -1 3 2 8, sorted -1 2 3 5 8.
+        assert_eq!(cpu_reference(&values, Window::FINITE, None), Some((3.0, 5)));
+        assert_eq!(cpu_reference(&values, Window::FINITE, Some(0)), Some((-1.0, 5)));
+        assert_eq!(cpu_reference(&values, Window::FINITE, Some(4)), Some((8.0, 5)));
+        assert_eq!(cpu_reference(&values, Window::FINITE, Some(5)), None);
+        // Inside (2, 8): 5 3, an even count: the mean of the two.
+        assert_eq!(cpu_reference(&values, Window::new(2.0, 8.0), None), Some((4.0, 2)));
+        assert_eq!(cpu_reference(&values, Window::new(8.0, 9.0), None), None);
+    }
+
+    #[test]
+    fn outcome_reads_the_state() {
+        let mut words = [0u32; STATE_WORDS];
+        words[STATE_COUNT] = 4;
+        words[STATE_PREFIX] = interface::select::key(1.0);
+        words[STATE_PREFIX + 1] = interface::select::key(f32::from_bits(1.0f32.to_bits() + 1));
+        let outcome = Outcome::from_state(&words);
+        assert_eq!(outcome.kth(), Some(1.0));
+        let upper = f64::from(f32::from_bits(1.0f32.to_bits() + 1));
+        assert_eq!(outcome.median(), Some(Median { value: (1.0 + upper) / 2.0, count: 4 }));
+        words[STATE_EMPTY] = 1;
+        assert_eq!(Outcome::from_state(&words).median(), None);
+    }
+
+    #[test]
+    fn the_count_grid_covers_small_inputs_and_caps_large_ones() {
+        assert_eq!(count_grid(1, 132), 1);
+        assert_eq!(count_grid(4 * COUNT_BLOCK * 3, 132), 3);
+        assert_eq!(count_grid(1 << 22, 132), 132 * COUNT_BLOCKS_PER_SM as u32);
+    }
+}

@@ -1,0 +1,372 @@
+//! Radix select: the exact k-th smallest f32 of those inside a window, and the median, without
+//! sorting.
+//!
+//! **The key.** Flipping the sign bit of a positive float and every bit of a negative one
+//! ([`interface::select::key`]) gives a `u32` that orders as the values do. The k-th smallest
+//! value is then the k-th smallest key, and a key is found a digit at a time from the top:
+//! the bits 31..21, then 20..10, then 9..0.
+//!
+//! **A pass** (`select_count_vec4`) is a histogram, the histogram family's shared-memory
+//! kernel: each block counts into its own bins in shared memory, then adds its non-zero bins
+//! to the global ones. It counts only the values inside the window whose key starts with the
+//! prefix found so far, each in the bucket of its next digit:
+//!
+//! ```text
+//!   pass 1: the prefix is 0x1fc (the key's top 11 bits, key >> 21), the digit is bits 20..10
+//!
+//!   key        0x3f80_1234   0x3f81_0000   0xbf7f_ffff   0x3f80_0f00    (grid-stride quads)
+//!   prefix?    yes           yes           no            yes
+//!   digit      0x004         0x040         -             0x003
+//!                │             │                         │
+//!   shared     bins[0x004]+1 bins[0x040]+1               bins[0x003]+1   (the block's copy)
+//!                └─────────────┴──── barrier, then one global atomic ────┘
+//!                                    per non-zero bin and block
+//!
+//!   find:  bucket    0x000 0x001 0x002 0x003 0x004 ...
+//!          count       0     0     0     5     9   ...   rank 7: 5 below bucket 0x004, 5 <= 7 < 14
+//!          -> prefix 0x1fc << 11 | 0x004 (22 bits), rank 2 inside it, for pass 2
+//! ```
+//!
+//! **Between passes** (`select_find`, one block): a prefix sum over the buckets finds the one
+//! holding rank k and the rank left inside it (k minus the values in lower buckets); the
+//! bucket's digit extends the prefix. Both live in a few words of GPU memory (the layout is
+//! `interface::select::STATE_*`), so the next pass reads them there: three passes and three
+//! finds go back to back on the stream, with no copy to the host between them. The first
+//! find also counts the window's values (its histogram's total), so a median needs no count
+//! in advance; it zeroes the bins it read, so they are zero for the next pass and the next call.
+//!
+//! **The median** of an even count is the mean of two ranks, which share every bucket until
+//! some pass parts them. Each pass therefore searches two slots, each with its own prefix and
+//! rank; while the prefixes agree, one histogram serves both, and once they differ a value
+//! counts in the slot whose prefix it has (at most one).
+//!
+//! **Concentrated data.** Radio noise piles into a few top-digit buckets, and equal values into
+//! one: many lanes of a warp then add to the same shared counter, which the SM serializes.
+//! When all 32 lanes hold the same bucket (a vote), one lane adds 32 instead. Every lane
+//! therefore loops in step (the loop runs whole warps), and a lane without a value holds
+//! no bucket.
+//!
+//! The loads are 16-byte quads, as in `histogram_shared_vec4_f32`: counting is cheap, and a
+//! pass runs at the speed its bytes arrive. Passes after the first usually find the values in
+//! L2.
+
+use crate::{global_index, grid_threads, load_quad, shared_address};
+use core::arch::asm;
+use core::sync::atomic::Ordering;
+use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
+use cuda_std::prelude::*;
+use cuda_std::shared_array;
+use interface::select::{
+    digit_bits, key, prefix_mask, shift, FIND_BLOCK, FIND_BUCKETS, FIND_MEDIAN, HISTOGRAM_LEN, RADIX, SLOTS,
+    STATE_COUNT, STATE_EMPTY, STATE_PREFIX, STATE_RANK,
+};
+use interface::window::Window;
+
+/// The bucket of a value no slot counts.
+const NONE: u32 = u32::MAX;
+
+/// This thread's lane in its warp (the blocks are one-dimensional).
+#[inline(always)]
+fn lane() -> u32 {
+    thread::thread_idx_x() % 32
+}
+
+/// Lane `0`'s `value`, for every lane of the (whole) warp.
+#[inline(always)]
+unsafe fn first_lane(value: u32) -> u32 {
+    let out: u32;
+    asm!("shfl.sync.idx.b32 {o}, {v}, 0, 31, -1;", o = out(reg32) out, v = in(reg32) value);
+    out
+}
+
+/// Whether `flag` is non-zero in every lane of the (whole) warp.
+#[inline(always)]
+unsafe fn all_lanes(flag: u32) -> bool {
+    let out: u32;
+    asm!(
+        "{{ .reg .pred p; setp.ne.u32 p, {f}, 0; vote.sync.ballot.b32 {o}, p, -1; }}",
+        o = out(reg32) out,
+        f = in(reg32) flag
+    );
+    out == u32::MAX
+}
+
+/// `value` of the lane `delta` below, or this lane's own below lane `delta`.
+#[inline(always)]
+unsafe fn lane_below(value: u32, delta: u32) -> u32 {
+    let out: u32;
+    asm!("shfl.sync.up.b32 {o}, {v}, {d}, 0, -1;", o = out(reg32) out, v = in(reg32) value, d = in(reg32) delta);
+    out
+}
+
+/// `local[bucket] += add` as a shared-memory reduction (`red.shared`, no value back).
+#[inline(always)]
+unsafe fn shared_add(local: u32, bucket: u32, add: u32) {
+    asm!("red.shared.add.u32 [{a}], {n};", a = in(reg32) local + 4 * bucket, n = in(reg32) add);
+}
+
+/// The slots' prefixes before pass `pass`: none before the first, whose state is not read.
+#[inline(always)]
+unsafe fn prefixes(pass: usize, state: *const u32) -> [u32; SLOTS] {
+    if pass == 0 {
+        return [0; SLOTS];
+    }
+    let mask = prefix_mask(pass);
+    [*state.add(STATE_PREFIX) & mask, *state.add(STATE_PREFIX + 1) & mask]
+}
+
+/// What one pass counts: the window's values whose key has a slot's prefix, by their digit.
+#[derive(Clone, Copy)]
+struct Digits {
+    window: Window,
+    mask: u32,
+    prefix: [u32; SLOTS],
+    /// The slots' prefixes differ: the second slot counts into its own histogram.
+    split: bool,
+    shift: u32,
+    digit: u32,
+}
+
+impl Digits {
+    /// Pass `pass` (below [`interface::select::PASSES`]) with the prefixes in `state`.
+    #[inline(always)]
+    unsafe fn new(window: Window, pass: usize, state: *const u32) -> Self {
+        let mask = prefix_mask(pass);
+        let prefix = prefixes(pass, state);
+        let split = prefix[0] != prefix[1];
+        Self { window, mask, prefix, split, shift: shift(pass), digit: (1 << digit_bits(pass)) - 1 }
+    }
+
+    /// Slots with a histogram of their own.
+    #[inline(always)]
+    fn slots(&self) -> usize {
+        if self.split {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Buckets of this pass's digit.
+    #[inline(always)]
+    fn buckets(&self) -> usize {
+        self.digit as usize + 1
+    }
+
+    /// `value`'s counter: its slot's histogram, its digit's bucket; [`NONE`] outside.
+    #[inline(always)]
+    fn bucket(&self, value: f32) -> u32 {
+        if !self.window.contains(value) {
+            return NONE;
+        }
+        let k = key(value);
+        let high = k & self.mask;
+        let slot = if high == self.prefix[0] {
+            0
+        } else if self.split && high == self.prefix[1] {
+            RADIX as u32
+        } else {
+            return NONE;
+        };
+        slot + ((k >> self.shift) & self.digit)
+    }
+}
+
+/// Counts `bucket` (all 32 lanes call it together): one add of 32 when the whole warp holds
+/// the same bucket, else one add per lane that holds one.
+#[inline(always)]
+unsafe fn count(local: u32, bucket: u32) {
+    let first = first_lane(bucket);
+    if all_lanes((bucket == first) as u32) {
+        if bucket != NONE && lane() == 0 {
+            shared_add(local, bucket, 32);
+        }
+    } else if bucket != NONE {
+        shared_add(local, bucket, 1);
+    }
+}
+
+/// # Safety
+/// The launcher (`SelectCountArgs` on the host) guarantees: `values` starts 16-byte aligned
+/// and holds fewer than 2^32 values; `state` holds `interface::select::STATE_WORDS` words,
+/// written by `select_find` of the passes before `pass` (any words for pass 0, which reads
+/// none of them); `histogram` holds `HISTOGRAM_LEN` counters and overlaps neither; `pass` is
+/// below `PASSES`; blocks of `COUNT_BLOCK` threads (a multiple of 32), any one-dimensional grid.
+#[kernel]
+pub unsafe fn select_count_vec4(values: &[f32], low: f64, high: f64, pass: u32, state: *const u32, histogram: *mut u32) {
+    let pass = pass as usize;
+    // Uniform over the grid: every thread leaves before the first barrier.
+    if pass > 0 && *state.add(STATE_EMPTY) != 0 {
+        return;
+    }
+    let digits = Digits::new(Window::new(low, high), pass, state);
+    let bins = shared_array![u32; HISTOGRAM_LEN];
+    let tid = thread::thread_idx_x() as usize;
+    let threads = thread::block_dim_x() as usize;
+    for s in 0..digits.slots() {
+        let mut b = tid;
+        while b < digits.buckets() {
+            *bins.add(s * RADIX + b) = 0;
+            b += threads;
+        }
+    }
+    thread::sync_threads();
+
+    let local = shared_address(bins);
+    let quads = values.len() / 4;
+    let stride = grid_threads();
+    let lane = lane() as usize;
+    // The warp's first quad: the loop condition is the same for all its lanes.
+    let mut warp_quad = global_index() - lane;
+    while warp_quad < quads {
+        let q = warp_quad + lane;
+        let quad = if q < quads { load_quad(values, q).0 } else { [f32::NAN; 4] };
+        for j in 0..4 {
+            count(local, digits.bucket(quad[j]));
+        }
+        warp_quad += stride;
+    }
+    // The last `n % 4` values, one each for the first lanes of the grid's first warp.
+    if global_index() - lane == 0 {
+        let tail = 4 * quads + lane;
+        let v = if tail < values.len() { *values.get_unchecked(tail) } else { f32::NAN };
+        count(local, digits.bucket(v));
+    }
+    thread::sync_threads();
+
+    for s in 0..digits.slots() {
+        let mut b = tid;
+        while b < digits.buckets() {
+            let c = *bins.add(s * RADIX + b);
+            if c != 0 {
+                atomic_fetch_add_u32_device(histogram.add(s * RADIX + b), Ordering::Relaxed, c);
+            }
+            b += threads;
+        }
+    }
+}
+
+/// Inclusive prefix sums of `value` over the block (of [`FIND_BLOCK`] threads) for both slots,
+/// and the block's totals; `sums` is shared scratch of `SLOTS` words per warp.
+#[inline(always)]
+unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32; SLOTS]) {
+    const WARPS: usize = FIND_BLOCK / 32;
+    let lane = lane();
+    let warp = thread::thread_idx_x() as usize / 32;
+    let mut inclusive = value;
+    let mut delta = 1;
+    while delta < 32 {
+        for s in 0..SLOTS {
+            let below = lane_below(inclusive[s], delta);
+            if lane >= delta {
+                inclusive[s] += below;
+            }
+        }
+        delta *= 2;
+    }
+    if lane == 31 {
+        for s in 0..SLOTS {
+            *sums.add(s * WARPS + warp) = inclusive[s];
+        }
+    }
+    thread::sync_threads();
+    if warp == 0 {
+        let mut warp_sums = [0; SLOTS];
+        for s in 0..SLOTS {
+            warp_sums[s] = *sums.add(s * WARPS + lane as usize);
+        }
+        let mut delta = 1;
+        while delta < 32 {
+            for s in 0..SLOTS {
+                let below = lane_below(warp_sums[s], delta);
+                if lane >= delta {
+                    warp_sums[s] += below;
+                }
+            }
+            delta *= 2;
+        }
+        for s in 0..SLOTS {
+            *sums.add(s * WARPS + lane as usize) = warp_sums[s];
+        }
+    }
+    thread::sync_threads();
+    let mut totals = [0; SLOTS];
+    for s in 0..SLOTS {
+        if warp > 0 {
+            inclusive[s] += *sums.add(s * WARPS + warp - 1);
+        }
+        totals[s] = *sums.add(s * WARPS + WARPS - 1);
+    }
+    (inclusive, totals)
+}
+
+/// # Safety
+/// The launcher (`SelectFindArgs` on the host) guarantees: `histogram` holds `HISTOGRAM_LEN`
+/// counters, filled by `select_count_vec4` of this `pass` (below `PASSES`) and zero where it did
+/// not count; `state` holds `STATE_WORDS` words, written by the finds of the passes before
+/// (any words for pass 0) and overlapping nothing else; one block of `FIND_BLOCK` threads.
+#[kernel]
+pub unsafe fn select_find(histogram: *mut u32, pass: u32, rank: u32, median: u32, state: *mut u32) {
+    let pass = pass as usize;
+    if pass > 0 && *state.add(STATE_EMPTY) != 0 {
+        return;
+    }
+    let sums = shared_array![u32; SLOTS * FIND_BLOCK / 32];
+    let prefix = prefixes(pass, state);
+    let split = prefix[0] != prefix[1];
+    let buckets = 1usize << digit_bits(pass);
+    let first = thread::thread_idx_x() as usize * FIND_BUCKETS;
+
+    // This thread's buckets, read and zeroed for the next pass.
+    let mut counts = [[0u32; FIND_BUCKETS]; SLOTS];
+    for j in 0..FIND_BUCKETS {
+        let b = first + j;
+        if b < buckets {
+            counts[0][j] = *histogram.add(b);
+            *histogram.add(b) = 0;
+            counts[1][j] = if split {
+                let c = *histogram.add(RADIX + b);
+                *histogram.add(RADIX + b) = 0;
+                c
+            } else {
+                counts[0][j]
+            };
+        }
+    }
+    let mut mine = [0u32; SLOTS];
+    for s in 0..SLOTS {
+        for j in 0..FIND_BUCKETS {
+            mine[s] += counts[s][j];
+        }
+    }
+    let (inclusive, totals) = block_scan(mine, sums);
+
+    let ranks = if pass == 0 {
+        let count = totals[0];
+        let ranks = if median == FIND_MEDIAN { [count.wrapping_sub(1) / 2, count / 2] } else { [rank, rank] };
+        if thread::thread_idx_x() == 0 {
+            *state.add(STATE_COUNT) = count;
+            *state.add(STATE_EMPTY) = (count == 0 || ranks[1] >= count) as u32;
+        }
+        if count == 0 || ranks[1] >= count {
+            return;
+        }
+        ranks
+    } else {
+        [*state.add(STATE_RANK), *state.add(STATE_RANK + 1)]
+    };
+    // Every thread has read the state before any writes it.
+    thread::sync_threads();
+
+    for s in 0..SLOTS {
+        let mut below = inclusive[s] - mine[s];
+        for j in 0..FIND_BUCKETS {
+            let c = counts[s][j];
+            if below <= ranks[s] && ranks[s] - below < c {
+                *state.add(STATE_PREFIX + s) = prefix[s] | (((first + j) as u32) << shift(pass));
+                *state.add(STATE_RANK + s) = ranks[s] - below;
+            }
+            below += c;
+        }
+    }
+}
