@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cub/device/device_histogram.cuh>
+#include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -205,6 +206,26 @@ std::string histogram_peer(Timer& t, Level lower, Level upper, Sample* samples, 
     return entry("CUB DeviceHistogram::HistogramEven", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
 }
 
+// The sum of 2^28 f32 in [-1, 1), against which the reduce ladder's last step runs. CUB adds
+// in f32; the check allows a relative error of 1e-5 of the sum of magnitudes, far beyond its
+// rounding and far below a wrong call.
+std::string reduce_peer(Timer& t) {
+    size_t n = 1u << 28;
+    Device<float> values(n), sum(1);
+    fill(t, values.ptr, n, 6, -1.0f, 1.0f);
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceReduce::Sum(nullptr, temp_bytes, values.ptr, sum.ptr, (int)n, t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));  // allocated once, outside timing
+    Stats s = t.time([&] { CUDA(cub::DeviceReduce::Sum(temp.ptr, temp_bytes, values.ptr, sum.ptr, (int)n, t.stream)); });
+    CUDA(cudaStreamSynchronize(t.stream));
+    double want = 0, magnitude = 0;
+    for (float v : values.download()) want += v, magnitude += std::fabs(v);
+    float got = sum.download()[0];
+    if (!(std::fabs(got - want) <= 1e-5 * magnitude))
+        throw Failure("CUB DeviceReduce::Sum: " + num(got) + ", want " + num(want));
+    return entry("CUB DeviceReduce::Sum", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
+}
+
 }  // namespace
 
 int main() {
@@ -252,6 +273,8 @@ int main() {
             fill(t, values.ptr, n, 5, -4.5f, 4.5f);
             peers.emplace_back(step, histogram_peer<float, float>(t, -4.0f, 4.0f, values.ptr, n));
         }
+        step = "reduce_sum_f32";
+        peers.emplace_back(step, reduce_peer(t));
         cublasDestroy(h);
 
         std::ostringstream out;

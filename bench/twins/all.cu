@@ -15,3 +15,4 @@
 #include "matmul/scheduled.cu"
 #include "conv.cu"
 #include "transpose.cu"
+#include "reduce.cu"
