@@ -342,7 +342,7 @@ pub struct Options {
     /// Variants to run (all when omitted; only `moments` with --blank).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Step>,
-    /// Blocks of the grid-stride kernels (0: as many as fit the values, up to 8 per SM for the
+    /// Blocks of the grid-stride kernels (0: as many as the values fill, up to 64 per SM for the
     /// sum and 3 for the moments).
     #[arg(long, default_value_t = 0)]
     pub grid: u32,

@@ -1,16 +1,17 @@
 //! Step 5: 16-byte grid-stride loads, one partial per block. Steps 1 to 4 launch a block per
 //! `2·BLOCK` values: a million blocks for 2^28 values, each paying its start, its barriers and
-//! a partial for the last block to add. Here a grid that just fills the GPU (`BLOCKS_PER_SM`
-//! blocks per SM) walks the whole array: each thread loads `QUADS_PER_PASS` quads (16 bytes
-//! each, [`crate::load_quad`]) one grid apart, all in flight before it adds any, adds them to
-//! its running sum, and moves on by `QUADS_PER_PASS` grids.
+//! a partial for the last block to add. Here a grid of a few thousand blocks (`BLOCKS_PER_SM`
+//! per SM: eight waves of the blocks that fit at once, so that SMs finishing early take more
+//! blocks) walks the whole array: each thread loads `QUADS_PER_PASS` quads (16 bytes each,
+//! [`crate::load_quad`]) one grid apart, all in flight before it adds any, adds them to its
+//! running sum, and moves on by `QUADS_PER_PASS` grids.
 //!
 //! ```text
 //!   quads:  | grid of threads | grid | grid | grid | grid of threads | ...
 //!   thread t:  q = t     t+G     t+2G   t+3G      (one pass: 4 loads, then 4 adds)
 //! ```
 //!
-//! Each block then reduces once (shuffles, as step 4) and writes one partial: about a thousand
+//! Each block then reduces once (shuffles, as step 4) and writes one partial: a few thousand
 //! partials instead of a million. Loads are the whole cost; with 64 bytes in flight per thread
 //! and every SM full, the kernel reads at the speed of a device copy.
 //!
