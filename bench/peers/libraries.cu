@@ -10,6 +10,7 @@
 
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -235,6 +236,26 @@ std::string median_peer(Timer& t) {
     return entry("CUB DeviceRadixSort::SortKeys + middle", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
 }
 
+// The sum of 2^28 f32 in [-1, 1), against which the reduce ladder's last step runs. CUB adds
+// in f32; the check allows a relative error of 1e-5 of the sum of magnitudes, far beyond its
+// rounding and far below a wrong call.
+std::string reduce_peer(Timer& t) {
+    size_t n = 1u << 28;
+    Device<float> values(n), sum(1);
+    fill(t, values.ptr, n, 6, -1.0f, 1.0f);
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceReduce::Sum(nullptr, temp_bytes, values.ptr, sum.ptr, (int)n, t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));  // allocated once, outside timing
+    Stats s = t.time([&] { CUDA(cub::DeviceReduce::Sum(temp.ptr, temp_bytes, values.ptr, sum.ptr, (int)n, t.stream)); });
+    CUDA(cudaStreamSynchronize(t.stream));
+    double want = 0, magnitude = 0;
+    for (float v : values.download()) want += v, magnitude += std::fabs(v);
+    float got = sum.download()[0];
+    if (!(std::fabs(got - want) <= 1e-5 * magnitude))
+        throw Failure("CUB DeviceReduce::Sum: " + num(got) + ", want " + num(want));
+    return entry("CUB DeviceReduce::Sum", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
+}
+
 }  // namespace
 
 int main() {
@@ -284,6 +305,8 @@ int main() {
         }
         step = "median_f32_4194304";
         peers.emplace_back(step, median_peer(t));
+        step = "reduce_sum_f32";
+        peers.emplace_back(step, reduce_peer(t));
         cublasDestroy(h);
 
         std::ostringstream out;

@@ -16,3 +16,4 @@
 #include "conv.cu"
 #include "transpose.cu"
 #include "select.cu"
+#include "reduce.cu"

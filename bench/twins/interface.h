@@ -17,6 +17,21 @@
 // interface::histogram
 #define HISTOGRAM_DEFAULT_BINS 256
 
+// interface::reduce
+#define REDUCE_BLOCK 256
+#define REDUCE_WARPS 8
+#define REDUCE_BLOCKS_PER_SM 64
+#define REDUCE_MOMENTS_BLOCKS_PER_SM 3
+#define REDUCE_QUADS_PER_PASS 4
+#define REDUCE_VALUES_PER_PASS 4096
+#define REDUCE_MOMENTS_FIELDS 6
+#define REDUCE_MOMENTS_COUNT 0
+#define REDUCE_MOMENTS_NAN 1
+#define REDUCE_MOMENTS_MEAN 2
+#define REDUCE_MOMENTS_M2 3
+#define REDUCE_MOMENTS_MIN 4
+#define REDUCE_MOMENTS_MAX 5
+
 // interface::conv
 #define CONV_MAX_RADIUS 3
 #define CONV_MAX_TAPS 49

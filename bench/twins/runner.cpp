@@ -928,6 +928,82 @@ struct Runner {
         }
     }
 
+    // The reduction ladder and the moments (kernels/src/reduce/): every kernel ends with the
+    // last block's ticket, which self-resets, so the ticket is zeroed once per case.
+    unsigned reduce_fill(size_t n, unsigned per_sm) const {
+        size_t full = (size_t)per_sm * sms, needed = (n + REDUCE_VALUES_PER_PASS - 1) / REDUCE_VALUES_PER_PASS;
+        return (unsigned)std::max<size_t>(1, std::min(full, needed));  // interface::reduce::grid_stride_blocks
+    }
+
+    void reduce() {
+        size_t n = pick(1u << 28, 1u << 24);
+        unsigned vec4_grid = reduce_fill(n, REDUCE_BLOCKS_PER_SM);
+        unsigned moments_grid = reduce_fill(n, REDUCE_MOMENTS_BLOCKS_PER_SM);
+        auto partials = device(8 * std::max<size_t>(blocks(n, REDUCE_BLOCK), REDUCE_MOMENTS_FIELDS * moments_grid));
+        auto ticket = device(4), sum = device(8), moments = device(8 * REDUCE_MOMENTS_FIELDS);
+        auto zero_ticket = [ticket] { CK(cuMemsetD32(ticket->ptr, 0, 1)); };
+
+        auto vh = random_f32(n, 19);
+        auto values = upload(vh);
+        double want = 0, magnitude = 0;
+        for (float v : vh) want += v, magnitude += std::fabs(v);
+        // host/src/ops/reduce.rs sum_tolerance: at most 9 f32 roundings per value, then f64.
+        double tolerance = (9.0 * FLT_EPSILON + 1e-12) * magnitude;
+        struct Step {
+            const char* kernel;
+            unsigned grid;
+        };
+        for (Step s : {Step{"reduce_interleaved", blocks(n, REDUCE_BLOCK)}, Step{"reduce_sequential", blocks(n, REDUCE_BLOCK)},
+                       Step{"reduce_first_add", blocks(n, 2 * REDUCE_BLOCK)},
+                       Step{"reduce_shuffle", blocks(n, 2 * REDUCE_BLOCK)}, Step{"reduce_vec4", vec4_grid}}) {
+            Case c;
+            c.kernel = s.kernel, c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 4.0 * n;
+            c.shape = {s.grid, 1, REDUCE_BLOCK, 1, 0};
+            c.args.slice(values, n).ptr(partials).ptr(ticket).ptr(sum);
+            c.out = sum, c.compare = Compare::Exact, c.setup = zero_ticket;
+            c.reference = [=](const std::vector<unsigned char>& out) -> std::string {
+                double got;
+                std::memcpy(&got, out.data(), 8);
+                if (std::fabs(got - want) <= tolerance) return "";
+                return "sum " + fmt("%.12g", got) + ", want " + fmt("%.12g", want) + " within " + fmt("%.3g", tolerance);
+            };
+            run(c);
+        }
+
+        // Moments: values far from zero, one in seven NaN, a window keeping about 60% of them.
+        auto mh = random_f32(n, 20, 999.0f, 1001.0f);
+        for (size_t i = 3; i < mh.size(); i += 7) mh[i] = NAN;
+        auto mvalues = upload(mh);
+        const double low = 999.5, high = 1000.75;
+        double count = 0, nan = 0, total = 0, m2 = 0;
+        for (float v : mh) {
+            if (std::isnan(v)) ++nan;
+            else if (low < v && v < high) ++count, total += v;
+        }
+        double mean = total / count;
+        for (float v : mh)
+            if (low < v && v < high) m2 += ((double)v - mean) * ((double)v - mean);
+        Case c;
+        c.kernel = "reduce_moments", c.size = "n=" + std::to_string(n) + " window", c.unit = "GB/s", c.work = 4.0 * n;
+        c.shape = {moments_grid, 1, REDUCE_BLOCK, 1, 0};
+        c.args.slice(mvalues, n).add(low).add(high).ptr(partials).ptr(ticket).ptr(moments);
+        c.out = moments, c.compare = Compare::Exact, c.setup = zero_ticket;
+        c.reference = [=](const std::vector<unsigned char>& out) -> std::string {
+            double f[REDUCE_MOMENTS_FIELDS];
+            std::memcpy(f, out.data(), sizeof f);
+            // host/src/ops/reduce.rs MOMENTS_RELATIVE: both sides in f64.
+            bool ok = f[REDUCE_MOMENTS_COUNT] == count && f[REDUCE_MOMENTS_NAN] == nan &&
+                      std::fabs(f[REDUCE_MOMENTS_MEAN] - mean) <= 1e-9 * std::fabs(mean) &&
+                      std::fabs(f[REDUCE_MOMENTS_M2] - m2) <= 1e-9 * m2;
+            if (ok) return "";
+            return "count " + fmt("%.0f", f[REDUCE_MOMENTS_COUNT]) + " nan " + fmt("%.0f", f[REDUCE_MOMENTS_NAN]) +
+                   " mean " + fmt("%.15g", f[REDUCE_MOMENTS_MEAN]) + " M2 " + fmt("%.15g", f[REDUCE_MOMENTS_M2]) +
+                   ", want " + fmt("%.0f", count) + " " + fmt("%.0f", nan) + " " + fmt("%.15g", mean) + " " +
+                   fmt("%.15g", m2);
+        };
+        run(c);
+    }
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -1045,7 +1121,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
-            run.conv1d(), run.select();
+            run.conv1d(), run.select(), run.reduce();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1103,6 +1179,7 @@ int main(int argc, char** argv) {
         run.conv2d();
         run.conv1d();
         run.select();
+        run.reduce();
     } catch (const std::exception& e) {
         error = e.what();
         std::fprintf(stderr, "runner: %s: %s\n", run.current.c_str(), e.what());

@@ -29,6 +29,7 @@ pub mod ops {
     pub mod counter;
     pub mod histogram;
     pub mod matmul;
+    pub mod reduce;
     pub mod saxpy;
     pub mod select;
     pub mod transpose;

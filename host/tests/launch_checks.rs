@@ -16,12 +16,14 @@ use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::matmul::SgemmArgs;
+use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
 use host::ops::saxpy::SaxpyArgs;
 use host::ops::select::{SelectCountArgs, SelectFindArgs};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
 use host::registry::FAMILIES;
 use interface::select::{HISTOGRAM_LEN, PASSES, STATE_WORDS};
+use interface::reduce::MOMENTS_FIELDS;
 use interface::window::Window;
 use std::collections::BTreeSet;
 
@@ -81,7 +83,9 @@ struct Cases {
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
     let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async"];
-    kernel.contains("vec4") || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
+    kernel.contains("vec4")
+        || kernel == "reduce_moments"
+        || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
 }
 
 fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
@@ -239,6 +243,55 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("no blocks".into(), with(values, state, histogram, 0, 0)));
             refused.push(("values misaligned".into(), with(shifted(values), state, histogram, 0, 4)));
             with(values, state, histogram, 1, 4)
+        }
+
+        "reduce" => {
+            let (n, grid) = (1003, 5);
+            let values = memory.f32s(n);
+            let scratch = Scratch {
+                partials: memory.slice(MOMENTS_FIELDS * n),
+                ticket: memory.u32s(1),
+                result: memory.slice(MOMENTS_FIELDS),
+            };
+            let moments = kernel == "reduce_moments";
+            let with = |values: &'static DeviceSlice<f32>, scratch: Scratch<'static>, grid: u32| -> Args {
+                if moments {
+                    Box::new(MomentsArgs { values, window: Window::new(-0.5, 0.5), scratch, grid })
+                } else {
+                    Box::new(ReduceArgs { values, scratch, grid })
+                }
+            };
+            refused.push(("no values".into(), with(memory.f32s(0), scratch, grid)));
+            refused.push(("no ticket".into(), with(values, Scratch { ticket: memory.u32s(0), ..scratch }, grid)));
+            let fields = if moments { MOMENTS_FIELDS } else { 1 };
+            let result = memory.slice(fields - 1);
+            refused.push(("result short".into(), with(values, Scratch { result, ..scratch }, grid)));
+            // A partial per block: steps 1 and 2 launch 4 blocks for 1003 values, steps 3 and 4
+            // two, the grid-stride kernels `grid` (the moments' partials have MOMENTS_FIELDS each).
+            let needed = match kernel {
+                "reduce_interleaved" | "reduce_sequential" => 4,
+                "reduce_first_add" | "reduce_shuffle" => 2,
+                "reduce_vec4" => grid as usize,
+                _ => MOMENTS_FIELDS * grid as usize,
+            };
+            let partials = memory.slice(needed - 1);
+            refused.push(("partials short".into(), with(values, Scratch { partials, ..scratch }, grid)));
+            let aliased = Scratch { result: scratch.partials, ..scratch };
+            refused.push(("result is the partials".into(), with(values, aliased, grid)));
+            if moments || kernel == "reduce_vec4" {
+                refused.push(("no blocks".into(), with(values, scratch, 0)));
+                refused.push(("values misaligned".into(), with(shifted(memory.f32s(n + 1)), scratch, grid)));
+            }
+            if moments {
+                let nan = Window::new(f64::NAN, 1.0);
+                refused.push(("a NaN bound".into(), Box::new(MomentsArgs { values, window: nan, scratch, grid })));
+                refused.push(("the sum's arguments".into(), Box::new(ReduceArgs { values, scratch, grid })));
+            } else {
+                let window = Window::FINITE;
+                refused
+                    .push(("the moments' arguments".into(), Box::new(MomentsArgs { values, window, scratch, grid })));
+            }
+            with(values, scratch, grid)
         }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };

@@ -12,6 +12,7 @@ pub mod conv;
 pub mod histogram;
 pub mod matmul;
 pub mod select;
+pub mod reduce;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.

@@ -27,6 +27,7 @@ pub mod conv2d;
 pub mod counter;
 pub mod histogram;
 pub mod matmul;
+pub mod reduce;
 pub mod saxpy;
 pub mod select;
 pub mod transpose;

@@ -34,7 +34,7 @@ pub fn median(values: &mut [f32]) -> Option<f64> {
 }
 
 /// Σ f(v) over `values` in f64, chunk by chunk (see [`CHUNK`]).
-fn sum(values: &[f32], f: impl Fn(f32) -> f64 + Sync) -> f64 {
+pub fn sum(values: &[f32], f: impl Fn(f32) -> f64 + Sync) -> f64 {
     let partials: Vec<f64> = values.par_chunks(CHUNK).map(|chunk| chunk.iter().map(|&v| f(v)).sum()).collect();
     partials.iter().sum()
 }
@@ -50,13 +50,18 @@ fn sum(values: &[f32], f: impl Fn(f32) -> f64 + Sync) -> f64 {
 /// chunks' partials round by less than 1e-11 relative even at 2^28 values, far below the
 /// 1e-6 asked of σ.
 pub fn std(values: &[f32]) -> Option<f64> {
+    let (_, squares) = mean_and_m2(values)?;
+    Some((squares / values.len() as f64).sqrt())
+}
+
+/// The mean of `values` and their M2, the sum of squared deviations from it (`n·σ²`), in f64
+/// and in two passes as [`std`] explains; `None` when there are none.
+pub fn mean_and_m2(values: &[f32]) -> Option<(f64, f64)> {
     if values.is_empty() {
         return None;
     }
-    let n = values.len() as f64;
-    let mean = sum(values, f64::from) / n;
-    let squares = sum(values, |v| (f64::from(v) - mean).powi(2));
-    Some((squares / n).sqrt())
+    let mean = sum(values, f64::from) / values.len() as f64;
+    Some((mean, sum(values, |v| (f64::from(v) - mean).powi(2))))
 }
 
 #[cfg(test)]

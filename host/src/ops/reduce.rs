@@ -1,0 +1,643 @@
+//! Host side of `kernels::reduce`: the sum of f32 values as the classic reduction ladder, and
+//! the moments (count, NaN count, mean, M2, min, max) of the values inside a window, each in
+//! one launch. [`Reducer`] is what the source-finding pipeline calls; the registry family
+//! `reduce` runs every step on the same values and checks each against the CPU reference
+//! beside it.
+
+use crate::check::Check;
+use crate::data::random_in;
+use crate::gpu::{
+    blocks, refuse, require, require_aligned, require_disjoint, require_len, CudaContext, Gpu, GpuError, GpuResult,
+    KernelArgs, LaunchConfig, Params,
+};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use crate::sources::stats;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use interface::reduce::{
+    grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_COUNT, MOMENTS_FIELDS, MOMENTS_M2,
+    MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
+};
+use interface::window::Window;
+use rayon::prelude::*;
+
+crate::variants! {
+    /// The steps of the ladder, and the moments.
+    pub enum Step {
+        /// Shared-memory tree, neighbours first (divergent).
+        Interleaved => ("interleaved", "reduce_interleaved"),
+        /// Shared-memory tree folded in halves.
+        Sequential => ("sequential", "reduce_sequential"),
+        /// Two values per thread, added during the load.
+        FirstAdd => ("first_add", "reduce_first_add"),
+        /// Warp shuffles instead of the shared tree.
+        Shuffle => ("shuffle", "reduce_shuffle"),
+        /// 16-byte grid-stride loads, one partial per block.
+        Vec4 => ("vec4", "reduce_vec4"),
+        /// Count, NaN count, mean, M2, min and max of the values inside the window.
+        Moments => ("moments", "reduce_moments"),
+    }
+}
+
+impl Step {
+    /// Blocks of this step's launch over `n` values; `grid` for the grid-stride kernels.
+    fn blocks(self, kernel: &str, n: usize, grid: u32) -> GpuResult<u32> {
+        match self {
+            Step::Interleaved | Step::Sequential => blocks(n, BLOCK),
+            Step::FirstAdd | Step::Shuffle => blocks(n, 2 * BLOCK),
+            Step::Vec4 | Step::Moments if grid == 0 => Err(refuse(kernel, "the grid needs at least 1 block")),
+            Step::Vec4 | Step::Moments => Ok(grid),
+        }
+    }
+
+    /// f64 each block writes to the partials.
+    fn partial_fields(self) -> usize {
+        if self == Step::Moments {
+            MOMENTS_FIELDS
+        } else {
+            1
+        }
+    }
+
+    fn is_sum(self) -> bool {
+        self != Step::Moments
+    }
+}
+
+/// f64 per element of the result: the sum, or the moments' fields.
+fn result_fields(step: Step) -> usize {
+    if step.is_sum() {
+        1
+    } else {
+        MOMENTS_FIELDS
+    }
+}
+
+/// What every reduction kernel writes besides its result: a partial per block and the ticket
+/// that finds the last block (`kernels/src/reduce/mod.rs`).
+#[derive(Clone, Copy)]
+pub struct Scratch<'a> {
+    pub partials: &'a DeviceSlice<f64>,
+    /// One `u32` at 0: the kernels leave it at 0, and [`ScratchBuffers`] allocates it zeroed.
+    /// Another value gives a wrong result, never an access out of bounds.
+    pub ticket: &'a DeviceSlice<u32>,
+    pub result: &'a DeviceSlice<f64>,
+}
+
+impl Scratch<'_> {
+    /// `values` non-empty, the scratch long enough for `grid` blocks of `step`, and no two of
+    /// the four buffers overlapping; 16-byte aligned values for the kernels that load quads.
+    fn check(&self, kernel: &str, step: Step, values: &DeviceSlice<f32>, grid: u32) -> GpuResult<()> {
+        let n = values.len();
+        if n == 0 {
+            return Err(refuse(kernel, "there are no values to reduce"));
+        }
+        // The moments' counts travel as f64, exact below 2^53.
+        if n as u64 >= 1 << 53 {
+            return Err(refuse(kernel, format!("{n} values are more than an f64 counts exactly")));
+        }
+        let partials = grid as usize * step.partial_fields();
+        let result = result_fields(step);
+        require_len(kernel, "the partials", self.partials, partials)?;
+        require_len(kernel, "the ticket", self.ticket, 1)?;
+        require_len(kernel, "the result", self.result, result)?;
+        let values = ("the values", values, n);
+        let (partials, ticket, result) = (
+            ("the partials", self.partials, partials),
+            ("the ticket", self.ticket, 1),
+            ("the result", self.result, result),
+        );
+        require_disjoint(kernel, partials, values)?;
+        require_disjoint(kernel, ticket, values)?;
+        require_disjoint(kernel, result, values)?;
+        require_disjoint(kernel, ticket, partials)?;
+        require_disjoint(kernel, result, partials)?;
+        require_disjoint(kernel, result, ticket)?;
+        if matches!(step, Step::Vec4 | Step::Moments) {
+            require_aligned(kernel, "the values", values.1, 16)?;
+        }
+        Ok(())
+    }
+}
+
+/// The arguments of the sum kernels (every step but the moments): `values` summed into
+/// `scratch.result[0]`. Steps 1 to 4 launch a block per `BLOCK` or `2·BLOCK` values; `grid` is
+/// the block count of `reduce_vec4`, whose loop is grid-stride.
+pub struct ReduceArgs<'a> {
+    pub values: &'a DeviceSlice<f32>,
+    pub scratch: Scratch<'a>,
+    pub grid: u32,
+}
+
+// SAFETY: the kernels read `values`, write one f64 per block to `partials`, draw from the
+// ticket and write the sum to `result[0]`: the checks above give the lengths (a partial per
+// block of the launch returned here), a 16-byte aligned start for `reduce_vec4`, and no two
+// buffers overlapping. Blocks are one-dimensional of `BLOCK` threads, the size of the kernels'
+// shared trees; steps 1 to 4 get one block per `BLOCK` (or `2·BLOCK`) values, as their index
+// arithmetic assumes. The parameters are `values: &[f32], partials: *mut f64, ticket: *mut u32,
+// sum: *mut f64`.
+unsafe impl KernelArgs for ReduceArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let step = Step::named(kernel)?;
+        if !step.is_sum() {
+            return Err(refuse(kernel, "it takes a window: launch it with MomentsArgs"));
+        }
+        let grid = step.blocks(kernel, self.values.len(), self.grid)?;
+        self.scratch.check(kernel, step, self.values, grid)?;
+        Ok(LaunchConfig { grid: (grid, 1, 1), block: (BLOCK as u32, 1, 1), shared_bytes: 0 })
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        let Scratch { partials, ticket, result } = self.scratch;
+        Params::new().slice(self.values).pointer(partials).pointer(ticket).pointer(result)
+    }
+}
+
+/// The arguments of `reduce_moments`: the moments of the `values` inside `window`, written to
+/// `scratch.result[..MOMENTS_FIELDS]` by `grid` blocks.
+pub struct MomentsArgs<'a> {
+    pub values: &'a DeviceSlice<f32>,
+    pub window: Window,
+    pub scratch: Scratch<'a>,
+    pub grid: u32,
+}
+
+// SAFETY: as for `ReduceArgs`, with `MOMENTS_FIELDS` f64 per block in `partials` and in
+// `result`, values 16-byte aligned and fewer than 2^53 (the counts travel as f64), and bounds
+// that are not NaN. The loop is grid-stride, so any grid of at least one block of `BLOCK`
+// threads is correct. The parameters are `values: &[f32], low: f64, high: f64, partials: *mut
+// f64, ticket: *mut u32, result: *mut f64`.
+unsafe impl KernelArgs for MomentsArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        if Step::named(kernel)? != Step::Moments {
+            return Err(refuse(kernel, "it takes no window: launch it with ReduceArgs"));
+        }
+        if self.window.low.is_nan() || self.window.high.is_nan() {
+            return Err(refuse(kernel, "a window bound is NaN"));
+        }
+        let grid = Step::Moments.blocks(kernel, self.values.len(), self.grid)?;
+        self.scratch.check(kernel, Step::Moments, self.values, grid)?;
+        LaunchConfig::grid_stride(0, 0, BLOCK as u32, grid)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        let Scratch { partials, ticket, result } = self.scratch;
+        Params::new()
+            .slice(self.values)
+            .value(self.window.low)
+            .value(self.window.high)
+            .pointer(partials)
+            .pointer(ticket)
+            .pointer(result)
+    }
+}
+
+/// The buffers behind a [`Scratch`], the ticket allocated at 0.
+pub struct ScratchBuffers {
+    partials: DeviceBuffer<f64>,
+    ticket: DeviceBuffer<u32>,
+    result: DeviceBuffer<f64>,
+}
+
+impl ScratchBuffers {
+    /// Room for `partials` f64 partials and a result of `MOMENTS_FIELDS`.
+    pub fn new(gpu: &Gpu, partials: usize) -> GpuResult<Self> {
+        gpu.ensure_fits("reduction partials", 8 * partials as u64)?;
+        let partials = DeviceBuffer::<f64>::zeroed(partials.max(1)).during("allocating reduction partials")?;
+        let ticket = DeviceBuffer::<u32>::zeroed(1).during("allocating the reduction ticket")?;
+        let result = DeviceBuffer::<f64>::zeroed(MOMENTS_FIELDS).during("allocating the reduction result")?;
+        Ok(Self { partials, ticket, result })
+    }
+
+    pub fn scratch(&self) -> Scratch<'_> {
+        Scratch { partials: &self.partials, ticket: &self.ticket, result: &self.result }
+    }
+
+    /// The first `N` f64 of the result, copied back (synchronously: the stream is a blocking
+    /// one, so the copy waits for the launch before it).
+    fn read<const N: usize>(&self) -> GpuResult<[f64; N]> {
+        let mut out = [0.0f64; N];
+        self.result.index(..N).copy_to(&mut out[..]).during("copying the reduction back")?;
+        Ok(out)
+    }
+}
+
+/// The moments of the values inside a window: how many, how many values were NaN (in no
+/// window), the members' mean and M2 (the sum of their squared deviations from the mean),
+/// and their minimum and maximum (+∞ and −∞ when there are none).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moments {
+    pub count: u64,
+    pub nan: u64,
+    pub mean: f64,
+    pub m2: f64,
+    pub min: f32,
+    pub max: f32,
+}
+
+impl Moments {
+    /// The standard deviation with ddof 0 (`np.std`), `None` when there are no members.
+    pub fn std(&self) -> Option<f64> {
+        (self.count > 0).then(|| (self.m2 / self.count as f64).sqrt())
+    }
+
+    fn from_fields(f: [f64; MOMENTS_FIELDS]) -> Self {
+        Self {
+            count: f[MOMENTS_COUNT] as u64,
+            nan: f[MOMENTS_NAN] as u64,
+            mean: f[MOMENTS_MEAN],
+            m2: f[MOMENTS_M2],
+            min: f[MOMENTS_MIN] as f32,
+            max: f[MOMENTS_MAX] as f32,
+        }
+    }
+}
+
+/// Sums and moments of f32 values on the GPU, one launch and one small copy back each; the
+/// scratch is allocated once, for values of up to `n` elements.
+pub struct Reducer {
+    sum_grid: u32,
+    moments_grid: u32,
+    buffers: ScratchBuffers,
+}
+
+impl Reducer {
+    /// A reducer for up to `n` values (its grids are sized for `n`; more are still reduced
+    /// correctly, by fewer threads than they could use).
+    pub fn new(gpu: &Gpu, n: usize) -> GpuResult<Self> {
+        require(n >= 1, || "a reduction needs at least 1 value".into())?;
+        let sms = gpu.info.multiprocessors as usize;
+        let grid = |per_sm| grid_stride_blocks(n, sms, per_sm) as u32;
+        let (sum_grid, moments_grid) = (grid(BLOCKS_PER_SM), grid(MOMENTS_BLOCKS_PER_SM));
+        let partials = (sum_grid as usize).max(moments_grid as usize * MOMENTS_FIELDS);
+        Ok(Self { sum_grid, moments_grid, buffers: ScratchBuffers::new(gpu, partials)? })
+    }
+
+    /// Σ values (NaN if any is), accumulated as `reduce_vec4` documents.
+    pub fn sum(&self, gpu: &Gpu, values: &DeviceSlice<f32>) -> GpuResult<f64> {
+        let args = ReduceArgs { values, scratch: self.buffers.scratch(), grid: self.sum_grid };
+        gpu.launch(Step::Vec4.kernel(), &args)?;
+        Ok(self.buffers.read::<1>()?[0])
+    }
+
+    /// The moments of the `values` inside `window`.
+    pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
+        let args = MomentsArgs { values, window, scratch: self.buffers.scratch(), grid: self.moments_grid };
+        gpu.launch(Step::Moments.kernel(), &args)?;
+        Ok(Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>()?))
+    }
+}
+
+/// Σ values in f64, chunk by chunk as the source-finding statistics sum: the CPU reference.
+pub fn cpu_sum(values: &[f32]) -> f64 {
+    stats::sum(values, f64::from)
+}
+
+/// The moments of the `values` inside `window`, with the CPU statistics' two-pass mean and M2.
+pub fn cpu_moments(values: &[f32], window: Window) -> Moments {
+    let members: Vec<f32> = values.par_iter().copied().filter(|&v| window.contains(v)).collect();
+    let nan = values.par_iter().filter(|v| v.is_nan()).count() as u64;
+    let (mean, m2) = stats::mean_and_m2(&members).unwrap_or((0.0, 0.0));
+    let (min, max) = members
+        .par_iter()
+        .fold(|| (f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)))
+        .reduce(|| (f32::INFINITY, f32::NEG_INFINITY), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    Moments { count: members.len() as u64, nan, mean, m2, min, max }
+}
+
+/// The GPU sum's tolerance over values whose absolute values add up to `magnitude`. Each value
+/// passes through at most 9 f32 additions (steps 1 to 4: the first add and a tree of
+/// `log2(BLOCK)` levels, or 5 + 3 shuffle levels; step 5: 2), each rounding by at most
+/// `ε/2` of what it adds; everything after that is f64.
+pub fn sum_tolerance(magnitude: f64) -> f64 {
+    (9.0 * f32::EPSILON as f64 + 1e-12) * magnitude
+}
+
+/// The moments' tolerance, relative: both sides accumulate in f64 (the GPU merging shifted
+/// sums, the CPU in two passes), so they agree to about 1e-13 on these sizes; an f32
+/// accumulation anywhere would miss by 1e-4.
+pub const MOMENTS_RELATIVE: f64 = 1e-9;
+
+/// Each field's error in units of its tolerance: counts, min and max exact, the mean relative
+/// to its size and the spread, M2 relative to itself.
+fn moments_errors(gpu: &Moments, cpu: &Moments) -> [f64; 6] {
+    let exact = |a: f64, b: f64| if a == b { 0.0 } else { f64::INFINITY };
+    let spread = cpu.std().unwrap_or(0.0);
+    let scale = |size: f64| MOMENTS_RELATIVE * size + f64::MIN_POSITIVE;
+    [
+        exact(gpu.count as f64, cpu.count as f64),
+        exact(gpu.nan as f64, cpu.nan as f64),
+        (gpu.mean - cpu.mean).abs() / scale(cpu.mean.abs() + spread),
+        (gpu.m2 - cpu.m2).abs() / scale(cpu.m2),
+        exact(gpu.min as f64, cpu.min as f64),
+        exact(gpu.max as f64, cpu.max as f64),
+    ]
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Values.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub n: usize,
+    /// Variants to run (all when omitted; only `moments` with --blank).
+    #[arg(long = "variant", value_enum)]
+    pub variants: Vec<Step>,
+    /// Blocks of the grid-stride kernels (0: as many as the values fill, up to 64 per SM for the
+    /// sum and 3 for the moments).
+    #[arg(long, default_value_t = 0)]
+    pub grid: u32,
+    /// Added to every value (uniform in [-1, 1)): a mean far from zero against the spread.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub offset: f32,
+    /// Fraction of the values set to NaN, as blanked pixels are (the sum is then NaN, so only
+    /// the moments run).
+    #[arg(long, default_value_t = 0.0)]
+    pub blank: f64,
+    /// The moments' window: values v with low < v < high.
+    #[arg(long, default_value_t = f64::NEG_INFINITY, allow_negative_numbers = true)]
+    pub low: f64,
+    #[arg(long, default_value_t = f64::INFINITY, allow_negative_numbers = true)]
+    pub high: f64,
+}
+
+impl Options {
+    fn steps(&self) -> GpuResult<Vec<Step>> {
+        match (self.variants.is_empty(), self.blank > 0.0) {
+            (true, true) => Ok(vec![Step::Moments]),
+            (true, false) => Ok(Step::ALL.to_vec()),
+            (false, blanked) => {
+                if blanked && self.variants.iter().any(|s| s.is_sum()) {
+                    return Err(GpuError::InvalidInput(
+                        "the sum of values with NaN (--blank) is NaN: only the moments variant takes them".into(),
+                    ));
+                }
+                Ok(self.variants.clone())
+            }
+        }
+    }
+}
+
+/// Values on the GPU and the scratch of every selected step.
+pub struct Reduce {
+    values: Vec<f32>,
+    window: Window,
+    steps: Vec<Step>,
+    variants: Vec<Variant>,
+    /// Blocks of `reduce_vec4` and of `reduce_moments`.
+    grids: (u32, u32),
+    device_values: DeviceBuffer<f32>,
+    buffers: ScratchBuffers,
+    expected: Option<(f64, f64, Moments)>,
+}
+
+impl Reduce {
+    fn grid(&self, step: Step) -> u32 {
+        if step == Step::Moments {
+            self.grids.1
+        } else {
+            self.grids.0
+        }
+    }
+}
+
+/// Blocks of the grid-stride kernels: `--grid`, or as many as the values fill.
+fn grids(n: usize, sms: u32, grid: u32) -> (u32, u32) {
+    let fill = |per_sm| grid_stride_blocks(n, sms as usize, per_sm) as u32;
+    if grid == 0 {
+        (fill(BLOCKS_PER_SM), fill(MOMENTS_BLOCKS_PER_SM))
+    } else {
+        (grid, grid)
+    }
+}
+
+impl Kernel for Reduce {
+    const NAME: &'static str = "reduce";
+    const ABOUT: &'static str =
+        "Sum of f32 as the reduction ladder (interleaved, sequential, first add, shuffles, vec4), and moments in a window";
+    type Options = Options;
+
+    fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        let n = 1 << 28;
+        let (vec4, moments) = grids(n, sms, 0);
+        Step::ALL
+            .iter()
+            .map(|&step| {
+                let grid = step.blocks(step.kernel(), n, if step == Step::Moments { moments } else { vec4 })?;
+                Ok((step.kernel(), LaunchConfig { grid: (grid, 1, 1), block: (BLOCK as u32, 1, 1), shared_bytes: 0 }))
+            })
+            .collect()
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Check => vec![
+                "--n 1".into(),
+                "--n 1000003".into(),
+                "--n 1021 --grid 3".into(),
+                "--n 4194311 --offset 1000".into(),
+                "--n 1000003 --offset 10000 --blank 0.3 --low 9999.5 --high 10000.75".into(),
+                "--n 100003 --blank 1".into(),
+                "--n 1000 --variant moments --low 5 --high 6".into(),
+            ],
+            _ => one_per_element_sizes(purpose),
+        }
+    }
+
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(options.steps()?.iter().map(|s| s.variant()).collect())
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1, || "reduce needs n >= 1".into())?;
+        require((0.0..=1.0).contains(&options.blank), || format!("--blank {} is not a fraction", options.blank))?;
+        require(!options.low.is_nan() && !options.high.is_nan(), || "the window's bounds must not be NaN".into())?;
+        let steps = options.steps()?;
+        let grids = grids(n, gpu.info.multiprocessors as u32, options.grid);
+        gpu.ensure_fits("reduce input", 4 * n as u64)?;
+        let mut values = random_in(n, seed, -1.0f32, 1.0);
+        if options.offset != 0.0 {
+            values.par_iter_mut().for_each(|v| *v += options.offset);
+        }
+        if options.blank > 0.0 {
+            let draws = random_in(n, seed ^ 0xB1A2_C3D4, 0.0f64, 1.0);
+            values.par_iter_mut().zip(draws).for_each(|(v, d)| {
+                if d < options.blank {
+                    *v = f32::NAN;
+                }
+            });
+        }
+        let mut partials = 1;
+        for &step in &steps {
+            let grid = if step == Step::Moments { grids.1 } else { grids.0 };
+            partials = partials.max(step.blocks(step.kernel(), n, grid)? as usize * step.partial_fields());
+        }
+        let window = Window::new(options.low, options.high);
+        let reduce = Self {
+            device_values: gpu.upload("reduce input", &values)?,
+            buffers: ScratchBuffers::new(gpu, partials)?,
+            variants: steps.iter().map(|s| s.variant()).collect(),
+            values,
+            window,
+            steps,
+            grids,
+            expected: None,
+        };
+        for (&step, variant) in reduce.steps.iter().zip(&reduce.variants) {
+            let grid = step.blocks(&variant.kernel, n, reduce.grid(step))?;
+            gpu.validate(
+                &variant.kernel,
+                &LaunchConfig { grid: (grid, 1, 1), block: (BLOCK as u32, 1, 1), shared_bytes: 0 },
+            )?;
+        }
+        Ok(reduce)
+    }
+}
+
+impl Workload for Reduce {
+    fn shape(&self) -> String {
+        let window = if self.window == Window::FINITE {
+            String::new()
+        } else {
+            format!(" window ({}, {})", self.window.low, self.window.high)
+        };
+        format!("n={} grid={}/{}{}", self.values.len(), self.grids.0, self.grids.1, window)
+    }
+
+    fn size(&self) -> u64 {
+        self.values.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some("reduce_sum_f32".into())
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(4 * self.values.len() as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        let step = Step::named(&variant.kernel)?;
+        let (values, scratch, grid) = (&*self.device_values, self.buffers.scratch(), self.grid(step));
+        if step.is_sum() {
+            gpu.launch(&variant.kernel, &ReduceArgs { values, scratch, grid })
+        } else {
+            gpu.launch(&variant.kernel, &MomentsArgs { values, window: self.window, scratch, grid })
+        }
+    }
+
+    /// The result is NaN until a kernel writes it.
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("reduction result", &self.buffers.result)
+    }
+
+    fn compute_reference(&mut self) {
+        let magnitude = stats::sum(&self.values, |v| f64::from(v.abs()));
+        self.expected = Some((cpu_sum(&self.values), magnitude, cpu_moments(&self.values, self.window)));
+    }
+
+    fn check(&self, _gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
+        let (sum, magnitude, moments) =
+            self.expected.ok_or_else(|| GpuError::InvalidInput("reduce: no CPU reference computed".into()))?;
+        if Step::named(&variant.kernel)?.is_sum() {
+            let got = self.buffers.read::<1>()?[0];
+            let tolerance = sum_tolerance(magnitude);
+            let error = (got - sum).abs();
+            let passed = error <= tolerance;
+            let check = Check {
+                passed,
+                worst_error: if error.is_nan() { f64::INFINITY } else { error },
+                tolerance,
+                mismatches: usize::from(!passed),
+                first_mismatch: (!passed).then_some(0),
+                race: None,
+            };
+            return Ok(Checked { check, note: Some(format!("sum {got:.10e}, CPU {sum:.10e}")) });
+        }
+        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>()?);
+        let errors = moments_errors(&got, &moments);
+        // NaN is a mismatch.
+        let bad = |e: &&f64| e.is_nan() || **e > 1.0;
+        let first = errors.iter().position(|e| bad(&e));
+        let check = Check {
+            passed: first.is_none(),
+            worst_error: errors.iter().fold(0.0, |w: f64, &e| w.max(if e.is_nan() { f64::INFINITY } else { e })),
+            tolerance: 1.0,
+            mismatches: errors.iter().filter(bad).count(),
+            first_mismatch: first,
+            race: None,
+        };
+        let sd = got.std().map_or("-".into(), |s| format!("{s:.9e}"));
+        let note = format!(
+            "{} inside, {} NaN, mean {:.9e}, std {}; errors in units of each field's tolerance",
+            got.count, got.nan, got.mean, sd
+        );
+        Ok(Checked { check, note: Some(note) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_moments_keep_the_window_and_count_nan() {
+        let values = [1.0f32, f32::NAN, 3.0, 4.0, 10.0, f32::NAN, -2.0];
+        let m = cpu_moments(&values, Window::new(0.0, 5.0));
+        // Members 1 3 4: mean 8/3, squared deviations (25 + 1 + 16)/9 = 42/9.
+        assert_eq!((m.count, m.nan, m.min, m.max), (3, 2, 1.0, 4.0));
+        assert!((m.mean - 8.0 / 3.0).abs() < 1e-15 && (m.m2 - 42.0 / 9.0).abs() < 1e-14, "{m:?}");
+        assert!((m.std().unwrap() - (42.0f64 / 27.0).sqrt()).abs() < 1e-15);
+        // Bounds are excluded; an empty window has no std.
+        let empty = cpu_moments(&values, Window::new(4.0, 10.0));
+        assert_eq!((empty.count, empty.nan, empty.std()), (0, 2, None));
+        assert_eq!((empty.min, empty.max), (f32::INFINITY, f32::NEG_INFINITY));
+    }
+
+    #[test]
+    fn the_moments_std_matches_the_source_statistics() {
+        let values: Vec<f32> = (0..10_001).map(|k| 10_000.0 + 0.5 * (k % 4) as f32).collect();
+        let m = cpu_moments(&values, Window::FINITE);
+        assert_eq!(m.std(), stats::std(&values));
+        assert_eq!(cpu_sum(&[1.5, -0.25, 1e8, -1e8]), 1.25);
+    }
+
+    #[test]
+    fn fields_round_trip_and_errors_flag_each_field() {
+        let m = Moments { count: 7, nan: 2, mean: 1.25, m2: 3.5, min: -1.0, max: 2.5 };
+        let mut fields = [0.0; MOMENTS_FIELDS];
+        fields[MOMENTS_COUNT] = 7.0;
+        fields[MOMENTS_NAN] = 2.0;
+        fields[MOMENTS_MEAN] = 1.25;
+        fields[MOMENTS_M2] = 3.5;
+        fields[MOMENTS_MIN] = -1.0;
+        fields[MOMENTS_MAX] = 2.5;
+        assert_eq!(Moments::from_fields(fields), m);
+        assert!(moments_errors(&m, &m).iter().all(|&e| e == 0.0));
+        let off = Moments { m2: 3.5 * (1.0 + 1e-6), count: 8, ..m };
+        let errors = moments_errors(&off, &m);
+        assert!(errors[MOMENTS_COUNT].is_infinite() && errors[MOMENTS_M2] > 1.0 && errors[MOMENTS_MEAN] == 0.0);
+    }
+
+    #[test]
+    fn blank_values_select_the_moments_only() {
+        let mut options = Options {
+            n: 10,
+            variants: vec![],
+            grid: 0,
+            offset: 0.0,
+            blank: 0.5,
+            low: f64::NEG_INFINITY,
+            high: f64::INFINITY,
+        };
+        assert_eq!(options.steps().unwrap(), vec![Step::Moments]);
+        options.variants = vec![Step::Vec4];
+        assert!(options.steps().is_err());
+        options.blank = 0.0;
+        assert_eq!(options.steps().unwrap(), vec![Step::Vec4]);
+    }
+}
