@@ -17,6 +17,24 @@
 // interface::histogram
 #define HISTOGRAM_DEFAULT_BINS 256
 
+// interface::label
+#define LABEL_TILE_WIDTH 32
+#define LABEL_TILE_HEIGHT 16
+#define LABEL_MERGE_BLOCK 32
+#define LABEL_BLOCK 256
+#define LABEL_BACKGROUND 4294967295
+
+// interface::measure
+#define MEASURE_ITEMS 16
+#define MEASURE_BLOCK 256
+#define MEASURE_RECORD_WORDS 6
+#define MEASURE_PIXELS 24
+#define MEASURE_PEAK 28
+#define MEASURE_Y_MIN 32
+#define MEASURE_Y_MAX 36
+#define MEASURE_X_MIN 40
+#define MEASURE_X_MAX 44
+
 // interface::conv
 #define CONV_MAX_RADIUS 3
 #define CONV_MAX_TAPS 49

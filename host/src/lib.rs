@@ -28,7 +28,9 @@ pub mod ops {
     pub mod conv2d;
     pub mod counter;
     pub mod histogram;
+    pub mod label;
     pub mod matmul;
+    pub mod measure;
     pub mod saxpy;
     pub mod transpose;
     pub mod vector_add;

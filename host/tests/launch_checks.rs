@@ -15,7 +15,9 @@ use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
+use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
 use host::ops::matmul::SgemmArgs;
+use host::ops::measure::MeasureArgs;
 use host::ops::saxpy::SaxpyArgs;
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
@@ -58,6 +60,15 @@ impl Memory<'_> {
     fn u32s(&mut self, len: usize) -> &'static DeviceSlice<u32> {
         self.slice(len)
     }
+}
+
+/// A slice of `U` at the address of `slice`, as long: memory two arguments share.
+fn same_memory<T: DeviceCopy, U: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+    let (address, len) = (DevicePointer::from_raw(slice.as_device_ptr().as_raw()), slice.len());
+    // SAFETY: only the checks look at it (address and length); each launch with it is refused
+    // before a kernel could run.
+    let view = unsafe { DeviceSlice::from_raw_parts(address, len) };
+    Box::leak(Box::new(view))
 }
 
 /// The same elements one `T` further on: misaligned for 16-byte accesses.
@@ -203,6 +214,67 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
                 refused.push(("input misaligned".into(), with(shifted(input), output, 3)));
             }
             with(input, output, 3)
+        }
+        "label" => {
+            let (width, height) = (67, 45);
+            let n = width * height;
+            let (image, labels) = (memory.f32s(n), memory.u32s(n));
+            let four = Connectivity::Four;
+            match kernel {
+                "label_tiles" => {
+                    let with = |image, labels, width, height| -> Args {
+                        Box::new(TilesArgs { image, width, height, level: 0.5, connectivity: four, labels })
+                    };
+                    refused.push(("one row too many".into(), with(image, labels, width, height + 1)));
+                    refused.push(("labels short".into(), with(image, memory.u32s(n - 1), width, height)));
+                    refused.push(("labels are the image".into(), with(image, same_memory(image), width, height)));
+                    refused.push(("no pixels".into(), with(image, labels, 0, height)));
+                    refused.push(("dimensions overflow".into(), with(image, labels, usize::MAX, 2)));
+                    with(image, labels, width, height)
+                }
+                "label_merge" => {
+                    let with = |labels, width, height| -> Args {
+                        Box::new(MergeArgs { width, height, connectivity: four, labels })
+                    };
+                    refused.push(("labels short".into(), with(memory.u32s(n - 1), width, height)));
+                    refused.push(("no pixels".into(), with(labels, 0, 0)));
+                    refused.push(("as many pixels as BACKGROUND".into(), with(labels, 1 << 16, 1 << 16)));
+                    with(labels, width, height)
+                }
+                "label_flatten" => {
+                    let roots = memory.u32s(n);
+                    let with = |labels, roots, n| -> Args { Box::new(FlattenArgs { labels, roots, n }) };
+                    refused.push(("roots short".into(), with(labels, memory.u32s(n - 1), n)));
+                    refused.push(("roots are the labels".into(), with(labels, labels, n)));
+                    refused.push(("no pixels".into(), with(labels, roots, 0)));
+                    with(labels, roots, n)
+                }
+                _ => {
+                    let (ranks, count) = (memory.u32s(n), memory.u32s(1));
+                    let with = |labels, ranks, count, n| -> Args { Box::new(RenumberArgs { labels, ranks, count, n }) };
+                    refused.push(("ranks short".into(), with(labels, memory.u32s(n - 1), count, n)));
+                    refused.push(("no count".into(), with(labels, ranks, memory.u32s(0), n)));
+                    refused.push(("ranks are the labels".into(), with(labels, labels, count, n)));
+                    refused.push(("the count is a label".into(), with(labels, ranks, labels, n)));
+                    refused.push(("no pixels".into(), with(labels, ranks, count, 0)));
+                    with(labels, ranks, count, n)
+                }
+            }
+        }
+        "measure" => {
+            let (width, height, count) = (67, 45, 20);
+            let n = width * height;
+            let (image, labels, records) = (memory.f32s(n), memory.u32s(n), memory.slice::<f64>(6 * count as usize));
+            let with = |image, labels, records, width, height, count| -> Args {
+                Box::new(MeasureArgs { image, labels, width, height, records, count })
+            };
+            refused.push(("one row too many".into(), with(image, labels, records, width, height + 1, count)));
+            refused.push(("records short".into(), with(image, labels, records, width, height, count + 1)));
+            refused
+                .push(("records overlap the image".into(), with(image, labels, same_memory(image), width, height, 1)));
+            refused.push(("no pixels".into(), with(image, labels, records, 0, height, count)));
+            refused.push(("dimensions overflow".into(), with(image, labels, records, usize::MAX, 2, count)));
+            with(image, labels, records, width, height, count)
         }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };

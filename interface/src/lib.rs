@@ -8,7 +8,9 @@
 
 pub mod conv;
 pub mod histogram;
+pub mod label;
 pub mod matmul;
+pub mod measure;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.
