@@ -30,7 +30,8 @@
 //!      +--------+--------+           +--------+--------+
 //!    ```
 //!
-//!    Only roots change; the pixels of b and c still point at their tiles' roots.
+//!    Each pixel is drawn as the set it is in. In memory only the roots changed: the pixels
+//!    of b and c still point at b and c, which now point at a; step 3 shortens the paths.
 //! 3. `label_flatten`: every pixel follows its parents to the root and keeps it (path
 //!    compression), and marks whether it is a root.
 //! 4. The exclusive sum of the marks (the `scan` family) is each root's rank among the roots,
