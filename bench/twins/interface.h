@@ -17,6 +17,15 @@
 // interface::histogram
 #define HISTOGRAM_DEFAULT_BINS 256
 
+// interface::scan
+#define SCAN_BLOCK 256
+#define SCAN_QUADS_PER_THREAD 4
+#define SCAN_WARPS 8
+#define SCAN_TILE 4096
+#define SCAN_FLAG_NONE 0
+#define SCAN_FLAG_AGGREGATE 1
+#define SCAN_FLAG_PREFIX 2
+
 // interface::conv
 #define CONV_MAX_RADIUS 3
 #define CONV_MAX_TAPS 49

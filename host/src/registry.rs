@@ -10,7 +10,7 @@ use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
 use crate::multi::SplitReport;
-use crate::ops::{conv1d, conv2d, counter, histogram, matmul, saxpy, transpose, vector_add};
+use crate::ops::{compact, conv1d, conv2d, counter, histogram, matmul, saxpy, scan, transpose, vector_add};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
@@ -26,6 +26,8 @@ pub const FAMILIES: &[&dyn Family] = &[
     &Entry::<matmul::Matmul>(PhantomData),
     &Entry::<conv2d::Conv2d>(PhantomData),
     &Entry::<conv1d::Conv1d>(PhantomData),
+    &Entry::<scan::Scan>(PhantomData),
+    &Entry::<compact::Compact>(PhantomData),
 ];
 
 /// The family named `name` (its CLI subcommand).

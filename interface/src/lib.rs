@@ -9,6 +9,7 @@
 pub mod conv;
 pub mod histogram;
 pub mod matmul;
+pub mod scan;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.

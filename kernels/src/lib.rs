@@ -22,12 +22,14 @@ macro_rules! unroll {
 }
 
 pub mod async_copy;
+pub mod compact;
 pub mod conv1d;
 pub mod conv2d;
 pub mod counter;
 pub mod histogram;
 pub mod matmul;
 pub mod saxpy;
+pub mod scan;
 pub mod transpose;
 pub mod vector_add;
 
