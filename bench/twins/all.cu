@@ -17,3 +17,5 @@
 #include "matmul/scheduled.cu"
 #include "conv.cu"
 #include "transpose.cu"
+#include "scan.cu"
+#include "compact.cu"

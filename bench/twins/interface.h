@@ -35,6 +35,15 @@
 #define MEASURE_X_MIN 40
 #define MEASURE_X_MAX 44
 
+// interface::scan
+#define SCAN_BLOCK 256
+#define SCAN_QUADS_PER_THREAD 4
+#define SCAN_WARPS 8
+#define SCAN_TILE 4096
+#define SCAN_FLAG_NONE 0
+#define SCAN_FLAG_AGGREGATE 1
+#define SCAN_FLAG_PREFIX 2
+
 // interface::conv
 #define CONV_MAX_RADIUS 3
 #define CONV_MAX_TAPS 49

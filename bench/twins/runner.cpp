@@ -650,6 +650,103 @@ struct Runner {
         }
     }
 
+    // One block of SCAN_BLOCK threads per tile (host/src/ops/scan.rs tile_config); the scratch
+    // (tile counter and states) zeroed before every launch, as the host's Scanner does.
+    static size_t scan_tiles(size_t n) { return (n + SCAN_TILE - 1) / SCAN_TILE; }
+
+    void scan() {
+        size_t n = pick(1u << 28, 1u << 26), tiles = scan_tiles(n);
+        auto scratch = device(8 * (1 + tiles));
+        for (bool f32 : {false, true}) {
+            // u32 in [0, 16) (exact); f32 in [-1, 1) (close: the look-back's order varies).
+            std::vector<unsigned> uh;
+            std::vector<float> fh;
+            Buffer values = f32 ? upload(fh = random_f32(n, 10)) : upload(uh = random_u32(n, 11, 0, 16));
+            auto out = device(4 * n + 4);  // the n outputs, then the total
+            Case c;
+            c.kernel = f32 ? "scan_exclusive_f32" : "scan_exclusive_u32";
+            c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 8.0 * n;
+            c.shape = {(unsigned)tiles, 1, SCAN_BLOCK, 1, 0};
+            c.args.slice(values, n).ptr(out).ptr(scratch).add<CUdeviceptr>(out->ptr + 4 * n);
+            c.out = out;
+            c.reset = [out, scratch](CUstream s) {
+                CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, s));
+                CK(cuMemsetD8Async(out->ptr, 0xFF, out->bytes, s));
+            };
+            // Every output against the prefix sums in double; for f32 within eps * R * (31 + 7 * tiles)
+            // plus the rounding to float, R the range of the prefix sums (host/src/ops/scan.rs).
+            // (With --signatures nothing is drawn: the vectors are empty.)
+            size_t drawn = f32 ? fh.size() : uh.size();
+            double low = 0, high = 0, sum = 0;
+            std::vector<double> want(drawn + 1);
+            for (size_t i = 0; i < drawn; ++i) {
+                want[i] = sum;
+                sum += f32 ? (double)fh[i] : (double)uh[i];
+                low = std::min(low, sum), high = std::max(high, sum);
+            }
+            want[drawn] = sum;
+            c.compare = f32 ? Compare::Close : Compare::Exact;
+            c.tolerance = f32 ? FLT_EPSILON * ((high - low) * (31.0 + 7.0 * tiles) + std::max(-low, high)) : 0;
+            double tolerance = c.tolerance;
+            c.reference = [want = std::move(want), tolerance, f32](const std::vector<unsigned char>& out) -> std::string {
+                for (size_t i = 0; i < want.size(); ++i) {
+                    double got;
+                    if (f32) {
+                        float v;
+                        std::memcpy(&v, out.data() + 4 * i, 4);
+                        got = v;
+                    } else {
+                        unsigned v;
+                        std::memcpy(&v, out.data() + 4 * i, 4);
+                        got = v;
+                    }
+                    // u32 sums wrap modulo 2^32 (they stay below 2^32 here).
+                    if (!(std::fabs(got - want[i]) <= tolerance))
+                        return "out[" + std::to_string(i) + "] = " + fmt("%.9g", got) + ", want " + fmt("%.9g", want[i]);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    void compact() {
+        size_t n = pick(1u << 28, 1u << 26), tiles = scan_tiles(n);
+        const double low = -0.25, high = 0.25;  // host/src/ops/compact.rs defaults: about 25% kept
+        auto fh = random_f32(n, 12);
+        auto values = upload(fh), scratch = device(8 * (1 + tiles));
+        auto out = device(4 * n + 4);  // the output, then the count
+        Case c;
+        c.kernel = "compact_window_f32";
+        c.size = "n=" + std::to_string(n);
+        std::vector<float> want;
+        for (float v : fh)
+            if (low < (double)v && (double)v < high) want.push_back(v);
+        c.unit = "GB/s", c.work = 4.0 * (n + want.size());
+        c.shape = {(unsigned)tiles, 1, SCAN_BLOCK, 1, 0};
+        c.args.slice(values, n).add(low).add(high).ptr(out).ptr(scratch).add<CUdeviceptr>(out->ptr + 4 * n);
+        c.out = out, c.compare = Compare::Exact;
+        c.reset = [out, scratch](CUstream s) {
+            CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, s));
+            CK(cuMemsetD8Async(out->ptr, 0xFF, out->bytes, s));
+        };
+        // The kept values in order, the rest still poisoned, and the count.
+        c.reference = [want = std::move(want), n](const std::vector<unsigned char>& out) -> std::string {
+            unsigned count;
+            std::memcpy(&count, out.data() + 4 * n, 4);
+            if (count != want.size())
+                return "count " + std::to_string(count) + ", want " + std::to_string(want.size());
+            if (std::memcmp(out.data(), want.data(), 4 * want.size()) != 0) return "the kept values differ";
+            for (size_t i = want.size(); i < n; ++i) {
+                unsigned v;
+                std::memcpy(&v, out.data() + 4 * i, 4);
+                if (v != 0xFFFFFFFFu) return "out[" + std::to_string(i) + "] past the count was written";
+            }
+            return "";
+        };
+        run(c);
+    }
+
     void matmul() {
         size_t small = pick(4096, 2048), large = pick(8192, 4096);
         auto ah = random_f32(large * large, 8), bh = random_f32(large * large, 9);
@@ -1162,7 +1259,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
-            run.conv1d(), run.label();
+            run.conv1d(), run.scan(), run.compact(), run.label();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1219,6 +1316,8 @@ int main(int argc, char** argv) {
         run.matmul();
         run.conv2d();
         run.conv1d();
+        run.scan();
+        run.compact();
         run.label();
     } catch (const std::exception& e) {
         error = e.what();

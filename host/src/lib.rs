@@ -24,6 +24,7 @@ mod test_support;
 /// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
 /// reference, check. [`registry::FAMILIES`] lists them.
 pub mod ops {
+    pub mod compact;
     pub mod conv1d;
     pub mod conv2d;
     pub mod counter;
@@ -32,6 +33,7 @@ pub mod ops {
     pub mod matmul;
     pub mod measure;
     pub mod saxpy;
+    pub mod scan;
     pub mod transpose;
     pub mod vector_add;
 }

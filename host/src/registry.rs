@@ -10,7 +10,9 @@ use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
 use crate::multi::SplitReport;
-use crate::ops::{conv1d, conv2d, counter, histogram, label, matmul, measure, saxpy, transpose, vector_add};
+use crate::ops::{
+    compact, conv1d, conv2d, counter, histogram, label, matmul, measure, saxpy, scan, transpose, vector_add,
+};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
@@ -26,6 +28,8 @@ pub const FAMILIES: &[&dyn Family] = &[
     &Entry::<matmul::Matmul>(PhantomData),
     &Entry::<conv2d::Conv2d>(PhantomData),
     &Entry::<conv1d::Conv1d>(PhantomData),
+    &Entry::<scan::Scan>(PhantomData),
+    &Entry::<compact::Compact>(PhantomData),
     &Entry::<label::Label>(PhantomData),
     &Entry::<measure::Measure>(PhantomData),
 ];

@@ -11,6 +11,7 @@ mod common;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use host::gpu::{Gpu, GpuError, KernelArgs, KERNELS_PTX};
+use host::ops::compact::CompactArgs;
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
@@ -19,9 +20,12 @@ use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, Tiles
 use host::ops::matmul::SgemmArgs;
 use host::ops::measure::MeasureArgs;
 use host::ops::saxpy::SaxpyArgs;
+use host::ops::scan::{ScanArgs, ScanValue};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
 use host::registry::FAMILIES;
+use interface::scan::scratch_words;
+use interface::window::Window;
 use std::collections::BTreeSet;
 
 /// Where the slices of a case come from: made up (no GPU) or allocated on the GPU.
@@ -89,7 +93,8 @@ struct Cases {
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
     let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async"];
-    kernel.contains("vec4") || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
+    let tiles = ["scan_", "compact_"];
+    kernel.contains("vec4") || sgemm_from_step_4a.iter().chain(&tiles).any(|prefix| kernel.starts_with(prefix))
 }
 
 fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
@@ -276,9 +281,54 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("dimensions overflow".into(), with(image, labels, records, usize::MAX, 2, count)));
             with(image, labels, records, width, height, count)
         }
+        "scan" if kernel.ends_with("u32") => scan_cases::<u32>(memory, &mut refused),
+        "scan" => scan_cases::<f32>(memory, &mut refused),
+        "compact" => {
+            let n = 5000;
+            let window = Window::new(-0.25, 0.25);
+            let (input, output) = (memory.f32s(n), memory.f32s(n));
+            let (scratch, count) = (memory.slice::<u64>(scratch_words(n)), memory.u32s(1));
+            let with = |input, output, scratch, count| -> Args {
+                Box::new(CompactArgs { input, window, output, scratch, count })
+            };
+            refused.push(("output short".into(), with(input, memory.f32s(n - 1), scratch, count)));
+            refused.push(("output is input".into(), with(input, input, scratch, count)));
+            refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), count)));
+            refused.push(("no count".into(), with(input, output, scratch, memory.u32s(0))));
+            refused.push(("count inside the output".into(), with(input, output, scratch, output_word(output))));
+            refused.push(("empty input".into(), with(memory.f32s(0), output, scratch, count)));
+            refused.push(("input misaligned".into(), with(shifted(memory.f32s(n + 1)), output, scratch, count)));
+            with(input, output, scratch, count)
+        }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };
     Cases { valid, refused }
+}
+
+/// The scan of `T`'s cases: short and overlapping buffers, too little scratch, misalignment.
+fn scan_cases<T: ScanValue>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let n = 5000;
+    let (input, output) = (memory.slice::<T>(n), memory.slice::<T>(n));
+    let (scratch, total) = (memory.slice::<u64>(scratch_words(n)), memory.slice::<T>(1));
+    let with = |input, output, scratch, total| -> Args { Box::new(ScanArgs { input, output, scratch, total }) };
+    refused.push(("output short".into(), with(input, memory.slice(n - 1), scratch, total)));
+    refused.push(("output is input".into(), with(input, input, scratch, total)));
+    refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), total)));
+    refused.push(("scratch inside the output".into(), with(input, output, output_word(output), total)));
+    refused.push(("no total".into(), with(input, output, scratch, memory.slice(0))));
+    refused.push(("empty input".into(), with(memory.slice(0), output, scratch, total)));
+    refused.push(("input misaligned".into(), with(shifted(memory.slice(n + 1)), output, scratch, total)));
+    refused.push(("output misaligned".into(), with(input, shifted(memory.slice(n + 1)), scratch, total)));
+    with(input, output, scratch, total)
+}
+
+/// `buffer`'s memory seen as `U`s: scratch or a result word that overlaps it.
+fn output_word<T: DeviceCopy, U: DeviceCopy>(buffer: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+    let len = buffer.len() * std::mem::size_of::<T>() / std::mem::size_of::<U>();
+    // SAFETY: the same memory as `buffer` (made up or kept alive by `Memory`), which the checks
+    // only measure: every launch with it is refused before a kernel could run.
+    let slice = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.as_device_ptr().as_raw()), len) };
+    Box::leak(Box::new(slice))
 }
 
 /// Every registered kernel with its family's name.

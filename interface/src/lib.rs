@@ -11,6 +11,7 @@ pub mod histogram;
 pub mod label;
 pub mod matmul;
 pub mod measure;
+pub mod scan;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.

@@ -22,6 +22,7 @@ macro_rules! unroll {
 }
 
 pub mod async_copy;
+pub mod compact;
 pub mod conv1d;
 pub mod conv2d;
 pub mod counter;
@@ -30,6 +31,7 @@ pub mod label;
 pub mod matmul;
 pub mod measure;
 pub mod saxpy;
+pub mod scan;
 pub mod transpose;
 pub mod vector_add;
 

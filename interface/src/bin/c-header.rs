@@ -8,7 +8,7 @@
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
 use interface::matmul::TILE_CONFIGS;
-use interface::{conv, histogram, label, matmul, measure, transpose, vector, DEFAULT_BLOCK};
+use interface::{conv, histogram, label, matmul, measure, scan, transpose, vector, DEFAULT_BLOCK};
 
 /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
 /// as the literals they replace did), strings quoted.
@@ -60,6 +60,7 @@ fn sections() -> Vec<Section> {
         section!(histogram: DEFAULT_BINS),
         section!(label: TILE_WIDTH, TILE_HEIGHT, MERGE_BLOCK, BLOCK, BACKGROUND),
         section!(measure: ITEMS, BLOCK, RECORD_WORDS, PIXELS, PEAK, Y_MIN, Y_MAX, X_MIN, X_MAX),
+        section!(scan: BLOCK, QUADS_PER_THREAD, WARPS, TILE, FLAG_NONE, FLAG_AGGREGATE, FLAG_PREFIX),
         section!(conv: MAX_RADIUS, MAX_TAPS, FILTER_SYMBOL, NAIVE_BLOCK, TILE, BLOCK_ROWS, CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN),
         section!(matmul:
             NAIVE_BLOCK, SMALL_TILE, LARGE_TILE, SMALL_TILE_SHARED_BYTES, LARGE_TILE_SHARED_BYTES,
