@@ -15,6 +15,10 @@ SIDE = 8192
 N_CONV1D = 1 << 26
 N_MEDIAN = 1 << 22
 F32_EPS = 2.0**-23
+# The synthetic sky of `host sky --side 2048 --out FILE.npy` (the image `host label` and
+# `host measure` draw with the same seed), and its level: 5 times its noise σ.
+SKY_ENV = "LABEL_SKY"
+SKY_LEVEL = 5 * 0.0133
 
 
 def note(message):
@@ -153,6 +157,49 @@ def cupy_peers(peers, shared):
     expect(worst <= 4 * 7 * F32_EPS, f"cupyx correlate1d is off by {worst}")
     peers["conv1d_7_f32"] = entry(
         "cupyx.scipy.ndimage.correlate1d", {"n": N_CONV1D}, stats, "GBps", 2 * 4 * N_CONV1D
+    )
+    del signal, out, padded, want
+
+    label_peers(peers, cp, ndimage, run)
+
+
+def label_peers(peers, cp, ndimage, run):
+    """cupyx.scipy.ndimage.label on the sky's detection mask, 4- and 8-connected, and
+    sum_labels with center_of_mass on its labels, as the lesson measures its sources."""
+    import os
+
+    path = os.environ.get(SKY_ENV)
+    if not path:
+        note(f"skipped the label and measure peers: set {SKY_ENV} to `host sky --side 2048 --out` .npy")
+        return
+    import numpy as np
+
+    image = cp.asarray(np.load(path)).astype(cp.float32)
+    side = image.shape[1]
+    mask = image.astype(cp.float64) > SKY_LEVEL
+    structures = {4: None, 8: cp.ones((3, 3), dtype=cp.int32)}
+    labels, count = None, 0
+    for connectivity, structure in structures.items():
+        stats = run(lambda: ndimage.label(mask, structure=structure))
+        found, n = ndimage.label(mask, structure=structure)
+        expect(n > 0, f"cupyx label found no source in {path}")
+        if connectivity == 4:
+            labels, count = found, n
+        peers[f"label{side}_{connectivity}"] = entry(
+            "cupyx.scipy.ndimage.label", {"side": side, "sources": int(n)}, stats, "GBps", 8 * side * side
+        )
+    index = cp.arange(1, count + 1)
+
+    def sums():
+        ndimage.sum_labels(image, labels, index)
+        ndimage.center_of_mass(image, labels, index)
+
+    stats = run(sums)
+    flux = ndimage.sum_labels(image, labels, index)
+    expect(bool((flux > 0).all()), "a source above a positive level with no positive flux")
+    peers[f"measure{side}"] = entry(
+        "cupyx.scipy.ndimage.sum_labels + center_of_mass", {"side": side, "sources": int(count)}, stats, "GBps",
+        8 * side * side,
     )
 
     # The median of 2^22 values (host select's default size), as the lesson's clipping takes it.

@@ -11,6 +11,8 @@
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -256,6 +258,68 @@ std::string reduce_peer(Timer& t) {
     return entry("CUB DeviceReduce::Sum", "\"n\": " + std::to_string(n), s, "GBps", 4.0 * n);
 }
 
+// CUB's exclusive sum of 2^28 values: u32 in [0, 16) (exact, as the project's u32 scan) and
+// f32 in [-1, 1). The f32 check allows 1e-4 of the prefix sums' range: a wrong call is far off.
+template <class T>
+std::string scan_peer(Timer& t, T* values, size_t n) {
+    Device<T> out(n);
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, values, out.ptr, (int)n, t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));  // allocated once, outside timing
+    Stats s = t.time([&] { CUDA(cub::DeviceScan::ExclusiveSum(temp.ptr, temp_bytes, values, out.ptr, (int)n, t.stream)); });
+    CUDA(cudaStreamSynchronize(t.stream));
+    std::vector<T> in(n);
+    CUDA(cudaMemcpy(in.data(), values, n * sizeof(T), cudaMemcpyDeviceToHost));
+    auto got = out.download();
+    double sum = 0, low = 0, high = 0, worst = 0;
+    T exact = 0;
+    for (size_t i = 0; i < n; ++i) {
+        worst = std::max(worst, std::is_integral<T>::value ? (double)(got[i] != exact) : std::fabs(got[i] - sum));
+        sum += in[i], exact += in[i];
+        low = std::min(low, sum), high = std::max(high, sum);
+    }
+    double allowed = std::is_integral<T>::value ? 0.0 : 1e-4 * (high - low);
+    if (!(worst <= allowed))
+        throw Failure("CUB DeviceScan::ExclusiveSum: an element off by " + num(worst) + " (allowed " + num(allowed) + ")");
+    return entry("CUB DeviceScan::ExclusiveSum", "\"n\": " + std::to_string(n), s, "GBps", 8.0 * n);
+}
+
+// The project's compaction predicate (interface/src/window.rs): low < v < high in double.
+struct InWindow {
+    double low, high;
+    __host__ __device__ bool operator()(const float& v) const {
+        double d = v;
+        return low < d && d < high;
+    }
+};
+
+// CUB's DeviceSelect::If keeping the f32 values of [-1, 1) inside (-0.25, 0.25): about 25%.
+std::string select_peer(Timer& t, float* values, size_t n) {
+    Device<float> out(n);
+    Device<int> count(1);
+    InWindow window{-0.25, 0.25};
+    size_t temp_bytes = 0;
+    CUDA(cub::DeviceSelect::If(nullptr, temp_bytes, values, out.ptr, count.ptr, (int)n, window, t.stream));
+    Device<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
+    Stats s = t.time([&] {
+        CUDA(cub::DeviceSelect::If(temp.ptr, temp_bytes, values, out.ptr, count.ptr, (int)n, window, t.stream));
+    });
+    CUDA(cudaStreamSynchronize(t.stream));
+    std::vector<float> in(n);
+    CUDA(cudaMemcpy(in.data(), values, n * sizeof(float), cudaMemcpyDeviceToHost));
+    auto got = out.download();
+    size_t kept = 0;
+    for (float v : in)
+        if (window(v)) {
+            if (got[kept] != v) throw Failure("CUB DeviceSelect::If: kept value " + std::to_string(kept) + " differs");
+            ++kept;
+        }
+    if ((size_t)count.download()[0] != kept)
+        throw Failure("CUB DeviceSelect::If: kept " + std::to_string(count.download()[0]) + ", want " + std::to_string(kept));
+    return entry("CUB DeviceSelect::If", "\"n\": " + std::to_string(n) + ", \"kept\": " + std::to_string(kept), s,
+                 "GBps", 4.0 * (n + kept));
+}
+
 }  // namespace
 
 int main() {
@@ -307,6 +371,21 @@ int main() {
         peers.emplace_back(step, median_peer(t));
         step = "reduce_sum_f32";
         peers.emplace_back(step, reduce_peer(t));
+        {
+            step = "scan_u32";
+            Device<int> values(n);
+            fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 6, 0, 16);
+            CUDA(cudaGetLastError());
+            peers.emplace_back(step, scan_peer<unsigned>(t, reinterpret_cast<unsigned*>(values.ptr), n));
+        }
+        {
+            Device<float> values(n);
+            fill(t, values.ptr, n, 7, -1.0f, 1.0f);
+            step = "scan_f32";
+            peers.emplace_back(step, scan_peer<float>(t, values.ptr, n));
+            step = "select_if_f32";
+            peers.emplace_back(step, select_peer(t, values.ptr, n));
+        }
         cublasDestroy(h);
 
         std::ostringstream out;

@@ -3,6 +3,8 @@
 #include "saxpy.cu"
 #include "counter.cu"
 #include "histogram.cu"
+#include "label.cu"
+#include "measure.cu"
 // The SGEMM ladder, one file per step as in kernels/src/matmul/.
 #include "matmul/naive.cu"
 #include "matmul/tiled.cu"
@@ -17,3 +19,5 @@
 #include "transpose.cu"
 #include "select.cu"
 #include "reduce.cu"
+#include "scan.cu"
+#include "compact.cu"

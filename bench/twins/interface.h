@@ -32,6 +32,33 @@
 #define REDUCE_MOMENTS_MIN 4
 #define REDUCE_MOMENTS_MAX 5
 
+// interface::label
+#define LABEL_TILE_WIDTH 32
+#define LABEL_TILE_HEIGHT 16
+#define LABEL_MERGE_BLOCK 32
+#define LABEL_BLOCK 256
+#define LABEL_BACKGROUND 4294967295
+
+// interface::measure
+#define MEASURE_ITEMS 16
+#define MEASURE_BLOCK 256
+#define MEASURE_RECORD_WORDS 6
+#define MEASURE_PIXELS 24
+#define MEASURE_PEAK 28
+#define MEASURE_Y_MIN 32
+#define MEASURE_Y_MAX 36
+#define MEASURE_X_MIN 40
+#define MEASURE_X_MAX 44
+
+// interface::scan
+#define SCAN_BLOCK 256
+#define SCAN_QUADS_PER_THREAD 4
+#define SCAN_WARPS 8
+#define SCAN_TILE 4096
+#define SCAN_FLAG_NONE 0
+#define SCAN_FLAG_AGGREGATE 1
+#define SCAN_FLAG_PREFIX 2
+
 // interface::conv
 #define CONV_MAX_RADIUS 3
 #define CONV_MAX_TAPS 49

@@ -130,7 +130,9 @@ bool same(const Launch& a, const Launch& b) { return same_block(a, b) && std::eq
 unsigned blocks(size_t n, size_t per) { return (unsigned)((n + per - 1) / per); }
 Shape linear(size_t n, unsigned block) { return {blocks(n, block), 1, block, 1, 0}; }
 
-enum class Compare { Exact, Close, Racy };
+// Reference: the two kernels may rightly differ (which of racing equal joins wins, the order
+// of f64 atomic adds); the CPU reference judges each result alone.
+enum class Compare { Exact, Close, Racy, Reference };
 
 struct Case {
     std::string kernel, size;
@@ -378,6 +380,7 @@ struct Runner {
             std::string counts = "counts " + std::to_string(a) + " / " + std::to_string(b);
             return ok ? "" : counts + " outside [1, " + std::to_string(c.racy_threads) + "]";
         }
+        if (c.compare == Compare::Reference) return "";
         if (c.compare == Compare::Exact) {
             if (std::memcmp(r.data(), t.data(), r.size()) == 0) return "";
             size_t i = 0;
@@ -648,6 +651,103 @@ struct Runner {
                 run(c);
             }
         }
+    }
+
+    // One block of SCAN_BLOCK threads per tile (host/src/ops/scan.rs tile_config); the scratch
+    // (tile counter and states) zeroed before every launch, as the host's Scanner does.
+    static size_t scan_tiles(size_t n) { return (n + SCAN_TILE - 1) / SCAN_TILE; }
+
+    void scan() {
+        size_t n = pick(1u << 28, 1u << 26), tiles = scan_tiles(n);
+        auto scratch = device(8 * (1 + tiles));
+        for (bool f32 : {false, true}) {
+            // u32 in [0, 16) (exact); f32 in [-1, 1) (close: the look-back's order varies).
+            std::vector<unsigned> uh;
+            std::vector<float> fh;
+            Buffer values = f32 ? upload(fh = random_f32(n, 10)) : upload(uh = random_u32(n, 11, 0, 16));
+            auto out = device(4 * n + 4);  // the n outputs, then the total
+            Case c;
+            c.kernel = f32 ? "scan_exclusive_f32" : "scan_exclusive_u32";
+            c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 8.0 * n;
+            c.shape = {(unsigned)tiles, 1, SCAN_BLOCK, 1, 0};
+            c.args.slice(values, n).ptr(out).ptr(scratch).add<CUdeviceptr>(out->ptr + 4 * n);
+            c.out = out;
+            c.reset = [out, scratch](CUstream s) {
+                CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, s));
+                CK(cuMemsetD8Async(out->ptr, 0xFF, out->bytes, s));
+            };
+            // Every output against the prefix sums in double; for f32 within eps * R * (31 + 7 * tiles)
+            // plus the rounding to float, R the range of the prefix sums (host/src/ops/scan.rs).
+            // (With --signatures nothing is drawn: the vectors are empty.)
+            size_t drawn = f32 ? fh.size() : uh.size();
+            double low = 0, high = 0, sum = 0;
+            std::vector<double> want(drawn + 1);
+            for (size_t i = 0; i < drawn; ++i) {
+                want[i] = sum;
+                sum += f32 ? (double)fh[i] : (double)uh[i];
+                low = std::min(low, sum), high = std::max(high, sum);
+            }
+            want[drawn] = sum;
+            c.compare = f32 ? Compare::Close : Compare::Exact;
+            c.tolerance = f32 ? FLT_EPSILON * ((high - low) * (31.0 + 7.0 * tiles) + std::max(-low, high)) : 0;
+            double tolerance = c.tolerance;
+            c.reference = [want = std::move(want), tolerance, f32](const std::vector<unsigned char>& out) -> std::string {
+                for (size_t i = 0; i < want.size(); ++i) {
+                    double got;
+                    if (f32) {
+                        float v;
+                        std::memcpy(&v, out.data() + 4 * i, 4);
+                        got = v;
+                    } else {
+                        unsigned v;
+                        std::memcpy(&v, out.data() + 4 * i, 4);
+                        got = v;
+                    }
+                    // u32 sums wrap modulo 2^32 (they stay below 2^32 here).
+                    if (!(std::fabs(got - want[i]) <= tolerance))
+                        return "out[" + std::to_string(i) + "] = " + fmt("%.9g", got) + ", want " + fmt("%.9g", want[i]);
+                }
+                return "";
+            };
+            run(c);
+        }
+    }
+
+    void compact() {
+        size_t n = pick(1u << 28, 1u << 26), tiles = scan_tiles(n);
+        const double low = -0.25, high = 0.25;  // host/src/ops/compact.rs defaults: about 25% kept
+        auto fh = random_f32(n, 12);
+        auto values = upload(fh), scratch = device(8 * (1 + tiles));
+        auto out = device(4 * n + 4);  // the output, then the count
+        Case c;
+        c.kernel = "compact_window_f32";
+        c.size = "n=" + std::to_string(n);
+        std::vector<float> want;
+        for (float v : fh)
+            if (low < (double)v && (double)v < high) want.push_back(v);
+        c.unit = "GB/s", c.work = 4.0 * (n + want.size());
+        c.shape = {(unsigned)tiles, 1, SCAN_BLOCK, 1, 0};
+        c.args.slice(values, n).add(low).add(high).ptr(out).ptr(scratch).add<CUdeviceptr>(out->ptr + 4 * n);
+        c.out = out, c.compare = Compare::Exact;
+        c.reset = [out, scratch](CUstream s) {
+            CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, s));
+            CK(cuMemsetD8Async(out->ptr, 0xFF, out->bytes, s));
+        };
+        // The kept values in order, the rest still poisoned, and the count.
+        c.reference = [want = std::move(want), n](const std::vector<unsigned char>& out) -> std::string {
+            unsigned count;
+            std::memcpy(&count, out.data() + 4 * n, 4);
+            if (count != want.size())
+                return "count " + std::to_string(count) + ", want " + std::to_string(want.size());
+            if (std::memcmp(out.data(), want.data(), 4 * want.size()) != 0) return "the kept values differ";
+            for (size_t i = want.size(); i < n; ++i) {
+                unsigned v;
+                std::memcpy(&v, out.data() + 4 * i, 4);
+                if (v != 0xFFFFFFFFu) return "out[" + std::to_string(i) + "] past the count was written";
+            }
+            return "";
+        };
+        run(c);
     }
 
     void matmul() {
@@ -1004,6 +1104,216 @@ struct Runner {
         run(c);
     }
 
+    // ---- label and measure (kernels/src/label.rs, measure.rs) on a sky-like image: noise that
+    // never reaches the level, Gaussian sources, and a ring crossing many tiles. The state each
+    // kernel starts from is prepared here, on the CPU.
+
+    static constexpr double kLabelLevel = 1.5;
+
+    std::vector<float> label_image(size_t side, uint64_t seed) {
+        auto image = random_f32(side * side, seed);  // [-1, 1): never above the level
+        if (g_dry) return image;
+        uint64_t s = seed ^ 0x5CA1AB1Eull;
+        auto uniform = [&] { return (double)(splitmix(s) >> 40) * 0x1p-24; };
+        for (int k = 0; k < 300; ++k) {
+            double cx = uniform() * side, cy = uniform() * side, sigma = 1 + 7 * uniform(), peak = 2 + 8 * uniform();
+            long reach = (long)(4 * sigma) + 1;
+            for (long y = (long)cy - reach; y <= (long)cy + reach; ++y)
+                for (long x = (long)cx - reach; x <= (long)cx + reach; ++x)
+                    if (y >= 0 && x >= 0 && y < (long)side && x < (long)side) {
+                        double d2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+                        image[y * side + x] += (float)(peak * std::exp(-d2 / (2 * sigma * sigma)));
+                    }
+        }
+        double radius = side / 4.0, centre = side / 2.0;
+        for (size_t y = 0; y < side; ++y)
+            for (size_t x = 0; x < side; ++x) {
+                double r = std::hypot(x - centre, y - centre);
+                if (std::fabs(r - radius) < 1.5) image[y * side + x] += 3.0f;
+            }
+        return image;
+    }
+
+    // Each detected pixel's root, its component's smallest raster index (within its tile only
+    // when `tiled`: what label_tiles leaves); LABEL_BACKGROUND elsewhere.
+    static std::vector<unsigned> cpu_roots(const std::vector<float>& image, size_t w, size_t h, bool eight,
+                                           bool tiled) {
+        std::vector<unsigned> p(w * h, LABEL_BACKGROUND);
+        auto find = [&](unsigned x) {
+            while (p[x] != x) x = p[x] = p[p[x]];
+            return x;
+        };
+        auto tile = [&](size_t r, size_t c) {
+            return tiled ? (r / LABEL_TILE_HEIGHT) * 1000003 + c / LABEL_TILE_WIDTH : 0;
+        };
+        for (size_t r = 0; r < h; ++r)
+            for (size_t c = 0; c < w; ++c) {
+                size_t i = r * w + c;
+                if (!((double)image[i] > kLabelLevel)) continue;
+                p[i] = (unsigned)i;
+                const long nb[4][2] = {{0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
+                for (int k = 0; k < (eight ? 4 : 2); ++k) {
+                    long rr = (long)r + nb[k][0], cc = (long)c + nb[k][1];
+                    if (rr < 0 || cc < 0 || cc >= (long)w || tile(rr, cc) != tile(r, c)) continue;
+                    size_t j = rr * w + cc;
+                    if (p[j] == LABEL_BACKGROUND) continue;
+                    unsigned a = find((unsigned)i), b = find((unsigned)j);
+                    if (a < b) p[b] = a;
+                    else if (b < a) p[a] = b;
+                }
+            }
+        for (size_t i = 0; i < p.size(); ++i)
+            if (p[i] != LABEL_BACKGROUND) p[i] = find((unsigned)i);
+        return p;
+    }
+
+    static std::string first_difference(const unsigned* got, const std::vector<unsigned>& want, const char* what) {
+        for (size_t i = 0; i < want.size(); ++i)
+            if (got[i] != want[i])
+                return std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", want " +
+                       std::to_string(want[i]);
+        return "";
+    }
+
+    void label() {
+        size_t side = pick(2048, 512), n = side * side;
+        auto image_host = label_image(side, 19);
+        auto image = upload(image_host);
+        std::string size = std::to_string(side) + "x" + std::to_string(side);
+        Shape tiles{blocks(side, LABEL_TILE_WIDTH), blocks(side, LABEL_TILE_HEIGHT), LABEL_TILE_WIDTH,
+                    LABEL_TILE_HEIGHT, 0};
+        Shape merge{tiles.gx, tiles.gy, LABEL_MERGE_BLOCK, 1, 0};
+        // Edge pixels the merge reads: each tile's top row and left column.
+        double edges = (double)tiles.gx * tiles.gy * (LABEL_TILE_WIDTH + LABEL_TILE_HEIGHT);
+        for (unsigned connectivity : {4u, 8u}) {
+            bool eight = connectivity == 8;
+            std::vector<unsigned> tiled, roots;
+            if (!g_dry) tiled = cpu_roots(image_host, side, side, eight, true);
+            if (!g_dry) roots = cpu_roots(image_host, side, side, eight, false);
+            std::string shape = size + " " + std::to_string(connectivity) + "-conn";
+
+            auto labels = device(4 * n);
+            Case t;
+            t.kernel = "label_tiles", t.size = shape, t.unit = "GB/s", t.work = 8.0 * n;
+            t.shape = tiles;
+            t.args.slice(image, n).add(side).add(side).add(kLabelLevel).add(connectivity).ptr(labels);
+            t.out = labels, t.compare = Compare::Exact;
+            t.reference = [tiled](const std::vector<unsigned char>& out) {
+                return first_difference(reinterpret_cast<const unsigned*>(out.data()), tiled, "parent");
+            };
+            run(t);
+
+            // From the tiles' parents; which racing join wins differs, the roots reached do not.
+            auto tiled_buffer = upload(tiled);
+            Case m;
+            m.kernel = "label_merge", m.size = shape, m.unit = "GB/s", m.work = 8.0 * edges;
+            m.shape = merge;
+            m.args.add(side).add(side).add(connectivity).ptr(labels);
+            m.out = labels, m.compare = Compare::Reference;
+            m.reset = [labels, tiled_buffer](CUstream s) {
+                CK(cuMemcpyDtoDAsync(labels->ptr, tiled_buffer->ptr, labels->bytes, s));
+            };
+            m.reference = [roots](const std::vector<unsigned char>& out) -> std::string {
+                const unsigned* p = reinterpret_cast<const unsigned*>(out.data());
+                for (size_t i = 0; i < roots.size(); ++i) {
+                    unsigned x = (unsigned)i;
+                    if (p[x] != LABEL_BACKGROUND)
+                        while (p[x] != x) x = p[x];
+                    unsigned got = p[i] == LABEL_BACKGROUND ? LABEL_BACKGROUND : x;
+                    if (got != roots[i])
+                        return "root of " + std::to_string(i) + " = " + std::to_string(got) + ", want " +
+                               std::to_string(roots[i]);
+                }
+                return "";
+            };
+            run(m);
+            if (eight) continue;  // flatten and renumber do not depend on the connectivity
+
+            // Flatten from a merged state: each tile root points at its component's root.
+            std::vector<unsigned> merged = tiled, marks(n, 0), ranks(n, 0), want_labels(n, 0);
+            unsigned count = 0;
+            for (size_t i = 0; i < n && !g_dry; ++i) {
+                if (tiled[i] == i) merged[i] = roots[i];
+                marks[i] = roots[i] == i;
+                ranks[i] = count;
+                count += marks[i];
+            }
+            for (size_t i = 0; i < n && !g_dry; ++i)
+                want_labels[i] = roots[i] == LABEL_BACKGROUND ? 0 : ranks[roots[i]] + 1;
+            auto merged_buffer = upload(merged);
+            auto both = device(8 * n);  // the labels, then the root marks
+            Case f;
+            f.kernel = "label_flatten", f.size = size, f.unit = "GB/s", f.work = 12.0 * n;
+            f.shape = linear(n, LABEL_BLOCK);
+            f.args.ptr(both).add<CUdeviceptr>(both->ptr + 4 * n).add(n);
+            f.out = both, f.compare = Compare::Exact;
+            f.reset = [both, merged_buffer, n](CUstream s) {
+                CK(cuMemcpyDtoDAsync(both->ptr, merged_buffer->ptr, 4 * n, s));
+                CK(cuMemsetD32Async(both->ptr + 4 * n, 0xFFFFFFFFu, n, s));
+            };
+            f.reference = [roots, marks, n](const std::vector<unsigned char>& out) {
+                const unsigned* o = reinterpret_cast<const unsigned*>(out.data());
+                std::string problem = first_difference(o, roots, "root");
+                return problem.empty() ? first_difference(o + n, marks, "mark") : problem;
+            };
+            run(f);
+
+            auto roots_buffer = upload(roots), ranks_buffer = upload(ranks);
+            auto renumbered = device(4 * (n + 1));  // the labels, then the count
+            std::vector<unsigned> want = want_labels;
+            want.push_back(count);
+            Case r;
+            r.kernel = "label_renumber", r.size = size, r.unit = "GB/s", r.work = 12.0 * n;
+            r.shape = linear(n, LABEL_BLOCK);
+            r.args.ptr(renumbered).slice(ranks_buffer, n).add<CUdeviceptr>(renumbered->ptr + 4 * n);
+            r.out = renumbered, r.compare = Compare::Exact;
+            r.reset = [renumbered, roots_buffer, n](CUstream s) {
+                CK(cuMemcpyDtoDAsync(renumbered->ptr, roots_buffer->ptr, 4 * n, s));
+                CK(cuMemsetD32Async(renumbered->ptr + 4 * n, 0xFFFFFFFFu, 1, s));
+            };
+            r.reference = [want](const std::vector<unsigned char>& out) {
+                return first_difference(reinterpret_cast<const unsigned*>(out.data()), want, "label");
+            };
+            run(r);
+
+            measure(image_host, image, want_labels, count, side);
+        }
+    }
+
+    // measure_labels on the labels of label(): records compared with f64 sums in raster order.
+    void measure(const std::vector<float>& image_host, const Buffer& image, const std::vector<unsigned>& labels_host,
+                 unsigned count, size_t side) {
+        size_t n = side * side, words = (size_t)count * MEASURE_RECORD_WORDS;
+        auto labels = upload(labels_host);
+        auto records = device(8 * std::max<size_t>(words, 1));
+        std::vector<double> want(words, 0.0);
+        for (size_t i = 0; i < n && !g_dry; ++i) {
+            if (labels_host[i] == 0) continue;
+            double* w = &want[(labels_host[i] - 1) * MEASURE_RECORD_WORDS];
+            double v = image_host[i];
+            w[0] += v, w[1] += v * (double)(i / side), w[2] += v * (double)(i % side);
+        }
+        Case c;
+        c.kernel = "measure_labels", c.size = std::to_string(side) + "x" + std::to_string(side);
+        c.unit = "GB/s", c.work = 8.0 * n;
+        c.shape = linear(blocks(side, MEASURE_ITEMS) * side, MEASURE_BLOCK);
+        c.args.slice(image, n).slice(labels, n).add(side).add(side).ptr(records).add(count);
+        c.out = records, c.compare = Compare::Reference;
+        c.reset = [records](CUstream s) { CK(cuMemsetD8Async(records->ptr, 0, records->bytes, s)); };
+        c.reference = [want, count](const std::vector<unsigned char>& out) -> std::string {
+            const double* o = reinterpret_cast<const double*>(out.data());
+            for (size_t l = 0; l < count; ++l)
+                for (size_t k = 0; k < 3; ++k) {
+                    double got = o[l * MEASURE_RECORD_WORDS + k], w = want[l * MEASURE_RECORD_WORDS + k];
+                    if (!(std::fabs(got - w) <= 1e-9 * std::fabs(w) + 1e-9))
+                        return "label " + std::to_string(l + 1) + " sum " + std::to_string(k) + " = " +
+                               fmt("%.17g", got) + ", want " + fmt("%.17g", w);
+                }
+            return "";
+        };
+        run(c);
+    }
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -1121,7 +1431,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
-            run.conv1d(), run.select(), run.reduce();
+            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1178,8 +1488,11 @@ int main(int argc, char** argv) {
         run.matmul();
         run.conv2d();
         run.conv1d();
-        run.select();
         run.reduce();
+        run.select();
+        run.scan();
+        run.compact();
+        run.label();
     } catch (const std::exception& e) {
         error = e.what();
         std::fprintf(stderr, "runner: %s: %s\n", run.current.c_str(), e.what());

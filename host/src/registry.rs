@@ -10,7 +10,10 @@ use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
 use crate::multi::SplitReport;
-use crate::ops::{conv1d, conv2d, counter, histogram, matmul, reduce, saxpy, select, transpose, vector_add};
+use crate::ops::{
+    compact, conv1d, conv2d, counter, histogram, label, matmul, measure, reduce, saxpy, scan, select, transpose,
+    vector_add,
+};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
@@ -28,6 +31,10 @@ pub const FAMILIES: &[&dyn Family] = &[
     &Entry::<conv1d::Conv1d>(PhantomData),
     &Entry::<reduce::Reduce>(PhantomData),
     &Entry::<select::Select>(PhantomData),
+    &Entry::<scan::Scan>(PhantomData),
+    &Entry::<compact::Compact>(PhantomData),
+    &Entry::<label::Label>(PhantomData),
+    &Entry::<measure::Measure>(PhantomData),
 ];
 
 /// The family named `name` (its CLI subcommand).

@@ -90,6 +90,9 @@ fn bad_input_is_a_clear_error() {
     expect_error(&gpu, "histogram", "--n 100 --bins 20000 --variant shared", "shared memory");
     expect_error(&gpu, "histogram", "--n 100 --bins 0", "at least 1 bin");
     expect_error(&gpu, "histogram", "--n 100 --input f32 --min 4 --max -4", "finite min < max");
+    expect_error(&gpu, "label", "--side 0", "--side must be 1 to");
+    expect_error(&gpu, "label", "--side 37 --threshold inf", "--threshold must be finite");
+    expect_error(&gpu, "measure", "--side 37 --threshold NaN", "--threshold must be finite");
     let too_big = gpu.info.total_memory;
     expect_error(&gpu, "vector-add", &format!("--n {}", too_big), "not enough GPU memory");
     let config = LaunchConfig { grid: (1, 1, 1), block: (32, 32, 2), shared_bytes: 0 };
@@ -168,4 +171,38 @@ fn jobs_divided_among_gpus_match_the_cpu() {
     let too_many = split("matmul", &format!("--m 64 --n 64 --k 64 --gpus {}", present + 1));
     assert!(format!("{:#}", too_many.expect_err("refused")).contains("this machine has"));
     assert!(split("vector-add", "--n 64 --gpus 0").is_err());
+}
+
+/// The pipeline's API, as it calls it: the same images labelled and measured again and again,
+/// every result against the CPU, since a race between joins would show only now and then.
+#[test]
+fn labeler_and_measurer_match_the_cpu_every_time() {
+    use host::ops::label::{detect, label, Connectivity, Input, Labeler};
+    use host::ops::measure::{compare, measure, Measurer};
+    let Some(gpu) = gpu("labeler_and_measurer_match_the_cpu_every_time") else { return };
+    for (side, blank, threshold) in [(509, false, 0.0), (1031, true, 3.0), (2048, false, 5.0), (2048, true, 0.5)] {
+        let input = Input { side, blank, image: None, threshold };
+        let d = input.read(SEED).expect("the synthetic sky");
+        let image = gpu.upload("the image", &d.pixels).expect("an upload");
+        let labeler = Labeler::new(&gpu, d.width, d.height).expect("a labeler");
+        let measurer = Measurer::new(&gpu, d.width, d.height).expect("a measurer");
+        for connectivity in [Connectivity::Four, Connectivity::Eight] {
+            let what = format!("side {side} blank {blank} threshold {threshold} {connectivity:?}");
+            let (want, count) = label(&detect(&d.pixels, d.level), d.width, connectivity);
+            let sources = measure(&d.pixels, d.width, &want, count);
+            for round in 0..8 {
+                let got = labeler.label(&gpu, &image, d.level, connectivity).expect("labels");
+                assert_eq!(got as usize, count, "{what}, round {round}: the count");
+                let labels = gpu.download("labels", labeler.labels(), want.len()).expect("labels back");
+                if let Some(i) = (0..want.len()).find(|&i| labels[i] != want[i]) {
+                    panic!("{what}, round {round}: pixel {i} labelled {}, SciPy's label {}", labels[i], want[i]);
+                }
+                let measured = measurer.measure(&gpu, &image, labeler.labels(), got).expect("sources");
+                let check = compare(&measured, &sources);
+                assert!(check.passed, "{what}, round {round}: {check:?}");
+            }
+        }
+        expect_gpu_error(labeler.label(&gpu, &image, f64::NAN, Connectivity::Four), "level is NaN");
+    }
+    expect_gpu_error(Labeler::new(&gpu, 0, 5).map(|_| ()), "labels need 1 to");
 }

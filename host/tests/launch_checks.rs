@@ -11,19 +11,24 @@ mod common;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use host::gpu::{Gpu, GpuError, KernelArgs, KERNELS_PTX};
+use host::ops::compact::CompactArgs;
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
+use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
 use host::ops::matmul::SgemmArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
+use host::ops::measure::MeasureArgs;
 use host::ops::saxpy::SaxpyArgs;
+use host::ops::scan::{ScanArgs, ScanValue};
 use host::ops::select::{SelectCountArgs, SelectFindArgs};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
 use host::registry::FAMILIES;
-use interface::select::{HISTOGRAM_LEN, PASSES, STATE_WORDS};
 use interface::reduce::MOMENTS_FIELDS;
+use interface::scan::scratch_words;
+use interface::select::{HISTOGRAM_LEN, PASSES, STATE_WORDS};
 use interface::window::Window;
 use std::collections::BTreeSet;
 
@@ -65,6 +70,15 @@ impl Memory<'_> {
     }
 }
 
+/// A slice of `U` at the address of `slice`, as long: memory two arguments share.
+fn same_memory<T: DeviceCopy, U: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+    let (address, len) = (DevicePointer::from_raw(slice.as_device_ptr().as_raw()), slice.len());
+    // SAFETY: only the checks look at it (address and length); each launch with it is refused
+    // before a kernel could run.
+    let view = unsafe { DeviceSlice::from_raw_parts(address, len) };
+    Box::leak(Box::new(view))
+}
+
 /// The same elements one `T` further on: misaligned for 16-byte accesses.
 fn shifted<T: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
     Box::leak(Box::new(slice.index(1..)))
@@ -83,9 +97,10 @@ struct Cases {
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
     let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async"];
+    let tiles = ["scan_", "compact_"];
     kernel.contains("vec4")
         || kernel == "reduce_moments"
-        || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
+        || sgemm_from_step_4a.iter().chain(&tiles).any(|prefix| kernel.starts_with(prefix))
 }
 
 fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
@@ -293,9 +308,116 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             }
             with(values, scratch, grid)
         }
+
+        "label" => {
+            let (width, height) = (67, 45);
+            let n = width * height;
+            let (image, labels) = (memory.f32s(n), memory.u32s(n));
+            let four = Connectivity::Four;
+            match kernel {
+                "label_tiles" => {
+                    let with = |image, labels, width, height| -> Args {
+                        Box::new(TilesArgs { image, width, height, level: 0.5, connectivity: four, labels })
+                    };
+                    refused.push(("one row too many".into(), with(image, labels, width, height + 1)));
+                    refused.push(("labels short".into(), with(image, memory.u32s(n - 1), width, height)));
+                    refused.push(("labels are the image".into(), with(image, same_memory(image), width, height)));
+                    refused.push(("no pixels".into(), with(image, labels, 0, height)));
+                    refused.push(("dimensions overflow".into(), with(image, labels, usize::MAX, 2)));
+                    with(image, labels, width, height)
+                }
+                "label_merge" => {
+                    let with = |labels, width, height| -> Args {
+                        Box::new(MergeArgs { width, height, connectivity: four, labels })
+                    };
+                    refused.push(("labels short".into(), with(memory.u32s(n - 1), width, height)));
+                    refused.push(("no pixels".into(), with(labels, 0, 0)));
+                    refused.push(("as many pixels as BACKGROUND".into(), with(labels, 1 << 16, 1 << 16)));
+                    with(labels, width, height)
+                }
+                "label_flatten" => {
+                    let roots = memory.u32s(n);
+                    let with = |labels, roots, n| -> Args { Box::new(FlattenArgs { labels, roots, n }) };
+                    refused.push(("roots short".into(), with(labels, memory.u32s(n - 1), n)));
+                    refused.push(("roots are the labels".into(), with(labels, labels, n)));
+                    refused.push(("no pixels".into(), with(labels, roots, 0)));
+                    with(labels, roots, n)
+                }
+                _ => {
+                    let (ranks, count) = (memory.u32s(n), memory.u32s(1));
+                    let with = |labels, ranks, count, n| -> Args { Box::new(RenumberArgs { labels, ranks, count, n }) };
+                    refused.push(("ranks short".into(), with(labels, memory.u32s(n - 1), count, n)));
+                    refused.push(("no count".into(), with(labels, ranks, memory.u32s(0), n)));
+                    refused.push(("ranks are the labels".into(), with(labels, labels, count, n)));
+                    refused.push(("the count is a label".into(), with(labels, ranks, labels, n)));
+                    refused.push(("no pixels".into(), with(labels, ranks, count, 0)));
+                    with(labels, ranks, count, n)
+                }
+            }
+        }
+        "measure" => {
+            let (width, height, count) = (67, 45, 20);
+            let n = width * height;
+            let (image, labels, records) = (memory.f32s(n), memory.u32s(n), memory.slice::<f64>(6 * count as usize));
+            let with = |image, labels, records, width, height, count| -> Args {
+                Box::new(MeasureArgs { image, labels, width, height, records, count })
+            };
+            refused.push(("one row too many".into(), with(image, labels, records, width, height + 1, count)));
+            refused.push(("records short".into(), with(image, labels, records, width, height, count + 1)));
+            refused
+                .push(("records overlap the image".into(), with(image, labels, same_memory(image), width, height, 1)));
+            refused.push(("no pixels".into(), with(image, labels, records, 0, height, count)));
+            refused.push(("dimensions overflow".into(), with(image, labels, records, usize::MAX, 2, count)));
+            with(image, labels, records, width, height, count)
+        }
+        "scan" if kernel.ends_with("u32") => scan_cases::<u32>(memory, &mut refused),
+        "scan" => scan_cases::<f32>(memory, &mut refused),
+        "compact" => {
+            let n = 5000;
+            let window = Window::new(-0.25, 0.25);
+            let (input, output) = (memory.f32s(n), memory.f32s(n));
+            let (scratch, count) = (memory.slice::<u64>(scratch_words(n)), memory.u32s(1));
+            let with = |input, output, scratch, count| -> Args {
+                Box::new(CompactArgs { input, window, output, scratch, count })
+            };
+            refused.push(("output short".into(), with(input, memory.f32s(n - 1), scratch, count)));
+            refused.push(("output is input".into(), with(input, input, scratch, count)));
+            refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), count)));
+            refused.push(("no count".into(), with(input, output, scratch, memory.u32s(0))));
+            refused.push(("count inside the output".into(), with(input, output, scratch, output_word(output))));
+            refused.push(("empty input".into(), with(memory.f32s(0), output, scratch, count)));
+            refused.push(("input misaligned".into(), with(shifted(memory.f32s(n + 1)), output, scratch, count)));
+            with(input, output, scratch, count)
+        }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };
     Cases { valid, refused }
+}
+
+/// The scan of `T`'s cases: short and overlapping buffers, too little scratch, misalignment.
+fn scan_cases<T: ScanValue>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let n = 5000;
+    let (input, output) = (memory.slice::<T>(n), memory.slice::<T>(n));
+    let (scratch, total) = (memory.slice::<u64>(scratch_words(n)), memory.slice::<T>(1));
+    let with = |input, output, scratch, total| -> Args { Box::new(ScanArgs { input, output, scratch, total }) };
+    refused.push(("output short".into(), with(input, memory.slice(n - 1), scratch, total)));
+    refused.push(("output is input".into(), with(input, input, scratch, total)));
+    refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), total)));
+    refused.push(("scratch inside the output".into(), with(input, output, output_word(output), total)));
+    refused.push(("no total".into(), with(input, output, scratch, memory.slice(0))));
+    refused.push(("empty input".into(), with(memory.slice(0), output, scratch, total)));
+    refused.push(("input misaligned".into(), with(shifted(memory.slice(n + 1)), output, scratch, total)));
+    refused.push(("output misaligned".into(), with(input, shifted(memory.slice(n + 1)), scratch, total)));
+    with(input, output, scratch, total)
+}
+
+/// `buffer`'s memory seen as `U`s: scratch or a result word that overlaps it.
+fn output_word<T: DeviceCopy, U: DeviceCopy>(buffer: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+    let len = buffer.len() * std::mem::size_of::<T>() / std::mem::size_of::<U>();
+    // SAFETY: the same memory as `buffer` (made up or kept alive by `Memory`), which the checks
+    // only measure: every launch with it is refused before a kernel could run.
+    let slice = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.as_device_ptr().as_raw()), len) };
+    Box::leak(Box::new(slice))
 }
 
 /// Every registered kernel with its family's name.

@@ -10,9 +10,12 @@
 
 pub mod conv;
 pub mod histogram;
+pub mod label;
 pub mod matmul;
-pub mod select;
+pub mod measure;
 pub mod reduce;
+pub mod scan;
+pub mod select;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.

@@ -22,13 +22,17 @@ macro_rules! unroll {
 }
 
 pub mod async_copy;
+pub mod compact;
 pub mod conv1d;
 pub mod conv2d;
 pub mod counter;
 pub mod histogram;
+pub mod label;
 pub mod matmul;
+pub mod measure;
 pub mod reduce;
 pub mod saxpy;
+pub mod scan;
 pub mod select;
 pub mod transpose;
 pub mod vector_add;

@@ -15,14 +15,13 @@
 
 pub mod catalog;
 pub mod clip;
-pub mod label;
-pub mod measure;
 pub mod overlay;
 pub mod stats;
 
 use crate::data::timed;
 use crate::gpu::{require, GpuError, GpuResult};
 use crate::io::{self, file_error, Image, ImageKind};
+pub use crate::ops::{label, measure};
 use crate::report::grouped;
 use clip::Background;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};

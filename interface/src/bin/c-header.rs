@@ -8,7 +8,7 @@
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
 use interface::matmul::TILE_CONFIGS;
-use interface::{conv, histogram, matmul, reduce, select, transpose, vector, DEFAULT_BLOCK};
+use interface::{conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, DEFAULT_BLOCK};
 
 /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
 /// as the literals they replace did), strings quoted.
@@ -62,6 +62,9 @@ fn sections() -> Vec<Section> {
             BLOCK, WARPS, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, QUADS_PER_PASS, VALUES_PER_PASS,
             MOMENTS_FIELDS, MOMENTS_COUNT, MOMENTS_NAN, MOMENTS_MEAN, MOMENTS_M2, MOMENTS_MIN, MOMENTS_MAX,
         ),
+        section!(label: TILE_WIDTH, TILE_HEIGHT, MERGE_BLOCK, BLOCK, BACKGROUND),
+        section!(measure: ITEMS, BLOCK, RECORD_WORDS, PIXELS, PEAK, Y_MIN, Y_MAX, X_MIN, X_MAX),
+        section!(scan: BLOCK, QUADS_PER_THREAD, WARPS, TILE, FLAG_NONE, FLAG_AGGREGATE, FLAG_PREFIX),
         section!(conv: MAX_RADIUS, MAX_TAPS, FILTER_SYMBOL, NAIVE_BLOCK, TILE, BLOCK_ROWS, CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN),
         section!(select:
             PASSES, HIGH_BITS, MIDDLE_BITS, LOW_BITS, RADIX, SLOTS, HISTOGRAM_LEN, COUNT_BLOCK, COUNT_BLOCKS_PER_SM,

@@ -1,0 +1,242 @@
+//! Host side of `kernels::compact`: stream compaction of f32 values to those inside a
+//! [`Window`] (`low < v < high` in f64; NaN in none), stable, in one pass with the scan's
+//! look-back and [`Scanner`]'s scratch. The CPU reference filters with the same
+//! `Window::contains`, so the result must match exactly, bit for bit, and nothing past the
+//! count may be written.
+
+use crate::check;
+use crate::data::random_in;
+use crate::gpu::{
+    refuse, require, require_aligned, require_kernel, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
+};
+use crate::ops::scan::{check_scratch, tile_config, Scanner};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::{DeviceBuffer, DeviceSlice};
+use interface::scan::tiles;
+use interface::window::Window;
+
+const KERNEL: &str = "compact_window_f32";
+
+/// The arguments of `compact_window_f32`: the values of `input` inside `window`, packed in
+/// order at the start of `output`, their number in `count`; `scratch` the zeroed tile counter
+/// and states.
+pub struct CompactArgs<'a> {
+    pub input: &'a DeviceSlice<f32>,
+    pub window: Window,
+    pub output: &'a DeviceSlice<f32>,
+    pub scratch: &'a DeviceSlice<u64>,
+    pub count: &'a DeviceSlice<u32>,
+}
+
+// SAFETY: the kernel reads `input` (not empty, fewer than 2^32 values, 16-byte aligned quads),
+// writes kept values to `output` at places below `input.len()` (the kernel skips any other, so
+// stale scratch cannot send a write outside), `scratch[..scratch_words(n)]` and `count[0]`; all
+// checked to exist and to overlap nothing else. One block of BLOCK threads per tile, and a
+// block whose tile is past the last returns. Any window is safe: NaN bounds keep nothing. The
+// parameters are `input: &[f32], low: f64, high: f64, output: *mut f32, scratch: *mut u64,
+// count: *mut u32`.
+unsafe impl KernelArgs for CompactArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[KERNEL], "compaction")?;
+        let n = self.input.len();
+        if n == 0 || n > u32::MAX as usize {
+            return Err(refuse(kernel, format!("compaction takes 1 to 2^32 - 1 values, not {n}")));
+        }
+        require_len(kernel, "the output", self.output, n)?;
+        check_scratch(kernel, (self.input, n), self.output, self.scratch, ("the count", self.count))?;
+        require_aligned(kernel, "the input", self.input, 16)?;
+        tile_config(kernel, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new()
+            .slice(self.input)
+            .value(self.window.low)
+            .value(self.window.high)
+            .pointer(self.output)
+            .pointer(self.scratch)
+            .pointer(self.count)
+    }
+}
+
+impl Scanner {
+    /// Queues the compaction of `input` to the values inside `window`, in order, at the start
+    /// of `output` (at least as long as `input`, disjoint from it; `input` 16-byte aligned,
+    /// `1 <= input.len() <= capacity()`), on the gpu's stream, without waiting. The count lands
+    /// in [`Scanner::count`]; nothing past it in `output` is written.
+    pub fn compact_async(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<f32>,
+        window: Window,
+        output: &DeviceSlice<f32>,
+    ) -> GpuResult<()> {
+        self.reset(gpu, input.len(), "a compaction")?;
+        gpu.launch(KERNEL, &CompactArgs { input, window, output, scratch: &self.scratch, count: &self.count })
+    }
+
+    /// [`Scanner::compact_async`], then waits and returns how many values were kept.
+    pub fn compact(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<f32>,
+        window: Window,
+        output: &DeviceSlice<f32>,
+    ) -> GpuResult<usize> {
+        self.compact_async(gpu, input, window, output)?;
+        Ok(gpu.download("the compaction count", &self.count, 1)?[0] as usize)
+    }
+
+    /// The device word the last compaction writes its count to.
+    pub fn count(&self) -> &DeviceSlice<u32> {
+        &self.count
+    }
+}
+
+/// The values inside `window`, in order.
+pub fn cpu_reference(values: &[f32], window: Window) -> Vec<f32> {
+    values.iter().copied().filter(|&v| window.contains(v)).collect()
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Values (uniform in [-1, 1)).
+    #[arg(long, default_value_t = 1 << 28)]
+    pub n: usize,
+    /// The window's lower bound (excluded).
+    #[arg(long, default_value_t = -0.25, allow_negative_numbers = true)]
+    pub low: f64,
+    /// The window's upper bound (excluded).
+    #[arg(long, default_value_t = 0.25, allow_negative_numbers = true)]
+    pub high: f64,
+    /// Salts the values with NaN, infinities and the bounds themselves, one in 16.
+    #[arg(long)]
+    pub salt: bool,
+}
+
+/// Random values on the GPU and a scanner, ready to launch.
+pub struct Compact {
+    values: Vec<f32>,
+    window: Window,
+    variants: Vec<Variant>,
+    scanner: Scanner,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+    expected: Vec<f32>,
+}
+
+impl Kernel for Compact {
+    const NAME: &'static str = "compact";
+    const ABOUT: &'static str = "Stream compaction: the f32 values inside a window, in order, in one pass";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        Ok(vec![(KERNEL, tile_config(KERNEL, 1 << 28)?)])
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        match purpose {
+            Purpose::Check => [
+                "--n 1",
+                "--n 1 --low -2 --high 2",
+                "--n 1000 --salt",
+                "--n 4097",
+                "--n 65537 --low 0.5 --high 0.25",
+                "--n 1000003 --salt",
+                "--n 1000003 --low -2 --high 2",
+            ]
+            .map(String::from)
+            .to_vec(),
+            _ => one_per_element_sizes(purpose),
+        }
+    }
+
+    fn variants_for(_options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(vec![Variant::new("window", KERNEL)])
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1 && n <= u32::MAX as usize, || format!("compact needs 1 <= n < 2^32 (got {n})"))?;
+        let window = Window::new(options.low, options.high);
+        require(!window.low.is_nan() && !window.high.is_nan(), || "the window's bounds must not be NaN".into())?;
+        gpu.validate(KERNEL, &tile_config(KERNEL, n)?)?;
+        gpu.ensure_fits("the compaction's input and output", 8 * n as u64)?;
+        let mut values = random_in(n, seed, -1.0f32, 1.0);
+        if options.salt {
+            let salt = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, window.low as f32, window.high as f32];
+            for (i, v) in values.iter_mut().enumerate().filter(|(i, _)| i % 16 == 3) {
+                *v = salt[(i / 16) % salt.len()];
+            }
+        }
+        let scanner = Scanner::new(gpu, n)?;
+        let input = gpu.upload("compaction input", &values)?;
+        let output = gpu.poisoned("compaction output", n)?;
+        let variants = Self::variants_for(options)?;
+        Ok(Self { values, window, variants, scanner, input, output, expected: vec![] })
+    }
+}
+
+impl Workload for Compact {
+    fn shape(&self) -> String {
+        let n = self.values.len();
+        format!("n={} window ({}, {}) tiles={}", n, self.window.low, self.window.high, tiles(n))
+    }
+
+    fn size(&self) -> u64 {
+        self.values.len() as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some("select_if_f32".into())
+    }
+
+    /// The values read, and the kept ones written.
+    fn work(&self) -> Work {
+        Work::Bytes(4 * (self.values.len() + self.expected.len()) as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    /// The scratch's reset and the kernel, without reading the count back.
+    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+        self.scanner.compact_async(gpu, &self.input, self.window, &self.output)
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        gpu.poison("compaction output", &self.output)
+    }
+
+    fn compute_reference(&mut self) {
+        self.expected = cpu_reference(&self.values, self.window);
+    }
+
+    /// Every kept value bit for bit, the count, and the rest of the output still poisoned.
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let n = self.values.len();
+        let count = gpu.download("compaction count", self.scanner.count(), 1)?[0];
+        let output = gpu.download("compaction output", &self.output, n)?;
+        // The count is checked as one more element; past the kept values the poison remains.
+        let got: Vec<u32> = output.iter().map(|v| v.to_bits()).chain([count]).collect();
+        let mut want: Vec<u32> = self.expected.iter().map(|v| v.to_bits()).collect();
+        want.resize(n, u32::MAX);
+        want.push(self.expected.len() as u32);
+        let note = format!("kept {} of {} ({:.1}%)", count, n, 100.0 * count as f64 / n as f64);
+        Ok(Checked { check: check::exact(&got, &want), note: Some(note) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_keeps_order_and_excludes_bounds_and_nan() {
+        let values = [0.1, -0.3, 0.25, f32::NAN, -0.2, 0.0, f32::INFINITY, -0.25];
+        assert_eq!(cpu_reference(&values, Window::new(-0.25, 0.25)), vec![0.1, -0.2, 0.0]);
+        assert!(cpu_reference(&values, Window::new(0.5, 0.25)).is_empty(), "an empty window keeps nothing");
+    }
+}

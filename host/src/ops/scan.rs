@@ -1,0 +1,392 @@
+//! Host side of `kernels::scan`: the single-pass exclusive prefix sum of u32 (exact, wrapping
+//! modulo 2^32) and f32 values, and [`Scanner`], the API the source-finding pipeline calls
+//! (label renumbering scans u32 flags; compaction, `ops/compact.rs`, shares its scratch).
+//!
+//! Tolerance of the f32 scan against the f64 reference: every sum the kernel rounds is the sum
+//! of a contiguous run of the input (in a quad, a warp's rows, a block's warps, a run of tiles
+//! in the look-back), so each rounding errs by at most `ε·R`, `R` the largest |sum| of any run
+//! (the range of the prefix sums). An output passes through at most 31 roundings inside its
+//! tile and 7 per tile before it in the look-back chain, so it lies within
+//! `ε·R·(31 + 7·tiles)`. u32 sums are exact.
+
+use crate::check;
+use crate::data::random_in;
+use crate::gpu::{
+    blocks, refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu,
+    GpuResult, KernelArgs, LaunchConfig, Params,
+};
+use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
+use crate::report::Work;
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use interface::scan::{scratch_words, tiles, BLOCK, TILE};
+
+/// A value type the scan kernels take.
+pub trait ScanValue: DeviceCopy + bytemuck::Pod + Default {
+    /// The kernel that scans it.
+    const KERNEL: &'static str;
+}
+
+impl ScanValue for u32 {
+    const KERNEL: &'static str = "scan_exclusive_u32";
+}
+
+impl ScanValue for f32 {
+    const KERNEL: &'static str = "scan_exclusive_f32";
+}
+
+/// One block of [`BLOCK`] threads per tile of [`TILE`] values.
+pub fn tile_config(kernel: &str, n: usize) -> GpuResult<LaunchConfig> {
+    let grid = blocks(n, TILE).map_err(|e| refuse(kernel, e.to_string()))?;
+    Ok(LaunchConfig { grid: (grid, 1, 1), block: (BLOCK as u32, 1, 1), shared_bytes: 0 })
+}
+
+/// Checks the scratch (tile counter and states) and the one-value result word of a tile
+/// kernel over `n` values read from `input` and written to `output`: long enough, and no two
+/// of them, nor any of them and the input, overlapping.
+pub fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
+    kernel: &str,
+    (input, n): (&DeviceSlice<I>, usize),
+    output: &DeviceSlice<O>,
+    scratch: &DeviceSlice<u64>,
+    (result_name, result): (&str, &DeviceSlice<R>),
+) -> GpuResult<()> {
+    let words = scratch_words(n);
+    require_len(kernel, "the scratch", scratch, words)?;
+    require_len(kernel, result_name, result, 1)?;
+    require_disjoint(kernel, ("the output", output, n), ("the input", input, n))?;
+    require_disjoint(kernel, ("the scratch", scratch, words), ("the input", input, n))?;
+    require_disjoint(kernel, ("the scratch", scratch, words), ("the output", output, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the input", input, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the output", output, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the scratch", scratch, words))
+}
+
+/// The arguments of `scan_exclusive_u32` and `scan_exclusive_f32`: `output` the exclusive sum
+/// of `input`, `total` the sum of all, `scratch` the zeroed tile counter and states.
+pub struct ScanArgs<'a, T: ScanValue> {
+    pub input: &'a DeviceSlice<T>,
+    pub output: &'a DeviceSlice<T>,
+    pub scratch: &'a DeviceSlice<u64>,
+    pub total: &'a DeviceSlice<T>,
+}
+
+// SAFETY: the kernels read `input` (not empty, 16-byte aligned quads), write `output[..n]`
+// (checked that long, 16-byte aligned), `scratch[..scratch_words(n)]` and `total[0]`, all
+// checked to exist and to overlap nothing else. One block of BLOCK threads per tile; a block
+// whose tile number is past the last tile (scratch not zeroed) returns, and the look-back
+// reads only the words of earlier tiles, so stale scratch gives wrong sums, never an access
+// outside the buffers. The parameters are `input: &[T], output: *mut T, scratch: *mut u64,
+// total: *mut T`.
+unsafe impl<T: ScanValue> KernelArgs for ScanArgs<'_, T> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[T::KERNEL], "these scan")?;
+        let n = self.input.len();
+        if n == 0 {
+            return Err(refuse(kernel, "a scan needs at least one value"));
+        }
+        require_len(kernel, "the output", self.output, n)?;
+        check_scratch(kernel, (self.input, n), self.output, self.scratch, ("the total", self.total))?;
+        require_aligned(kernel, "the input", self.input, 16)?;
+        require_aligned(kernel, "the output", self.output, 16)?;
+        tile_config(kernel, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.input).pointer(self.output).pointer(self.scratch).pointer(self.total)
+    }
+}
+
+/// Scratch for scans and compactions of up to `n` values, and the words their results land
+/// in. Each call zeroes the scratch it needs on the stream before its kernel (a few words per
+/// 4096 values), so calls follow each other on [`Gpu::stream`] with no other reset; calls from
+/// two streams at once would share the scratch and must not be made.
+pub struct Scanner {
+    n: usize,
+    pub(crate) scratch: DeviceBuffer<u64>,
+    total_u32: DeviceBuffer<u32>,
+    total_f32: DeviceBuffer<f32>,
+    pub(crate) count: DeviceBuffer<u32>,
+}
+
+impl Scanner {
+    /// Scratch for inputs of up to `n` values (`n >= 1`).
+    pub fn new(gpu: &Gpu, n: usize) -> GpuResult<Self> {
+        require(n >= 1, || "a scanner needs room for at least one value".into())?;
+        tile_config("scan", n)?;
+        let words = scratch_words(n);
+        gpu.ensure_fits("scan scratch", 8 * words as u64)?;
+        let scratch = DeviceBuffer::<u64>::zeroed(words).during("allocating scan scratch")?;
+        let total_u32 = DeviceBuffer::<u32>::zeroed(1).during("allocating the scan total")?;
+        let total_f32 = DeviceBuffer::<f32>::zeroed(1).during("allocating the scan total")?;
+        let count = DeviceBuffer::<u32>::zeroed(1).during("allocating the compaction count")?;
+        Ok(Self { n, scratch, total_u32, total_f32, count })
+    }
+
+    /// The most values one call takes.
+    pub fn capacity(&self) -> usize {
+        self.n
+    }
+
+    /// Zeroes the counter and tile states a call over `n` values uses, on the stream: part of
+    /// every call, so timing a call counts it.
+    pub(crate) fn reset(&self, gpu: &Gpu, n: usize, what: &str) -> GpuResult<()> {
+        require(n >= 1 && n <= self.n, || format!("{what} of {n} values: the scanner holds 1 to {}", self.n))?;
+        gpu.zero("scan scratch", &self.scratch.index(..scratch_words(n)))
+    }
+
+    fn scan<T: ScanValue>(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<T>,
+        output: &DeviceSlice<T>,
+        total: &DeviceSlice<T>,
+    ) -> GpuResult<()> {
+        self.reset(gpu, input.len(), "a scan")?;
+        gpu.launch(T::KERNEL, &ScanArgs { input, output, scratch: &self.scratch, total })
+    }
+
+    /// `output[i] = input[0] + … + input[i-1]`, wrapping modulo 2^32, queued on the gpu's
+    /// stream (no synchronization). `input` and `output` are 16-byte aligned (any buffer from
+    /// an allocation is), disjoint (no in-place scan), `output` at least as long as `input`,
+    /// and `1 <= input.len() <= capacity()`. The sum of all lands in [`Scanner::total_u32`].
+    pub fn exclusive_sum_u32(&self, gpu: &Gpu, input: &DeviceSlice<u32>, output: &DeviceSlice<u32>) -> GpuResult<()> {
+        self.scan(gpu, input, output, &self.total_u32)
+    }
+
+    /// [`Scanner::exclusive_sum_u32`], then waits for it and returns the sum of all the input.
+    pub fn exclusive_sum_u32_total(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<u32>,
+        output: &DeviceSlice<u32>,
+    ) -> GpuResult<u32> {
+        self.exclusive_sum_u32(gpu, input, output)?;
+        Ok(gpu.download("the scan total", &self.total_u32, 1)?[0])
+    }
+
+    /// The device word the last u32 scan writes its total to, for work queued after it.
+    pub fn total_u32(&self) -> &DeviceSlice<u32> {
+        &self.total_u32
+    }
+
+    /// The exclusive sum of f32 values, in f32 (within the tolerance in this module's doc), on
+    /// the stream; as [`Scanner::exclusive_sum_u32`] otherwise. The total lands in
+    /// [`Scanner::total_f32`].
+    pub fn exclusive_sum_f32(&self, gpu: &Gpu, input: &DeviceSlice<f32>, output: &DeviceSlice<f32>) -> GpuResult<()> {
+        self.scan(gpu, input, output, &self.total_f32)
+    }
+
+    /// The device word the last f32 scan writes its total to.
+    pub fn total_f32(&self) -> &DeviceSlice<f32> {
+        &self.total_f32
+    }
+}
+
+/// The exclusive sum of u32 values, wrapping as the kernel does, and the total.
+pub fn cpu_reference_u32(values: &[u32]) -> (Vec<u32>, u32) {
+    let mut sum = 0u32;
+    let out = values
+        .iter()
+        .map(|&v| {
+            let before = sum;
+            sum = sum.wrapping_add(v);
+            before
+        })
+        .collect();
+    (out, sum)
+}
+
+/// The exclusive sum of f32 values, summed in f64 and rounded to f32, the total, and the f32
+/// kernel's tolerance (see the module doc; the rounding adds `ε·max|prefix|`).
+pub fn cpu_reference_f32(values: &[f32]) -> (Vec<f32>, f32, f64) {
+    let (mut sum, mut low, mut high) = (0f64, 0f64, 0f64);
+    let out = values
+        .iter()
+        .map(|&v| {
+            let before = sum;
+            sum += v as f64;
+            (low, high) = (low.min(sum), high.max(sum));
+            before as f32
+        })
+        .collect();
+    let roundings = 31.0 + 7.0 * tiles(values.len()) as f64;
+    let tolerance = f32::EPSILON as f64 * ((high - low) * roundings + low.abs().max(high));
+    (out, sum as f32, tolerance)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Input {
+    U32,
+    F32,
+}
+
+impl Input {
+    fn name(self) -> &'static str {
+        match self {
+            Input::U32 => "u32",
+            Input::F32 => "f32",
+        }
+    }
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Input::U32 => u32::KERNEL,
+            Input::F32 => f32::KERNEL,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Values.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub n: usize,
+    /// The values' type: u32 (random in [0, 16), exact) or f32 (uniform in [-1, 1)).
+    #[arg(long, value_enum, default_value_t = Input::F32)]
+    pub input: Input,
+}
+
+/// The values, the output and the expected result, of one type.
+enum Data {
+    U32 { values: DeviceBuffer<u32>, output: DeviceBuffer<u32>, host: Vec<u32>, expected: (Vec<u32>, u32) },
+    F32 { values: DeviceBuffer<f32>, output: DeviceBuffer<f32>, host: Vec<f32>, expected: (Vec<f32>, f32, f64) },
+}
+
+/// Random values on the GPU and a scanner, ready to launch.
+pub struct Scan {
+    n: usize,
+    input: Input,
+    variants: Vec<Variant>,
+    scanner: Scanner,
+    data: Data,
+}
+
+impl Kernel for Scan {
+    const NAME: &'static str = "scan";
+    const ABOUT: &'static str = "Exclusive prefix sum of u32 or f32 in one pass, with decoupled look-back";
+    type Options = Options;
+
+    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+        [Input::U32, Input::F32].iter().map(|i| Ok((i.kernel(), tile_config(i.kernel(), 1 << 28)?))).collect()
+    }
+
+    fn sizes(purpose: Purpose) -> Vec<String> {
+        let sizes = match purpose {
+            Purpose::Check => {
+                ["--n 1", "--n 1000", "--n 4096", "--n 4097", "--n 65537", "--n 1000003"].map(String::from).to_vec()
+            }
+            _ => one_per_element_sizes(purpose),
+        };
+        sizes.into_iter().flat_map(|s| [format!("{s} --input u32"), format!("{s} --input f32")]).collect()
+    }
+
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        Ok(vec![Variant::new(options.input.name(), options.input.kernel())])
+    }
+
+    fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let n = options.n;
+        require(n >= 1, || "scan needs n >= 1".into())?;
+        gpu.validate(options.input.kernel(), &tile_config(options.input.kernel(), n)?)?;
+        gpu.ensure_fits("the scan's input and output", 8 * n as u64)?;
+        let scanner = Scanner::new(gpu, n)?;
+        let data = match options.input {
+            Input::U32 => {
+                let host = random_in(n, seed, 0u32, 16);
+                let values = gpu.upload("scan input", &host)?;
+                Data::U32 { values, output: gpu.poisoned("scan output", n)?, host, expected: (vec![], 0) }
+            }
+            Input::F32 => {
+                let host = random_in(n, seed, -1.0f32, 1.0);
+                let values = gpu.upload("scan input", &host)?;
+                Data::F32 { values, output: gpu.poisoned("scan output", n)?, host, expected: (vec![], 0.0, 0.0) }
+            }
+        };
+        Ok(Self { n, input: options.input, variants: Self::variants_for(options)?, scanner, data })
+    }
+}
+
+impl Workload for Scan {
+    fn shape(&self) -> String {
+        format!("n={} {} tiles={}", self.n, self.input.name(), tiles(self.n))
+    }
+
+    fn size(&self) -> u64 {
+        self.n as u64
+    }
+
+    fn peer(&self) -> Option<String> {
+        Some(format!("scan_{}", self.input.name()))
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(8 * self.n as u64)
+    }
+
+    fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    /// The scratch's reset and the kernel: what a caller of [`Scanner`] pays.
+    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+        match &self.data {
+            Data::U32 { values, output, .. } => self.scanner.exclusive_sum_u32(gpu, values, output),
+            Data::F32 { values, output, .. } => self.scanner.exclusive_sum_f32(gpu, values, output),
+        }
+    }
+
+    fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
+        match &self.data {
+            Data::U32 { output, .. } => gpu.poison("scan output", output),
+            Data::F32 { output, .. } => gpu.poison("scan output", output),
+        }
+    }
+
+    fn compute_reference(&mut self) {
+        match &mut self.data {
+            Data::U32 { host, expected, .. } => *expected = cpu_reference_u32(host),
+            Data::F32 { host, expected, .. } => *expected = cpu_reference_f32(host),
+        }
+    }
+
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let n = self.n;
+        match &self.data {
+            Data::U32 { output, expected: (want, total), .. } => {
+                let mut got = gpu.download("scan output", output, n)?;
+                let got_total = gpu.download("scan total", self.scanner.total_u32(), 1)?[0];
+                // The total is checked as one more element.
+                got.push(got_total);
+                let want: Vec<u32> = want.iter().copied().chain([*total]).collect();
+                Ok(Checked { check: check::exact(&got, &want), note: Some(format!("total {got_total}")) })
+            }
+            Data::F32 { output, expected: (want, total, tolerance), .. } => {
+                let mut got = gpu.download("scan output", output, n)?;
+                let got_total = gpu.download("scan total", self.scanner.total_f32(), 1)?[0];
+                got.push(got_total);
+                let want: Vec<f32> = want.iter().copied().chain([*total]).collect();
+                let check = check::close(&got, &want, *tolerance);
+                Ok(Checked { check, note: Some(format!("total {got_total} (CPU {total})")) })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u32_reference_is_exclusive_and_wraps() {
+        assert_eq!(cpu_reference_u32(&[3, 1, 4]), (vec![0, 3, 4], 8));
+        assert_eq!(cpu_reference_u32(&[u32::MAX, 2]), (vec![0, u32::MAX], 1));
+    }
+
+    #[test]
+    fn f32_reference_sums_in_f64_and_scales_its_tolerance_with_the_range() {
+        let (out, total, tolerance) = cpu_reference_f32(&[1.0, -3.0, 0.5]);
+        assert_eq!((out, total), (vec![0.0, 1.0, -2.0], -1.5));
+        // Prefix sums run over [-2, 1]: a range of 3, one tile; the largest |prefix| is 2.
+        assert_eq!(tolerance, f32::EPSILON as f64 * (3.0 * 38.0 + 2.0));
+    }
+}
