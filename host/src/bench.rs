@@ -2,11 +2,15 @@
 //! `report.json`, `report.md` and one SVG chart per family (throughput vs size, variants side
 //! by side, under the device's peak). With `--peers` (the JSON that `bench/peers/run` writes
 //! on the same GPU) each row that has a peer also gets the ratio to it, and the charts the
-//! peer's throughput.
+//! peer's throughput. Last come the rows of `host sources`' GPU pipeline, against the lesson's
+//! CuPy code.
 
-use crate::gpu::{DeviceInfo, Gpu};
+use crate::check::Check;
+use crate::data::timed;
+use crate::gpu::{Cache, DeviceInfo, Gpu, Timing};
 use crate::registry::{Purpose, Timer, FAMILIES};
-use crate::report::Report;
+use crate::report::{Measured, Report, Work};
+use crate::{sky, sources};
 use anyhow::{Context, Result};
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -70,6 +74,7 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
         progress.inc(1);
     }
     progress.finish_with_message("done");
+    rows.extend(pipeline_rows(gpu, quick, peers, seed)?);
 
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let date = utc(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
@@ -81,6 +86,68 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
         let file = format!("{}.svg", family.name());
         chart(&out.join(&file), &rows, family.name(), &gpu.info.name, peaks)
             .with_context(|| format!("drawing {}", file))?;
+    }
+    Ok(rows)
+}
+
+/// Runs of the source-finding pipeline per side: each is a whole image's worth of launches.
+const PIPELINE_RUNS: usize = 20;
+
+/// `host sources` on the GPU, on the synthetic sky of each side (`host sky`'s defaults), timed
+/// wall clock from the NaN count to the measures (the image already on the GPU, as the lesson
+/// times CuPy), checked against the CPU pipeline, beside the lesson's CuPy code on the same sky
+/// (`bench/peers/sources.py`).
+fn pipeline_rows(gpu: &Gpu, quick: bool, peers: Option<&Value>, seed: u64) -> Result<Vec<Row>> {
+    let sides: &[usize] = if quick { &[2048] } else { &[2048, 8192] };
+    let settings = sources::Settings::LESSON;
+    let mut rows = Vec::new();
+    for &side in sides {
+        let image = sky::default_sky(side, false, seed)?;
+        let pipeline = sources::gpu::Pipeline::new(gpu, &image)?;
+        let (cpu, cpu_ms) = timed(|| sources::find(&image, &settings));
+        pipeline.find(&image, &settings)?;
+        let mut samples = Vec::new();
+        for _ in 0..PIPELINE_RUNS {
+            let (found, ms) = timed(|| pipeline.find(&image, &settings));
+            found?;
+            samples.push(ms);
+        }
+        let mut found = pipeline.find(&image, &settings)?;
+        found.labels = pipeline.labels()?;
+        let checks = sources::compare(&found, &cpu?);
+        let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.what.as_str()).collect();
+        let check = Check {
+            passed: failed.is_empty(),
+            worst_error: 0.0,
+            tolerance: 0.0,
+            mismatches: failed.len(),
+            first_mismatch: None,
+            race: None,
+        };
+        let note = format!(
+            "{} sources, {} clipping rounds{}",
+            found.sources.len(),
+            found.background.rounds,
+            if failed.is_empty() { String::new() } else { format!("; differ from the CPU: {}", failed.join(", ")) }
+        );
+        let measured = Measured {
+            family: "sources",
+            variant: "pipeline".into(),
+            shape: format!("{side}x{side} synthetic sky"),
+            timing: Timing::from_samples(samples, Cache::Warm),
+            work: Work::Bytes(4 * (side * side) as u64),
+            cpu_ms: Some(cpu_ms),
+            check,
+            note: Some(note),
+        };
+        let report = Report::new(&gpu.info, measured);
+        let key = format!("sources_cupy_32_{side}");
+        let peer = match (peers, report.throughput) {
+            (Some(peers), Some(ours)) => peer_rate(peers, &key, side as u64, report.unit())
+                .map(|(library, rate)| PeerRatio { peer: key, library, rate, ratio: ours / rate }),
+            _ => None,
+        };
+        rows.push(Row { size: side as u64, report, peer });
     }
     Ok(rows)
 }

@@ -35,6 +35,12 @@ impl NpyElement for u32 {
     const NAME: &'static str = "u32";
 }
 
+/// Labels, as SciPy's `ndimage.label` returns them.
+impl NpyElement for i32 {
+    const DTYPES: [&'static str; 2] = ["<i4", ">i4"];
+    const NAME: &'static str = "i32";
+}
+
 pub(crate) fn open(path: &Path) -> GpuResult<File> {
     File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => file_error(path, "no such file"),

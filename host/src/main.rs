@@ -111,7 +111,7 @@ fn cli() -> Command {
             "Writes a synthetic radio sky with known sources (.fits or .npy) and the true sources (CSV)",
         )))
         .subcommand(host::sources::Options::augment_args(Command::new("sources").about(
-            "Finds the sources in a radio image (κσ clipping, threshold, labeling, measures) and writes a catalog; on the CPU for now, the GPU stages come next",
+            "Finds the sources in a radio image on the GPU (κσ clipping, threshold, labeling, measures), checks each step against the CPU, and writes a catalog",
         )))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads"))
         .subcommand(host::perf_doc::Options::augment_args(Command::new("perf-doc").about(
@@ -195,6 +195,9 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     if name == "sources" {
         let summary = host::sources::run(&host::sources::Options::from_arg_matches(options)?, global.json)?;
         show(global.json, &summary, |s| s.print())?;
+        if let Some(failed) = summary.failed() {
+            bail!("the GPU's sources did not match the CPU's: {}", failed);
+        }
         return Ok(vec![]);
     }
     if name == "launches" {

@@ -15,7 +15,7 @@
 
 use crate::data::random_normal;
 use crate::gpu::{require, GpuError, GpuResult};
-use crate::io::{self, file_error, ImageKind};
+use crate::io::{self, file_error, Image, ImageKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -43,6 +43,10 @@ const SEPARATION: f64 = 24.0;
 /// brightness there is below 0.05σ of the default noise).
 const CLEARANCE: f64 = 4.0;
 
+/// The lesson's image: its noise, Jy/beam, and about as many point sources.
+pub const NOISE: f64 = 0.0133;
+pub const POINT_SOURCES: usize = 190;
+
 #[derive(Debug, clap::Args)]
 pub struct Options {
     /// Pixels a side.
@@ -55,10 +59,10 @@ pub struct Options {
     #[arg(long)]
     pub truth: Option<PathBuf>,
     /// Standard deviation of the Gaussian noise, Jy/beam.
-    #[arg(long, default_value_t = 0.0133, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = NOISE, allow_negative_numbers = true)]
     pub noise: f64,
     /// Point sources (besides the core and the shell).
-    #[arg(long, default_value_t = 190)]
+    #[arg(long, default_value_t = POINT_SOURCES)]
     pub sources: usize,
     /// Pixels outside the primary beam (the circle touching the edges) are NaN, as radio
     /// images blank them; every source lies inside it.
@@ -261,6 +265,13 @@ pub fn render(side: usize, components: &[Component], noise: f64, blank: bool, se
         })
         .sum();
     (image, blanked)
+}
+
+/// The sky `host sky --side side [--blank]` writes with its defaults, in memory.
+pub fn default_sky(side: usize, blank: bool, seed: u64) -> GpuResult<Image> {
+    let components = components(side, POINT_SOURCES, blank, seed)?;
+    let (pixels, _) = render(side, &components, NOISE, blank, seed ^ 1);
+    Ok(Image { width: side, height: side, pixels })
 }
 
 /// What `host sky` wrote.

@@ -206,3 +206,57 @@ fn labeler_and_measurer_match_the_cpu_every_time() {
     }
     expect_gpu_error(Labeler::new(&gpu, 0, 5).map(|_| ()), "labels need 1 to");
 }
+
+/// `host sources`' GPU pipeline on `image`, against the CPU's definitions; the GPU's result.
+fn pipeline_agrees(gpu: &Gpu, image: &host::io::Image, settings: &host::sources::Settings, what: &str) {
+    let pipeline = host::sources::gpu::Pipeline::new(gpu, image).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let cpu = host::sources::find(image, settings).unwrap_or_else(|e| panic!("{what}: CPU: {e}"));
+    // Several runs on one upload: union-find and f64 atomics race differently each time.
+    for run in 0..3 {
+        let mut found = pipeline.find(image, settings).unwrap_or_else(|e| panic!("{what}: {e}"));
+        found.labels = pipeline.labels().unwrap();
+        for check in host::sources::compare(&found, &cpu) {
+            assert!(check.passed, "{what}, run {run}: {check:?}");
+        }
+        assert!(!cpu.sources.is_empty(), "{what}: a sky without sources tests little");
+    }
+}
+
+#[test]
+fn the_source_pipeline_matches_the_cpu_on_odd_skies() {
+    use host::sources::{Connectivity, Settings};
+    let Some(gpu) = gpu("the_source_pipeline_matches_the_cpu_on_odd_skies") else { return };
+    for (side, blank, connectivity) in [
+        (509, false, Connectivity::Four),
+        (509, true, Connectivity::Eight),
+        (1000, true, Connectivity::Four),
+        (2048, false, Connectivity::Four),
+        (2048, true, Connectivity::Eight),
+    ] {
+        let image = host::sky::default_sky(side, blank, SEED).unwrap();
+        let settings = Settings { connectivity, ..Settings::LESSON };
+        pipeline_agrees(&gpu, &image, &settings, &format!("{side}² blank {blank} {connectivity:?}"));
+    }
+    // Not square, and with κ 2 (more rounds): a sky cut to 777 x 301.
+    let sky = host::sky::default_sky(1024, false, SEED).unwrap();
+    let pixels = sky.pixels.chunks(1024).take(301).flat_map(|row| row[..777].iter().copied()).collect();
+    let image = host::io::Image { width: 777, height: 301, pixels };
+    pipeline_agrees(&gpu, &image, &Settings { kappa: 2.0, ..Settings::LESSON }, "777x301 at κ 2");
+}
+
+#[test]
+fn the_source_pipeline_refuses_bad_images() {
+    use host::io::Image;
+    use host::sources::{gpu::Pipeline, Settings};
+    let Some(gpu) = gpu("the_source_pipeline_refuses_bad_images") else { return };
+    let find = |pixels: Vec<f32>| {
+        let image = Image { width: 4, height: pixels.len() / 4, pixels };
+        let pipeline = Pipeline::new(&gpu, &image).unwrap();
+        pipeline.find(&image, &Settings::LESSON).map(|_| ()).unwrap_err().to_string()
+    };
+    let mut pixels = vec![0.5f32; 8];
+    pixels[6] = f32::INFINITY;
+    assert!(find(pixels).contains("pixel (row 1, column 2) is inf: only NaN marks a blanked pixel"));
+    assert!(find(vec![f32::NAN; 8]).contains("all 8 pixels are NaN (blanked)"));
+    assert!(find(vec![0.25; 12]).contains("removed every pixel in round 1: all 12 pixels left are 0.25, so σ is 0"));
+}

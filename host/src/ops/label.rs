@@ -445,7 +445,7 @@ impl Input {
                 let image = io::read_image(path)?;
                 let (values, _) = stats::without_nan(&image.pixels);
                 require(!values.is_empty(), || format!("{}: every pixel is NaN", path.display()))?;
-                let sigma = clip::kappa_sigma(values, 3.0)?.sigma;
+                let sigma = clip::kappa_sigma(&mut clip::Values(values), 3.0)?.sigma;
                 (image.width, image.height, image.pixels, sigma)
             }
             None => {

@@ -3,23 +3,24 @@
 //! 1. κσ clipping ([`clip`]): the median and standard deviation of the pixels ([`stats`]),
 //!    those strictly inside median ± κσ kept, repeated until nothing more is clipped; the
 //!    last round's σ is the noise.
-//! 2. A threshold ([`label::detect`]): pixels strictly above threshold·σ, relative to zero as
-//!    in the lesson (`data > 5 * stddev_`).
-//! 3. Connected components ([`label::label`]), numbered as `scipy.ndimage.label` numbers them.
-//! 4. Per source ([`measure`]): its pixels, `sum_labels`, `center_of_mass` and bounding box.
+//! 2. A threshold: pixels strictly above threshold·σ, relative to zero as in the lesson
+//!    (`data > 5 * stddev_`).
+//! 3. Connected components (`ops::label`), numbered as `scipy.ndimage.label` numbers them.
+//! 4. Per source (`ops::measure`): its pixels, `sum_labels`, `center_of_mass` and bounding box.
 //!
 //! NaN pixels (radio images blank the area outside the primary beam) are left out of the
-//! statistics, as `nanmedian` and `nanstd` leave them, counted, and never detected. Every step
-//! here runs on the CPU and is the definition the GPU stages will be checked against: the
-//! GPU stages come next.
+//! statistics, as `nanmedian` and `nanstd` leave them, counted, and never detected. The steps
+//! run on the GPU ([`gpu`]), each checked against the CPU's definitions here, which follow
+//! NumPy's and SciPy's; `--cpu` runs only those.
 
 pub mod catalog;
 pub mod clip;
+pub mod gpu;
 pub mod overlay;
 pub mod stats;
 
 use crate::data::timed;
-use crate::gpu::{require, GpuError, GpuResult};
+use crate::gpu::{require, Gpu, GpuError, GpuResult};
 use crate::io::{self, file_error, Image, ImageKind};
 pub use crate::ops::{label, measure};
 use crate::report::grouped;
@@ -31,8 +32,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// Where the stages run.
-pub const DEVICE: &str = "CPU";
+/// Centroids agree with the CPU's within this many pixels…
+pub const CENTROID_TOLERANCE: f64 = 1e-4;
+/// …fluxes within this relative error, and σ within this one: what the GPU's other order of
+/// f64 additions may change, far above what it does.
+pub const FLUX_TOLERANCE: f64 = 1e-5;
+pub const SIGMA_TOLERANCE: f64 = 1e-6;
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -56,6 +61,19 @@ pub struct Options {
     /// A PNG of the image (asinh scale, row 0 at the top) with each source circled.
     #[arg(long)]
     pub overlay: Option<PathBuf>,
+    /// The label image as a 2-D int32 .npy (`scipy.ndimage.label`'s output).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Runs on the CPU only (no GPU needed): the definitions the GPU is checked against.
+    #[arg(long)]
+    pub cpu: bool,
+    /// Runs the GPU pipeline this many times on the uploaded image; each stage's time is the
+    /// median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Skips checking the GPU's results against the CPU's.
+    #[arg(long)]
+    pub no_check: bool,
 }
 
 /// What the pipeline is asked for.
@@ -72,6 +90,9 @@ fn neighbours<S: serde::Serializer>(connectivity: &Connectivity, serializer: S) 
 }
 
 impl Settings {
+    /// The lesson's: κ 3, a 5σ threshold, SciPy's default 4-connectivity.
+    pub const LESSON: Settings = Settings { kappa: 3.0, threshold: 5.0, connectivity: Connectivity::Four };
+
     pub fn check(&self) -> GpuResult<()> {
         require(self.kappa.is_finite() && self.kappa > 0.0, || {
             format!("--kappa must be a positive number (got {})", self.kappa)
@@ -104,34 +125,51 @@ pub struct Found {
     pub stages: Vec<Stage>,
 }
 
-/// Runs the four steps on `image`. An error is about the settings or the image's pixels.
+/// An error unless `image` is a usable image: its pixels make its shape, and the labels (u32,
+/// as SciPy's are int32) can number them.
+fn check_shape(image: &Image) -> GpuResult<()> {
+    let pixels = image.pixels.len();
+    require(image.width > 0 && image.width.checked_mul(image.height) == Some(pixels), || {
+        format!("{} pixels do not make a {}x{} image", pixels, image.width, image.height)
+    })?;
+    require(pixels < u32::MAX as usize, || {
+        format!("{}x{} pixels are more than the labels can number", image.width, image.height)
+    })
+}
+
+/// The error for the first infinite pixel of `image`, if it has one: only NaN blanks a pixel.
+fn infinite_pixel(image: &Image) -> Option<GpuError> {
+    let i = image.pixels.par_iter().position_first(|v| v.is_infinite())?;
+    Some(GpuError::InvalidInput(format!(
+        "pixel (row {}, column {}) is {}: only NaN marks a blanked pixel",
+        i / image.width,
+        i % image.width,
+        image.pixels[i]
+    )))
+}
+
+fn all_blanked(pixels: usize) -> GpuError {
+    GpuError::InvalidInput(format!("all {} pixels are NaN (blanked): there is no background to measure", pixels))
+}
+
+/// Runs the four steps on `image` on the CPU. An error is about the settings or the image's
+/// pixels.
 pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
     settings.check()?;
+    check_shape(image)?;
     let pixels = &image.pixels;
-    require(image.width > 0 && image.width.checked_mul(image.height) == Some(pixels.len()), || {
-        format!("{} pixels do not make a {}x{} image", pixels.len(), image.width, image.height)
-    })?;
-    // Labels are u32, as SciPy's are int32; a label per pixel at most.
-    require(pixels.len() < u32::MAX as usize, || {
-        format!("{}x{} pixels are more than the labels can number", image.width, image.height)
-    })?;
     let mut stages = Vec::new();
     let mut stage = |name, ms| stages.push(Stage { name, ms });
 
-    let (infinite, ms_check) = timed(|| pixels.par_iter().position_first(|v| v.is_infinite()));
-    if let Some(i) = infinite {
-        return Err(GpuError::InvalidInput(format!(
-            "pixel (row {}, column {}) is {}: only NaN marks a blanked pixel",
-            i / image.width,
-            i % image.width,
-            pixels[i]
-        )));
+    let (infinite, ms_check) = timed(|| infinite_pixel(image));
+    if let Some(error) = infinite {
+        return Err(error);
     }
     let ((values, nan_pixels), ms) = timed(|| stats::without_nan(pixels));
     stage("NaN compaction", ms_check + ms);
-    require(!values.is_empty(), || {
-        format!("all {} pixels are NaN (blanked): there is no background to measure", pixels.len())
-    })?;
+    if values.is_empty() {
+        return Err(all_blanked(pixels.len()));
+    }
 
     let (background, ms) = timed(|| clip::kappa_sigma(&mut clip::Values(values), settings.kappa));
     let background = background?;
@@ -154,24 +192,88 @@ pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
     Ok(Found { nan_pixels, background, level, detected_pixels, labels, sources, stages })
 }
 
+/// One comparison of the GPU's result with the CPU's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agreement {
+    pub what: String,
+    /// The largest difference found (0 for an exact match), or the GPU's and CPU's values.
+    pub found: String,
+    pub bar: String,
+    pub passed: bool,
+}
+
+/// Compares every step of the GPU's result with the CPU's.
+pub fn compare(gpu: &Found, cpu: &Found) -> Vec<Agreement> {
+    let mut checks = Vec::new();
+    let mut add = |what: &str, found: String, bar: &str, passed: bool| {
+        checks.push(Agreement { what: what.into(), found, bar: bar.into(), passed })
+    };
+    add("NaN pixels", format!("{} / {}", gpu.nan_pixels, cpu.nan_pixels), "equal", gpu.nan_pixels == cpu.nan_pixels);
+    let (g, c) = (&gpu.background, &cpu.background);
+    add(
+        "clipping: rounds, pixels kept",
+        format!("{}, {} / {}, {}", g.rounds, g.kept, c.rounds, c.kept),
+        "equal",
+        (g.rounds, g.kept) == (c.rounds, c.kept),
+    );
+    add("median", format!("{:e} / {:e}", g.median, c.median), "equal", g.median == c.median);
+    let sigma = (g.sigma / c.sigma - 1.0).abs();
+    add("σ, relative", format!("{:.1e}", sigma), &format!("<= {:.0e}", SIGMA_TOLERANCE), sigma <= SIGMA_TOLERANCE);
+    add(
+        "sources",
+        format!("{} / {}", gpu.sources.len(), cpu.sources.len()),
+        "equal",
+        gpu.sources.len() == cpu.sources.len(),
+    );
+    if !gpu.labels.is_empty() {
+        let differ = gpu.labels.par_iter().zip(&cpu.labels).filter(|(g, c)| g != c).count();
+        let differ = differ + gpu.labels.len().abs_diff(cpu.labels.len());
+        add("labels", format!("{} pixels differ", grouped(differ as u64)), "0", differ == 0);
+    }
+    let pairs = || gpu.sources.iter().zip(&cpu.sources);
+    let same_pixels = pairs().all(|(g, c)| {
+        (g.label, g.pixels, g.peak, g.y_min, g.y_max, g.x_min, g.x_max)
+            == (c.label, c.pixels, c.peak, c.y_min, c.y_max, c.x_min, c.x_max)
+    });
+    add("pixels, peaks, boxes", (if same_pixels { "equal" } else { "differ" }).into(), "equal", same_pixels);
+    let centroid = pairs().map(|(g, c)| (g.x - c.x).abs().max((g.y - c.y).abs())).fold(0.0, f64::max);
+    let flux = pairs().map(|(g, c)| ((g.flux - c.flux) / c.flux).abs()).fold(0.0, f64::max);
+    add(
+        "centroids, pixels",
+        format!("{:.1e}", centroid),
+        &format!("<= {:.0e}", CENTROID_TOLERANCE),
+        centroid <= CENTROID_TOLERANCE,
+    );
+    add("fluxes, relative", format!("{:.1e}", flux), &format!("<= {:.0e}", FLUX_TOLERANCE), flux <= FLUX_TOLERANCE);
+    checks
+}
+
 /// What `host sources` did and found (`--json` prints it; the JSON catalog adds the sources).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub image: String,
     pub width: usize,
     pub height: usize,
-    pub device: &'static str,
+    /// "CPU", or the GPU's name.
+    pub device: String,
     pub settings: Settings,
     pub nan_pixels: usize,
     pub background: Background,
     pub level: f64,
     pub detected_pixels: usize,
     pub sources: usize,
-    /// Each stage's wall time, reading and writing included.
+    /// Each stage's wall time, reading and writing included; on the GPU the median of `runs`.
     pub stages: Vec<Stage>,
+    pub runs: u32,
+    /// On the GPU, from the NaN count to the measures: the median over `runs` of the
+    /// pipeline's own time, the image already on the GPU (what the lesson times of CuPy).
+    pub pipeline_ms: Option<f64>,
+    /// The GPU's results against the CPU's (empty with `--cpu` or `--no-check`).
+    pub checks: Vec<Agreement>,
     pub catalog: String,
     pub catalog_json: Option<String>,
     pub overlay: Option<String>,
+    pub labels: Option<String>,
 }
 
 /// The JSON catalog: the summary's facts and every source.
@@ -187,22 +289,28 @@ struct CatalogJson<'a> {
     sources: &'a [Source],
 }
 
+fn right(text: String) -> Cell {
+    Cell::new(text).set_alignment(CellAlignment::Right)
+}
+
 impl Summary {
+    /// The checks that failed, by name; `None` when all passed.
+    pub fn failed(&self) -> Option<String> {
+        let failed: Vec<&str> = self.checks.iter().filter(|c| !c.passed).map(|c| c.what.as_str()).collect();
+        (!failed.is_empty()).then(|| failed.join(", "))
+    }
+
     pub fn print(&self) {
-        println!(
-            "sources in {} ({}x{}), on the {} (the GPU stages come next)",
-            self.image, self.width, self.height, self.device
-        );
+        println!("sources in {} ({}x{}), on the {}", self.image, self.width, self.height, self.device);
         let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED).set_header(["stage", "ms"]);
+        let header = if self.runs > 1 { format!("ms (median of {})", self.runs) } else { "ms".into() };
+        table.load_preset(UTF8_FULL_CONDENSED).set_header(["stage".to_string(), header]);
         for stage in &self.stages {
-            table.add_row([
-                Cell::new(stage.name),
-                Cell::new(format!("{:.1}", stage.ms)).set_alignment(CellAlignment::Right),
-            ]);
+            table.add_row([Cell::new(stage.name), right(format!("{:.3}", stage.ms))]);
         }
-        let total: f64 = self.stages.iter().map(|s| s.ms).sum();
-        table.add_row([Cell::new("total"), Cell::new(format!("{:.1}", total)).set_alignment(CellAlignment::Right)]);
+        if let Some(ms) = self.pipeline_ms {
+            table.add_row([Cell::new("GPU pipeline, NaN count to measures"), right(format!("{:.3}", ms))]);
+        }
         println!("{}", table);
         let b = &self.background;
         println!("NaN pixels ignored: {}", grouped(self.nan_pixels as u64));
@@ -222,10 +330,56 @@ impl Summary {
             self.settings.connectivity.neighbours()
         );
         println!("{} source{}", grouped(self.sources as u64), if self.sources == 1 { "" } else { "s" });
-        for path in [Some(&self.catalog), self.catalog_json.as_ref(), self.overlay.as_ref()].into_iter().flatten() {
+        if !self.checks.is_empty() {
+            let mut table = Table::new();
+            table.load_preset(UTF8_FULL_CONDENSED).set_header(["GPU vs CPU", "GPU / CPU or worst", "bar", "check"]);
+            for c in &self.checks {
+                let label = if c.passed { "PASS" } else { "FAIL" };
+                table.add_row([Cell::new(&c.what), right(c.found.clone()), right(c.bar.clone()), Cell::new(label)]);
+            }
+            println!("{}", table);
+        }
+        let written = [Some(&self.catalog), self.catalog_json.as_ref(), self.overlay.as_ref(), self.labels.as_ref()];
+        for path in written.into_iter().flatten() {
             println!("wrote {}", path);
         }
     }
+}
+
+/// The median of `values` (not empty).
+fn median_of(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Runs the pipeline on the GPU `runs` times; the result of the last, each stage's time the
+/// median, and the median total. Copies the labels back when `labels`.
+fn find_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> GpuResult<(Found, String, f64)> {
+    let gpu = Gpu::new()?;
+    let (pipeline, upload_ms) = timed(|| gpu::Pipeline::new(&gpu, image));
+    let pipeline = pipeline?;
+    let mut found = Vec::new();
+    for _ in 0..runs {
+        found.push(pipeline.find(image, settings)?);
+    }
+    let totals = found.iter().map(|f| f.stages.iter().map(|s| s.ms).sum()).collect();
+    let mut stages = vec![Stage { name: "upload", ms: upload_ms }];
+    for (i, stage) in found[0].stages.iter().enumerate() {
+        stages.push(Stage { name: stage.name, ms: median_of(found.iter().map(|f| f.stages[i].ms).collect()) });
+    }
+    let mut last = found.pop().ok_or_else(|| GpuError::InvalidInput("--runs must be at least 1".into()))?;
+    if labels {
+        let (copied, ms) = timed(|| pipeline.labels());
+        last.labels = copied?;
+        stages.push(Stage { name: "labels copied back", ms });
+    }
+    last.stages = stages;
+    Ok((last, gpu.info.name.clone(), median_of(totals)))
 }
 
 /// `--catalog`, or `<image stem>-sources.csv` beside the image.
@@ -255,6 +409,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         ("--catalog", Some(catalog.as_path())),
         ("the JSON catalog", catalog_json.as_deref()),
         ("--overlay", options.overlay.as_deref()),
+        ("--labels", options.labels.as_deref()),
     ]
     .into_iter()
     .filter_map(|(name, path)| path.map(|p| (name, p)))
@@ -270,13 +425,33 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
             return Err(file_error(overlay, "the overlay is written as a PNG (name it .png)"));
         }
     }
+    if let Some(labels) = &options.labels {
+        if labels.extension().is_none_or(|e| e != "npy") {
+            return Err(file_error(labels, "the labels are written as a .npy array (name it .npy)"));
+        }
+    }
 
     let mut stages = Vec::new();
     let (image, ms) = timed(|| io::read_image(&options.image));
     let image = image?;
     stages.push(Stage { name: "read", ms });
-    let found = find(&image, &settings).map_err(|e| about(&options.image, e))?;
+    let about_image = |e| about(&options.image, e);
+    check_shape(&image).map_err(about_image)?;
+    let (found, device, pipeline_ms) = if options.cpu {
+        (find(&image, &settings).map_err(about_image)?, "CPU".to_string(), None)
+    } else {
+        let labels = options.labels.is_some() || !options.no_check;
+        let (found, device, total) = find_on_gpu(&image, &settings, options.runs, labels).map_err(about_image)?;
+        (found, device, Some(total))
+    };
     stages.extend(found.stages.iter().cloned());
+    let checks = if options.cpu || options.no_check {
+        Vec::new()
+    } else {
+        let (cpu, ms) = timed(|| find(&image, &settings));
+        stages.push(Stage { name: "CPU reference, for the checks", ms });
+        compare(&found, &cpu.map_err(about_image)?)
+    };
     let image_name = options.image.display().to_string();
 
     let (written, ms) = timed(|| -> GpuResult<()> {
@@ -294,6 +469,9 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
             };
             catalog::write_json(path, &document)?;
         }
+        if let Some(path) = &options.labels {
+            catalog::write_labels(path, image.width, image.height, &found.labels)?;
+        }
         Ok(())
     });
     written?;
@@ -308,7 +486,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         image: image_name,
         width: image.width,
         height: image.height,
-        device: DEVICE,
+        device,
         settings,
         nan_pixels: found.nan_pixels,
         background: found.background,
@@ -316,9 +494,13 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         detected_pixels: found.detected_pixels,
         sources: found.sources.len(),
         stages,
+        runs: if options.cpu { 1 } else { options.runs },
+        pipeline_ms,
+        checks,
         catalog: catalog.display().to_string(),
         catalog_json: catalog_json.map(|p| p.display().to_string()),
         overlay: options.overlay.as_ref().map(|p| p.display().to_string()),
+        labels: options.labels.as_ref().map(|p| p.display().to_string()),
     })
 }
 
@@ -329,7 +511,7 @@ mod tests {
     use crate::test_support::{error_of, scratch};
 
     const NOISE: f64 = 0.0133;
-    const DEFAULTS: Settings = Settings { kappa: 3.0, threshold: 5.0, connectivity: Connectivity::Four };
+    const DEFAULTS: Settings = Settings::LESSON;
 
     /// A `side`² synthetic sky with `points` point sources, as `host sky` draws it.
     fn synthetic(side: usize, points: usize, blank: bool, seed: u64) -> (Image, Vec<sky::Component>, usize) {
@@ -426,6 +608,10 @@ mod tests {
             connectivity: Connectivity::Four,
             catalog: None,
             overlay: Some(dir.join("overlay.png")),
+            labels: None,
+            cpu: true,
+            runs: 1,
+            no_check: false,
         }
     }
 
@@ -438,7 +624,7 @@ mod tests {
         let summary = run(&options(&path, &dir), true).unwrap();
         assert_eq!(summary.catalog, dir.join("sky-sources.csv").display().to_string());
         assert_eq!(summary.catalog_json, Some(dir.join("sky-sources.json").display().to_string()));
-        assert_eq!(summary.device, DEVICE);
+        assert_eq!((summary.device.as_str(), summary.pipeline_ms, summary.checks.len()), ("CPU", None, 0));
         let names: Vec<&str> = summary.stages.iter().map(|s| s.name).collect();
         assert_eq!(names.first(), Some(&"read"));
         assert_eq!(names[names.len() - 2..], ["catalog", "overlay"]);
@@ -459,6 +645,14 @@ mod tests {
         assert_eq!(overlay.get_pixel(0, 0).0, overlay::BLANK);
 
         // Without --json: no JSON; --catalog names the CSV.
+        // --labels: SciPy's label image, int32, as the CPU labelled it.
+        let labelled = Options { labels: Some(dir.join("labels.npy")), overlay: None, ..options(&path, &dir) };
+        assert_eq!(run(&labelled, false).unwrap().labels, Some(dir.join("labels.npy").display().to_string()));
+        let labels: ndarray::Array2<i32> = ndarray_npy::read_npy(dir.join("labels.npy")).unwrap();
+        assert_eq!(labels.dim(), (200, 200));
+        assert!(labels.iter().zip(&found.labels).all(|(&read, &label)| read as u32 == label));
+        assert!(found.labels.iter().any(|&l| l > 0));
+
         let named = Options { catalog: Some(dir.join("named.csv")), overlay: None, ..options(&path, &dir) };
         let summary = run(&named, false).unwrap();
         assert_eq!((summary.catalog_json, summary.overlay), (None, None));
@@ -525,6 +719,8 @@ mod tests {
         assert!(same(None, Some("sky-sources.csv"), false).contains("--catalog and --overlay name the same file"));
         assert!(same(Some("c.json"), None, true).contains("--catalog and the JSON catalog name the same file"));
         assert!(same(None, Some("o.fits"), false).contains("o.fits: the overlay is written as a PNG"));
+        let labels = Options { labels: Some(dir.join("labels.png")), ..options(&image, &dir) };
+        assert!(error_of(run(&labels, false)).contains("labels.png: the labels are written as a .npy array"));
         assert!(!image.exists(), "the options are checked before the image is read");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -1,0 +1,123 @@
+//! The pipeline on the GPU: the image goes up once, and every step runs on it there with the
+//! kernel families' host APIs. Only small answers come back between steps (a count and σ, a
+//! median, the number of labels) and the catalog at the end.
+//!
+//! ```text
+//!   image ──► moments(window) ──► median(window) ──► narrower window ──► … (κσ clipping)
+//!     │             reduce             select          (host: two f64)
+//!     └──► label(image > level) ──► measure(image, labels) ──► catalog
+//!                 label                    measure
+//! ```
+//!
+//! Clipping never copies or compacts the image: a round's pixels are those inside its window
+//! (the intersection of every round's median ± κσ), and the reduction and the selection read
+//! the whole image and test each pixel against it. The threshold is tested inside the labeling
+//! kernels, so no mask is stored either.
+
+use super::clip::{self, Background, Pixels};
+use super::{Found, Settings, Stage};
+use crate::data::timed;
+use crate::gpu::{Gpu, GpuError, GpuResult};
+use crate::io::Image;
+use crate::ops::label::Labeler;
+use crate::ops::measure::Measurer;
+use crate::ops::reduce::Reducer;
+use crate::ops::select::Selector;
+use cust::memory::DeviceBuffer;
+use interface::window::Window;
+
+/// The image on the GPU with everything the steps need, allocated once: the pipeline can run
+/// again on the same image (`host sources --runs`) without allocating.
+pub struct Pipeline<'g> {
+    gpu: &'g Gpu,
+    width: usize,
+    height: usize,
+    image: DeviceBuffer<f32>,
+    reducer: Reducer,
+    selector: Selector,
+    labeler: Labeler,
+    measurer: Measurer,
+}
+
+/// The image's pixels on the GPU, as κσ clipping asks for them.
+struct OnGpu<'p, 'g>(&'p Pipeline<'g>);
+
+impl Pixels for OnGpu<'_, '_> {
+    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)> {
+        let moments = self.0.reducer.moments(self.0.gpu, &self.0.image, window)?;
+        Ok((moments.count as usize, moments.std()))
+    }
+
+    fn median(&mut self, window: Window) -> GpuResult<f64> {
+        let median = self.0.selector.median(self.0.gpu, &self.0.image, window)?;
+        median.map(|m| m.value).ok_or_else(|| GpuError::InvalidInput("the median of no pixels".into()))
+    }
+}
+
+impl<'g> Pipeline<'g> {
+    /// Uploads `image` and allocates every step's buffers.
+    pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
+        super::check_shape(image)?;
+        let (width, height) = (image.width, image.height);
+        Ok(Self {
+            gpu,
+            width,
+            height,
+            image: gpu.upload("the image", &image.pixels)?,
+            reducer: Reducer::new(gpu, image.pixels.len())?,
+            selector: Selector::new(gpu)?,
+            labeler: Labeler::new(gpu, width, height)?,
+            measurer: Measurer::new(gpu, width, height)?,
+        })
+    }
+
+    /// Runs the four steps on the image (`image` is what was uploaded, for naming an infinite
+    /// pixel). The labels stay on the GPU: [`Pipeline::labels`] copies them back.
+    pub fn find(&self, image: &Image, settings: &Settings) -> GpuResult<Found> {
+        settings.check()?;
+        let mut stages = Vec::new();
+        let gpu = self.gpu;
+
+        // NaN pixels are blanked; an infinity is an error, found on the CPU to name it.
+        let (all, ms) = timed(|| self.reducer.moments(gpu, &self.image, Window::FINITE));
+        let all = all?;
+        stages.push(Stage { name: "NaN count", ms });
+        let pixels = image.pixels.len() as u64;
+        if all.count + all.nan < pixels {
+            return Err(super::infinite_pixel(image).unwrap_or_else(|| {
+                GpuError::InvalidInput("the GPU counted infinite pixels that the CPU does not see".into())
+            }));
+        }
+        if all.count == 0 {
+            return Err(super::all_blanked(pixels as usize));
+        }
+
+        let (background, ms) = timed(|| clip::kappa_sigma(&mut OnGpu(self), settings.kappa));
+        let background: Background = background?;
+        stages.push(Stage { name: "κσ clipping", ms });
+
+        let level = settings.threshold * background.sigma;
+        let (count, ms) = timed(|| self.labeler.label(gpu, &self.image, level, settings.connectivity));
+        let count = count?;
+        stages.push(Stage { name: "threshold + labeling", ms });
+
+        let (sources, ms) = timed(|| self.measurer.measure(gpu, &self.image, self.labeler.labels(), count));
+        let sources = sources?;
+        stages.push(Stage { name: "measures", ms });
+
+        Ok(Found {
+            nan_pixels: all.nan as usize,
+            background,
+            level,
+            detected_pixels: sources.iter().map(|s| s.pixels).sum(),
+            labels: Vec::new(),
+            sources,
+            stages,
+        })
+    }
+
+    /// The label image of the last [`Pipeline::find`], row by row.
+    pub fn labels(&self) -> GpuResult<Vec<u32>> {
+        self.gpu.download("the labels", self.labeler.labels(), self.width * self.height)
+    }
+}
