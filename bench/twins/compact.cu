@@ -1,33 +1,50 @@
 // Twin of kernels/src/compact.rs: the values inside a window (low < v < high in double, NaN in
-// none), packed in order, with the scan's tile machinery (scan.cu) over the keep-flags.
+// none), packed in order, with the scan's tile machinery (scan.cu) over the keep-flags; each warp
+// packs its kept values in shared memory, then writes them out with consecutive lanes.
 #include "scan.cu"
 
-extern "C" __global__ void compact_window_f32(const float* __restrict__ input, size_t n, double low, double high,
+extern "C" __global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS_PER_SM) compact_window_f32(const float* __restrict__ input, size_t n, double low, double high,
                                               float* output, unsigned long long* scratch, unsigned* count) {
+    const int warp_span = 32 * 4 * SCAN_QUADS_PER_THREAD;
+    __shared__ float stage[SCAN_TILE];
     long long next = scan_next_tile(scratch, n);
     if (next < 0) return;
     size_t tile = (size_t)next, start = tile * SCAN_TILE;
     bool full = n - start >= SCAN_TILE;
     Quad<SumF32> values[SCAN_QUADS_PER_THREAD];
-    Quad<SumU32> flags[SCAN_QUADS_PER_THREAD];
-    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
-        size_t quad = scan_quad_index(tile, j);
-        if (full) {
-            float4 v = reinterpret_cast<const float4*>(input)[quad];
+    unsigned keep = 0;  // bit 4j + k: value k of quad j is kept
+    unsigned kept[SCAN_QUADS_PER_THREAD];
+    // One branch for the whole tile, so that the loads issue back to back.
+    if (full) {
+        for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
+            float4 v = reinterpret_cast<const float4*>(input)[scan_quad_index(tile, j)];
             values[j].v[0] = v.x, values[j].v[1] = v.y, values[j].v[2] = v.z, values[j].v[3] = v.w;
-        } else {
+        }
+    } else {
+        for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
+            size_t quad = scan_quad_index(tile, j);
             for (int k = 0; k < 4; ++k) values[j].v[k] = 4 * quad + k < n ? input[4 * quad + k] : NAN;
         }
+    }
+    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
+        kept[j] = 0;
         for (int k = 0; k < 4; ++k) {
             double v = values[j].v[k];
-            flags[j].v[k] = low < v && v < high;
+            unsigned inside = low < v && v < high;
+            keep |= inside << (4 * j + k);
+            kept[j] += inside;
         }
     }
-    Quad<SumU32> places[SCAN_QUADS_PER_THREAD];
-    exclusive_prefixes<SumU32>(flags, places, tile, scratch, count, n - start <= SCAN_TILE);
-    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j)
-        for (int k = 0; k < 4; ++k) {
-            size_t place = places[j].v[k];
-            if (flags[j].v[k] != 0 && place < n) output[place] = values[j].v[k];
-        }
+    unsigned warp_kept;
+    unsigned offset = scan_tile<SumU32>(kept, tile, scratch, count, n - start <= SCAN_TILE, warp_kept);
+
+    unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float* staged = stage + warp * warp_span;
+    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
+        size_t place = kept[j];
+        for (int k = 0; k < 4; ++k)
+            if (keep & (1u << (4 * j + k))) staged[place++] = values[j].v[k];
+    }
+    __syncwarp();
+    for (size_t i = lane; i < warp_kept && (size_t)offset + i < n; i += 32) output[offset + i] = staged[i];
 }

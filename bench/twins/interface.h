@@ -52,9 +52,10 @@
 
 // interface::scan
 #define SCAN_BLOCK 256
-#define SCAN_QUADS_PER_THREAD 4
+#define SCAN_QUADS_PER_THREAD 8
+#define SCAN_MIN_BLOCKS_PER_SM 4
 #define SCAN_WARPS 8
-#define SCAN_TILE 4096
+#define SCAN_TILE 8192
 #define SCAN_FLAG_NONE 0
 #define SCAN_FLAG_AGGREGATE 1
 #define SCAN_FLAG_PREFIX 2

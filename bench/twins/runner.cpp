@@ -676,20 +676,20 @@ struct Runner {
                 CK(cuMemsetD8Async(scratch->ptr, 0, scratch->bytes, s));
                 CK(cuMemsetD8Async(out->ptr, 0xFF, out->bytes, s));
             };
-            // Every output against the prefix sums in double; for f32 within eps * R * (31 + 7 * tiles)
-            // plus the rounding to float, R the range of the prefix sums (host/src/ops/scan.rs).
+            // Every output against the prefix sums in double; for f32 within
+            // eps * ((32 + 7 * tiles) * sum|x| + max|prefix|) (host/src/ops/scan.rs).
             // (With --signatures nothing is drawn: the vectors are empty.)
             size_t drawn = f32 ? fh.size() : uh.size();
-            double low = 0, high = 0, sum = 0;
+            double magnitude = 0, largest = 0, sum = 0;
             std::vector<double> want(drawn + 1);
             for (size_t i = 0; i < drawn; ++i) {
                 want[i] = sum;
-                sum += f32 ? (double)fh[i] : (double)uh[i];
-                low = std::min(low, sum), high = std::max(high, sum);
+                double v = f32 ? (double)fh[i] : (double)uh[i];
+                sum += v, magnitude += std::fabs(v), largest = std::max(largest, std::fabs(sum));
             }
             want[drawn] = sum;
             c.compare = f32 ? Compare::Close : Compare::Exact;
-            c.tolerance = f32 ? FLT_EPSILON * ((high - low) * (31.0 + 7.0 * tiles) + std::max(-low, high)) : 0;
+            c.tolerance = f32 ? FLT_EPSILON * ((32.0 + 7.0 * tiles) * magnitude + largest) : 0;
             double tolerance = c.tolerance;
             c.reference = [want = std::move(want), tolerance, f32](const std::vector<unsigned char>& out) -> std::string {
                 for (size_t i = 0; i < want.size(); ++i) {

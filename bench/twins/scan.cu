@@ -62,6 +62,9 @@ static __device__ __forceinline__ long long scan_next_tile(unsigned long long* s
     return tile < scan_tiles(n) ? (long long)tile : -1;
 }
 
+// Windows of 32 tiles the look-back reads per round trip (WINDOWS in the Rust).
+#define SCAN_WINDOWS 1
+
 template <class S>
 static __device__ __forceinline__ typename S::T look_back(unsigned long long* states, size_t tile,
                                                           typename S::T aggregate, unsigned lane) {
@@ -73,40 +76,50 @@ static __device__ __forceinline__ typename S::T look_back(unsigned long long* st
     }
     if (lane == 0) words[tile] = scan_word<S>(SCAN_FLAG_AGGREGATE, aggregate);
     T prefix = S::zero();
-    size_t end = tile;
+    unsigned end = (unsigned)tile;  // 32 bits, as the tile counter is
     while (true) {
-        unsigned long long state;
-        while (true) {
-            state = end > lane ? words[end - 1 - lane] : 0ull;
-            bool waiting = end > lane && (unsigned)state == SCAN_FLAG_NONE;
-            if (__ballot_sync(0xffffffffu, waiting) == 0) break;
+        unsigned long long seen[SCAN_WINDOWS];
+#pragma unroll  // unroll! in the Rust
+        for (int m = 0; m < SCAN_WINDOWS; ++m) {
+            unsigned back = 32 * m + lane + 1;
+            seen[m] = end >= back ? words[end - back] : scan_word<S>(SCAN_FLAG_PREFIX, S::zero());
         }
-        unsigned prefixes = __ballot_sync(0xffffffffu, (unsigned)state == SCAN_FLAG_PREFIX);
-        unsigned nearest = prefixes != 0 ? __ffs(prefixes) - 1 : 31;
-        T value = lane <= nearest ? S::from_bits((unsigned)(state >> 32)) : S::zero();
-        prefix = S::plus(prefix, warp_sum<S>(value));
-        if (prefixes != 0) break;
-        end -= 32;
+        bool found = false, stalled = false;
+#pragma unroll
+        for (int m = 0; m < SCAN_WINDOWS; ++m) {
+            if (!found && !stalled) {
+                unsigned long long state = seen[m];
+                if (__ballot_sync(0xffffffffu, (unsigned)state == SCAN_FLAG_NONE) != 0) {
+                    stalled = true;
+                } else {
+                    unsigned prefixes = __ballot_sync(0xffffffffu, (unsigned)state == SCAN_FLAG_PREFIX);
+                    unsigned nearest = prefixes != 0 ? __ffs(prefixes) - 1 : 31;
+                    T value = lane <= nearest ? S::from_bits((unsigned)(state >> 32)) : S::zero();
+                    prefix = S::plus(prefix, warp_sum<S>(value));
+                    found = prefixes != 0;
+                    end -= 32;
+                }
+            }
+        }
+        if (found) break;
     }
     if (lane == 0) words[tile] = scan_word<S>(SCAN_FLAG_PREFIX, S::plus(prefix, aggregate));
     return prefix;
 }
 
+// Scans a tile from each thread's quad sums: sums[j] becomes the sum of the warp's values before
+// quad j; returns the sum before the warp, and the warp's total in *warp_total.
 template <class S>
-static __device__ __forceinline__ void exclusive_prefixes(const Quad<S> (&values)[SCAN_QUADS_PER_THREAD],
-                                                          Quad<S> (&out)[SCAN_QUADS_PER_THREAD], size_t tile,
-                                                          unsigned long long* scratch, typename S::T* total,
-                                                          bool last) {
+static __device__ __forceinline__ typename S::T scan_tile(typename S::T (&sums)[SCAN_QUADS_PER_THREAD], size_t tile,
+                                                          unsigned long long* scratch, typename S::T* total, bool last,
+                                                          typename S::T& warp_total) {
     typedef typename S::T T;
     __shared__ unsigned warp_totals[SCAN_WARPS];
     __shared__ unsigned warp_prefixes[SCAN_WARPS];
     unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
     T inclusive[SCAN_QUADS_PER_THREAD];
-    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
-        const T* q = values[j].v;
-        inclusive[j] = S::plus(S::plus(S::plus(q[0], q[1]), q[2]), q[3]);
-    }
+    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) inclusive[j] = sums[j];
 #pragma unroll  // the Rust unrolls these five steps by hand (unroll!)
     for (unsigned delta = 1; delta < 32; delta *= 2) {
         for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
@@ -114,11 +127,10 @@ static __device__ __forceinline__ void exclusive_prefixes(const Quad<S> (&values
             if (lane >= delta) inclusive[j] = S::plus(below, inclusive[j]);
         }
     }
-    T before[SCAN_QUADS_PER_THREAD];
     T rows = S::zero();
     for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
         T lanes = shuffle_up<S>(inclusive[j], 1);
-        before[j] = lane == 0 ? rows : S::plus(rows, lanes);
+        sums[j] = lane == 0 ? rows : S::plus(rows, lanes);
         rows = S::plus(rows, shuffle_from<S>(inclusive[j], 31));
     }
     if (lane == 0) warp_totals[warp] = S::bits(rows);
@@ -140,21 +152,15 @@ static __device__ __forceinline__ void exclusive_prefixes(const Quad<S> (&values
         if (last && lane == 0) *total = S::plus(prefix, aggregate);
     }
     __syncthreads();
-
-    T offset = S::from_bits(warp_prefixes[warp]);
-    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
-        const T* q = values[j].v;
-        T first = S::plus(offset, before[j]);
-        T second = S::plus(first, q[0]);
-        T third = S::plus(second, q[1]);
-        out[j].v[0] = first, out[j].v[1] = second, out[j].v[2] = third, out[j].v[3] = S::plus(third, q[2]);
-    }
+    warp_total = rows;
+    return S::from_bits(warp_prefixes[warp]);
 }
 
 template <class S, class V4>
 static __device__ __forceinline__ void scan_exclusive(const typename S::T* __restrict__ input, size_t n,
                                                       typename S::T* output, unsigned long long* scratch,
                                                       typename S::T* total) {
+    typedef typename S::T T;
     long long next = scan_next_tile(scratch, n);
     if (next < 0) return;
     size_t tile = (size_t)next, start = tile * SCAN_TILE;
@@ -169,27 +175,39 @@ static __device__ __forceinline__ void scan_exclusive(const typename S::T* __res
             for (int k = 0; k < 4; ++k) values[j].v[k] = 4 * quad + k < n ? input[4 * quad + k] : S::zero();
         }
     }
-    Quad<S> prefixes[SCAN_QUADS_PER_THREAD];
-    exclusive_prefixes<S>(values, prefixes, tile, scratch, total, n - start <= SCAN_TILE);
+    T before[SCAN_QUADS_PER_THREAD];
+    for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
+        // The quad's own exclusive prefixes replace its values.
+        T* q = values[j].v;
+        T one = q[0], two = S::plus(q[0], q[1]);
+        T three = S::plus(two, q[2]);
+        before[j] = S::plus(three, q[3]);
+        q[0] = S::zero(), q[1] = one, q[2] = two, q[3] = three;
+    }
+    T warp_total;
+    T offset = scan_tile<S>(before, tile, scratch, total, n - start <= SCAN_TILE, warp_total);
     for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
         size_t quad = scan_quad_index(tile, j);
+        const T* inside = values[j].v;
+        T first = S::plus(offset, before[j]);
+        T p[4] = {first, S::plus(first, inside[1]), S::plus(first, inside[2]), S::plus(first, inside[3])};
         if (full) {
             V4 v;
-            v.x = prefixes[j].v[0], v.y = prefixes[j].v[1], v.z = prefixes[j].v[2], v.w = prefixes[j].v[3];
+            v.x = p[0], v.y = p[1], v.z = p[2], v.w = p[3];
             reinterpret_cast<V4*>(output)[quad] = v;
         } else {
             for (int k = 0; k < 4; ++k)
-                if (4 * quad + k < n) output[4 * quad + k] = prefixes[j].v[k];
+                if (4 * quad + k < n) output[4 * quad + k] = p[k];
         }
     }
 }
 
-extern "C" __global__ void scan_exclusive_u32(const unsigned* __restrict__ input, size_t n, unsigned* output,
+extern "C" __global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS_PER_SM) scan_exclusive_u32(const unsigned* __restrict__ input, size_t n, unsigned* output,
                                               unsigned long long* scratch, unsigned* total) {
     scan_exclusive<SumU32, uint4>(input, n, output, scratch, total);
 }
 
-extern "C" __global__ void scan_exclusive_f32(const float* __restrict__ input, size_t n, float* output,
+extern "C" __global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS_PER_SM) scan_exclusive_f32(const float* __restrict__ input, size_t n, float* output,
                                               unsigned long long* scratch, float* total) {
     scan_exclusive<SumF32, float4>(input, n, output, scratch, total);
 }

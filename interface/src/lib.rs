@@ -31,7 +31,19 @@ pub struct LaunchBounds {
 }
 
 /// Every kernel that has launch bounds.
-pub const LAUNCH_BOUNDS: &[LaunchBounds] = matmul::SGEMM_BOUNDS;
+pub const LAUNCH_BOUNDS: &[LaunchBounds] =
+    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS);
+
+/// `a` then `b`, as one array of `N = a.len() + b.len()` bounds.
+const fn concat<const N: usize>(a: &[LaunchBounds], b: &[LaunchBounds]) -> [LaunchBounds; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+        i += 1;
+    }
+    out
+}
 
 /// Launch shapes of the element-wise kernels with 16-byte accesses.
 pub mod vector {

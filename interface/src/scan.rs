@@ -2,14 +2,38 @@
 //! `kernels/src/compact.rs`): a block of `BLOCK` threads takes one tile of `TILE` values, each
 //! thread `QUADS_PER_THREAD` groups of four, and publishes the tile's state in one 64-bit word.
 
+use crate::LaunchBounds;
+
 /// Threads per block of the scan and compaction kernels.
 pub const BLOCK: usize = 256;
 /// 16-byte groups of four values each thread loads.
-pub const QUADS_PER_THREAD: usize = 4;
+pub const QUADS_PER_THREAD: usize = 8;
+/// Blocks per SM the kernels are compiled for (`.minnctapersm`): registers capped so that this
+/// many tiles are in flight on each SM.
+pub const MIN_BLOCKS_PER_SM: usize = 4;
 /// Warps per block.
 pub const WARPS: usize = BLOCK / 32;
 /// Values per tile: one block's share.
 pub const TILE: usize = BLOCK * 4 * QUADS_PER_THREAD;
+
+/// The scan and compaction kernels' launch bounds.
+pub const BOUNDS: [LaunchBounds; 3] = [
+    LaunchBounds {
+        kernel: "scan_exclusive_u32",
+        max_threads: BLOCK as u32,
+        min_blocks_per_sm: MIN_BLOCKS_PER_SM as u32,
+    },
+    LaunchBounds {
+        kernel: "scan_exclusive_f32",
+        max_threads: BLOCK as u32,
+        min_blocks_per_sm: MIN_BLOCKS_PER_SM as u32,
+    },
+    LaunchBounds {
+        kernel: "compact_window_f32",
+        max_threads: BLOCK as u32,
+        min_blocks_per_sm: MIN_BLOCKS_PER_SM as u32,
+    },
+];
 
 /// A tile's published state, the low bits of its 64-bit word (the value's 32 bits are the high
 /// half): nothing yet, the tile's own aggregate, or its inclusive prefix.

@@ -4,8 +4,8 @@
 //! scan of the keep-flags (1 or 0). So compaction is the scan of `scan.rs` run over flags,
 //! with the values kept in registers meanwhile: each block loads its tile once, computes the
 //! flags, learns how many values the tiles before it keep by the same decoupled look-back, and
-//! writes each kept value straight to its place. Stable by construction, since places follow
-//! input order; the last tile writes the count.
+//! writes the kept values to their places. Stable by construction, since places follow input
+//! order; the last tile writes the count.
 //!
 //! ```text
 //!   values:  3.1  -7.0   0.4   NaN   2.2   9.9      window (0, 5)
@@ -14,14 +14,21 @@
 //!   output:  [3.1, 0.4, 2.2]                        count 3
 //! ```
 //!
-//! The writes of a warp land in one contiguous run of the output, so they coalesce as far as
-//! the kept values allow. A partial last tile pads with NaN, which lies in no window.
+//! The kept values of a warp land in one contiguous run of the output. Written straight from
+//! registers, each store would scatter a few words over several lines; instead the warp packs
+//! them into its part of shared memory first, and consecutive lanes then write consecutive
+//! words. A partial last tile pads with NaN, which lies in no window.
 
-use crate::scan::{exclusive_prefixes, next_tile, quad_index};
+use crate::scan::{lane_and_warp, next_tile, quad_index, scan_tile};
 use crate::{load_quad, Quad};
+use core::arch::asm;
 use cuda_std::prelude::*;
+use cuda_std::shared_array;
 use interface::scan::{QUADS_PER_THREAD, TILE};
 use interface::window::Window;
+
+/// Values one warp stages in shared memory: its share of the tile.
+const WARP_SPAN: usize = 32 * 4 * QUADS_PER_THREAD;
 
 /// Keeps the values `v` of `input` with `low < v < high` (compared in f64; NaN never), in
 /// order, at the start of `output`, and writes how many to `*count`.
@@ -31,8 +38,8 @@ use interface::window::Window;
 /// 2^32 values and starts 16-byte aligned; `output` holds `input.len()` values and overlaps
 /// neither `input` nor `scratch`; `scratch` holds `interface::scan::scratch_words(input.len())`
 /// words (zeroed, or the result is wrong: no access depends on it); `count` is one writable
-/// word apart from the others; the grid is one block of
-/// `interface::scan::BLOCK` threads per tile, one-dimensional.
+/// word apart from the others; the grid is one block of `interface::scan::BLOCK` threads per
+/// tile, one-dimensional.
 #[kernel]
 pub unsafe fn compact_window_f32(
     input: &[f32],
@@ -42,6 +49,7 @@ pub unsafe fn compact_window_f32(
     scratch: *mut u64,
     count: *mut u32,
 ) {
+    let stage = shared_array![f32; TILE];
     let window = Window::new(low, high);
     let n = input.len();
     let tile = match next_tile(scratch, n) {
@@ -51,31 +59,51 @@ pub unsafe fn compact_window_f32(
     let start = tile * TILE;
     let full = n - start >= TILE;
     let mut values = [Quad([f32::NAN; 4]); QUADS_PER_THREAD];
-    let mut flags = [Quad([0u32; 4]); QUADS_PER_THREAD];
-    crate::unroll!([0, 1, 2, 3], |j| {
-        let quad = quad_index(tile, j);
-        if full {
-            values[j] = load_quad(input, quad);
-        } else {
+    // Bit `4·j + k`: value `k` of quad `j` is kept.
+    let mut keep = 0u32;
+    let mut kept = [0u32; QUADS_PER_THREAD];
+    // One branch for the whole tile, so that the eight loads issue back to back.
+    if full {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            values[j] = load_quad(input, quad_index(tile, j));
+        });
+    } else {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            let quad = quad_index(tile, j);
             crate::unroll!([0, 1, 2, 3], |k| {
                 if 4 * quad + k < n {
                     values[j].0[k] = *input.get_unchecked(4 * quad + k);
                 }
             });
-        }
+        });
+    }
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         crate::unroll!([0, 1, 2, 3], |k| {
-            flags[j].0[k] = window.contains(values[j].0[k]) as u32;
+            let inside = window.contains(values[j].0[k]) as u32;
+            keep |= inside << (4 * j + k);
+            kept[j] += inside;
         });
     });
-    let mut places = flags;
-    exclusive_prefixes(&mut places, tile, scratch, count, n - start <= TILE);
-    crate::unroll!([0, 1, 2, 3], |j| {
+    let (offset, warp_kept) = scan_tile(&mut kept, tile, scratch, count, n - start <= TILE);
+
+    // The warp's kept values, packed in its part of shared memory, then written out by
+    // consecutive lanes: whole lines instead of one scattered word per kept value.
+    let (lane, warp) = lane_and_warp();
+    let staged = stage.add(warp * WARP_SPAN);
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+        let mut place = kept[j] as usize;
         crate::unroll!([0, 1, 2, 3], |k| {
-            let place = places[j].0[k] as usize;
-            // `place < n` always holds with zeroed scratch; checked so that no write depends on it.
-            if flags[j].0[k] != 0 && place < n {
-                *output.add(place) = values[j].0[k];
+            if keep & (1 << (4 * j + k)) != 0 {
+                *staged.add(place) = values[j].0[k];
+                place += 1;
             }
         });
     });
+    asm!("bar.warp.sync 0xffffffff;");
+    // `offset + i < n` always holds with zeroed scratch; checked so that no write depends on it.
+    let mut i = lane as usize;
+    while i < warp_kept as usize && (offset as usize) + i < n {
+        *output.add(offset as usize + i) = *staged.add(i);
+        i += 32;
+    }
 }

@@ -53,9 +53,13 @@ use cuda_std::shared_array;
 use interface::scan::{tiles, FLAG_AGGREGATE, FLAG_NONE, FLAG_PREFIX, QUADS_PER_THREAD, TILE, WARPS};
 
 const Q: usize = QUADS_PER_THREAD;
-// The loops over a thread's quads are unrolled by hand (`unroll!` over 0..4), so that its
+// The loops over a thread's quads are unrolled by hand (`unroll!` over 0..8), so that its
 // arrays stay in registers.
-const _: () = assert!(Q == 4);
+const _: () = assert!(Q == 8);
+/// Windows of 32 tiles the look-back reads per round trip (`unroll!` over them). One: the
+/// words of a second window need registers that the launch bound (four blocks per SM, so 64
+/// per thread) does not leave without spilling.
+const WINDOWS: usize = 1;
 
 /// A 32-bit value the scan adds: its zero, its addition, and its bits for the shuffles and the
 /// published words.
@@ -189,6 +193,10 @@ pub(crate) unsafe fn next_tile(scratch: *mut u64, n: usize) -> Option<usize> {
 
 /// The sum of every tile before `tile`, read back from the published words; publishes this
 /// tile's aggregate first and its inclusive prefix after. Run by one whole warp.
+///
+/// While the tiles before it are still in flight, the nearest inclusive prefix can lie some
+/// hundred tiles back, so each round trip reads [`WINDOWS`] windows of 32 words at once (the
+/// loads are independent, so they cost one round trip) and walks them nearest first.
 #[inline(always)]
 unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u32) -> T {
     if tile == 0 {
@@ -201,27 +209,41 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
         write_volatile(states.add(tile), word(FLAG_AGGREGATE, aggregate));
     }
     let mut prefix = T::ZERO;
-    // The window: tiles `end - 32 .. end`, lane `l` reading tile `end - 1 - l`. Tile 0's word
-    // is always a prefix, so a lane past it (before tile 0) is never summed.
-    let mut end = tile;
+    // Window `m` holds tiles `end - 32·(m+1) .. end - 32·m`, lane `l` reading tile
+    // `end - 1 - 32·m - l`. Before tile 0 there is nothing: read as a prefix of zero (tile 0's
+    // own word, a prefix, is always reached first). In 32 bits, as the tile counter is, to
+    // spare registers.
+    let mut end = tile as u32;
     loop {
-        let mut state;
-        loop {
-            state = if end > lane as usize { read_volatile(states.add(end - 1 - lane as usize)) } else { 0 };
-            let waiting = end > lane as usize && state as u32 == FLAG_NONE;
-            if ballot(waiting) == 0 {
-                break;
+        let mut seen = [0u64; WINDOWS];
+        crate::unroll!([0], |m| {
+            let back = 32 * m as u32 + lane + 1;
+            seen[m] = if end >= back { read_volatile(states.add((end - back) as usize)) } else { word(FLAG_PREFIX, T::ZERO) };
+        });
+        // Warp-uniform (from ballots): every lane takes the same branches below.
+        let mut found = false;
+        let mut stalled = false;
+        crate::unroll!([0], |m| {
+            if !found && !stalled {
+                let state = seen[m];
+                if ballot(state as u32 == FLAG_NONE) != 0 {
+                    // A tile in this window has not published yet: read again from here.
+                    stalled = true;
+                } else {
+                    let prefixes = ballot(state as u32 == FLAG_PREFIX);
+                    // The nearest inclusive prefix and the aggregates after it; all 32 when
+                    // none is a prefix.
+                    let nearest = if prefixes != 0 { prefixes.trailing_zeros() } else { 31 };
+                    let value = if lane <= nearest { T::from_bits((state >> 32) as u32) } else { T::ZERO };
+                    prefix = prefix.plus(warp_sum(value));
+                    found = prefixes != 0;
+                    end -= 32;
+                }
             }
-        }
-        let prefixes = ballot(state as u32 == FLAG_PREFIX);
-        // The nearest inclusive prefix and the aggregates after it; all 32 when none is a prefix.
-        let nearest = if prefixes != 0 { prefixes.trailing_zeros() } else { 31 };
-        let value = if lane <= nearest { T::from_bits((state >> 32) as u32) } else { T::ZERO };
-        prefix = prefix.plus(warp_sum(value));
-        if prefixes != 0 {
+        });
+        if found {
             break;
         }
-        end -= 32;
     }
     if lane == 0 {
         write_volatile(states.add(tile), word(FLAG_PREFIX, prefix.plus(aggregate)));
@@ -229,33 +251,30 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
     prefix
 }
 
-/// Replaces every value this thread holds in `tile` by its exclusive prefix: `values[j]` is
-/// its quad [`quad_index`]`(tile, j)`. The last tile also writes the sum of everything to
-/// `total`. (In place: an array returned by value goes through local memory.)
+/// Scans a tile given each thread's quad sums: on return `sums[j]` holds the sum of the
+/// warp's values before quad [`quad_index`]`(tile, j)`, and the result is the sum of all the
+/// values before the warp and the warp's own total. The last tile also writes the sum of
+/// everything to `total`. (In place: an array returned by value goes through local memory.)
 ///
 /// # Safety
-/// Every thread of the block calls this once with its own quads; `scratch` is the launch's
-/// scratch with a word for every tile; `total` is writable when `last`.
+/// Every thread of the block calls this once with its own quads' sums; `scratch` is the
+/// launch's scratch with a word for every tile; `total` is writable when `last`.
 #[inline(always)]
-pub(crate) unsafe fn exclusive_prefixes<T: Sum>(
-    values: &mut [Quad<T>; Q],
+pub(crate) unsafe fn scan_tile<T: Sum>(
+    sums: &mut [T; Q],
     tile: usize,
     scratch: *mut u64,
     total: *mut T,
     last: bool,
-) {
+) -> (T, T) {
     let warp_totals = shared_array![u32; WARPS];
     let warp_prefixes = shared_array![u32; WARPS];
     let (lane, warp) = lane_and_warp();
 
     // Row j of the warp: each lane's quad sum, scanned across the warp (rows interleaved).
-    let mut inclusive = [T::ZERO; Q];
-    crate::unroll!([0, 1, 2, 3], |j| {
-        let q = values[j].0;
-        inclusive[j] = q[0].plus(q[1]).plus(q[2]).plus(q[3]);
-    });
+    let mut inclusive = *sums;
     crate::unroll!([1, 2, 4, 8, 16], |delta| {
-        crate::unroll!([0, 1, 2, 3], |j| {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
             let below = shuffle_up(inclusive[j], delta as u32);
             if lane as usize >= delta {
                 inclusive[j] = below.plus(inclusive[j]);
@@ -263,11 +282,10 @@ pub(crate) unsafe fn exclusive_prefixes<T: Sum>(
         });
     });
     // What precedes each of this thread's quads inside the warp: earlier rows, earlier lanes.
-    let mut before = [T::ZERO; Q];
     let mut rows = T::ZERO;
-    crate::unroll!([0, 1, 2, 3], |j| {
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         let lanes = shuffle_up(inclusive[j], 1);
-        before[j] = if lane == 0 { rows } else { rows.plus(lanes) };
+        sums[j] = if lane == 0 { rows } else { rows.plus(lanes) };
         rows = rows.plus(shuffle_from(inclusive[j], 31));
     });
     if lane == 0 {
@@ -298,15 +316,7 @@ pub(crate) unsafe fn exclusive_prefixes<T: Sum>(
         }
     }
     thread::sync_threads();
-
-    let offset = T::from_bits(*warp_prefixes.add(warp));
-    crate::unroll!([0, 1, 2, 3], |j| {
-        let q = values[j].0;
-        let first = offset.plus(before[j]);
-        let second = first.plus(q[0]);
-        let third = second.plus(q[1]);
-        values[j] = Quad([first, second, third, third.plus(q[2])]);
-    });
+    (T::from_bits(*warp_prefixes.add(warp)), rows)
 }
 
 #[inline(always)]
@@ -320,7 +330,7 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
     // Only the last tile can be partial; its missing values scan as zeros and are not stored.
     let full = n - start >= TILE;
     let mut values = [Quad([T::ZERO; 4]); Q];
-    crate::unroll!([0, 1, 2, 3], |j| {
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         let quad = quad_index(tile, j);
         values[j] = if full {
             load_quad(input, quad)
@@ -334,16 +344,27 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
             partial
         };
     });
-    let mut prefixes = values;
-    exclusive_prefixes(&mut prefixes, tile, scratch, total, n - start <= TILE);
-    crate::unroll!([0, 1, 2, 3], |j| {
+    let mut before = [T::ZERO; Q];
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+        // The quad's own exclusive prefixes replace its values: three live registers, not four.
+        let q = values[j].0;
+        let (one, two) = (q[0], q[0].plus(q[1]));
+        let three = two.plus(q[2]);
+        values[j] = Quad([T::ZERO, one, two, three]);
+        before[j] = three.plus(q[3]);
+    });
+    let (offset, _) = scan_tile(&mut before, tile, scratch, total, n - start <= TILE);
+    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         let quad = quad_index(tile, j);
+        let inside = values[j].0;
+        let first = offset.plus(before[j]);
+        let prefixes = Quad([first, first.plus(inside[1]), first.plus(inside[2]), first.plus(inside[3])]);
         if full {
-            store_quad(output, quad, prefixes[j]);
+            store_quad(output, quad, prefixes);
         } else {
             crate::unroll!([0, 1, 2, 3], |k| {
                 if 4 * quad + k < n {
-                    *output.add(4 * quad + k) = prefixes[j].0[k];
+                    *output.add(4 * quad + k) = prefixes.0[k];
                 }
             });
         }
