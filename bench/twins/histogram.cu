@@ -119,7 +119,7 @@ extern "C" __global__ void histogram_shared_u32(const unsigned* __restrict__ val
     histogram_shared(values, len, U32Bins{bins}, counts);
 }
 
-extern "C" __global__ void histogram_shared_f32(const float* __restrict__ values, size_t len, double lo, double hi,
+extern "C" __global__ void __launch_bounds__(HISTOGRAM_F32_BOUNDS_THREADS, HISTOGRAM_F32_BOUNDS_BLOCKS) histogram_shared_f32(const float* __restrict__ values, size_t len, double lo, double hi,
                                                 unsigned bins, unsigned* counts) {
     histogram_shared(values, len, F32Bins(lo, hi, bins), counts);
 }
@@ -129,7 +129,7 @@ extern "C" __global__ void histogram_shared_vec4_u32(const unsigned* __restrict_
     histogram_shared_vec4<U32Bins, unsigned, uint4>(values, len, U32Bins{bins}, counts);
 }
 
-extern "C" __global__ void histogram_shared_vec4_f32(const float* __restrict__ values, size_t len, double lo,
+extern "C" __global__ void __launch_bounds__(HISTOGRAM_F32_BOUNDS_THREADS, HISTOGRAM_F32_BOUNDS_BLOCKS) histogram_shared_vec4_f32(const float* __restrict__ values, size_t len, double lo,
                                                      double hi, unsigned bins, unsigned* counts) {
     histogram_shared_vec4<F32Bins, float, float4>(values, len, F32Bins(lo, hi, bins), counts);
 }

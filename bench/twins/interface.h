@@ -16,6 +16,8 @@
 
 // interface::histogram
 #define HISTOGRAM_DEFAULT_BINS 256
+#define HISTOGRAM_F32_BOUNDS_THREADS 1024
+#define HISTOGRAM_F32_BOUNDS_BLOCKS 2
 
 // interface::reduce
 #define REDUCE_BLOCK 256

@@ -12,7 +12,7 @@ pub const SAMPLES: usize = 10;
 pub const WARM_UP: Duration = Duration::from_millis(300);
 /// Criterion's measurement per benchmark: thousands of launches of a GPU kernel, a few dozen
 /// runs of the slowest CPU reference.
-pub const MEASUREMENT: Duration = Duration::from_secs(1);
+pub const MEASUREMENT: Duration = Duration::from_millis(800);
 
 /// What one benchmark times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

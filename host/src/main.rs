@@ -79,6 +79,22 @@ struct Cases {
     /// Run each case (checked against the CPU) instead of listing it.
     #[arg(long)]
     run: bool,
+    /// Only these families (all when none is named).
+    #[arg(long = "family")]
+    families: Vec<String>,
+}
+
+impl Cases {
+    /// The families chosen, or an error naming one that does not exist.
+    fn families(&self) -> Result<Vec<&'static dyn registry::Family>> {
+        if self.families.is_empty() {
+            return Ok(FAMILIES.to_vec());
+        }
+        self.families
+            .iter()
+            .map(|name| registry::family(name).with_context(|| format!("no kernel family `{}`", name)))
+            .collect()
+    }
 }
 
 #[derive(Args)]
@@ -205,10 +221,11 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         return Ok(vec![]);
     }
     let cases = if name == "cases" { Some(Cases::from_arg_matches(options)?) } else { None };
-    if let Some(Cases { set, run: false }) = cases {
-        let purpose = purpose_of(set);
-        let lines: Vec<String> = FAMILIES
-            .iter()
+    if let Some(cases @ Cases { run: false, .. }) = &cases {
+        let purpose = purpose_of(cases.set);
+        let lines: Vec<String> = cases
+            .families()?
+            .into_iter()
             .flat_map(|f| f.sizes(purpose).into_iter().map(move |size| format!("{} {}\n", f.name(), size)))
             .collect();
         write_stdout(&lines.concat())?;
@@ -227,11 +244,12 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
     let (iters, seed) = (global.iters as usize, global.seed);
     match name {
         "cases" => {
-            let purpose = purpose_of(cases.expect("parsed above").set);
+            let cases = cases.expect("parsed above");
+            let purpose = purpose_of(cases.set);
             let mut reports = Vec::new();
-            for family in FAMILIES {
+            for family in cases.families()? {
                 for options in family.sizes(purpose) {
-                    reports.extend(registry::run_options(&gpu, *family, &options, seed, timer)?);
+                    reports.extend(registry::run_options(&gpu, family, &options, seed, timer)?);
                 }
             }
             report::print(&reports, global.json);

@@ -2,8 +2,29 @@
 //! CPU reference: the same f32 operations in the same order, so every value lands in the same
 //! bin on both sides.
 
+use crate::LaunchBounds;
+
 /// Bins when the user does not choose.
 pub const DEFAULT_BINS: u32 = 256;
+
+/// The f32 kernels' bounds: any block up to 1024 threads, and two such blocks per SM. ptxas
+/// then keeps a thread within 32 registers, so that the host's eight blocks of 256 threads per
+/// SM all fit at once; the exact edges' f64 state would otherwise take a few more, and with
+/// them only six blocks fit and the last two run as a second wave.
+pub const F32_BOUNDS_THREADS: u32 = 1024;
+pub const F32_BOUNDS_BLOCKS: u32 = 2;
+pub const F32_BOUNDS: [LaunchBounds; 2] = [
+    LaunchBounds {
+        kernel: "histogram_shared_f32",
+        max_threads: F32_BOUNDS_THREADS,
+        min_blocks_per_sm: F32_BOUNDS_BLOCKS,
+    },
+    LaunchBounds {
+        kernel: "histogram_shared_vec4_f32",
+        max_threads: F32_BOUNDS_THREADS,
+        min_blocks_per_sm: F32_BOUNDS_BLOCKS,
+    },
+];
 
 /// Where a value lands: its bin, or `None` for a value the histogram does not count.
 pub trait BinRule: Copy {

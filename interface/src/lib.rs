@@ -32,7 +32,10 @@ pub struct LaunchBounds {
 
 /// Every kernel that has launch bounds.
 pub const LAUNCH_BOUNDS: &[LaunchBounds] =
-    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS);
+    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() }>(
+        &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS),
+        &histogram::F32_BOUNDS,
+    );
 
 /// `a` then `b`, as one array of `N = a.len() + b.len()` bounds.
 const fn concat<const N: usize>(a: &[LaunchBounds], b: &[LaunchBounds]) -> [LaunchBounds; N] {

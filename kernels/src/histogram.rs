@@ -26,6 +26,10 @@
 //! ([`load_quad`]). Counting is cheap; what limits the scalar kernel is issuing one load per
 //! 4 bytes. With a quarter of the loads, each thread has 16 bytes in flight per pass and the
 //! kernel runs at the speed of a device copy.
+//!
+//! The f32 kernels carry launch bounds (`interface::histogram::F32_BOUNDS`): the exact edges
+//! keep f64 state in registers, and the bounds hold a thread to 32 of them, so that all the
+//! blocks the host launches fit on the SMs at once.
 
 use crate::{global_index, grid_threads, load_quad};
 use core::arch::asm;

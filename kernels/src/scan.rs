@@ -330,20 +330,23 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
     // Only the last tile can be partial; its missing values scan as zeros and are not stored.
     let full = n - start >= TILE;
     let mut values = [Quad([T::ZERO; 4]); Q];
-    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-        let quad = quad_index(tile, j);
-        values[j] = if full {
-            load_quad(input, quad)
-        } else {
-            let mut partial = Quad([T::ZERO; 4]);
+    // One branch for the whole tile, as in compaction: a branch per quad costs libNVVM's code
+    // a reconvergence point each (nvcc hoists it), and the eight loads no longer issue back to
+    // back.
+    if full {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            values[j] = load_quad(input, quad_index(tile, j));
+        });
+    } else {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            let quad = quad_index(tile, j);
             crate::unroll!([0, 1, 2, 3], |k| {
                 if 4 * quad + k < n {
-                    partial.0[k] = *input.get_unchecked(4 * quad + k);
+                    values[j].0[k] = *input.get_unchecked(4 * quad + k);
                 }
             });
-            partial
-        };
-    });
+        });
+    }
     let mut before = [T::ZERO; Q];
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         // The quad's own exclusive prefixes replace its values: three live registers, not four.
@@ -354,21 +357,26 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
         before[j] = three.plus(q[3]);
     });
     let (offset, _) = scan_tile(&mut before, tile, scratch, total, n - start <= TILE);
-    crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-        let quad = quad_index(tile, j);
+    let prefixes = |j: usize| {
         let inside = values[j].0;
         let first = offset.plus(before[j]);
-        let prefixes = Quad([first, first.plus(inside[1]), first.plus(inside[2]), first.plus(inside[3])]);
-        if full {
-            store_quad(output, quad, prefixes);
-        } else {
+        Quad([first, first.plus(inside[1]), first.plus(inside[2]), first.plus(inside[3])])
+    };
+    if full {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            store_quad(output, quad_index(tile, j), prefixes(j));
+        });
+    } else {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            let quad = quad_index(tile, j);
+            let quad_prefixes = prefixes(j);
             crate::unroll!([0, 1, 2, 3], |k| {
                 if 4 * quad + k < n {
-                    *output.add(4 * quad + k) = prefixes.0[k];
+                    *output.add(4 * quad + k) = quad_prefixes.0[k];
                 }
             });
-        }
-    });
+        });
+    }
 }
 
 /// `output[i] = input[0] + … + input[i-1]` (wrapping), and `*total` the sum of all.

@@ -282,8 +282,19 @@ impl Reducer {
 
     /// The moments of the `values` inside `window`.
     pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
+        self.launch_moments(gpu, values, window)?;
+        self.read_moments()
+    }
+
+    /// Launches [`Reducer::moments`] without waiting: more launches can queue behind it
+    /// before [`Reducer::read_moments`] waits for them all.
+    pub fn launch_moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<()> {
         let args = MomentsArgs { values, window, scratch: self.buffers.scratch(), grid: self.moments_grid };
-        gpu.launch(Step::Moments.kernel(), &args)?;
+        gpu.launch(Step::Moments.kernel(), &args)
+    }
+
+    /// The moments the last launch wrote, once the stream has run it.
+    pub fn read_moments(&self) -> GpuResult<Moments> {
         Ok(Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>()?))
     }
 }

@@ -246,6 +246,11 @@ impl Selector {
             return Ok(None);
         }
         self.launch(gpu, values, window, 0, true)?;
+        self.read_median()
+    }
+
+    /// The median that the last `launch(.., median: true)` found, once the stream has run it.
+    pub fn read_median(&self) -> GpuResult<Option<Median>> {
         Ok(self.outcome()?.median())
     }
 }

@@ -21,14 +21,20 @@ pub struct Background {
 }
 
 /// What a round asks of the pixels inside a window: the CPU's values in memory, or the image on
-/// the GPU (`super::gpu`). Windows only ever narrow, so each is inside the one before.
+/// the GPU (`super::gpu`), which answers both questions with one wait. Windows only ever
+/// narrow, so each is inside the one before.
 pub trait Pixels {
-    /// How many pixels lie inside `window`, and their standard deviation (ddof 0; `None` when
-    /// there are none).
-    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)>;
-    /// `np.median` of the pixels inside `window`, which holds some: the window of the last
-    /// call to `moments`.
-    fn median(&mut self, window: Window) -> GpuResult<f64>;
+    /// How many pixels lie inside `window`, their standard deviation (ddof 0) and their
+    /// `np.median`; σ and the median are `None` when there are none.
+    fn measure(&mut self, window: Window) -> GpuResult<Round>;
+}
+
+/// The pixels inside one round's window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Round {
+    pub count: usize,
+    pub sigma: Option<f64>,
+    pub median: Option<f64>,
 }
 
 /// Clips the pixels at `kappa` (positive) until nothing more is clipped. That ends: each round
@@ -36,35 +42,40 @@ pub trait Pixels {
 /// tens to a hundred or more. A pixel is kept while it lies strictly inside every round's
 /// median ± κσ, that is inside their intersection: one window, its bounds and comparisons in
 /// f64 ([`Window`]). The lesson's NumPy code run on the image as f64 clips exactly these
-/// pixels (on f32 data NumPy rounds the bounds to f32).
+/// pixels (on f32 data NumPy rounds the bounds to f32). The round that finds nothing more to
+/// clip has measured its window's median too, which is unused: one measure per round keeps
+/// the GPU to one wait per round.
 pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background> {
     let mut window = Window::FINITE;
-    let (mut count, mut sigma) = pixels.moments(window)?;
+    let mut current = pixels.measure(window)?;
     let mut round = 0;
     loop {
         round += 1;
-        let Some(sd) = sigma else {
+        let (Some(sd), Some(median)) = (current.sigma, current.median) else {
             return Err(GpuError::InvalidInput("κσ clipping needs at least one pixel".into()));
         };
-        let median = pixels.median(window)?;
+        let count = current.count;
         // Strictly inside, as the lesson's `>` and `<`: a pixel on a bound is clipped.
         let next = Window::new(window.low.max(median - kappa * sd), window.high.min(median + kappa * sd));
-        let (inside, next_sigma) = pixels.moments(next)?;
-        if inside == count {
+        let inside = pixels.measure(next)?;
+        if inside.count == count {
             return Ok(Background { median, sigma: sd, rounds: round, kept: count });
         }
-        if inside == 0 {
+        if inside.count == 0 {
             let why = if sd == 0.0 {
                 format!(
                     "all {} pixels left are {}, so σ is 0 and no pixel lies strictly inside median ± κσ",
                     count, median
                 )
             } else {
-                format!("no pixel lies strictly inside median {} ± {}·σ {}; a larger --kappa keeps some", median, kappa, sd)
+                format!(
+                    "no pixel lies strictly inside median {} ± {}·σ {}; a larger --kappa keeps some",
+                    median, kappa, sd
+                )
             };
             return Err(GpuError::InvalidInput(format!("κσ clipping removed every pixel in round {}: {}", round, why)));
         }
-        (window, count, sigma) = (next, inside, next_sigma);
+        (window, current) = (next, inside);
     }
 }
 
@@ -73,16 +84,13 @@ pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background
 pub struct Values(pub Vec<f32>);
 
 impl Pixels for Values {
-    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)> {
+    fn measure(&mut self, window: Window) -> GpuResult<Round> {
         // The window narrows, so keeping its values loses nothing a later round needs.
         if self.0.par_iter().any(|&v| !window.contains(v)) {
             self.0 = self.0.par_iter().copied().filter(|&v| window.contains(v)).collect();
         }
-        Ok((self.0.len(), stats::std(&self.0)))
-    }
-
-    fn median(&mut self, _window: Window) -> GpuResult<f64> {
-        stats::median(&mut self.0).ok_or_else(|| GpuError::InvalidInput("the median of no pixels".into()))
+        let sigma = stats::std(&self.0);
+        Ok(Round { count: self.0.len(), sigma, median: stats::median(&mut self.0) })
     }
 }
 

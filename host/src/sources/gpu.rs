@@ -14,14 +14,14 @@
 //! the whole image and test each pixel against it. The threshold is tested inside the labeling
 //! kernels, so no mask is stored either.
 
-use super::clip::{self, Background, Pixels};
+use super::clip::{self, Background, Pixels, Round};
 use super::{Found, Settings, Stage};
 use crate::data::timed;
 use crate::gpu::{Gpu, GpuError, GpuResult};
 use crate::io::Image;
 use crate::ops::label::Labeler;
 use crate::ops::measure::Measurer;
-use crate::ops::reduce::Reducer;
+use crate::ops::reduce::{Moments, Reducer};
 use crate::ops::select::Selector;
 use cust::memory::DeviceBuffer;
 use interface::window::Window;
@@ -39,18 +39,28 @@ pub struct Pipeline<'g> {
     measurer: Measurer,
 }
 
-/// The image's pixels on the GPU, as κσ clipping asks for them.
-struct OnGpu<'p, 'g>(&'p Pipeline<'g>);
+/// The image's pixels on the GPU, as κσ clipping asks for them: the moments and the median of
+/// a window launched together, then one wait for both. `known`: the moments of a window
+/// already measured (the NaN count's), which are not launched again.
+struct OnGpu<'p, 'g> {
+    pipeline: &'p Pipeline<'g>,
+    known: Option<(Window, Moments)>,
+}
 
 impl Pixels for OnGpu<'_, '_> {
-    fn moments(&mut self, window: Window) -> GpuResult<(usize, Option<f64>)> {
-        let moments = self.0.reducer.moments(self.0.gpu, &self.0.image, window)?;
-        Ok((moments.count as usize, moments.std()))
-    }
-
-    fn median(&mut self, window: Window) -> GpuResult<f64> {
-        let median = self.0.selector.median(self.0.gpu, &self.0.image, window)?;
-        median.map(|m| m.value).ok_or_else(|| GpuError::InvalidInput("the median of no pixels".into()))
+    fn measure(&mut self, window: Window) -> GpuResult<Round> {
+        let Pipeline { gpu, image, reducer, selector, .. } = self.pipeline;
+        let known = self.known.take().filter(|(w, _)| *w == window).map(|(_, m)| m);
+        if known.is_none() {
+            reducer.launch_moments(gpu, image, window)?;
+        }
+        selector.launch(gpu, image, window, 0, true)?;
+        let moments = match known {
+            Some(moments) => moments,
+            None => reducer.read_moments()?,
+        };
+        let median = selector.read_median()?.map(|m| m.value);
+        Ok(Round { count: moments.count as usize, sigma: moments.std(), median })
     }
 }
 
@@ -92,7 +102,8 @@ impl<'g> Pipeline<'g> {
             return Err(super::all_blanked(pixels as usize));
         }
 
-        let (background, ms) = timed(|| clip::kappa_sigma(&mut OnGpu(self), settings.kappa));
+        let mut pixels = OnGpu { pipeline: self, known: Some((Window::FINITE, all)) };
+        let (background, ms) = timed(|| clip::kappa_sigma(&mut pixels, settings.kappa));
         let background: Background = background?;
         stages.push(Stage { name: "κσ clipping", ms });
 

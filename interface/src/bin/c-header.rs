@@ -57,7 +57,7 @@ fn sections() -> Vec<Section> {
         Section { module: "interface", defines: vec![("DEFAULT_BLOCK".into(), DEFAULT_BLOCK.literal())] },
         section!(vector: QUADS_PER_THREAD),
         section!(transpose: TILE, BLOCK_ROWS, WIDE_TILE, WIDE_BLOCK_ROWS),
-        section!(histogram: DEFAULT_BINS),
+        section!(histogram: DEFAULT_BINS, F32_BOUNDS_THREADS, F32_BOUNDS_BLOCKS),
         section!(reduce:
             BLOCK, WARPS, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, QUADS_PER_PASS, VALUES_PER_PASS,
             MOMENTS_FIELDS, MOMENTS_COUNT, MOMENTS_NAN, MOMENTS_MEAN, MOMENTS_M2, MOMENTS_MIN, MOMENTS_MAX,
