@@ -169,6 +169,7 @@ def main():
                         "ms": ms,
                         "min_ms": min_ms,
                         "GBps": 4 * side * side / (ms * 1e-3) / 1e9,
+                        "host_sources_ms": ours,
                     }
                     table.append(f"{side}² {dtype}: CuPy {ms:.2f} ms, host sources {ours:.3f} ms: {ms / ours:.0f}x")
             if i > 0:

@@ -93,6 +93,9 @@ pub struct Peer {
     pub gbps: Option<f64>,
     #[serde(rename = "GFLOPs")]
     pub gflops: Option<f64>,
+    /// For the lesson's pipeline (`bench/peers/sources.py`): `host sources`' time on the same
+    /// sky in the same run, the image on the GPU (its median over `--runs`).
+    pub host_sources_ms: Option<f64>,
 }
 
 /// What `perf-doc` reads of `host bench`'s report.json.
@@ -194,12 +197,15 @@ fn same_work(key: &str, peer: &Peer) -> Option<(String, &'static str, String)> {
     match parts.as_slice() {
         ["sgemm", "f32", ..] => Some((format!("{}x{}x{}", peer.m?, peer.n?, peer.k?), "matmul_", String::new())),
         ["vector", "add", "f32"] => Some((format!("n={}", peer.n?), "vector_add", String::new())),
+        ["scan", input] => Some((format!("n={}", peer.n?), "scan_exclusive_", format!("_{input}"))),
         [histogram, input] => {
             let bins = histogram.strip_prefix("histogram")?;
             Some((format!("n={} bins={bins}", peer.n?), "histogram_", format!("_{input}")))
         }
         ["conv2d", filter, "f32", ..] => Some((format!("{}^2 {filter}", peer.side?), "conv2d_", String::new())),
         ["conv1d", taps, "f32"] => Some((format!("n={} {taps} taps", peer.n?), "conv1d", String::new())),
+        ["reduce", "sum", "f32"] => Some((format!("n={}", peer.n?), "reduce_", String::new())),
+        ["select", "if", "f32"] => Some((format!("n={}", peer.n?), "compact_", String::new())),
         _ => None,
     }
 }
@@ -246,6 +252,7 @@ fn document(w: &mut String, runner: &Runner, peers: &Peers, sweep: Option<&Sweep
     method(w, runner)?;
     rust_tax(w, runner)?;
     libraries(w, runner, peers)?;
+    pipeline(w, peers)?;
     match sweep {
         Some(sweep) => sweep_table(w, sweep),
         None => Ok(()),
@@ -335,6 +342,35 @@ fn libraries(w: &mut String, runner: &Runner, peers: &Peers) -> fmt::Result {
             w,
             "| `{key}` ({size}) | {library} | {library_ms:.4} | {kernel} | {rust_ms} | {versus} | {rust_rate} | {versus_copy} |"
         )?;
+    }
+    writeln!(w)
+}
+
+/// The lesson's source finding (`bench/peers/sources.py`): its CuPy code against `host sources`
+/// on the same sky, and NumPy/SciPy's time for scale.
+fn pipeline(w: &mut String, peers: &Peers) -> fmt::Result {
+    let rows: Vec<(&String, &Peer)> = peers.peers.iter().filter(|(key, _)| key.starts_with("sources_")).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "## Finding sources: the lesson's pipeline against `host sources`
+"
+    )?;
+    writeln!(
+        w,
+        "The lesson's code from κσ clipping to the catalog, on the sky `host sky --side N` draws, the image \
+         already on the GPU (CUDA events around the whole pipeline, median of runs), beside `host sources` \
+         on the same image in the same run (wall clock, median of its `--runs`). *×* is the library's \
+         time over ours.\n"
+    )?;
+    writeln!(w, "| side | library | library ms | `host sources` ms | × |\n|---|---|---:|---:|---:|")?;
+    for (_, peer) in rows {
+        let side = peer.side.map_or("-".into(), |s| format!("{s}²"));
+        let ours = peer.host_sources_ms.map_or("-".into(), |ms| format!("{ms:.3}"));
+        let times = peer.host_sources_ms.map_or("-".into(), |ms| format!("{:.0}", peer.ms / ms));
+        writeln!(w, "| {side} | {} | {:.2} | {ours} | {times} |", peer.library, peer.ms)?;
     }
     writeln!(w)
 }
@@ -441,7 +477,9 @@ mod tests {
   "copy_f32": {"library": "cudaMemcpy D2D", "n": 268435456, "ms": 0.8, "min_ms": 0.79, "GBps": 2684.35},
   "sgemm_f32_1024": {"library": "cuBLAS SGEMM (TF32 off)", "m": 1024, "n": 1024, "k": 1024, "ms": 0.1, "min_ms": 0.09, "GFLOPs": 21474.8},
   "sgemm_f32_4096": {"library": "cuBLAS SGEMM (TF32 off)", "m": 4096, "n": 4096, "k": 4096, "ms": 2.75, "min_ms": 2.7, "GFLOPs": 49977.8},
-  "histogram256_u32": {"library": "CUB DeviceHistogram::HistogramEven", "n": 268435456, "ms": 1, "min_ms": 0.9, "GBps": 1073.74}
+  "histogram256_u32": {"library": "CUB DeviceHistogram::HistogramEven", "n": 268435456, "ms": 1, "min_ms": 0.9, "GBps": 1073.74},
+  "sources_cupy_32_2048": {"library": "CuPy, the lesson's code", "side": 2048, "ms": 24.5, "min_ms": 24, "GBps": 0.7, "host_sources_ms": 0.5},
+  "sources_scipy_2048": {"library": "SciPy, the lesson's code", "side": 2048, "ms": 2000, "min_ms": 2000, "GBps": 0.01}
  }
 }
 "#;
@@ -490,6 +528,10 @@ mod tests {
             "| matmul | 1024x1024x1024 | fast | 0.1250 | 17.2 TFLOP/s | 29% | 0.80 cuBLAS SGEMM (TF32 off) |"
         ));
         assert!(!doc.contains("| counter |"), "no rate, no sweep row");
+        // The pipeline: CuPy's 24.5 ms over host sources' 0.5 ms in the same run; SciPy's
+        // run has no host time beside it.
+        assert!(doc.contains("| 2048² | CuPy, the lesson's code | 24.50 | 0.500 | 49 |"), "{doc}");
+        assert!(doc.contains("| 2048² | SciPy, the lesson's code | 2000.00 | - | - |"));
         assert!(!doc.contains("superseded"));
     }
 

@@ -40,6 +40,16 @@ pub fn write_json(path: &Path, catalog: &impl Serialize) -> GpuResult<()> {
     write(path, &(text + "\n"))
 }
 
+/// Writes the label image as SciPy returns it: a 2-D int32 array, `height` rows of `width`.
+pub fn write_labels(path: &Path, width: usize, height: usize, labels: &[u32]) -> GpuResult<()> {
+    let labels: Vec<i32> = labels
+        .iter()
+        .map(|&l| i32::try_from(l))
+        .collect::<Result<_, _>>()
+        .map_err(|_| file_error(path, "more labels than an int32 array can hold"))?;
+    crate::io::write_matrix(path, (height, width), &labels)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,14 +78,4 @@ mod tests {
         assert_eq!(x, 1.0 / 3.0, "reads back exactly");
         assert_eq!(csv(&[]), format!("{}\n", HEADER));
     }
-}
-
-/// Writes the label image as SciPy returns it: a 2-D int32 array, `height` rows of `width`.
-pub fn write_labels(path: &Path, width: usize, height: usize, labels: &[u32]) -> GpuResult<()> {
-    let labels: Vec<i32> = labels
-        .iter()
-        .map(|&l| i32::try_from(l))
-        .collect::<Result<_, _>>()
-        .map_err(|_| file_error(path, "more labels than an int32 array can hold"))?;
-    crate::io::write_matrix(path, (height, width), &labels)
 }
