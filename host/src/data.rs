@@ -12,6 +12,22 @@ use std::time::Instant;
 /// data depends only on `seed` and `n`, not on the number of threads.
 const CHUNK: usize = 1 << 20;
 
+/// The element type of a family that takes either (histogram values, scan input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Input {
+    U32,
+    F32,
+}
+
+impl Input {
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::U32 => "u32",
+            Input::F32 => "f32",
+        }
+    }
+}
+
 /// `n` values uniform in [low, high).
 pub fn random_in<T>(n: usize, seed: u64, low: T, high: T) -> Vec<T>
 where

@@ -19,8 +19,8 @@
 //! them into its part of shared memory first, and consecutive lanes then write consecutive
 //! words. A partial last tile pads with NaN, which lies in no window.
 
-use crate::scan::{lane_and_warp, next_tile, quad_index, scan_tile};
-use crate::{load_quad, Quad};
+use crate::scan::{lane_and_warp, load_tile, next_tile, scan_tile};
+use crate::Quad;
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
@@ -62,21 +62,7 @@ pub unsafe fn compact_window_f32(
     // Bit `4·j + k`: value `k` of quad `j` is kept.
     let mut keep = 0u32;
     let mut kept = [0u32; QUADS_PER_THREAD];
-    // One branch for the whole tile, so that the eight loads issue back to back.
-    if full {
-        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-            values[j] = load_quad(input, quad_index(tile, j));
-        });
-    } else {
-        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-            let quad = quad_index(tile, j);
-            crate::unroll!([0, 1, 2, 3], |k| {
-                if 4 * quad + k < n {
-                    values[j].0[k] = *input.get_unchecked(4 * quad + k);
-                }
-            });
-        });
-    }
+    load_tile(input, tile, full, &mut values);
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         crate::unroll!([0, 1, 2, 3], |k| {
             let inside = window.contains(values[j].0[k]) as u32;

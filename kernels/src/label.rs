@@ -39,7 +39,7 @@
 //! 5. `label_renumber`: a pixel's label is its root's rank + 1, 0 for the background: SciPy's
 //!    labels exactly, since SciPy numbers components by their first pixel too.
 
-use crate::{global_index, shared_address};
+use crate::{ballot, global_index, shared_address};
 use core::arch::asm;
 use core::ptr::read_volatile;
 use cuda_std::prelude::*;
@@ -54,17 +54,6 @@ fn detected(value: f32, level: f64) -> bool {
     value as f64 > level
 }
 
-/// The bits of the lanes of the warp for which `predicate` holds (all 32 lanes take part).
-#[inline(always)]
-unsafe fn ballot(predicate: bool) -> u32 {
-    let bits: u32;
-    asm!(
-        "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; vote.sync.ballot.b32 {b}, p, 0xffffffff; }}",
-        b = out(reg32) bits,
-        v = in(reg32) predicate as u32,
-    );
-    bits
-}
 
 /// Column of the first pixel of the run of set bits of `row` that column `col` is in.
 #[inline(always)]

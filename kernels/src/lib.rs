@@ -40,6 +40,22 @@ pub mod vector_add;
 use core::arch::asm;
 use cuda_std::thread;
 
+/// Bit `l` set where lane `l`'s `condition` holds; every lane of the warp takes part.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+pub unsafe fn ballot(condition: bool) -> u32 {
+    let out: u32;
+    asm!(
+        "{{ .reg .pred p; setp.ne.u32 p, {c}, 0; vote.sync.ballot.b32 {o}, p, 0xffffffff; }}",
+        o = out(reg32) out,
+        c = in(reg32) condition as u32,
+        options(nomem, nostack),
+    );
+    out
+}
+
 /// The shared-memory address (`.shared` window, 32 bits) of a generic pointer into shared
 /// memory: what `red.shared` and `cp.async` take.
 ///

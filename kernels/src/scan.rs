@@ -43,7 +43,7 @@
 //! `f32` sums are in f32 in an order that depends on how far each tile had to look back.
 //! Compaction (`compact.rs`) scans its keep-flags with the same machinery.
 
-use crate::{load_quad, store_quad, Quad};
+use crate::{ballot, load_quad, store_quad, Quad};
 use core::arch::asm;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::Ordering;
@@ -124,19 +124,6 @@ unsafe fn shuffle_xor<T: Sum>(value: T, mask: u32) -> T {
     let out: u32;
     asm!("shfl.sync.bfly.b32 {o}, {v}, {m}, 31, 0xffffffff;", o = out(reg32) out, v = in(reg32) value.bits(), m = in(reg32) mask, options(nomem, nostack));
     T::from_bits(out)
-}
-
-/// Bit `l` set where lane `l`'s `condition` holds.
-#[inline(always)]
-unsafe fn ballot(condition: bool) -> u32 {
-    let out: u32;
-    asm!(
-        "{{ .reg .pred p; setp.ne.u32 p, {c}, 0; vote.sync.ballot.b32 {o}, p, 0xffffffff; }}",
-        o = out(reg32) out,
-        c = in(reg32) condition as u32,
-        options(nomem, nostack),
-    );
-    out
 }
 
 /// The sum of `value` over the warp, in every lane.
@@ -251,6 +238,32 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
     prefix
 }
 
+/// This thread's quads of `tile`, into `values` (whose elements past the end of a partial
+/// tile keep what they held). One branch for the whole tile: a branch per quad costs
+/// libNVVM's code a reconvergence point each (nvcc hoists it), and the eight loads no longer
+/// issue back to back. (Filled in place: an array returned by value goes through local
+/// memory.)
+///
+/// # Safety
+/// `input` starts 16-byte aligned; `full` says whether the whole tile lies inside it.
+#[inline(always)]
+pub(crate) unsafe fn load_tile<T: Copy>(input: &[T], tile: usize, full: bool, values: &mut [Quad<T>; Q]) {
+    if full {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            values[j] = load_quad(input, quad_index(tile, j));
+        });
+    } else {
+        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
+            let quad = quad_index(tile, j);
+            crate::unroll!([0, 1, 2, 3], |k| {
+                if 4 * quad + k < input.len() {
+                    values[j].0[k] = *input.get_unchecked(4 * quad + k);
+                }
+            });
+        });
+    }
+}
+
 /// Scans a tile given each thread's quad sums: on return `sums[j]` holds the sum of the
 /// warp's values before quad [`quad_index`]`(tile, j)`, and the result is the sum of all the
 /// values before the warp and the warp's own total. The last tile also writes the sum of
@@ -330,23 +343,7 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
     // Only the last tile can be partial; its missing values scan as zeros and are not stored.
     let full = n - start >= TILE;
     let mut values = [Quad([T::ZERO; 4]); Q];
-    // One branch for the whole tile, as in compaction: a branch per quad costs libNVVM's code
-    // a reconvergence point each (nvcc hoists it), and the eight loads no longer issue back to
-    // back.
-    if full {
-        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-            values[j] = load_quad(input, quad_index(tile, j));
-        });
-    } else {
-        crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
-            let quad = quad_index(tile, j);
-            crate::unroll!([0, 1, 2, 3], |k| {
-                if 4 * quad + k < n {
-                    values[j].0[k] = *input.get_unchecked(4 * quad + k);
-                }
-            });
-        });
-    }
+    load_tile(input, tile, full, &mut values);
     let mut before = [T::ZERO; Q];
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         // The quad's own exclusive prefixes replace its values: three live registers, not four.

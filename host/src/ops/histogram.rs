@@ -21,20 +21,7 @@ use std::path::{Path, PathBuf};
 /// Blocks per SM when the grid is left to the host.
 const BLOCKS_PER_SM: u32 = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Input {
-    U32,
-    F32,
-}
-
-impl Input {
-    fn name(self) -> &'static str {
-        match self {
-            Input::U32 => "u32",
-            Input::F32 => "f32",
-        }
-    }
-}
+pub use crate::data::Input;
 
 /// How the random f32 input is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

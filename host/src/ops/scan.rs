@@ -217,25 +217,13 @@ pub fn cpu_reference_f32(values: &[f32]) -> (Vec<f32>, f32, f64) {
     (out, sum as f32, tolerance)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Input {
-    U32,
-    F32,
-}
+pub use crate::data::Input;
 
-impl Input {
-    fn name(self) -> &'static str {
-        match self {
-            Input::U32 => "u32",
-            Input::F32 => "f32",
-        }
-    }
-
-    fn kernel(self) -> &'static str {
-        match self {
-            Input::U32 => u32::KERNEL,
-            Input::F32 => f32::KERNEL,
-        }
+/// The scan kernel of `input`'s values.
+fn kernel(input: Input) -> &'static str {
+    match input {
+        Input::U32 => u32::KERNEL,
+        Input::F32 => f32::KERNEL,
     }
 }
 
@@ -270,7 +258,7 @@ impl Kernel for Scan {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        [Input::U32, Input::F32].iter().map(|i| Ok((i.kernel(), tile_config(i.kernel(), 1 << 28)?))).collect()
+        [Input::U32, Input::F32].iter().map(|i| Ok((kernel(*i), tile_config(kernel(*i), 1 << 28)?))).collect()
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -284,13 +272,13 @@ impl Kernel for Scan {
     }
 
     fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
-        Ok(vec![Variant::new(options.input.name(), options.input.kernel())])
+        Ok(vec![Variant::new(options.input.name(), kernel(options.input))])
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let n = options.n;
         require(n >= 1, || "scan needs n >= 1".into())?;
-        gpu.validate(options.input.kernel(), &tile_config(options.input.kernel(), n)?)?;
+        gpu.validate(kernel(options.input), &tile_config(kernel(options.input), n)?)?;
         gpu.ensure_fits("the scan's input and output", 8 * n as u64)?;
         let scanner = Scanner::new(gpu, n)?;
         let data = match options.input {
