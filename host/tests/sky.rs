@@ -160,3 +160,24 @@ fn bad_sources_options_and_images_exit_with_a_message() {
     let help = host(&["sources", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("on the GPU"));
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // The PTX is megabytes: far more than a pipe holds, so the host is still writing when the
+    // reader goes away, as with `host ptx | head`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("ptx")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the host binary runs");
+    let mut start = [0u8; 64];
+    child.stdout.take().expect("its stdout").read_exact(&mut start).expect("the PTX's first bytes");
+    let mut stderr = String::new();
+    child.stderr.take().expect("its stderr").read_to_string(&mut stderr).expect("its stderr");
+    child.wait().expect("the host ends");
+    assert!(String::from_utf8_lossy(&start).contains("NVVM"), "{}", String::from_utf8_lossy(&start));
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
