@@ -343,11 +343,11 @@ fn run_cli() -> Result<()> {
 
 /// An error ends the program with its chain of causes on one line and exit code 1.
 fn main() -> ExitCode {
+    #[cfg(unix)]
     // SAFETY: at start-up, before any other thread exists, the default action is restored for
     // SIGPIPE (Rust's runtime ignores it): output piped into a command that stops reading
     // (`host ptx | head`) then ends the program quietly, as it ends any Unix tool, instead of
     // `println!` panicking on the closed pipe.
-    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
