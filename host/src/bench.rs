@@ -106,13 +106,10 @@ fn pipeline_rows(gpu: &Gpu, quick: bool, peers: Option<&Value>, seed: u64) -> Re
         let pipeline = sources::gpu::Pipeline::new(gpu, &image)?;
         let (cpu, cpu_ms) = timed(|| sources::find(&image, &settings));
         // A warm-up run, then the timed ones; the last one's result is checked.
-        let mut found = pipeline.find(&image, &settings)?;
-        let mut samples = Vec::new();
-        for _ in 0..PIPELINE_RUNS {
-            let (run, ms) = timed(|| pipeline.find(&image, &settings));
-            found = run?;
-            samples.push(ms);
-        }
+        pipeline.find(&image, &settings)?;
+        let mut runs = pipeline.runs(&image, &settings, PIPELINE_RUNS)?;
+        let samples = runs.iter().map(sources::Found::total_ms).collect();
+        let mut found = runs.pop().context("the pipeline ran at least once")?;
         found.labels = pipeline.labels()?;
         let checks = sources::compare(&found, &cpu?);
         let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.what.as_str()).collect();

@@ -127,6 +127,15 @@ impl<'g> Pipeline<'g> {
         })
     }
 
+    /// [`Pipeline::find`] `runs` times (at least once) on the uploaded image, each run's result
+    /// and stage times in order: what `host sources --runs` and `host bench` time.
+    pub fn runs(&self, image: &Image, settings: &Settings, runs: usize) -> GpuResult<Vec<Found>> {
+        if runs == 0 {
+            return Err(GpuError::InvalidInput("the pipeline needs at least 1 run".into()));
+        }
+        (0..runs).map(|_| self.find(image, settings)).collect()
+    }
+
     /// The label image of the last [`Pipeline::find`], row by row.
     pub fn labels(&self) -> GpuResult<Vec<u32>> {
         self.gpu.download("the labels", self.labeler.labels(), self.width * self.height)

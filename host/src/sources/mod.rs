@@ -125,6 +125,13 @@ pub struct Found {
     pub stages: Vec<Stage>,
 }
 
+impl Found {
+    /// The stages' time together, wall clock.
+    pub fn total_ms(&self) -> f64 {
+        self.stages.iter().map(|s| s.ms).sum()
+    }
+}
+
 /// An error unless `image` is a usable image: its pixels make its shape, and the labels (u32,
 /// as SciPy's are int32) can number them.
 fn check_shape(image: &Image) -> GpuResult<()> {
@@ -363,16 +370,13 @@ fn find_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> G
     let gpu = Gpu::new()?;
     let (pipeline, upload_ms) = timed(|| gpu::Pipeline::new(&gpu, image));
     let pipeline = pipeline?;
-    let mut found = Vec::new();
-    for _ in 0..runs {
-        found.push(pipeline.find(image, settings)?);
-    }
-    let totals = found.iter().map(|f| f.stages.iter().map(|s| s.ms).sum()).collect();
+    let mut found = pipeline.runs(image, settings, runs as usize)?;
+    let totals = found.iter().map(Found::total_ms).collect();
     let mut stages = vec![Stage { name: "upload", ms: upload_ms }];
     for (i, stage) in found[0].stages.iter().enumerate() {
         stages.push(Stage { name: stage.name, ms: median_of(found.iter().map(|f| f.stages[i].ms).collect()) });
     }
-    let mut last = found.pop().ok_or_else(|| GpuError::InvalidInput("--runs must be at least 1".into()))?;
+    let mut last = found.pop().ok_or_else(|| GpuError::InvalidInput("the pipeline needs at least 1 run".into()))?;
     if labels {
         let (copied, ms) = timed(|| pipeline.labels());
         last.labels = copied?;
