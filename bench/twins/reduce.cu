@@ -35,17 +35,6 @@ static __device__ __forceinline__ T block_sum(T value, T zero, T* totals) {
     return total;
 }
 
-static __device__ __forceinline__ bool last_block(unsigned* ticket) {
-    __shared__ unsigned last;
-    if (threadIdx.x == 0) {
-        __threadfence();
-        unsigned blocks = gridDim.x;
-        last = atomicInc(ticket, blocks - 1) == blocks - 1;
-    }
-    __syncthreads();
-    return last != 0;
-}
-
 static __device__ __forceinline__ void finish(double partial, double* partials, unsigned* ticket, double* sum) {
     unsigned tid = threadIdx.x;
     if (tid == 0) partials[blockIdx.x] = partial;

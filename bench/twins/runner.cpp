@@ -935,8 +935,9 @@ struct Runner {
         }
     }
 
-    // Radix select's median of 2^22 values (host/src/ops/select.rs): each pass's count and find
-    // on its own, the state and histogram each one starts from prepared here from the sorted keys.
+    // Radix select's median of 2^22 values (host/src/ops/select.rs): each pass on its own (its
+    // count, then its last block's find), the state it starts from prepared here from the
+    // sorted keys.
     void select() {
         const size_t n = 1u << 22;
         auto vh = random_f32(n, 19);
@@ -958,31 +959,22 @@ struct Runner {
         }
         std::sort(keys.begin(), keys.end());
         const unsigned ranks[2] = {(unsigned)((n - 1) / 2), (unsigned)(n / 2)};
-        // The state before each pass (index 3: after the last) and each pass's histogram.
+        // The state before each pass (index 3: after the last).
         std::vector<std::vector<unsigned>> states(4, std::vector<unsigned>(SELECT_STATE_WORDS, 0));
-        std::vector<std::vector<unsigned>> hists(3, std::vector<unsigned>(SELECT_HISTOGRAM_LEN, 0));
         for (int pass = 0; pass < 3 && !keys.empty(); ++pass) {
             std::vector<unsigned>& st = states[pass + 1];
             st[SELECT_STATE_COUNT] = (unsigned)n;
-            unsigned m = mask(pass), next = pass == 2 ? ~0u : mask(pass + 1);
-            unsigned prefix[2], found[2];
+            unsigned next = pass == 2 ? ~0u : mask(pass + 1);
+            unsigned found[2];
             for (int s = 0; s < 2; ++s) {
-                prefix[s] = keys[ranks[s]] & m;
                 found[s] = keys[ranks[s]] & next;
                 size_t below = std::lower_bound(keys.begin(), keys.end(), found[s]) - keys.begin();
                 st[SELECT_STATE_PREFIX + s] = found[s];
                 st[SELECT_STATE_RANK + s] = ranks[s] - (unsigned)below;
             }
-            bool split = prefix[0] != prefix[1];
-            unsigned digit = (1u << bits[pass]) - 1;
-            for (unsigned k : keys) {
-                unsigned top = k & m, d = (k >> shift(pass)) & digit;
-                if (top == prefix[0]) ++hists[pass][d];
-                else if (split && top == prefix[1]) ++hists[pass][SELECT_RADIX + d];
-            }
         }
         const double lo = -INFINITY, hi = INFINITY;
-        unsigned grid = std::min<unsigned>(blocks(n / 4, SELECT_COUNT_BLOCK), SELECT_COUNT_BLOCKS_PER_SM * sms);
+        unsigned grid = std::min<unsigned>(blocks(n / 4, SELECT_COUNT_BLOCK * SELECT_COUNT_QUADS), SELECT_COUNT_BLOCKS_PER_SM * sms);
         auto expect_words = [](std::vector<unsigned> want, size_t words, const char* what) {
             return [want, words, what](const std::vector<unsigned char>& out) -> std::string {
                 for (size_t i = 0; i < words; ++i) {
@@ -1000,27 +992,13 @@ struct Runner {
             c.kernel = "select_count_vec4", c.size = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
             c.unit = "GB/s", c.work = 4.0 * n;
             c.shape = {grid, 1, SELECT_COUNT_BLOCK, 1, 0};
-            c.args.slice(values, n).add(lo).add(hi).add(pass).ptr(state).ptr(histogram);
-            c.out = histogram, c.compare = Compare::Exact;
-            std::vector<unsigned> before = states[pass];
-            c.setup = [state, before] {
-                CK(cuMemcpyHtoD(state->ptr, before.data(), 4 * before.size()));
-            };
-            c.reset = [histogram](CUstream s) { CK(cuMemsetD32Async(histogram->ptr, 0, SELECT_HISTOGRAM_LEN, s)); };
-            c.reference = expect_words(hists[pass], SELECT_HISTOGRAM_LEN, "bin");
-            run(c);
-        }
-        for (unsigned pass = 0; pass < 3; ++pass) {
-            Case c;
-            c.kernel = "select_find", c.size = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
-            c.unit = "GB/s", c.work = 4.0 * SELECT_HISTOGRAM_LEN;
-            c.shape = {1, 1, SELECT_FIND_BLOCK, 1, 0};
-            c.args.ptr(histogram).add(pass).add(0u).add((unsigned)SELECT_FIND_MEDIAN).ptr(state);
+            c.args.slice(values, n).add(lo).add(hi).add(pass).add(0u).add((unsigned)SELECT_FIND_MEDIAN).ptr(state).ptr(histogram);
             c.out = state, c.compare = Compare::Exact;
-            // The find zeroes the histogram and rewrites the state: both restored before each launch.
-            std::vector<unsigned> hist = hists[pass], before = states[pass];
-            c.reset = [histogram, state, hist, before](CUstream s) {
-                CK(cuMemcpyHtoDAsync(histogram->ptr, hist.data(), 4 * hist.size(), s));
+            // The pass's last block finds, zeroes the histogram and rewrites the state (its
+            // ticket back at zero): the state before the pass is restored before each launch.
+            std::vector<unsigned> before = states[pass];
+            c.reset = [histogram, state, before](CUstream s) {
+                CK(cuMemsetD32Async(histogram->ptr, 0, SELECT_HISTOGRAM_LEN, s));
                 CK(cuMemcpyHtoDAsync(state->ptr, before.data(), 4 * before.size(), s));
             };
             c.reference = expect_words(states[pass + 1], SELECT_STATE_WORDS, "state");

@@ -1,5 +1,5 @@
 // Twin of kernels/src/select.rs (key, digits and state layout: interface/src/select.rs and
-// window.rs): radix select, three counting passes and the finds between them.
+// window.rs): radix select, three counting passes, each ending with its last block's find.
 #include "twins.cuh"
 
 namespace select_twin {
@@ -73,47 +73,12 @@ __device__ __forceinline__ void count(unsigned* bins, unsigned bucket) {
 
 }  // namespace select_twin
 
-extern "C" __global__ void select_count_vec4(const float* __restrict__ values, size_t len, double low, double high,
-                                             unsigned pass_, const unsigned* state, unsigned* histogram) {
-    using namespace select_twin;
-    size_t pass = pass_;
-    if (pass > 0 && state[SELECT_STATE_EMPTY] != 0) return;
-    Digits digits(low, high, pass, state);
-    __shared__ unsigned bins[SELECT_HISTOGRAM_LEN];
-    size_t tid = threadIdx.x, threads = blockDim.x;
-    for (size_t s = 0; s < digits.slots(); ++s)
-        for (size_t b = tid; b < digits.buckets(); b += threads) bins[s * SELECT_RADIX + b] = 0;
-    __syncthreads();
-
-    size_t quads = len / 4, stride = grid_threads(), lane = threadIdx.x % 32;
-    const float4* values4 = reinterpret_cast<const float4*>(values);
-    for (size_t warp_quad = global_index() - lane; warp_quad < quads; warp_quad += stride) {
-        size_t q = warp_quad + lane;
-        float4 quad = q < quads ? values4[q] : make_float4(NAN, NAN, NAN, NAN);
-        count(bins, digits.bucket(quad.x));
-        count(bins, digits.bucket(quad.y));
-        count(bins, digits.bucket(quad.z));
-        count(bins, digits.bucket(quad.w));
-    }
-    if (global_index() - lane == 0) {
-        size_t tail = 4 * quads + lane;
-        count(bins, digits.bucket(tail < len ? values[tail] : NAN));
-    }
-    __syncthreads();
-
-    for (size_t s = 0; s < digits.slots(); ++s)
-        for (size_t b = tid; b < digits.buckets(); b += threads) {
-            unsigned c = bins[s * SELECT_RADIX + b];
-            if (c != 0) atomicAdd(histogram + s * SELECT_RADIX + b, c);
-        }
-}
-
 namespace select_twin {
 
-// Inclusive prefix sums over the block (SELECT_FIND_BLOCK threads) for both slots, and totals.
+// Inclusive prefix sums over the block (SELECT_COUNT_BLOCK threads) for both slots, and totals.
 __device__ __forceinline__ void block_scan(unsigned inclusive[SELECT_SLOTS], unsigned totals[SELECT_SLOTS],
                                            unsigned* sums) {
-    const unsigned warps = SELECT_FIND_BLOCK / 32;
+    const unsigned warps = SELECT_COUNT_BLOCK / 32;
     unsigned lane = threadIdx.x % 32;
     size_t warp = threadIdx.x / 32;
     for (unsigned delta = 1; delta < 32; delta *= 2)
@@ -125,14 +90,16 @@ __device__ __forceinline__ void block_scan(unsigned inclusive[SELECT_SLOTS], uns
         for (int s = 0; s < SELECT_SLOTS; ++s) sums[s * warps + warp] = inclusive[s];
     __syncthreads();
     if (warp == 0) {
-        unsigned warp_sums[SELECT_SLOTS];
-        for (int s = 0; s < SELECT_SLOTS; ++s) warp_sums[s] = sums[s * warps + lane];
+        unsigned warp_sums[SELECT_SLOTS] = {};
+        if (lane < warps)
+            for (int s = 0; s < SELECT_SLOTS; ++s) warp_sums[s] = sums[s * warps + lane];
         for (unsigned delta = 1; delta < 32; delta *= 2)
             for (int s = 0; s < SELECT_SLOTS; ++s) {
                 unsigned below = __shfl_up_sync(0xFFFFFFFFu, warp_sums[s], delta);
                 if (lane >= delta) warp_sums[s] += below;
             }
-        for (int s = 0; s < SELECT_SLOTS; ++s) sums[s * warps + lane] = warp_sums[s];
+        if (lane < warps)
+            for (int s = 0; s < SELECT_SLOTS; ++s) sums[s * warps + lane] = warp_sums[s];
     }
     __syncthreads();
     for (int s = 0; s < SELECT_SLOTS; ++s) {
@@ -143,12 +110,13 @@ __device__ __forceinline__ void block_scan(unsigned inclusive[SELECT_SLOTS], uns
 
 }  // namespace select_twin
 
-extern "C" __global__ void select_find(unsigned* histogram, unsigned pass_, unsigned rank, unsigned median,
-                                       unsigned* state) {
-    using namespace select_twin;
-    size_t pass = pass_;
-    if (pass > 0 && state[SELECT_STATE_EMPTY] != 0) return;
-    __shared__ unsigned sums[SELECT_SLOTS * SELECT_FIND_BLOCK / 32];
+namespace select_twin {
+
+// The find after pass `pass`, by the last block of the pass (volatile reads: other blocks added
+// to the histogram during this launch).
+__device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned rank, unsigned median,
+                                     unsigned* state) {
+    __shared__ unsigned sums[SELECT_SLOTS * SELECT_COUNT_BLOCK / 32];
     unsigned prefix[SELECT_SLOTS];
     prefixes(pass, state, prefix);
     bool split = prefix[0] != prefix[1];
@@ -159,10 +127,10 @@ extern "C" __global__ void select_find(unsigned* histogram, unsigned pass_, unsi
     for (int j = 0; j < SELECT_FIND_BUCKETS; ++j) {
         size_t b = first + j;
         if (b < buckets) {
-            counts[0][j] = histogram[b];
+            counts[0][j] = ((volatile unsigned*)histogram)[b];
             histogram[b] = 0;
             if (split) {
-                counts[1][j] = histogram[SELECT_RADIX + b];
+                counts[1][j] = ((volatile unsigned*)histogram)[SELECT_RADIX + b];
                 histogram[SELECT_RADIX + b] = 0;
             } else {
                 counts[1][j] = counts[0][j];
@@ -205,4 +173,53 @@ extern "C" __global__ void select_find(unsigned* histogram, unsigned pass_, unsi
             below += c;
         }
     }
+}
+
+}  // namespace select_twin
+
+extern "C" __global__ void select_count_vec4(const float* __restrict__ values, size_t len, double low, double high,
+                                             unsigned pass_, unsigned rank, unsigned median, unsigned* state,
+                                             unsigned* histogram) {
+    using namespace select_twin;
+    size_t pass = pass_;
+    if (pass > 0 && state[SELECT_STATE_EMPTY] != 0) return;
+    Digits digits(low, high, pass, state);
+    __shared__ unsigned bins[SELECT_HISTOGRAM_LEN];
+    size_t tid = threadIdx.x, threads = blockDim.x;
+    for (size_t s = 0; s < digits.slots(); ++s)
+        for (size_t b = tid; b < digits.buckets(); b += threads) bins[s * SELECT_RADIX + b] = 0;
+    __syncthreads();
+
+    size_t quads = len / 4, stride = grid_threads(), lane = threadIdx.x % 32;
+    const float4* values4 = reinterpret_cast<const float4*>(values);
+    // SELECT_COUNT_QUADS loads in flight before any is counted.
+    for (size_t warp_quad = global_index() - lane; warp_quad < quads; warp_quad += SELECT_COUNT_QUADS * stride) {
+        float4 batch[SELECT_COUNT_QUADS];
+#pragma unroll
+        for (int u = 0; u < SELECT_COUNT_QUADS; ++u) {
+            size_t q = warp_quad + u * stride + lane;
+            batch[u] = q < quads ? values4[q] : make_float4(NAN, NAN, NAN, NAN);
+        }
+#pragma unroll
+        for (int u = 0; u < SELECT_COUNT_QUADS; ++u) {
+            count(bins, digits.bucket(batch[u].x));
+            count(bins, digits.bucket(batch[u].y));
+            count(bins, digits.bucket(batch[u].z));
+            count(bins, digits.bucket(batch[u].w));
+        }
+    }
+    if (global_index() - lane == 0) {
+        size_t tail = 4 * quads + lane;
+        count(bins, digits.bucket(tail < len ? values[tail] : NAN));
+    }
+    __syncthreads();
+
+    for (size_t s = 0; s < digits.slots(); ++s)
+        for (size_t b = tid; b < digits.buckets(); b += threads) {
+            unsigned c = bins[s * SELECT_RADIX + b];
+            if (c != 0) atomicAdd(histogram + s * SELECT_RADIX + b, c);
+        }
+    __threadfence();  // every thread's adds before the block's ticket
+    __syncthreads();
+    if (last_block(state + SELECT_STATE_TICKET)) find(histogram, pass, rank, median, state);
 }

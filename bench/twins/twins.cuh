@@ -14,3 +14,16 @@ static __device__ __forceinline__ size_t global_index() {
 static __device__ __forceinline__ size_t grid_threads() {
     return (size_t)blockDim.x * (size_t)gridDim.x;
 }
+
+// Whether this block is the last of the grid to get here (the Rust `last_block`): thread 0
+// fences and draws a self-resetting ticket.
+static __device__ __forceinline__ bool last_block(unsigned* ticket) {
+    __shared__ unsigned last;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        unsigned blocks = gridDim.x;
+        last = atomicInc(ticket, blocks - 1) == blocks - 1;
+    }
+    __syncthreads();
+    return last != 0;
+}

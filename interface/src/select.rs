@@ -21,12 +21,13 @@ pub const SLOTS: usize = 2;
 pub const HISTOGRAM_LEN: usize = SLOTS * RADIX;
 /// Threads per block of `select_count_vec4` (a multiple of 32: its loop runs whole warps).
 pub const COUNT_BLOCK: usize = 512;
-/// Blocks per SM of `select_count_vec4`'s grid, at most: its 16 KiB of bins leave room for four.
-pub const COUNT_BLOCKS_PER_SM: usize = 4;
-/// Threads of `select_find`'s one block: each scans `RADIX / FIND_BLOCK` buckets.
-pub const FIND_BLOCK: usize = 1024;
-/// Buckets per thread of `select_find`.
-pub const FIND_BUCKETS: usize = RADIX / FIND_BLOCK;
+/// Blocks per SM of `select_count_vec4`'s grid, at most: as many as its registers (a batch of
+/// quads in flight per thread) let run at once.
+pub const COUNT_BLOCKS_PER_SM: usize = 2;
+/// 16-byte quads each thread of `select_count_vec4` loads before counting them.
+pub const COUNT_QUADS: usize = 4;
+/// Buckets per thread of the find, which the last block of a pass runs.
+pub const FIND_BUCKETS: usize = RADIX / COUNT_BLOCK;
 
 /// Words (u32) of the state: where each word lives.
 pub const STATE_WORDS: usize = 8;
@@ -39,10 +40,13 @@ pub const STATE_RANK: usize = 2;
 /// Each slot's key prefix found so far, the lower bits zero (two words); the whole key after
 /// the last pass.
 pub const STATE_PREFIX: usize = 4;
+/// The ticket each block of a pass draws when its counts are in: the last one finds. Zero
+/// between launches (it wraps back to zero with the last draw).
+pub const STATE_TICKET: usize = 6;
 
-/// `select_find`'s `median` argument: the two middle ranks, from the count.
+/// `select_count_vec4`'s `median` argument: the two middle ranks, from the count.
 pub const FIND_MEDIAN: u32 = 1;
-/// `select_find`'s `median` argument: `rank` in both slots.
+/// `select_count_vec4`'s `median` argument: `rank` in both slots.
 pub const FIND_RANK: u32 = 0;
 
 /// The key that orders f32 values as unsigned integers: a positive value (sign bit 0) gets its
@@ -117,6 +121,6 @@ mod tests {
         assert_eq!((prefix_mask(0), prefix_mask(1), prefix_mask(2)), (0, 0xFFE0_0000, 0xFFFF_FC00));
         assert_eq!(DIGIT_BITS.iter().sum::<u32>(), 32);
         assert!(DIGIT_BITS.iter().all(|&b| (1usize << b) <= RADIX));
-        assert_eq!(RADIX % FIND_BLOCK, 0);
+        assert_eq!(RADIX % COUNT_BLOCK, 0);
     }
 }

@@ -38,7 +38,39 @@ pub mod transpose;
 pub mod vector_add;
 
 use core::arch::asm;
+use cuda_std::shared_array;
 use cuda_std::thread;
+
+/// `*ticket += 1` modulo `limit + 1` (`atom.inc` wraps to 0 after `limit`), returning the
+/// ticket drawn.
+#[inline(always)]
+unsafe fn draw_ticket(ticket: *mut u32, limit: u32) -> u32 {
+    let old: u32;
+    asm!("atom.global.inc.u32 {o}, [{p}], {l};", o = out(reg32) old, p = in(reg64) ticket, l = in(reg32) limit);
+    old
+}
+
+/// Whether this block is the last of the grid to get here: how a kernel finishes in one launch
+/// what needs every block's result (the reduction's partials, a selection pass's counts).
+/// Thread 0 writes the block's result before the call, and its fence makes the result visible
+/// to every block before the ticket counts it, so the last block sees them all. (Where other
+/// threads write it, each fences and the block meets at a barrier before the call.) The ticket
+/// returns to 0 with the last draw.
+///
+/// # Safety
+/// Every thread of the block calls it together; `ticket` is valid, and at 0 when the launch
+/// began (else the result is wrong, though every access stays in bounds).
+#[inline(always)]
+pub unsafe fn last_block(ticket: *mut u32) -> bool {
+    let last = shared_array![u32; 1];
+    if thread::thread_idx_x() == 0 {
+        thread::device_fence();
+        let blocks = thread::grid_dim_x();
+        *last = (draw_ticket(ticket, blocks - 1) == blocks - 1) as u32;
+    }
+    thread::sync_threads();
+    *last != 0
+}
 
 /// Bit `l` set where lane `l`'s `condition` holds; every lane of the warp takes part.
 ///

@@ -27,13 +27,17 @@
 //!          -> prefix 0x1fc << 11 | 0x004 (22 bits), rank 2 inside it, for pass 2
 //! ```
 //!
-//! **Between passes** (`select_find`, one block): a prefix sum over the buckets finds the one
-//! holding rank k and the rank left inside it (k minus the values in lower buckets); the
-//! bucket's digit extends the prefix. Both live in a few words of GPU memory (the layout is
-//! `interface::select::STATE_*`), so the next pass reads them there: three passes and three
-//! finds go back to back on the stream, with no copy to the host between them. The first
-//! find also counts the window's values (its histogram's total), so a median needs no count
-//! in advance; it zeroes the bins it read, so they are zero for the next pass and the next call.
+//! **Between passes** the bucket holding rank k is found: a prefix sum over the buckets finds
+//! it and the rank left inside it (k minus the values in lower buckets), and the bucket's
+//! digit extends the prefix. Both live in a few words of GPU memory (the layout is
+//! `interface::select::STATE_*`), so the next pass reads them there: three launches go back to
+//! back on the stream, with no copy to the host between them. The pass's own last block does
+//! this find, as the reduction's last block adds the partials: each block draws a ticket once
+//! its counts are in the global histogram, and the block that draws the last one knows that
+//! every count is there. At an image's size a pass takes a few microseconds, so a separate
+//! one-block launch for the find would cost about as much again. The first find also counts
+//! the window's values (its histogram's total), so a median needs no count in advance; each
+//! find zeroes the bins it read, so they are zero for the next pass and the next call.
 //!
 //! **The median** of an even count is the mean of two ranks, which share every bucket until
 //! some pass parts them. Each pass therefore searches two slots, each with its own prefix and
@@ -50,17 +54,22 @@
 //! pass runs at the speed its bytes arrive. Passes after the first usually find the values in
 //! L2.
 
-use crate::{global_index, grid_threads, load_quad, shared_address};
+use crate::{global_index, grid_threads, last_block, load_quad, shared_address, unroll};
+use core::ptr::read_volatile;
 use core::arch::asm;
 use core::sync::atomic::Ordering;
 use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
 use interface::select::{
-    digit_bits, key, prefix_mask, shift, FIND_BLOCK, FIND_BUCKETS, FIND_MEDIAN, HISTOGRAM_LEN, RADIX, SLOTS,
-    STATE_COUNT, STATE_EMPTY, STATE_PREFIX, STATE_RANK,
+    digit_bits, key, prefix_mask, shift, COUNT_BLOCK, COUNT_QUADS, FIND_BUCKETS, FIND_MEDIAN, HISTOGRAM_LEN, RADIX, SLOTS,
+    STATE_COUNT, STATE_EMPTY, STATE_PREFIX, STATE_RANK, STATE_TICKET,
 };
 use interface::window::Window;
+
+// The count loop's batch is unrolled by hand (`unroll!` over 0..4), and the find's block scan
+// gives each warp's total a lane of one warp.
+const _: () = assert!(COUNT_QUADS == 4 && COUNT_BLOCK / 32 <= 32);
 
 /// The bucket of a value no slot counts.
 const NONE: u32 = u32::MAX;
@@ -186,14 +195,28 @@ unsafe fn count(local: u32, bucket: u32) {
     }
 }
 
+/// Pass `pass` of the selection of rank `rank` (or of the two middle ranks when `median` is
+/// [`FIND_MEDIAN`]) among the `values` inside `low < v < high`: counts into `histogram`, then
+/// the last block finds the bucket and writes it to `state`.
+///
 /// # Safety
 /// The launcher (`SelectCountArgs` on the host) guarantees: `values` starts 16-byte aligned
 /// and holds fewer than 2^32 values; `state` holds `interface::select::STATE_WORDS` words,
-/// written by `select_find` of the passes before `pass` (any words for pass 0, which reads
-/// none of them); `histogram` holds `HISTOGRAM_LEN` counters and overlaps neither; `pass` is
-/// below `PASSES`; blocks of `COUNT_BLOCK` threads (a multiple of 32), any one-dimensional grid.
+/// written by the passes before `pass` (any words for pass 0, which reads none of them, but
+/// its ticket word zero: else the find is wrong, though every access stays in bounds);
+/// `histogram` holds `HISTOGRAM_LEN` counters, zero; the three overlap nowhere; `pass` is below
+/// `PASSES`; blocks of `COUNT_BLOCK` threads, any one-dimensional grid.
 #[kernel]
-pub unsafe fn select_count_vec4(values: &[f32], low: f64, high: f64, pass: u32, state: *const u32, histogram: *mut u32) {
+pub unsafe fn select_count_vec4(
+    values: &[f32],
+    low: f64,
+    high: f64,
+    pass: u32,
+    rank: u32,
+    median: u32,
+    state: *mut u32,
+    histogram: *mut u32,
+) {
     let pass = pass as usize;
     // Uniform over the grid: every thread leaves before the first barrier.
     if pass > 0 && *state.add(STATE_EMPTY) != 0 {
@@ -216,15 +239,24 @@ pub unsafe fn select_count_vec4(values: &[f32], low: f64, high: f64, pass: u32, 
     let quads = values.len() / 4;
     let stride = grid_threads();
     let lane = lane() as usize;
-    // The warp's first quad: the loop condition is the same for all its lanes.
+    // The warp's first quad: the loop condition is the same for all its lanes. Each trip loads
+    // COUNT_QUADS quads, a grid stride apart, before counting any: their loads are in flight
+    // together, where one at a time would wait out the memory's latency once per quad.
     let mut warp_quad = global_index() - lane;
     while warp_quad < quads {
-        let q = warp_quad + lane;
-        let quad = if q < quads { load_quad(values, q).0 } else { [f32::NAN; 4] };
-        for j in 0..4 {
-            count(local, digits.bucket(quad[j]));
-        }
-        warp_quad += stride;
+        let mut batch = [[f32::NAN; 4]; COUNT_QUADS];
+        unroll!([0, 1, 2, 3], |u| {
+            let q = warp_quad + u * stride + lane;
+            if q < quads {
+                batch[u] = load_quad(values, q).0;
+            }
+        });
+        unroll!([0, 1, 2, 3], |u| {
+            for j in 0..4 {
+                count(local, digits.bucket(batch[u][j]));
+            }
+        });
+        warp_quad += COUNT_QUADS * stride;
     }
     // The last `n % 4` values, one each for the first lanes of the grid's first warp.
     if global_index() - lane == 0 {
@@ -244,13 +276,19 @@ pub unsafe fn select_count_vec4(values: &[f32], low: f64, high: f64, pass: u32, 
             b += threads;
         }
     }
+    // Every thread's adds before the block's ticket.
+    thread::device_fence();
+    thread::sync_threads();
+    if last_block(state.add(STATE_TICKET)) {
+        find(histogram, pass, rank, median, state);
+    }
 }
 
-/// Inclusive prefix sums of `value` over the block (of [`FIND_BLOCK`] threads) for both slots,
+/// Inclusive prefix sums of `value` over the block (of [`COUNT_BLOCK`] threads) for both slots,
 /// and the block's totals; `sums` is shared scratch of `SLOTS` words per warp.
 #[inline(always)]
 unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32; SLOTS]) {
-    const WARPS: usize = FIND_BLOCK / 32;
+    const WARPS: usize = COUNT_BLOCK / 32;
     let lane = lane();
     let warp = thread::thread_idx_x() as usize / 32;
     let mut inclusive = value;
@@ -272,8 +310,10 @@ unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32
     thread::sync_threads();
     if warp == 0 {
         let mut warp_sums = [0; SLOTS];
-        for s in 0..SLOTS {
-            warp_sums[s] = *sums.add(s * WARPS + lane as usize);
+        if (lane as usize) < WARPS {
+            for s in 0..SLOTS {
+                warp_sums[s] = *sums.add(s * WARPS + lane as usize);
+            }
         }
         let mut delta = 1;
         while delta < 32 {
@@ -285,8 +325,10 @@ unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32
             }
             delta *= 2;
         }
-        for s in 0..SLOTS {
-            *sums.add(s * WARPS + lane as usize) = warp_sums[s];
+        if (lane as usize) < WARPS {
+            for s in 0..SLOTS {
+                *sums.add(s * WARPS + lane as usize) = warp_sums[s];
+            }
         }
     }
     thread::sync_threads();
@@ -300,18 +342,16 @@ unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32
     (inclusive, totals)
 }
 
+/// The find after pass `pass`, by the one block that runs it: reads and zeroes the histogram
+/// (volatile: other blocks added to it during this launch), and writes the bucket of each
+/// slot's rank to `state`.
+///
 /// # Safety
-/// The launcher (`SelectFindArgs` on the host) guarantees: `histogram` holds `HISTOGRAM_LEN`
-/// counters, filled by `select_count_vec4` of this `pass` (below `PASSES`) and zero where it did
-/// not count; `state` holds `STATE_WORDS` words, written by the finds of the passes before
-/// (any words for pass 0) and overlapping nothing else; one block of `FIND_BLOCK` threads.
-#[kernel]
-pub unsafe fn select_find(histogram: *mut u32, pass: u32, rank: u32, median: u32, state: *mut u32) {
-    let pass = pass as usize;
-    if pass > 0 && *state.add(STATE_EMPTY) != 0 {
-        return;
-    }
-    let sums = shared_array![u32; SLOTS * FIND_BLOCK / 32];
+/// As for [`select_count_vec4`], once every block's counts are in `histogram`; every thread of
+/// the block calls it.
+#[inline(always)]
+unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, median: u32, state: *mut u32) {
+    let sums = shared_array![u32; SLOTS * COUNT_BLOCK / 32];
     let prefix = prefixes(pass, state);
     let split = prefix[0] != prefix[1];
     let buckets = 1usize << digit_bits(pass);
@@ -322,10 +362,10 @@ pub unsafe fn select_find(histogram: *mut u32, pass: u32, rank: u32, median: u32
     for j in 0..FIND_BUCKETS {
         let b = first + j;
         if b < buckets {
-            counts[0][j] = *histogram.add(b);
+            counts[0][j] = read_volatile(histogram.add(b));
             *histogram.add(b) = 0;
             counts[1][j] = if split {
-                let c = *histogram.add(RADIX + b);
+                let c = read_volatile(histogram.add(RADIX + b));
                 *histogram.add(RADIX + b) = 0;
                 c
             } else {

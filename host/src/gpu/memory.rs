@@ -2,7 +2,11 @@
 //! accumulators and copies back.
 
 use super::{CudaContext, Gpu, GpuError, GpuResult};
-use cust::memory::{mem_get_info, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::memory::{
+    mem_get_info, AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, LockedBuffer,
+};
+use cust::stream::Stream;
+use std::cell::RefCell;
 
 impl Gpu {
     /// Fails with a clear message unless `bytes` more fit in the free GPU memory.
@@ -59,5 +63,39 @@ impl Gpu {
         let mut host = vec![T::default(); len];
         buffer.index(..len).copy_to(&mut host[..]).during(format!("copying {} back", what))?;
         Ok(host)
+    }
+}
+
+/// A few values a kernel computes, read back through page-locked host memory. The copy is
+/// queued on the stream that computes them, right behind the kernel, and the wait is for that
+/// stream alone. A plain copy into pageable memory goes through a staging buffer and, being
+/// synchronous, waits for every stream: where a pipeline reads a small answer between short
+/// kernels, that latency is time the GPU sits idle.
+pub struct Readback<T: DeviceCopy> {
+    host: RefCell<LockedBuffer<T>>,
+}
+
+impl<T: DeviceCopy + Default> Readback<T> {
+    /// Room for `len` values.
+    pub fn new(len: usize) -> GpuResult<Self> {
+        let host = LockedBuffer::new(&T::default(), len.max(1)).during("allocating page-locked host memory")?;
+        Ok(Self { host: RefCell::new(host) })
+    }
+
+    /// The first `N` values of `from`, once `stream` has run everything queued on it.
+    pub fn read<const N: usize>(&self, what: &str, stream: &Stream, from: &DeviceSlice<T>) -> GpuResult<[T; N]> {
+        if N > from.len() || N > self.host.borrow().len() {
+            return Err(GpuError::InvalidInput(format!("reading {} values of {} back: there are fewer", N, what)));
+        }
+        let mut host = self.host.borrow_mut();
+        // SAFETY: the copy writes `N` values into page-locked memory that is `N` long, borrowed
+        // mutably until the stream has run the copy (the synchronize below), so nothing else reads
+        // or writes it meanwhile. When the stream reports an error instead, the context is
+        // unusable and runs no later work, the copy included.
+        unsafe { from.index(..N).async_copy_to(&mut host[..N], stream) }.during(format!("copying {} back", what))?;
+        stream.synchronize().during(format!("computing {}", what))?;
+        let mut out = [T::default(); N];
+        out.copy_from_slice(&host[..N]);
+        Ok(out)
     }
 }

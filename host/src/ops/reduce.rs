@@ -8,12 +8,13 @@ use crate::check::Check;
 use crate::data::random_in;
 use crate::gpu::{
     blocks, refuse, require, require_aligned, require_disjoint, require_len, CudaContext, Gpu, GpuError, GpuResult,
-    KernelArgs, LaunchConfig, Params,
+    KernelArgs, LaunchConfig, Params, Readback,
 };
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use crate::sources::stats;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::memory::{DeviceBuffer, DeviceSlice};
+use cust::stream::Stream;
 use interface::reduce::{
     grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_COUNT, MOMENTS_FIELDS, MOMENTS_M2,
     MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
@@ -197,6 +198,7 @@ pub struct ScratchBuffers {
     partials: DeviceBuffer<f64>,
     ticket: DeviceBuffer<u32>,
     result: DeviceBuffer<f64>,
+    readback: Readback<f64>,
 }
 
 impl ScratchBuffers {
@@ -206,19 +208,16 @@ impl ScratchBuffers {
         let partials = DeviceBuffer::<f64>::zeroed(partials.max(1)).during("allocating reduction partials")?;
         let ticket = DeviceBuffer::<u32>::zeroed(1).during("allocating the reduction ticket")?;
         let result = DeviceBuffer::<f64>::zeroed(MOMENTS_FIELDS).during("allocating the reduction result")?;
-        Ok(Self { partials, ticket, result })
+        Ok(Self { partials, ticket, result, readback: Readback::new(MOMENTS_FIELDS)? })
     }
 
     pub fn scratch(&self) -> Scratch<'_> {
         Scratch { partials: &self.partials, ticket: &self.ticket, result: &self.result }
     }
 
-    /// The first `N` f64 of the result, copied back (synchronously: the stream is a blocking
-    /// one, so the copy waits for the launch before it).
-    fn read<const N: usize>(&self) -> GpuResult<[f64; N]> {
-        let mut out = [0.0f64; N];
-        self.result.index(..N).copy_to(&mut out[..]).during("copying the reduction back")?;
-        Ok(out)
+    /// The first `N` f64 of the result, once `stream` (where the kernel ran) gets there.
+    fn read<const N: usize>(&self, stream: &Stream) -> GpuResult<[f64; N]> {
+        self.readback.read("the reduction", stream, &self.result)
     }
 }
 
@@ -277,25 +276,31 @@ impl Reducer {
     pub fn sum(&self, gpu: &Gpu, values: &DeviceSlice<f32>) -> GpuResult<f64> {
         let args = ReduceArgs { values, scratch: self.buffers.scratch(), grid: self.sum_grid };
         gpu.launch(Step::Vec4.kernel(), &args)?;
-        Ok(self.buffers.read::<1>()?[0])
+        Ok(self.buffers.read::<1>(&gpu.stream)?[0])
     }
 
     /// The moments of the `values` inside `window`.
     pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
-        self.launch_moments(gpu, values, window)?;
-        self.read_moments()
+        self.launch_moments(gpu, &gpu.stream, values, window)?;
+        self.read_moments(&gpu.stream)
     }
 
-    /// Launches [`Reducer::moments`] without waiting: more launches can queue behind it
-    /// before [`Reducer::read_moments`] waits for them all.
-    pub fn launch_moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<()> {
+    /// Launches [`Reducer::moments`] on `stream` without waiting: other work can run beside it
+    /// or queue behind it before [`Reducer::read_moments`] waits for it.
+    pub fn launch_moments(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        values: &DeviceSlice<f32>,
+        window: Window,
+    ) -> GpuResult<()> {
         let args = MomentsArgs { values, window, scratch: self.buffers.scratch(), grid: self.moments_grid };
-        gpu.launch(Step::Moments.kernel(), &args)
+        gpu.launch_on(stream, Step::Moments.kernel(), &args)
     }
 
-    /// The moments the last launch wrote, once the stream has run it.
-    pub fn read_moments(&self) -> GpuResult<Moments> {
-        Ok(Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>()?))
+    /// The moments the last launch wrote, once `stream`, where it ran, gets there.
+    pub fn read_moments(&self, stream: &Stream) -> GpuResult<Moments> {
+        Ok(Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(stream)?))
     }
 }
 
@@ -551,11 +556,11 @@ impl Workload for Reduce {
         self.expected = Some((cpu_sum(&self.values), magnitude, cpu_moments(&self.values, self.window)));
     }
 
-    fn check(&self, _gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
+    fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
         let (sum, magnitude, moments) =
             self.expected.ok_or_else(|| GpuError::InvalidInput("reduce: no CPU reference computed".into()))?;
         if Step::named(&variant.kernel)?.is_sum() {
-            let got = self.buffers.read::<1>()?[0];
+            let got = self.buffers.read::<1>(&gpu.stream)?[0];
             let tolerance = sum_tolerance(magnitude);
             let error = (got - sum).abs();
             let passed = error <= tolerance;
@@ -569,7 +574,7 @@ impl Workload for Reduce {
             };
             return Ok(Checked { check, note: Some(format!("sum {got:.10e}, CPU {sum:.10e}")) });
         }
-        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>()?);
+        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(&gpu.stream)?);
         let errors = moments_errors(&got, &moments);
         // NaN is a mismatch.
         let bad = |e: &&f64| e.is_nan() || **e > 1.0;

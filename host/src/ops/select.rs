@@ -7,20 +7,19 @@ use crate::check::Check;
 use crate::data::{random_in, random_normal};
 use crate::gpu::{
     refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu, GpuResult,
-    KernelArgs, LaunchConfig, Params,
+    KernelArgs, LaunchConfig, Params, Readback,
 };
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use crate::sources::stats;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::select::{
-    value, COUNT_BLOCK, COUNT_BLOCKS_PER_SM, FIND_BLOCK, FIND_MEDIAN, FIND_RANK, HISTOGRAM_LEN, PASSES, STATE_COUNT,
-    STATE_EMPTY, STATE_PREFIX, STATE_WORDS,
+    value, COUNT_BLOCK, COUNT_BLOCKS_PER_SM, COUNT_QUADS, FIND_MEDIAN, FIND_RANK, HISTOGRAM_LEN, PASSES, STATE_COUNT,
+    STATE_EMPTY, STATE_PREFIX, STATE_TICKET, STATE_WORDS,
 };
 use interface::window::Window;
 
 const COUNT_KERNEL: &str = "select_count_vec4";
-const FIND_KERNEL: &str = "select_find";
 
 /// The radio noise of the source-finding lesson: σ in Jy/beam.
 const NOISE_SIGMA: f32 = 0.0133;
@@ -61,23 +60,29 @@ pub struct Options {
 }
 
 /// The arguments of `select_count_vec4`: pass `pass` over `values` (those inside `window`),
-/// the earlier passes' prefixes in `state`, counted into `histogram` by `grid` blocks.
+/// the earlier passes' prefixes in `state`, counted into `histogram` by `grid` blocks, whose
+/// last block then finds the bucket of rank `rank` (of the two middle ranks, `median`) and
+/// writes it to `state`.
 pub struct SelectCountArgs<'a> {
     pub values: &'a DeviceSlice<f32>,
     pub window: Window,
     pub pass: u32,
+    pub rank: u32,
+    pub median: bool,
     pub state: &'a DeviceSlice<u32>,
     pub histogram: &'a DeviceSlice<u32>,
     pub grid: u32,
 }
 
-// SAFETY: the kernel reads all of `values` (16-byte aligned, checked, for its quads), the
-// state's first STATE_WORDS words and adds to the histogram's first HISTOGRAM_LEN counters, all
-// checked to exist, the histogram overlapping neither. Its buckets stay below HISTOGRAM_LEN by
-// construction (a slot's offset plus a masked digit). Fewer than 2^32 values keep every count
-// inside a u32. The block is COUNT_BLOCK threads (whole warps, which its loop needs) on any
-// one-dimensional grid of at least one block. Parameters: `values: &[f32], low: f64, high:
-// f64, pass: u32, state: *const u32, histogram: *mut u32`.
+// SAFETY: the kernel reads all of `values` (16-byte aligned, checked, for its quads), reads and
+// writes the state's first STATE_WORDS words and adds to, reads and zeroes the histogram's
+// first HISTOGRAM_LEN counters, all checked to exist and to overlap nowhere. Its buckets stay
+// below HISTOGRAM_LEN by construction (a slot's offset plus a masked digit). Fewer than 2^32
+// values keep every count inside a u32. The block is COUNT_BLOCK threads (whole warps, which
+// its loop needs; the find's scan takes that many) on any one-dimensional grid of at least
+// one block. A stale ticket or histogram (not zero) gives a wrong answer, never an access out
+// of bounds. Parameters: `values: &[f32], low: f64, high: f64, pass: u32, rank: u32, median:
+// u32, state: *mut u32, histogram: *mut u32`.
 unsafe impl KernelArgs for SelectCountArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[COUNT_KERNEL], "select count")?;
@@ -88,16 +93,12 @@ unsafe impl KernelArgs for SelectCountArgs<'_> {
         require_aligned(kernel, "the values", self.values, 16)?;
         require_len(kernel, "the state", self.state, STATE_WORDS)?;
         require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
-        require_disjoint(
-            kernel,
-            ("the histogram", self.histogram, HISTOGRAM_LEN),
-            ("the values", self.values, self.values.len()),
-        )?;
-        require_disjoint(
-            kernel,
-            ("the histogram", self.histogram, HISTOGRAM_LEN),
-            ("the state", self.state, STATE_WORDS),
-        )?;
+        let values = ("the values", self.values, self.values.len());
+        let histogram = ("the histogram", self.histogram, HISTOGRAM_LEN);
+        let state = ("the state", self.state, STATE_WORDS);
+        require_disjoint(kernel, histogram, values)?;
+        require_disjoint(kernel, histogram, state)?;
+        require_disjoint(kernel, state, values)?;
         if self.grid == 0 {
             return Err(refuse(kernel, "a grid needs at least one block"));
         }
@@ -105,48 +106,16 @@ unsafe impl KernelArgs for SelectCountArgs<'_> {
     }
 
     fn params(&self, _kernel: &str) -> Params {
+        let median = if self.median { FIND_MEDIAN } else { FIND_RANK };
         Params::new()
             .slice(self.values)
             .value(self.window.low)
             .value(self.window.high)
             .value(self.pass)
+            .value(self.rank)
+            .value(median)
             .pointer(self.state)
             .pointer(self.histogram)
-    }
-}
-
-/// The arguments of `select_find` after pass `pass`: the bucket of each slot's rank in
-/// `histogram`, into `state`. The first pass's find sets the ranks: the two middle ones of
-/// the count when `median`, else `rank` in both slots.
-pub struct SelectFindArgs<'a> {
-    pub histogram: &'a DeviceSlice<u32>,
-    pub pass: u32,
-    pub rank: u32,
-    pub median: bool,
-    pub state: &'a DeviceSlice<u32>,
-}
-
-// SAFETY: the kernel reads and zeroes the histogram's first HISTOGRAM_LEN counters and reads
-// and writes the state's first STATE_WORDS words, checked to exist and not to overlap. Its one
-// block is FIND_BLOCK threads, whose scan assumes exactly that many. Parameters: `histogram:
-// *mut u32, pass: u32, rank: u32, median: u32, state: *mut u32`.
-unsafe impl KernelArgs for SelectFindArgs<'_> {
-    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        require_kernel(kernel, &[FIND_KERNEL], "select find")?;
-        check_pass(kernel, self.pass)?;
-        require_len(kernel, "the state", self.state, STATE_WORDS)?;
-        require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
-        require_disjoint(
-            kernel,
-            ("the state", self.state, STATE_WORDS),
-            ("the histogram", self.histogram, HISTOGRAM_LEN),
-        )?;
-        Ok(find_config())
-    }
-
-    fn params(&self, _kernel: &str) -> Params {
-        let median = if self.median { FIND_MEDIAN } else { FIND_RANK };
-        Params::new().pointer(self.histogram).value(self.pass).value(self.rank).value(median).pointer(self.state)
     }
 }
 
@@ -162,14 +131,10 @@ fn count_config(grid: u32) -> LaunchConfig {
     LaunchConfig { grid: (grid, 1, 1), block: (COUNT_BLOCK as u32, 1, 1), shared_bytes: 0 }
 }
 
-fn find_config() -> LaunchConfig {
-    LaunchConfig { grid: (1, 1, 1), block: (FIND_BLOCK as u32, 1, 1), shared_bytes: 0 }
-}
-
-/// `select_count_vec4`'s grid for `n` values on `sms` SMs: a quad per thread up to
-/// [`COUNT_BLOCKS_PER_SM`] blocks per SM, whose threads then loop.
+/// `select_count_vec4`'s grid for `n` values on `sms` SMs: a batch of [`COUNT_QUADS`] quads
+/// per thread up to [`COUNT_BLOCKS_PER_SM`] blocks per SM, whose threads then loop.
 pub fn count_grid(n: usize, sms: u32) -> u32 {
-    let blocks = (n / 4).div_ceil(COUNT_BLOCK).max(1);
+    let blocks = (n / 4).div_ceil(COUNT_BLOCK * COUNT_QUADS).max(1);
     blocks.min(COUNT_BLOCKS_PER_SM * sms as usize) as u32
 }
 
@@ -182,11 +147,12 @@ pub struct Median {
 }
 
 /// Radix select on the GPU: its state and histogram, allocated once and reused by every call.
-/// A call launches the three passes and their finds on the GPU's stream, then copies the few
-/// words of the state back.
+/// A call launches the three passes (each ending with its find) on the GPU's stream, then
+/// copies the few words of the state back.
 pub struct Selector {
     state: DeviceBuffer<u32>,
     histogram: DeviceBuffer<u32>,
+    readback: Readback<u32>,
     sms: u32,
 }
 
@@ -195,10 +161,8 @@ impl Selector {
         // Each find zeroes the bins it read, so they start and stay zero between calls.
         let histogram = DeviceBuffer::<u32>::zeroed(HISTOGRAM_LEN).during("allocating the select histogram")?;
         let state = DeviceBuffer::<u32>::zeroed(STATE_WORDS).during("allocating the select state")?;
-        for (kernel, config) in [(COUNT_KERNEL, count_config(1)), (FIND_KERNEL, find_config())] {
-            gpu.validate(kernel, &config)?;
-        }
-        Ok(Self { state, histogram, sms: gpu.info.multiprocessors as u32 })
+        gpu.validate(COUNT_KERNEL, &count_config(1))?;
+        Ok(Self { state, histogram, readback: Readback::new(STATE_WORDS)?, sms: gpu.info.multiprocessors as u32 })
     }
 
     /// Launches the whole selection of rank `rank` (or of the two middle ranks, `median`)
@@ -214,19 +178,16 @@ impl Selector {
         let grid = count_grid(values.len(), self.sms);
         for pass in 0..PASSES as u32 {
             let (state, histogram) = (&*self.state, &*self.histogram);
-            gpu.launch(COUNT_KERNEL, &SelectCountArgs { values, window, pass, state, histogram, grid })?;
-            gpu.launch(FIND_KERNEL, &SelectFindArgs { histogram, pass, rank, median, state })?;
+            let args = SelectCountArgs { values, window, pass, rank, median, state, histogram, grid };
+            gpu.launch(COUNT_KERNEL, &args)?;
         }
         Ok(())
     }
 
     /// The state after the launches before: the window's count, whether a rank was found, and
     /// the keys found.
-    fn outcome(&self) -> GpuResult<Outcome> {
-        let mut words = [0u32; STATE_WORDS];
-        // The stream is blocking, so this copy waits for the launches before it.
-        self.state.copy_to(&mut words[..]).during("copying the select state back")?;
-        Ok(Outcome::from_state(&words))
+    fn outcome(&self, gpu: &Gpu) -> GpuResult<Outcome> {
+        Ok(Outcome::from_state(&self.readback.read("the select state", &gpu.stream, &self.state)?))
     }
 
     /// The `k`-th smallest (0-based) of the values inside `window`; `None` when `k` is not
@@ -237,7 +198,7 @@ impl Selector {
             return Ok(None);
         }
         self.launch(gpu, values, window, rank, false)?;
-        Ok(self.outcome()?.kth())
+        Ok(self.outcome(gpu)?.kth())
     }
 
     /// `np.median` of the values inside `window`; `None` when it holds none.
@@ -246,12 +207,12 @@ impl Selector {
             return Ok(None);
         }
         self.launch(gpu, values, window, 0, true)?;
-        self.read_median()
+        self.read_median(gpu)
     }
 
     /// The median that the last `launch(.., median: true)` found, once the stream has run it.
-    pub fn read_median(&self) -> GpuResult<Option<Median>> {
-        Ok(self.outcome()?.median())
+    pub fn read_median(&self, gpu: &Gpu) -> GpuResult<Option<Median>> {
+        Ok(self.outcome(gpu)?.median())
     }
 }
 
@@ -322,7 +283,7 @@ impl Kernel for Select {
 
     fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
         let n = Options::DEFAULT_N;
-        Ok(vec![(COUNT_KERNEL, count_config(count_grid(n, sms))), (FIND_KERNEL, find_config())])
+        Ok(vec![(COUNT_KERNEL, count_config(count_grid(n, sms)))])
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -418,24 +379,25 @@ impl Workload for Select {
         &self.variants
     }
 
-    /// The whole selection: three passes and their finds. A `k` past `u32` asks for rank
+    /// The whole selection: three passes, each with its find. A `k` past `u32` asks for rank
     /// `u32::MAX`, past every count (fewer than 2^32 values), so nothing is found.
     fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         let rank = self.k.map_or(0, |k| u32::try_from(k).unwrap_or(u32::MAX));
         self.selector.launch(gpu, &self.device_values, self.window, rank, self.k.is_none())
     }
 
-    /// The state is rewritten by every selection: poisoned, a word the finds forget shows.
+    /// The state is rewritten by every selection: poisoned, a word the finds forget shows. All
+    /// but the ticket, which must stay zero between launches.
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
-        gpu.poison("the select state", &self.selector.state)
+        gpu.poison("the select state", &self.selector.state.index(..STATE_TICKET))
     }
 
     fn compute_reference(&mut self) {
         self.expected = cpu_reference(&self.values, self.window, self.k);
     }
 
-    fn check(&self, _gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
-        let outcome = self.selector.outcome()?;
+    fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {
+        let outcome = self.selector.outcome(gpu)?;
         let got = match self.k {
             Some(_) => outcome.kth().map(|v| (f64::from(v), outcome.count)),
             None => outcome.median().map(|m| (m.value, m.count)),
@@ -494,7 +456,7 @@ mod tests {
     #[test]
     fn the_count_grid_covers_small_inputs_and_caps_large_ones() {
         assert_eq!(count_grid(1, 132), 1);
-        assert_eq!(count_grid(4 * COUNT_BLOCK * 3, 132), 3);
+        assert_eq!(count_grid(4 * COUNT_BLOCK * COUNT_QUADS * 3, 132), 3);
         assert_eq!(count_grid(1 << 22, 132), 132 * COUNT_BLOCKS_PER_SM as u32);
     }
 }

@@ -13,17 +13,22 @@
 //! (the intersection of every round's median ± κσ), and the reduction and the selection read
 //! the whole image and test each pixel against it. The threshold is tested inside the labeling
 //! kernels, so no mask is stored either.
+//!
+//! A round's moments and median do not depend on each other, and at this size each kernel is
+//! short enough that launch and tail dominate it: the moments run on a second stream, beside
+//! the selection's chain of passes instead of before it.
 
 use super::clip::{self, Background, Pixels, Round};
 use super::{Found, Settings, Stage};
 use crate::data::timed;
-use crate::gpu::{Gpu, GpuError, GpuResult};
+use crate::gpu::{CudaContext, Gpu, GpuError, GpuResult};
 use crate::io::Image;
 use crate::ops::label::Labeler;
 use crate::ops::measure::Measurer;
 use crate::ops::reduce::{Moments, Reducer};
 use crate::ops::select::Selector;
 use cust::memory::DeviceBuffer;
+use cust::stream::{Stream, StreamFlags};
 use interface::window::Window;
 
 /// The image on the GPU with everything the steps need, allocated once: the pipeline can run
@@ -33,6 +38,8 @@ pub struct Pipeline<'g> {
     width: usize,
     height: usize,
     image: DeviceBuffer<f32>,
+    /// Where each round's moments run, beside the selection on the main stream.
+    side: Stream,
     reducer: Reducer,
     selector: Selector,
     labeler: Labeler,
@@ -40,7 +47,7 @@ pub struct Pipeline<'g> {
 }
 
 /// The image's pixels on the GPU, as κσ clipping asks for them: the moments and the median of
-/// a window launched together, then one wait for both. `known`: the moments of a window
+/// a window launched together on two streams, then a wait for each. `known`: the moments of a window
 /// already measured (the NaN count's), which are not launched again.
 struct OnGpu<'p, 'g> {
     pipeline: &'p Pipeline<'g>,
@@ -49,17 +56,18 @@ struct OnGpu<'p, 'g> {
 
 impl Pixels for OnGpu<'_, '_> {
     fn measure(&mut self, window: Window) -> GpuResult<Round> {
-        let Pipeline { gpu, image, reducer, selector, .. } = self.pipeline;
+        let Pipeline { gpu, image, side, reducer, selector, .. } = self.pipeline;
         let known = self.known.take().filter(|(w, _)| *w == window).map(|(_, m)| m);
-        if known.is_none() {
-            reducer.launch_moments(gpu, image, window)?;
-        }
+        // The selection's chain of passes is the longer: it goes first.
         selector.launch(gpu, image, window, 0, true)?;
+        if known.is_none() {
+            reducer.launch_moments(gpu, side, image, window)?;
+        }
         let moments = match known {
             Some(moments) => moments,
-            None => reducer.read_moments()?,
+            None => reducer.read_moments(side)?,
         };
-        let median = selector.read_median()?.map(|m| m.value);
+        let median = selector.read_median(gpu)?.map(|m| m.value);
         Ok(Round { count: moments.count as usize, sigma: moments.std(), median })
     }
 }
@@ -74,6 +82,8 @@ impl<'g> Pipeline<'g> {
             width,
             height,
             image: gpu.upload("the image", &image.pixels)?,
+            // Blocking, as the main stream: the copies back wait for both.
+            side: Stream::new(StreamFlags::DEFAULT, None).during("creating the pipeline's second stream")?,
             reducer: Reducer::new(gpu, image.pixels.len())?,
             selector: Selector::new(gpu)?,
             labeler: Labeler::new(gpu, width, height)?,

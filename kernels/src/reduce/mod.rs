@@ -138,34 +138,6 @@ pub unsafe fn block_sum<T: Shuffle + Add<Output = T>>(value: T, zero: T, totals:
     total
 }
 
-/// `*ticket += 1` modulo `limit + 1` (`atom.inc` wraps to 0 after `limit`), returning the
-/// ticket drawn.
-#[inline(always)]
-unsafe fn draw_ticket(ticket: *mut u32, limit: u32) -> u32 {
-    let old: u32;
-    asm!("atom.global.inc.u32 {o}, [{p}], {l};", o = out(reg32) old, p = in(reg64) ticket, l = in(reg32) limit);
-    old
-}
-
-/// Whether this block is the last of the grid to get here. Thread 0 has written the block's
-/// partial before: the fence makes it visible to every block before the ticket counts it, so
-/// the last block reads every partial. The ticket returns to 0 with the last draw.
-///
-/// # Safety
-/// Every thread of the block calls it together; `ticket` is valid, and at 0 when the launch
-/// began (else the result is wrong, though every access stays in bounds).
-#[inline(always)]
-pub unsafe fn last_block(ticket: *mut u32) -> bool {
-    let last = shared_array![u32; 1];
-    if thread::thread_idx_x() == 0 {
-        thread::device_fence();
-        let blocks = thread::grid_dim_x();
-        *last = (draw_ticket(ticket, blocks - 1) == blocks - 1) as u32;
-    }
-    thread::sync_threads();
-    *last != 0
-}
-
 /// The end of every sum kernel: thread 0 writes the block's `partial` to `partials[block]`;
 /// the last block adds all of them in f64 (volatile loads: they were written by other SMs
 /// during this launch, and must not come from a stale cache line) and writes the total to
@@ -173,14 +145,14 @@ pub unsafe fn last_block(ticket: *mut u32) -> bool {
 ///
 /// # Safety
 /// Every thread of the block calls it together; `partials` holds a `f64` per block of the
-/// grid and `sum` one, neither overlapping the values; `ticket` as for [`last_block`].
+/// grid and `sum` one, neither overlapping the values; `ticket` as for [`crate::last_block`].
 #[inline(always)]
 pub unsafe fn finish(partial: f64, partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
     let tid = thread::thread_idx_x() as usize;
     if tid == 0 {
         *partials.add(thread::block_idx_x() as usize) = partial;
     }
-    if !last_block(ticket) {
+    if !crate::last_block(ticket) {
         return;
     }
     let totals = shared_array![f64; WARPS];

@@ -27,7 +27,8 @@
 //! The loads are [`super::vec4`]'s: `QUADS_PER_PASS` 16-byte loads in flight per thread,
 //! grid-stride. Each value then takes a few f64 operations, still fewer than the memory allows.
 
-use super::{last_block, Shuffle};
+use super::Shuffle;
+use crate::last_block;
 use crate::{global_index, grid_threads, load_quad, unroll, Quad};
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
