@@ -34,8 +34,8 @@
 //! back on the stream, with no copy to the host between them. The pass's own last block does
 //! this find, as the reduction's last block adds the partials: each block draws a ticket once
 //! its counts are in the global histogram, and the block that draws the last one knows that
-//! every count is there. At an image's size a pass takes a few microseconds, so a separate
-//! one-block launch for the find would cost about as much again. The first find also counts
+//! every count is there. At an image's size a pass takes microseconds, and a separate
+//! one-block launch for the find would add a launch's latency to each. The first find also counts
 //! the window's values (its histogram's total), so a median needs no count in advance; each
 //! find zeroes the bins it read, so they are zero for the next pass and the next call.
 //!
@@ -50,9 +50,10 @@
 //! therefore loops in step (the loop runs whole warps), and a lane without a value holds
 //! no bucket.
 //!
-//! The loads are 16-byte quads, as in `histogram_shared_vec4_f32`: counting is cheap, and a
-//! pass runs at the speed its bytes arrive. Passes after the first usually find the values in
-//! L2.
+//! The loads are 16-byte quads, as in `histogram_shared_vec4_f32`, four per thread issued
+//! before any is counted: at an image's size each thread loads only a few, and loaded one at a
+//! time each would wait out the memory's latency. Passes after the first usually find the
+//! values in L2.
 
 use crate::{global_index, grid_threads, last_block, load_quad, shared_address, unroll};
 use core::ptr::read_volatile;
