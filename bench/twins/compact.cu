@@ -1,11 +1,10 @@
 // Twin of kernels/src/compact.rs: the values inside a window (low < v < high in double, NaN in
-// none), packed in order, with the scan's tile machinery (scan.cu) over the keep-flags; each warp
-// packs its kept values in shared memory, then writes them out with consecutive lanes.
+// none), packed in order, with the scan's tile machinery (scan.cu) over the keep-flags; the block
+// stages its tile's kept values in shared memory, then writes them out with consecutive threads.
 #include "scan.cu"
 
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS_PER_SM) compact_window_f32(const float* __restrict__ input, size_t n, double low, double high,
                                               float* output, unsigned long long* scratch, unsigned* count) {
-    const int warp_span = 32 * 4 * SCAN_QUADS_PER_THREAD;
     __shared__ float stage[SCAN_TILE];
     long long next = scan_next_tile(scratch, n);
     if (next < 0) return;
@@ -35,16 +34,16 @@ extern "C" __global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS_PER_SM)
             kept[j] += inside;
         }
     }
-    unsigned warp_kept;
-    unsigned offset = scan_tile<SumU32>(kept, tile, scratch, count, n - start <= SCAN_TILE, warp_kept);
+    TileSums<unsigned> sums = scan_tile<SumU32>(kept, tile, scratch, count, n - start <= SCAN_TILE);
 
-    unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    float* staged = stage + warp * warp_span;
+    unsigned base = sums.tile_before;
+    float* staged = stage + (sums.warp_before - base);
     for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
         size_t place = kept[j];
         for (int k = 0; k < 4; ++k)
             if (keep & (1u << (4 * j + k))) staged[place++] = values[j].v[k];
     }
-    __syncwarp();
-    for (size_t i = lane; i < warp_kept && (size_t)offset + i < n; i += 32) output[offset + i] = staged[i];
+    __syncthreads();
+    size_t run = sums.tile_through - base;
+    for (size_t i = threadIdx.x; i < run && (size_t)base + i < n; i += SCAN_BLOCK) output[base + i] = stage[i];
 }

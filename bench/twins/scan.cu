@@ -1,6 +1,6 @@
 // Twin of kernels/src/scan.rs: single-pass exclusive scan with decoupled look-back. Tiles
 // numbered by an atomic counter, one 64-bit word per tile (value high, flag low), warp-striped
-// 16-byte loads, interleaved warp scans of the rows, the first warp looks back.
+// 16-byte loads, interleaved warp scans of the rows, the first warp looks back after a sleep.
 #pragma once  // compact.cu builds on it
 #include "twins.cuh"
 
@@ -75,6 +75,7 @@ static __device__ __forceinline__ typename S::T look_back(unsigned long long* st
         return S::zero();
     }
     if (lane == 0) words[tile] = scan_word<S>(SCAN_FLAG_AGGREGATE, aggregate);
+    __nanosleep(SCAN_LOOK_BACK_WAIT_NS);
     T prefix = S::zero();
     unsigned end = (unsigned)tile;  // 32 bits, as the tile counter is
     while (true) {
@@ -91,6 +92,7 @@ static __device__ __forceinline__ typename S::T look_back(unsigned long long* st
                 unsigned long long state = seen[m];
                 if (__ballot_sync(0xffffffffu, (unsigned)state == SCAN_FLAG_NONE) != 0) {
                     stalled = true;
+                    __nanosleep(SCAN_LOOK_BACK_RETRY_NS);
                 } else {
                     unsigned prefixes = __ballot_sync(0xffffffffu, (unsigned)state == SCAN_FLAG_PREFIX);
                     unsigned nearest = prefixes != 0 ? __ffs(prefixes) - 1 : 31;
@@ -107,15 +109,20 @@ static __device__ __forceinline__ typename S::T look_back(unsigned long long* st
     return prefix;
 }
 
+template <class T>
+struct TileSums {
+    T warp_before, tile_before, tile_through;
+};
+
 // Scans a tile from each thread's quad sums: sums[j] becomes the sum of the warp's values before
-// quad j; returns the sum before the warp, and the warp's total in *warp_total.
+// quad j; returns the sums before the warp, before the tile and through its end.
 template <class S>
-static __device__ __forceinline__ typename S::T scan_tile(typename S::T (&sums)[SCAN_QUADS_PER_THREAD], size_t tile,
-                                                          unsigned long long* scratch, typename S::T* total, bool last,
-                                                          typename S::T& warp_total) {
+static __device__ __forceinline__ TileSums<typename S::T> scan_tile(typename S::T (&sums)[SCAN_QUADS_PER_THREAD],
+                                                                    size_t tile, unsigned long long* scratch,
+                                                                    typename S::T* total, bool last) {
     typedef typename S::T T;
     __shared__ unsigned warp_totals[SCAN_WARPS];
-    __shared__ unsigned warp_prefixes[SCAN_WARPS];
+    __shared__ unsigned warp_prefixes[SCAN_WARPS + 1];  // then the sum through the tile's end
     unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
     T inclusive[SCAN_QUADS_PER_THREAD];
@@ -149,11 +156,14 @@ static __device__ __forceinline__ typename S::T scan_tile(typename S::T (&sums)[
         T earlier = shuffle_up<S>(warps, 1);
         T prefix = look_back<S>(scratch + 1, tile, aggregate, lane);
         if (lane < SCAN_WARPS) warp_prefixes[lane] = S::bits(lane == 0 ? prefix : S::plus(prefix, earlier));
-        if (last && lane == 0) *total = S::plus(prefix, aggregate);
+        if (lane == 0) {
+            T through = S::plus(prefix, aggregate);
+            warp_prefixes[SCAN_WARPS] = S::bits(through);
+            if (last) *total = through;
+        }
     }
     __syncthreads();
-    warp_total = rows;
-    return S::from_bits(warp_prefixes[warp]);
+    return {S::from_bits(warp_prefixes[warp]), S::from_bits(warp_prefixes[0]), S::from_bits(warp_prefixes[SCAN_WARPS])};
 }
 
 template <class S, class V4>
@@ -184,8 +194,7 @@ static __device__ __forceinline__ void scan_exclusive(const typename S::T* __res
         before[j] = S::plus(three, q[3]);
         q[0] = S::zero(), q[1] = one, q[2] = two, q[3] = three;
     }
-    T warp_total;
-    T offset = scan_tile<S>(before, tile, scratch, total, n - start <= SCAN_TILE, warp_total);
+    T offset = scan_tile<S>(before, tile, scratch, total, n - start <= SCAN_TILE).warp_before;
     for (int j = 0; j < SCAN_QUADS_PER_THREAD; ++j) {
         size_t quad = scan_quad_index(tile, j);
         const T* inside = values[j].v;

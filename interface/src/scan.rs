@@ -35,6 +35,15 @@ pub const BOUNDS: [LaunchBounds; 3] = [
     },
 ];
 
+/// Nanoseconds a tile's look-back sleeps between publishing its aggregate and its first read of
+/// the predecessors' words (`nanosleep`): about as long as the tiles just before it, which
+/// started at about the same time, take to publish their inclusive prefixes, so that one read
+/// usually finds one nearby. Chosen by measurement on large inputs: shorter waits are slower,
+/// longer ones gain nothing more. An input of few tiles pays it as latency, once per tile.
+pub const LOOK_BACK_WAIT_NS: u32 = 3400;
+/// Nanoseconds the look-back sleeps before reading a window again that held an empty word.
+pub const LOOK_BACK_RETRY_NS: u32 = 300;
+
 /// A tile's published state, the low bits of its 64-bit word (the value's 32 bits are the high
 /// half): nothing yet, the tile's own aggregate, or its inclusive prefix.
 pub const FLAG_NONE: u32 = 0;

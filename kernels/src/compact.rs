@@ -14,21 +14,27 @@
 //!   output:  [3.1, 0.4, 2.2]                        count 3
 //! ```
 //!
-//! The kept values of a warp land in one contiguous run of the output. Written straight from
-//! registers, each store would scatter a few words over several lines; instead the warp packs
-//! them into its part of shared memory first, and consecutive lanes then write consecutive
-//! words. A partial last tile pads with NaN, which lies in no window.
+//! The kept values of a tile land in one contiguous run of the output. Written straight from
+//! registers, each store would scatter a few words over several lines; instead every thread
+//! puts its kept values at their places in a copy of that run in shared memory, and after one
+//! barrier the block's consecutive threads write consecutive words of it. One run per tile,
+//! not one per warp: a run starts and ends mid-line, and a line at the seam of two runs is
+//! written in two pieces at two times, so the fewer seams the fewer partial writes. A partial
+//! last tile pads with NaN, which lies in no window.
+//!
+//! ```text
+//!   tile's kept values, by warp:   w0: a b c   w1: d e   w2: f g h i  …
+//!   staged (shared memory):        [a b c d e f g h i …]   each warp at its offset in the tile
+//!   output:        … previous tiles' values | a b c d e f g h i … | next tile's …
+//!                                   └ threads 0, 1, 2, … write words 0, 1, 2, …
+//! ```
 
-use crate::scan::{lane_and_warp, load_tile, next_tile, scan_tile};
+use crate::scan::{load_tile, next_tile, scan_tile};
 use crate::Quad;
-use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
-use interface::scan::{QUADS_PER_THREAD, TILE};
+use interface::scan::{BLOCK, QUADS_PER_THREAD, TILE};
 use interface::window::Window;
-
-/// Values one warp stages in shared memory: its share of the tile.
-const WARP_SPAN: usize = 32 * 4 * QUADS_PER_THREAD;
 
 /// Keeps the values `v` of `input` with `low < v < high` (compared in f64; NaN never), in
 /// order, at the start of `output`, and writes how many to `*count`.
@@ -70,12 +76,12 @@ pub unsafe fn compact_window_f32(
             kept[j] += inside;
         });
     });
-    let (offset, warp_kept) = scan_tile(&mut kept, tile, scratch, count, n - start <= TILE);
+    let sums = scan_tile(&mut kept, tile, scratch, count, n - start <= TILE);
 
-    // The warp's kept values, packed in its part of shared memory, then written out by
-    // consecutive lanes: whole lines instead of one scattered word per kept value.
-    let (lane, warp) = lane_and_warp();
-    let staged = stage.add(warp * WARP_SPAN);
+    // The tile's kept values, each at its place in the tile's run, then written out by
+    // consecutive threads: whole lines instead of one scattered word per kept value.
+    let base = sums.tile_before;
+    let staged = stage.add(sums.warp_before.wrapping_sub(base) as usize);
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         let mut place = kept[j] as usize;
         crate::unroll!([0, 1, 2, 3], |k| {
@@ -85,11 +91,13 @@ pub unsafe fn compact_window_f32(
             }
         });
     });
-    asm!("bar.warp.sync 0xffffffff;");
-    // `offset + i < n` always holds with zeroed scratch; checked so that no write depends on it.
-    let mut i = lane as usize;
-    while i < warp_kept as usize && (offset as usize) + i < n {
-        *output.add(offset as usize + i) = *staged.add(i);
-        i += 32;
+    thread::sync_threads();
+    // The run's length is the tile's own count, whatever the scratch held; `base + i < n`
+    // always holds with zeroed scratch, and is checked so that no write depends on it.
+    let run = sums.tile_through.wrapping_sub(base) as usize;
+    let mut i = thread::thread_idx_x() as usize;
+    while i < run && (base as usize) + i < n {
+        *output.add(base as usize + i) = *stage.add(i);
+        i += BLOCK;
     }
 }

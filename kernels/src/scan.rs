@@ -26,6 +26,17 @@
 //!   tile 5's prefix = 75 + 12 + 31 + (tile 4's aggregate)
 //! ```
 //!
+//! **Waiting before reading.** The tiles just before a tile started at about the same time, so
+//! right after it publishes its aggregate their words are mostly still empty or aggregates. A
+//! read at once would find no P: the warp would walk back window after window, or read the
+//! same empty words again and again, each read a round trip to L2 for words that other tiles
+//! are writing meanwhile, and all of it beside the traffic of the tiles themselves. So the
+//! look-back first sleeps (`nanosleep`, [`LOOK_BACK_WAIT_NS`]), long enough that its first
+//! read usually finds a P within the window and is its only one; a window that still holds an
+//! empty word is read again after a shorter sleep ([`LOOK_BACK_RETRY_NS`]). While the warp
+//! sleeps, the other blocks on the SM keep the memory busy. How long to sleep is measured, not
+//! derived: the scan of a large input gets faster as the wait grows up to the chosen one.
+//!
 //! **No deadlock.** Tiles are numbered by an atomic counter in the order blocks start, not by
 //! `blockIdx`: a block only ever waits for tiles with smaller numbers, whose blocks took their
 //! number earlier and so are already running. (With `blockIdx`, block 9000 could be resident
@@ -50,7 +61,9 @@ use core::sync::atomic::Ordering;
 use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
-use interface::scan::{tiles, FLAG_AGGREGATE, FLAG_NONE, FLAG_PREFIX, QUADS_PER_THREAD, TILE, WARPS};
+use interface::scan::{
+    tiles, FLAG_AGGREGATE, FLAG_NONE, FLAG_PREFIX, LOOK_BACK_RETRY_NS, LOOK_BACK_WAIT_NS, QUADS_PER_THREAD, TILE, WARPS,
+};
 
 const Q: usize = QUADS_PER_THREAD;
 // The loops over a thread's quads are unrolled by hand (`unroll!` over 0..8), so that its
@@ -136,6 +149,13 @@ unsafe fn warp_sum<T: Sum>(value: T) -> T {
     sum
 }
 
+/// Suspends this thread for about `ns` nanoseconds (`nanosleep`, sm_70 and later): its warp
+/// issues nothing meanwhile, and the SM runs the other warps.
+#[inline(always)]
+unsafe fn sleep(ns: u32) {
+    asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack));
+}
+
 /// A tile's published word: the value's bits high, the flag low.
 #[inline(always)]
 fn word<T: Sum>(flag: u32, value: T) -> u64 {
@@ -179,7 +199,8 @@ pub(crate) unsafe fn next_tile(scratch: *mut u64, n: usize) -> Option<usize> {
 }
 
 /// The sum of every tile before `tile`, read back from the published words; publishes this
-/// tile's aggregate first and its inclusive prefix after. Run by one whole warp.
+/// tile's aggregate first and its inclusive prefix after, and sleeps in between (see the
+/// module doc). Run by one whole warp.
 ///
 /// While the tiles before it are still in flight, the nearest inclusive prefix can lie some
 /// hundred tiles back, so each round trip reads [`WINDOWS`] windows of 32 words at once (the
@@ -195,6 +216,7 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
     if lane == 0 {
         write_volatile(states.add(tile), word(FLAG_AGGREGATE, aggregate));
     }
+    sleep(LOOK_BACK_WAIT_NS);
     let mut prefix = T::ZERO;
     // Window `m` holds tiles `end - 32·(m+1) .. end - 32·m`, lane `l` reading tile
     // `end - 1 - 32·m - l`. Before tile 0 there is nothing: read as a prefix of zero (tile 0's
@@ -216,6 +238,7 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
                 if ballot(state as u32 == FLAG_NONE) != 0 {
                     // A tile in this window has not published yet: read again from here.
                     stalled = true;
+                    sleep(LOOK_BACK_RETRY_NS);
                 } else {
                     let prefixes = ballot(state as u32 == FLAG_PREFIX);
                     // The nearest inclusive prefix and the aggregates after it; all 32 when
@@ -264,10 +287,21 @@ pub(crate) unsafe fn load_tile<T: Copy>(input: &[T], tile: usize, full: bool, va
     }
 }
 
+/// Where a thread's warp and tile stand in the scan, from [`scan_tile`].
+#[derive(Clone, Copy)]
+pub(crate) struct TileSums<T> {
+    /// The sum of all the values before the warp.
+    pub warp_before: T,
+    /// The sum of all the values before the tile.
+    pub tile_before: T,
+    /// The sum of all the values up to the end of the tile.
+    pub tile_through: T,
+}
+
 /// Scans a tile given each thread's quad sums: on return `sums[j]` holds the sum of the
-/// warp's values before quad [`quad_index`]`(tile, j)`, and the result is the sum of all the
-/// values before the warp and the warp's own total. The last tile also writes the sum of
-/// everything to `total`. (In place: an array returned by value goes through local memory.)
+/// warp's values before quad [`quad_index`]`(tile, j)`, and the result says where the warp and
+/// the tile stand. The last tile also writes the sum of everything to `total`. (In place: an
+/// array returned by value goes through local memory.)
 ///
 /// # Safety
 /// Every thread of the block calls this once with its own quads' sums; `scratch` is the
@@ -279,9 +313,10 @@ pub(crate) unsafe fn scan_tile<T: Sum>(
     scratch: *mut u64,
     total: *mut T,
     last: bool,
-) -> (T, T) {
+) -> TileSums<T> {
     let warp_totals = shared_array![u32; WARPS];
-    let warp_prefixes = shared_array![u32; WARPS];
+    // The sums before each warp, then the sum through the end of the tile.
+    let warp_prefixes = shared_array![u32; WARPS + 1];
     let (lane, warp) = lane_and_warp();
 
     // Row j of the warp: each lane's quad sum, scanned across the warp (rows interleaved).
@@ -324,12 +359,20 @@ pub(crate) unsafe fn scan_tile<T: Sum>(
             let warp_prefix = if lane == 0 { prefix } else { prefix.plus(earlier) };
             *warp_prefixes.add(lane as usize) = warp_prefix.bits();
         }
-        if last && lane == 0 {
-            *total = prefix.plus(aggregate);
+        if lane == 0 {
+            let through = prefix.plus(aggregate);
+            *warp_prefixes.add(WARPS) = through.bits();
+            if last {
+                *total = through;
+            }
         }
     }
     thread::sync_threads();
-    (T::from_bits(*warp_prefixes.add(warp)), rows)
+    TileSums {
+        warp_before: T::from_bits(*warp_prefixes.add(warp)),
+        tile_before: T::from_bits(*warp_prefixes),
+        tile_through: T::from_bits(*warp_prefixes.add(WARPS)),
+    }
 }
 
 #[inline(always)]
@@ -353,7 +396,7 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
         values[j] = Quad([T::ZERO, one, two, three]);
         before[j] = three.plus(q[3]);
     });
-    let (offset, _) = scan_tile(&mut before, tile, scratch, total, n - start <= TILE);
+    let offset = scan_tile(&mut before, tile, scratch, total, n - start <= TILE).warp_before;
     let prefixes = |j: usize| {
         let inside = values[j].0;
         let first = offset.plus(before[j]);
