@@ -2,10 +2,16 @@
 // events around each launch, warm-up first, median and min of 30, L2 flushed before every
 // launch (outside the events). Each result is spot-checked against the CPU before it counts.
 // Prints one JSON object, {"device": ..., "peers": {...}}, on stdout; exit 2 without a GPU.
+// With --tf32, only the TF32 products: NVIDIA_TF32_OVERRIDE=0, which keeps every other run's
+// SGEMM in FP32, also turns CUBLAS_COMPUTE_32F_FAST_TF32 back into FP32 for the whole process,
+// so TF32 is measured in a process of its own.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o libraries libraries.cu -lcublas
+//   libraries [--tf32]
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cub/device/device_histogram.cuh>
@@ -23,6 +29,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -167,6 +174,81 @@ std::string sgemm_peer(Timer& t, cublasHandle_t h, size_t m, size_t n, size_t k)
     }
     std::string sizes = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) + ", \"k\": " + std::to_string(k);
     return entry("cuBLAS SGEMM (TF32 off)", sizes, s, "GFLOPs", 2.0 * m * n * k);
+}
+
+// The tensor-core peers of `host matmul --dtype tf32|bf16|f16`: cublasGemmEx with f32
+// accumulation and f32 output, as the project's kernels. TF32 reads the f32 inputs and rounds
+// them itself (CUBLAS_COMPUTE_32F_FAST_TF32); BF16 and FP16 read inputs converted once,
+// outside the timing, round to nearest even as the project's conversions do.
+enum class Gemm { Tf32, Bf16, F16 };
+
+template <class T>
+__global__ void convert_to(const float* in, T* out, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)blockDim.x * gridDim.x) {
+        if constexpr (std::is_same<T, __nv_bfloat16>::value) out[i] = __float2bfloat16_rn(in[i]);
+        else out[i] = __float2half_rn(in[i]);
+    }
+}
+
+// The values the product reads: the f32 inputs (TF32, rounded inside cuBLAS), or the 16-bit ones.
+template <class T>
+std::vector<float> values_of(const Device<T>& d) {
+    std::vector<float> out;
+    for (T v : d.download()) {
+        if constexpr (std::is_same<T, __nv_bfloat16>::value) out.push_back(__bfloat162float(v));
+        else out.push_back(__half2float(v));
+    }
+    return out;
+}
+
+std::string gemm_peer(Timer& t, cublasHandle_t h, Gemm type, size_t m, size_t n, size_t k) {
+    Device<float> a(m * k), b(k * n), c(m * n);
+    fill(t, a.ptr, a.n, 2, -1.0f, 1.0f);
+    fill(t, b.ptr, b.n, 3, -1.0f, 1.0f);
+    bool tf32 = type == Gemm::Tf32, bf16 = type == Gemm::Bf16;
+    // Both 16-bit buffers exist for every type (one element when unused), so one code path serves all.
+    Device<__nv_bfloat16> a_bf(bf16 ? m * k : 1), b_bf(bf16 ? k * n : 1);
+    Device<__half> a_h(type == Gemm::F16 ? m * k : 1), b_h(type == Gemm::F16 ? k * n : 1);
+    if (bf16) {
+        convert_to<<<1024, 256, 0, t.stream>>>(a.ptr, a_bf.ptr, a.n);
+        convert_to<<<1024, 256, 0, t.stream>>>(b.ptr, b_bf.ptr, b.n);
+    } else if (!tf32) {
+        convert_to<<<1024, 256, 0, t.stream>>>(a.ptr, a_h.ptr, a.n);
+        convert_to<<<1024, 256, 0, t.stream>>>(b.ptr, b_h.ptr, b.n);
+    }
+    CUDA(cudaGetLastError());
+    const void* ap = tf32 ? (const void*)a.ptr : bf16 ? (const void*)a_bf.ptr : (const void*)a_h.ptr;
+    const void* bp = tf32 ? (const void*)b.ptr : bf16 ? (const void*)b_bf.ptr : (const void*)b_h.ptr;
+    cudaDataType input = tf32 ? CUDA_R_32F : bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const float alpha = 1.0f, beta = 0.0f;
+    // Row-major as in sgemm_peer: C^T = B^T A^T, operands and m, n swapped.
+    auto launch = [&] {
+        CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, bp, input, (int)n, ap, input,
+                            (int)k, &beta, c.ptr, CUDA_R_32F, (int)n, compute, CUBLAS_GEMM_DEFAULT));
+    };
+    Stats s = t.time(launch);
+    CUDA(cudaStreamSynchronize(t.stream));
+    auto ah = tf32 ? a.download() : bf16 ? values_of(a_bf) : values_of(a_h);
+    auto bh = tf32 ? b.download() : bf16 ? values_of(b_bf) : values_of(b_h);
+    auto ch = c.download();
+    // 16-bit: the inputs as read, so only the f32 accumulation differs (4k eps, doubled for the
+    // tensor cores' truncating adds). TF32: rounded inside cuBLAS, each product within 2^-10 of
+    // the f32 one, and about a quarter in magnitude on average: k 2^-12 more.
+    const char* name = tf32 ? "TF32" : bf16 ? "BF16" : "FP16";
+    double tolerance = 8.0 * k * FLT_EPSILON + (tf32 ? k * 0x1p-12 : 0.0);
+    for (size_t e = 0; e < 64; ++e) {
+        size_t row = (e * 7919) % m, col = (e * 104729) % n;
+        double want = 0;
+        for (size_t i = 0; i < k; ++i) want += (double)ah[row * k + i] * bh[i * n + col];
+        if (!(std::fabs(ch[row * n + col] - want) <= tolerance))
+            throw Failure(std::string("cuBLAS GemmEx ") + name + " " + std::to_string(m) + "x" + std::to_string(n) +
+                          "x" + std::to_string(k) + ": C[" + std::to_string(row) + "][" + std::to_string(col) +
+                          "] = " + num(ch[row * n + col]) + ", want " + num(want));
+    }
+    std::string sizes = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) + ", \"k\": " + std::to_string(k);
+    return entry(std::string("cuBLAS GemmEx ") + name + " (f32 accumulate, f32 out)", sizes, s, "GFLOPs",
+                 2.0 * m * n * k);
 }
 
 // 256 bins, like the project's histograms: int32 in [0, 300) over levels 0..256 (values of 256
@@ -322,7 +404,8 @@ std::string select_peer(Timer& t, float* values, size_t n) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
@@ -332,7 +415,7 @@ int main() {
     }
     // TF32 stays off: CUBLAS_DEFAULT_MATH (below) keeps cublasSgemm in FP32 on the CUDA cores,
     // and NVIDIA_TF32_OVERRIDE=0, set before cuBLAS starts, rules out a global override.
-    setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+    if (!tf32) setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
     std::string step = "setup";
     try {
         cudaDeviceProp prop;
@@ -344,47 +427,66 @@ int main() {
         CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
 
         std::vector<std::pair<std::string, std::string>> peers;
-        step = "copy_f32";
-        peers.emplace_back(step, copy_peer(t));
-        for (size_t side : {1024, 4096, 8192}) {
-            step = "sgemm_f32_" + std::to_string(side);
-            peers.emplace_back(step, sgemm_peer(t, h, side, side, side));
-        }
-        step = "sgemm_f32_8192x8192x256";
-        peers.emplace_back(step, sgemm_peer(t, h, 8192, 8192, 256));
+        // The tensor-core products: cubes, the flat 8192x8192x256 and an odd shape.
+        auto gemm_peers = [&](Gemm type, const char* name) {
+            for (size_t side : {1024, 2048, 4096, 8192}) {
+                step = std::string("gemm_") + name + "_" + std::to_string(side);
+                peers.emplace_back(step, gemm_peer(t, h, type, side, side, side));
+            }
+            using Dims = std::tuple<size_t, size_t, size_t>;
+            for (auto [m, n, k] : std::initializer_list<Dims>{{8192, 8192, 256}, {4095, 4097, 4099}}) {
+                step = std::string("gemm_") + name + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                       std::to_string(k);
+                peers.emplace_back(step, gemm_peer(t, h, type, m, n, k));
+            }
+        };
+        if (tf32) {
+            gemm_peers(Gemm::Tf32, "tf32");
+        } else {
+            step = "copy_f32";
+            peers.emplace_back(step, copy_peer(t));
+            for (size_t side : {1024, 4096, 8192}) {
+                step = "sgemm_f32_" + std::to_string(side);
+                peers.emplace_back(step, sgemm_peer(t, h, side, side, side));
+            }
+            step = "sgemm_f32_8192x8192x256";
+            peers.emplace_back(step, sgemm_peer(t, h, 8192, 8192, 256));
+            gemm_peers(Gemm::Bf16, "bf16");
+            gemm_peers(Gemm::F16, "f16");
 
-        size_t n = 1u << 28;
-        {
-            step = "histogram256_u32";
-            Device<int> values(n);
-            fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 4, 0, 300);
-            CUDA(cudaGetLastError());
-            peers.emplace_back(step, histogram_peer<int, int>(t, 0, 256, values.ptr, n));
-        }
-        {
-            step = "histogram256_f32";
-            Device<float> values(n);
-            fill(t, values.ptr, n, 5, -4.5f, 4.5f);
-            peers.emplace_back(step, histogram_peer<float, float>(t, -4.0f, 4.0f, values.ptr, n));
-        }
-        step = "median_f32_4194304";
-        peers.emplace_back(step, median_peer(t));
-        step = "reduce_sum_f32";
-        peers.emplace_back(step, reduce_peer(t));
-        {
-            step = "scan_u32";
-            Device<int> values(n);
-            fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 6, 0, 16);
-            CUDA(cudaGetLastError());
-            peers.emplace_back(step, scan_peer<unsigned>(t, reinterpret_cast<unsigned*>(values.ptr), n));
-        }
-        {
-            Device<float> values(n);
-            fill(t, values.ptr, n, 7, -1.0f, 1.0f);
-            step = "scan_f32";
-            peers.emplace_back(step, scan_peer<float>(t, values.ptr, n));
-            step = "select_if_f32";
-            peers.emplace_back(step, select_peer(t, values.ptr, n));
+            size_t n = 1u << 28;
+            {
+                step = "histogram256_u32";
+                Device<int> values(n);
+                fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 4, 0, 300);
+                CUDA(cudaGetLastError());
+                peers.emplace_back(step, histogram_peer<int, int>(t, 0, 256, values.ptr, n));
+            }
+            {
+                step = "histogram256_f32";
+                Device<float> values(n);
+                fill(t, values.ptr, n, 5, -4.5f, 4.5f);
+                peers.emplace_back(step, histogram_peer<float, float>(t, -4.0f, 4.0f, values.ptr, n));
+            }
+            step = "median_f32_4194304";
+            peers.emplace_back(step, median_peer(t));
+            step = "reduce_sum_f32";
+            peers.emplace_back(step, reduce_peer(t));
+            {
+                step = "scan_u32";
+                Device<int> values(n);
+                fill_i32<<<1024, 256, 0, t.stream>>>(values.ptr, n, 6, 0, 16);
+                CUDA(cudaGetLastError());
+                peers.emplace_back(step, scan_peer<unsigned>(t, reinterpret_cast<unsigned*>(values.ptr), n));
+            }
+            {
+                Device<float> values(n);
+                fill(t, values.ptr, n, 7, -1.0f, 1.0f);
+                step = "scan_f32";
+                peers.emplace_back(step, scan_peer<float>(t, values.ptr, n));
+                step = "select_if_f32";
+                peers.emplace_back(step, select_peer(t, values.ptr, n));
+            }
         }
         cublasDestroy(h);
 

@@ -15,6 +15,8 @@
 #include "matmul/cp_async.cu"
 #include "matmul/warp_tiles.cu"
 #include "matmul/scheduled.cu"
+#include "matmul/convert.cu"
+#include "matmul/mma_ldmatrix.cu"  // includes mma_tf32.cu, step 6a
 #include "conv.cu"
 #include "transpose.cu"
 #include "select.cu"

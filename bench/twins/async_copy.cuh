@@ -20,3 +20,7 @@ static __device__ __forceinline__ void wait_all_copies() { asm volatile("cp.asyn
 static __device__ __forceinline__ void wait_copies_but_newest() {
     asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
+// The first `bytes` (16 or 0) of 16 bytes, the rest zero-filled.
+static __device__ __forceinline__ void copy_async_16_or_zero(unsigned shared, const void* global, unsigned bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared), "l"(global), "r"(bytes) : "memory");
+}

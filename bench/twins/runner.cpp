@@ -465,6 +465,10 @@ struct Runner {
                                                : ", block and shared as the host");
         } else {
             row.rust_regs = regs(rf), row.c_regs = regs(tf);
+            // Past 48 KiB a kernel's dynamic shared memory needs opting in, as the host does at load.
+            if (c.shape.shared > 48 * 1024)
+                for (CUfunction f : {rf, tf})
+                    CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c.shape.shared));
             if (c.setup) c.setup();
             auto r = run_once(rf, c), t = run_once(tf, c);
             std::string problem = agree(c, r, t);
@@ -810,6 +814,112 @@ struct Runner {
                 run(x);
             }
         }
+    }
+
+    // The tensor-core steps (kernels/src/matmul/mma_*.rs) and their input conversions
+    // (convert.rs). Every side is a multiple of MATMUL_MMA_ROW_ALIGN here, so the converted
+    // rows carry no padding and a smaller matrix is the first m * k elements of a larger one.
+    void mma() {
+        const char* products[] = {"matmul_mma_tf32_128x256", "matmul_mma_bf16_128x256", "matmul_mma_f16_128x256"};
+        const char* conversions[] = {"convert_tf32", "convert_bf16", "convert_f16"};
+        bool any = false;
+        for (int d = 0; d < 3; ++d) any = any || wanted(products[d]) || wanted(conversions[d]);
+        if (!any) return;
+        size_t side = pick(8192, 4096), host_side = 4096;
+        auto ah = random_f32(side * side, 8), bh = random_f32(side * side, 9);
+        auto a = upload(ah), b = upload(bh);
+        for (int d = 0; d < 3; ++d) {
+            size_t elem = d == 0 ? 4 : 2;  // bytes of one converted element
+            // The conversion: a thread per element (TF32) or per pair (16-bit), at the host's size.
+            auto conversion = [&](const Buffer& src, const Buffer& dst, size_t rows, size_t cols) {
+                Case x;
+                x.kernel = conversions[d];
+                x.size = std::to_string(rows) + "x" + std::to_string(cols);
+                x.unit = "GB/s", x.work = (4.0 + elem) * rows * cols;
+                x.shape = linear(rows * cols / (4 / elem), MATMUL_CONVERT_THREADS);
+                x.args.slice(src, rows * cols).ptr(dst).add(rows).add(cols);
+                x.out = dst, x.compare = Compare::Exact;
+                return x;
+            };
+            {
+                auto dst = device(elem * host_side * host_side);
+                Case x = conversion(a, dst, host_side, host_side);
+                run(x);
+            }
+            if (!wanted(products[d])) continue;
+            // A and B converted once, by the twin, for every product case.
+            auto ac = device(elem * side * side), bc = device(elem * side * side);
+            std::vector<float> ar, br;  // the converted values, for the CPU spot check
+            if (!g_dry) {
+                CUresult r;
+                CUfunction f = function(twin, conversions[d], r);
+                CK(r);
+                for (auto [src, dst] : {std::pair{a, ac}, std::pair{b, bc}}) {
+                    Case x = conversion(src, dst, side, side);
+                    launch(f, x);
+                }
+                CK(cuStreamSynchronize(stream));
+                ar = decode(ac, side * side, d), br = decode(bc, side * side, d);
+            }
+            struct Shape3 {
+                size_t m, n, k;
+            };
+            std::vector<Shape3> shapes = {{host_side, host_side, host_side}, {2048, 2048, 2048}};
+            if (side == 8192) shapes.push_back({8192, 8192, 8192}), shapes.push_back({8192, 8192, 256});
+            for (Shape3 s : shapes) {
+                size_t m = s.m, n = s.n, k = s.k;
+                auto c = device(4 * m * n);
+                Case x;
+                x.kernel = products[d];
+                x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+                x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+                x.shape = {blocks(n, MATMUL_MMA_BN), blocks(m, MATMUL_MMA_BM), MATMUL_MMA_THREADS, 1,
+                           (unsigned)(d == 0 ? MATMUL_TF32_SHARED_BYTES : MATMUL_HALF_SHARED_BYTES)};
+                x.args.slice(ac, m * k).slice(bc, k * n).ptr(c).add(m).add(n).add(k);
+                // The two sides run the same instructions in the same order; the tolerance is the
+                // host's for the tensor steps (host/src/ops/matmul/tensor.rs).
+                x.out = c, x.compare = Compare::Close, x.tolerance = 8.0 * k * FLT_EPSILON;
+                double tolerance = x.tolerance;
+                x.reference = [=, &ar, &br](const std::vector<unsigned char>& out) -> std::string {
+                    const float* o = reinterpret_cast<const float*>(out.data());
+                    for (size_t e : sample_indices(m * n, 32, 10)) {
+                        size_t row = e / n, col = e % n;
+                        double want = 0;
+                        for (size_t i = 0; i < k; ++i) want += (double)ar[row * k + i] * br[i * n + col];
+                        if (!(std::fabs(o[e] - want) <= tolerance))
+                            return "C[" + std::to_string(row) + "][" + std::to_string(col) + "] = " +
+                                   fmt("%.9g", o[e]) + ", want " + fmt("%.9g", want);
+                    }
+                    return "";
+                };
+                run(x);
+            }
+        }
+    }
+
+    // The values of `n` converted elements of type `d` (0 TF32 in f32 bits, 1 bf16, 2 f16).
+    static std::vector<float> decode(const Buffer& buffer, size_t n, int d) {
+        std::vector<float> out(n);
+        if (d == 0) {
+            CK(cuMemcpyDtoH(out.data(), buffer->ptr, 4 * n));
+            return out;
+        }
+        std::vector<unsigned short> bits(n);
+        CK(cuMemcpyDtoH(bits.data(), buffer->ptr, 2 * n));
+        for (size_t i = 0; i < n; ++i) {
+            unsigned h = bits[i];
+            if (d == 1) {
+                unsigned f = h << 16;
+                std::memcpy(&out[i], &f, 4);
+            } else {
+                // sign, 5-bit exponent, 10-bit mantissa; exponent 0 is subnormal (no 1 bit).
+                double mantissa = (h & 0x3ff) / 1024.0;
+                int exponent = (h >> 10) & 0x1f;
+                double v = exponent ? std::ldexp(1.0 + mantissa, exponent - 15) : std::ldexp(mantissa, -14);
+                out[i] = (float)((h & 0x8000) ? -v : v);
+            }
+        }
+        return out;
     }
 
     void set_filter(const std::vector<float>& taps) {
@@ -1408,7 +1518,7 @@ int main(int argc, char** argv) {
     if (g_dry) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
-        run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.conv2d(),
+        run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.mma(), run.conv2d(),
             run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
@@ -1464,6 +1574,7 @@ int main(int argc, char** argv) {
         run.histogram();
         run.transpose();
         run.matmul();
+        run.mma();
         run.conv2d();
         run.conv1d();
         run.reduce();

@@ -1,4 +1,5 @@
-//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D), 2-D images (grey-scale
+//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D; f16 matrices widened to
+//! f32), 2-D images (grey-scale
 //! PNG, f32 `.npy`, FITS through [`crate::fits`]), and filter and tap files. Every failure is a
 //! [`GpuError::File`] naming the file and what is wrong with it; nothing here panics on what a
 //! user hands in.
@@ -10,7 +11,7 @@ use ndarray::{ArrayView, IxDyn, ShapeBuilder};
 use ndarray_npy::npy::header::{Header, ParseHeaderError, ReadHeaderError};
 use ndarray_npy::{ReadableElement, WritableElement, WriteNpyExt};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, ErrorKind, Seek, Write};
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Seek, Write};
 use std::path::Path;
 
 /// The error for a file the user named: `<path>: <reason>`.
@@ -92,28 +93,35 @@ fn header_reason(error: ReadHeaderError) -> String {
     }
 }
 
-/// The `ndim`-dimensional array in `path`: its shape and its elements in row-major order.
-/// Everything is checked before the data is read, so a bad header cannot ask for more memory
-/// than the file holds.
-fn read_npy<T: NpyElement>(path: &Path, ndim: usize) -> GpuResult<(Vec<usize>, Vec<T>)> {
+/// An `.npy` file checked up to its data (dtype, dimensions, size), positioned at the data.
+struct NpyData {
+    reader: BufReader<File>,
+    header: Header,
+    shape: Vec<usize>,
+    len: usize,
+}
+
+/// Opens the `ndim`-dimensional array in `path` whose dtype is one of `dtypes` (`expected`
+/// names them in errors) and elements `size` bytes. Everything is checked before the data is
+/// read, so a bad header cannot ask for more memory than the file holds.
+fn open_npy(path: &Path, ndim: usize, dtypes: &[&str], expected: &str, size: usize) -> GpuResult<NpyData> {
     let file = open(path)?;
-    let size = file.metadata().map_err(|e| file_error(path, format!("cannot read: {}", e)))?.len();
+    let file_size = file.metadata().map_err(|e| file_error(path, format!("cannot read: {}", e)))?.len();
     let mut reader = BufReader::new(file);
     let header = Header::from_reader(&mut reader).map_err(|e| file_error(path, header_reason(e)))?;
     let descriptor = header.type_descriptor.as_string().map(String::as_str);
-    let expected = format!("{} ('{}')", T::NAME, T::DTYPES[0]);
     match descriptor {
-        Some(d) if T::DTYPES.contains(&d) => {}
+        Some(d) if dtypes.contains(&d) => {}
         Some(d) => return Err(file_error(path, format!("holds {} values, expected {}", dtype_text(d), expected))),
         None => return Err(file_error(path, format!("holds a structured dtype, expected {}", expected))),
     }
-    let shape = header.shape;
+    let shape = header.shape.clone();
     if shape.len() != ndim {
         let reason = format!("is {}-D (shape {}), expected a {}-D array", shape.len(), shape_text(&shape), ndim);
         return Err(file_error(path, reason));
     }
     let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    let bytes = len.and_then(|n| n.checked_mul(size_of::<T>())).map(|b| b as u64);
+    let bytes = len.and_then(|n| n.checked_mul(size)).map(|b| b as u64);
     let (Some(len), Some(bytes)) = (len, bytes) else {
         return Err(file_error(path, format!("has an impossible shape {}", shape_text(&shape))));
     };
@@ -121,22 +129,73 @@ fn read_npy<T: NpyElement>(path: &Path, ndim: usize) -> GpuResult<(Vec<usize>, V
         return Err(file_error(path, format!("is empty (shape {})", shape_text(&shape))));
     }
     let start = reader.stream_position().map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
-    let present = size.saturating_sub(start);
+    let present = file_size.saturating_sub(start);
     if present != bytes {
         let what = if present < bytes { "is truncated" } else { "has bytes past its data" };
         let shape = shape_text(&shape);
         let reason = format!("{what}: shape {shape} needs {bytes} bytes of data, the file holds {present}");
         return Err(file_error(path, reason));
     }
-    let data = T::read_to_end_exact_vec(&mut reader, &header.type_descriptor, len)
-        .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
-    if !header.layout.is_fortran() {
-        return Ok((shape, data));
+    Ok(NpyData { reader, header, shape, len })
+}
+
+/// `data`, read in the file's order, in row-major order.
+fn row_major<T: Copy>(path: &Path, npy: &NpyData, data: Vec<T>) -> GpuResult<Vec<T>> {
+    if !npy.header.layout.is_fortran() {
+        return Ok(data);
     }
-    let array = ArrayView::from_shape(IxDyn(&shape).f(), &data)
+    let array = ArrayView::from_shape(IxDyn(&npy.shape).f(), &data)
         .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
-    let row_major = array.iter().copied().collect();
-    Ok((shape, row_major))
+    Ok(array.iter().copied().collect())
+}
+
+/// The `ndim`-dimensional array in `path`: its shape and its elements in row-major order.
+fn read_npy<T: NpyElement>(path: &Path, ndim: usize) -> GpuResult<(Vec<usize>, Vec<T>)> {
+    let expected = format!("{} ('{}')", T::NAME, T::DTYPES[0]);
+    let mut npy = open_npy(path, ndim, &T::DTYPES, &expected, size_of::<T>())?;
+    let data = T::read_to_end_exact_vec(&mut npy.reader, &npy.header.type_descriptor, npy.len)
+        .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
+    let data = row_major(path, &npy, data)?;
+    Ok((npy.shape, data))
+}
+
+/// An IEEE half's value: sign, 5-bit exponent (bias 15; 0 for subnormals, 31 for infinities
+/// and NaN), 10-bit mantissa. Every half is exactly an f32.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let mantissa = (bits & 0x3ff) as f32;
+    let magnitude = match (bits >> 10) & 0x1f {
+        0 => mantissa * 2f32.powi(-24),
+        31 if mantissa == 0.0 => f32::INFINITY,
+        31 => f32::NAN,
+        exponent => (1024.0 + mantissa) * 2f32.powi(exponent as i32 - 25),
+    };
+    if bits & 0x8000 != 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// A 2-D f32 array, or an f16 one widened to f32 (exactly), from an `.npy` file.
+pub fn read_matrix_f32_or_f16(path: &Path) -> GpuResult<((usize, usize), Vec<f32>)> {
+    let descriptor = {
+        let mut reader = BufReader::new(open(path)?);
+        Header::from_reader(&mut reader).ok().and_then(|h| h.type_descriptor.as_string().cloned())
+    };
+    if !matches!(descriptor.as_deref(), Some("<f2" | ">f2")) {
+        return read_matrix::<f32>(path);
+    }
+    let mut npy = open_npy(path, 2, &["<f2", ">f2"], "f16 ('<f2') or f32 ('<f4')", 2)?;
+    let mut bytes = vec![0u8; 2 * npy.len];
+    npy.reader.read_exact(&mut bytes).map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
+    let big_endian = descriptor.as_deref() == Some(">f2");
+    let halves = bytes
+        .as_chunks::<2>()
+        .0
+        .iter()
+        .map(|&pair| f16_to_f32(if big_endian { u16::from_be_bytes(pair) } else { u16::from_le_bytes(pair) }));
+    let data = row_major(path, &npy, halves.collect())?;
+    Ok(((npy.shape[0], npy.shape[1]), data))
 }
 
 /// A 1-D array of `T` from an `.npy` file.
@@ -408,6 +467,35 @@ mod tests {
         // [[1, 2, 3], [4, 5, 6]] stored column by column.
         std::fs::write(&path, npy_bytes("<f4", true, "(2, 3)", &f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]))).unwrap();
         assert_eq!(read_matrix::<f32>(&path).unwrap(), ((2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn f16_matrices_are_widened_exactly_in_either_byte_order_and_layout() {
+        let dir = scratch("io", "f16");
+        // 1, -2, 0.5, 65504 (the largest half), 2^-24 (the smallest subnormal), -0.
+        let halves: [u16; 6] = [0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x8000];
+        let widened = [1.0, -2.0, 0.5, 65504.0, 2f32.powi(-24), -0.0];
+        let little: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+        let big: Vec<u8> = halves.iter().flat_map(|h| h.to_be_bytes()).collect();
+        std::fs::write(dir.join("le.npy"), npy_bytes("<f2", false, "(2, 3)", &little)).unwrap();
+        std::fs::write(dir.join("be.npy"), npy_bytes(">f2", false, "(2, 3)", &big)).unwrap();
+        for name in ["le.npy", "be.npy"] {
+            let (shape, values) = read_matrix_f32_or_f16(&dir.join(name)).unwrap();
+            assert_eq!(shape, (2, 3), "{name}");
+            assert_eq!(values.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), widened.map(f32::to_bits), "{name}");
+        }
+        // [[1, 65504], [-2, 2^-24], [0.5, -0]] stored column by column.
+        let columns: Vec<u8> = [0, 1, 2, 3, 4, 5].iter().flat_map(|&i| halves[i].to_le_bytes()).collect();
+        std::fs::write(dir.join("f.npy"), npy_bytes("<f2", true, "(3, 2)", &columns)).unwrap();
+        let (shape, values) = read_matrix_f32_or_f16(&dir.join("f.npy")).unwrap();
+        assert_eq!((shape, values), ((3, 2), vec![1.0, 65504.0, -2.0, 2f32.powi(-24), 0.5, -0.0]));
+        assert!(f16_to_f32(0x7c00).is_infinite() && f16_to_f32(0x7e00).is_nan());
+        // f32 files read as before; other types name both accepted ones.
+        write_matrix(&dir.join("f32.npy"), (1, 2), &[1.5f32, 2.5]).unwrap();
+        assert_eq!(read_matrix_f32_or_f16(&dir.join("f32.npy")).unwrap(), ((1, 2), vec![1.5, 2.5]));
+        std::fs::write(dir.join("short.npy"), npy_bytes("<f2", false, "(2, 3)", &little[..10])).unwrap();
+        assert!(error_of(read_matrix_f32_or_f16(&dir.join("short.npy"))).contains("is truncated"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

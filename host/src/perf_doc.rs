@@ -428,7 +428,12 @@ pub fn rewrite_ladder(text: &str, runner: &Runner, peers: &Peers) -> Result<(Str
         bail!("`{LADDER_END}` comes before `{LADDER_START}`");
     }
     let size = format!("{LADDER_SIDE}x{LADDER_SIDE}x{LADDER_SIDE}");
-    let cublas_ms = peers.peers.get(&format!("sgemm_f32_{LADDER_SIDE}")).map(|p| p.ms);
+    // The tensor-core steps are compared with cuBLAS's product of their own type.
+    let cublas_ms = |kernel: &str| {
+        let dtype = ["tf32", "bf16", "f16"].into_iter().find(|d| kernel.starts_with(&format!("matmul_mma_{d}_")));
+        let key = dtype.map_or(format!("sgemm_f32_{LADDER_SIDE}"), |d| format!("gemm_{d}_{LADDER_SIDE}"));
+        peers.peers.get(&key).map(|p| p.ms)
+    };
     let (mut out, mut missing) = (String::new(), Vec::new());
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -444,7 +449,8 @@ pub fn rewrite_ladder(text: &str, runner: &Runner, peers: &Peers) -> Result<(Str
         let twin = runner.rows.iter().find(|t| t.kernel == kernel && t.size == size);
         let rust_ms = twin.and_then(|t| t.rust_ms);
         let tflops = twin.and_then(|t| t.rust_rate).map_or("-".into(), |r| format!("{:.1}", r / 1e3));
-        let fraction = rust_ms.zip(cublas_ms).map_or("-".into(), |(ours, theirs)| format!("{:.2}", theirs / ours));
+        let fraction =
+            rust_ms.zip(cublas_ms(kernel)).map_or("-".into(), |(ours, theirs)| format!("{:.2}", theirs / ours));
         if tflops == "-" || fraction == "-" {
             missing.push(kernel.to_string());
         }

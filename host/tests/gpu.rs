@@ -23,6 +23,22 @@ fn every_family_matches_the_cpu_on_odd_shapes() {
     }
 }
 
+/// The tensor-core steps for every dtype: the check shapes (odd, 1x1x1, k below one slice),
+/// then shapes with many interior blocks and k a whole number of slices.
+#[test]
+fn tensor_steps_match_the_cpu_for_every_dtype() {
+    let Some(gpu) = gpu("tensor_steps_match_the_cpu_for_every_dtype") else { return };
+    let matmul = family("matmul").expect("the matmul family");
+    for options in matmul.sizes(Purpose::Check).iter().filter(|o| o.contains("--dtype")) {
+        assert_passed(&run(&gpu, "matmul", options, 1));
+    }
+    for dtype in ["tf32", "bf16", "f16"] {
+        assert_passed(&run(&gpu, "matmul", &format!("--m 1024 --n 768 --k 512 --dtype {dtype}"), 1));
+        assert_passed(&run(&gpu, "matmul", &format!("--m 1031 --n 1029 --k 1027 --dtype {dtype}"), 1));
+    }
+    expect_error(&gpu, "matmul", "--m 64 --n 64 --k 64 --dtype bf16 --variant async", "pick among the f32 steps");
+}
+
 #[test]
 fn large_matmul_and_conv2d_match() {
     let Some(gpu) = gpu("large_matmul_and_conv2d_match") else { return };

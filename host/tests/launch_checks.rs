@@ -17,7 +17,7 @@ use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
-use host::ops::matmul::SgemmArgs;
+use host::ops::matmul::{ConvertArgs, MmaArgs, SgemmArgs, TensorInput};
 use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
 use host::ops::saxpy::SaxpyArgs;
@@ -96,7 +96,7 @@ struct Cases {
 /// Whether `kernel` is written with 16-byte accesses of its buffers (its source dereferences
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
-    let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async"];
+    let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async", "matmul_mma"];
     let tiles = ["scan_", "compact_"];
     kernel.contains("vec4")
         || kernel == "reduce_moments"
@@ -182,6 +182,10 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("dimensions overflow".into(), with(input, output, usize::MAX, 2)));
             with(input, output, rows, cols)
         }
+        "matmul" if kernel.starts_with("convert_tf32") => convert_cases::<f32>(memory, &mut refused),
+        "matmul" if kernel.starts_with("convert_") => convert_cases::<u16>(memory, &mut refused),
+        "matmul" if kernel.starts_with("matmul_mma_tf32") => mma_cases::<f32>(memory, &mut refused),
+        "matmul" if kernel.starts_with("matmul_mma_") => mma_cases::<u16>(memory, &mut refused),
         "matmul" => {
             let (m, n, k) = (64, 48, 32);
             let (a, b, c) = (memory.f32s(m * k), memory.f32s(k * n), memory.f32s(m * n));
@@ -382,6 +386,37 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };
     Cases { valid, refused }
+}
+
+/// The tensor-core products' cases on inputs of `T` (A m × padded k, B k × padded n): short
+/// buffers (unpadded inputs among them), swapped dimensions, aliasing, misalignment.
+fn mma_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let (m, n, k) = (67, 45, 13);
+    let (a, b, c) = (memory.slice::<T>(m * 16), memory.slice::<T>(k * 48), memory.f32s(m * n));
+    let with = |a, b, c, (m, n, k)| -> Args { Box::new(MmaArgs::<T> { a, b, c, m, n, k }) };
+    refused.push(("A unpadded".into(), with(memory.slice(m * k), b, c, (m, n, k))));
+    refused.push(("B unpadded".into(), with(a, memory.slice(k * n), c, (m, n, k))));
+    refused.push(("m and n swapped".into(), with(a, b, c, (n, m, k))));
+    refused.push(("C short".into(), with(a, b, memory.f32s(m * n - 1), (m, n, k))));
+    refused.push(("C is A".into(), with(a, b, same_memory(a), (m, n, k))));
+    refused.push(("dimensions overflow".into(), with(a, b, c, (2, 2, usize::MAX))));
+    refused.push(("A misaligned".into(), with(shifted(memory.slice(m * 16 + 1)), b, c, (m, n, k))));
+    refused.push(("C misaligned".into(), with(a, b, shifted(memory.f32s(m * n + 1)), (m, n, k))));
+    with(a, b, c, (m, n, k))
+}
+
+/// The conversions' cases into `T`: a short destination (unpadded), overlap, misalignment.
+fn convert_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let (rows, cols) = (37, 13);
+    let (src, dst) = (memory.f32s(rows * cols), memory.slice::<T>(rows * 16));
+    let with = |src, dst, rows, cols| -> Args { Box::new(ConvertArgs::<T> { src, dst, rows, cols }) };
+    refused.push(("destination unpadded".into(), with(src, memory.slice(rows * cols), rows, cols)));
+    refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
+    refused.push(("destination over the source".into(), with(src, same_memory(src), rows, cols)));
+    refused.push(("dimensions overflow".into(), with(src, dst, 2, usize::MAX)));
+    let misaligned = Box::leak(Box::new(memory.slice::<u8>(rows * 64).index(2..)));
+    refused.push(("destination misaligned".into(), with(src, output_word(misaligned), rows, cols)));
+    with(src, dst, rows, cols)
 }
 
 /// The scan of `T`'s cases: short and overlapping buffers, too little scratch, misalignment.

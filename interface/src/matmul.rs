@@ -171,12 +171,15 @@ macro_rules! tile_configs {
         /// Every SGEMM configuration; the first is the default.
         pub const TILE_CONFIGS: &[TileConfig] =
             &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks)),+];
-        /// Their launch bounds and those of steps 5a to 5c, for the PTX builder.
+        /// Their launch bounds and those of steps 5a to 6b, for the PTX builder.
         pub const SGEMM_BOUNDS: &[LaunchBounds] = &[
             $(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+,
             CP_ASYNC_BOUNDS,
             WARPS_BOUNDS,
             ASYNC_BOUNDS,
+            MMA_BOUNDS[0],
+            MMA_BOUNDS[1],
+            MMA_BOUNDS[2],
         ];
     };
 }
@@ -184,3 +187,72 @@ crate::sgemm_configs!(tile_configs);
 
 /// The configuration of `matmul_vec4_128x128`, the `vec4` step and the untuned default.
 pub const DEFAULT_TILE: TileConfig = TILE_CONFIGS[0];
+
+/// Steps 6a and 6b, the tensor cores through `mma.sync`: a block of [`MMA_THREADS`] (8 warps,
+/// 2 down × 4 across, each a 64×64 warp tile) computes an `MMA_BM × MMA_BN` tile of `C`, with
+/// [`MMA_STAGES`] slices of `k` in flight in shared memory.
+pub const MMA_BM: usize = 128;
+pub const MMA_BN: usize = 256;
+pub const MMA_WARPS_M: usize = 2;
+pub const MMA_WARPS_N: usize = 4;
+pub const MMA_WARP_M: usize = MMA_BM / MMA_WARPS_M;
+pub const MMA_WARP_N: usize = MMA_BN / MMA_WARPS_N;
+pub const MMA_THREADS: usize = 32 * MMA_WARPS_M * MMA_WARPS_N;
+pub const MMA_STAGES: usize = 3;
+/// The tensor-core kernels read `A` and `B` as the conversion kernels write them: rows padded
+/// with zeros to a multiple of this many elements, so that every row starts 16-byte aligned.
+pub const MMA_ROW_ALIGN: usize = 8;
+
+/// Elements in a row of `cols` once padded to [`MMA_ROW_ALIGN`].
+pub const fn padded(cols: usize) -> usize {
+    (cols + MMA_ROW_ALIGN - 1) / MMA_ROW_ALIGN * MMA_ROW_ALIGN
+}
+
+/// Step 6a, `matmul_mma_tf32_128x256`: slices of [`TF32_BK`] floats of `k`; the rows of the
+/// staged slices are padded (by 4 floats for `A`, 8 for `B`) so that the fragment loads of a
+/// warp hit 32 different banks.
+pub const TF32_BK: usize = 32;
+pub const TF32_A_STRIDE: usize = TF32_BK + 4;
+pub const TF32_B_STRIDE: usize = MMA_BN + 8;
+pub const TF32_STAGE_FLOATS: usize = MMA_BM * TF32_A_STRIDE + TF32_BK * TF32_B_STRIDE;
+pub const TF32_SHARED_BYTES: usize = MMA_STAGES * TF32_STAGE_FLOATS * 4;
+
+/// Step 6b, `matmul_mma_bf16_128x256` and `matmul_mma_f16_128x256`: slices of [`HALF_BK`]
+/// 16-bit elements of `k`, unpadded, their 16-byte pieces swizzled (XOR) within 128-byte lines.
+pub const HALF_BK: usize = 64;
+pub const HALF_STAGE_ELEMENTS: usize = (MMA_BM + MMA_BN) * HALF_BK;
+pub const HALF_SHARED_BYTES: usize = MMA_STAGES * HALF_STAGE_ELEMENTS * 2;
+
+/// The tensor-core kernels' registers (a 64×64 warp tile is 128 accumulators a thread) allow
+/// one block per SM.
+pub const MMA_BOUNDS: [LaunchBounds; 3] = [
+    LaunchBounds { kernel: "matmul_mma_tf32_128x256", max_threads: MMA_THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_mma_bf16_128x256", max_threads: MMA_THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_mma_f16_128x256", max_threads: MMA_THREADS as u32, min_blocks_per_sm: 1 },
+];
+
+/// Kernels whose dynamic shared memory passes the 48 KiB a launch gets without opting in, with
+/// what they need: the host raises each one's limit when it loads the module.
+pub const LARGE_SHARED: [(&str, usize); 3] = [
+    ("matmul_mma_tf32_128x256", TF32_SHARED_BYTES),
+    ("matmul_mma_bf16_128x256", HALF_SHARED_BYTES),
+    ("matmul_mma_f16_128x256", HALF_SHARED_BYTES),
+];
+
+/// Threads per block of the conversion kernels (`convert_tf32`, `convert_bf16`, `convert_f16`).
+pub const CONVERT_THREADS: usize = 256;
+
+// The kernels' layout: each thread stages four 16-byte pieces of `A` and eight of `B` per
+// slice (both dtypes: a slice's row of `A` is 128 bytes either way), the warp tile is a whole
+// number of m16 × n16 fragments, and the stages fit the H100's 227 KiB.
+const _: () = assert!(
+    MMA_THREADS == 256
+        && MMA_BM * TF32_BK / 4 == 4 * MMA_THREADS
+        && TF32_BK * MMA_BN / 4 == 8 * MMA_THREADS
+        && MMA_BM * HALF_BK / 8 == 4 * MMA_THREADS
+        && HALF_BK * MMA_BN / 8 == 8 * MMA_THREADS
+        && MMA_WARP_M == 64
+        && MMA_WARP_N == 64
+        && TF32_SHARED_BYTES <= 227 * 1024
+        && HALF_SHARED_BYTES <= 227 * 1024
+);

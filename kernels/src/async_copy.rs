@@ -38,6 +38,19 @@ pub unsafe fn copy_async_16(shared: u32, global: *const f32) {
     asm!("cp.async.cg.shared.global [{s}], [{g}], 16;", s = in(reg32) shared, g = in(reg64) global);
 }
 
+/// Copies the first `bytes` (16 or 0) of the 16 bytes at `global` to the shared address
+/// `shared` and zero-fills the rest (`cp.async.cg.shared.global [s], [g], 16, bytes`): a
+/// 16-byte piece of a tile, or zeros where the piece lies past the matrix. As with
+/// [`copy_async_4`], nothing is read when `bytes == 0`.
+///
+/// # Safety
+/// `global` is 16-byte aligned and, when `bytes == 16`, readable for 16 bytes; `shared` is as
+/// [`copy_async_16`]'s.
+#[inline(always)]
+pub unsafe fn copy_async_16_or_zero<T>(shared: u32, global: *const T, bytes: u32) {
+    asm!("cp.async.cg.shared.global [{s}], [{g}], 16, {n};", s = in(reg32) shared, g = in(reg64) global, n = in(reg32) bytes);
+}
+
 /// Closes the copies this thread issued since the last commit into one group
 /// (`cp.async.commit_group`). A group may be empty; the waits count groups, not copies.
 #[inline(always)]

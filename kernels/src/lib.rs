@@ -34,6 +34,7 @@ pub mod reduce;
 pub mod saxpy;
 pub mod scan;
 pub mod select;
+pub mod tensor;
 pub mod transpose;
 pub mod vector_add;
 

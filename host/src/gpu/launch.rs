@@ -2,8 +2,55 @@
 //! bad one is an error naming the limit rather than a bare CUDA error code.
 
 use super::{CudaContext, Gpu, GpuError, GpuResult, KernelArgs};
-use cust::function::{BlockSize, FunctionAttribute, GridSize};
+use cust::device::Device;
+use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
+use cust::module::Module;
 use cust::stream::Stream;
+use cust::sys::{
+    cuDeviceGetAttribute, cuFuncGetAttribute, cuFuncSetAttribute, CUdevice_attribute, CUfunction_attribute, CUresult,
+};
+use interface::matmul::LARGE_SHARED;
+
+const MAX_DYNAMIC_SHARED: CUfunction_attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+
+/// An error naming `kernel` and what failed, unless `result` is success.
+fn driver(result: CUresult, kernel: &str, what: &str) -> GpuResult<()> {
+    match result {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        error => Err(GpuError::InvalidLaunch { kernel: kernel.to_string(), reason: format!("{what}: {error:?}") }),
+    }
+}
+
+/// Lets each kernel of [`LARGE_SHARED`] in `module` use the dynamic shared memory it needs past
+/// the 48 KiB a launch gets by default, where the device has that much per block; elsewhere its
+/// limit stays, and [`Gpu::validate`] refuses its launches.
+pub(super) fn raise_shared_limits(module: &Module, device: Device) -> GpuResult<()> {
+    let mut most = 0;
+    let attribute = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+    // SAFETY: writes one int through a valid pointer, for a device handle cust opened.
+    let result = unsafe { cuDeviceGetAttribute(&mut most, attribute, device.as_raw()) };
+    driver(result, "(the device)", "reading its shared memory limit")?;
+    for (kernel, bytes) in LARGE_SHARED {
+        // A module other than the project's (`Gpu::with_ptx`) may lack the kernel.
+        let Ok(function) = module.get_function(kernel) else { continue };
+        if bytes as i64 <= most as i64 {
+            // SAFETY: sets one attribute of a function of the loaded module to a value the
+            // device allows.
+            let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, bytes as i32) };
+            driver(result, kernel, "raising its shared memory limit")?;
+        }
+    }
+    Ok(())
+}
+
+/// The dynamic shared memory `function` may be launched with.
+fn dynamic_shared_limit(function: &Function, kernel: &str) -> GpuResult<i64> {
+    let mut limit = 0;
+    // SAFETY: writes one int through a valid pointer, for a function of the loaded module.
+    let result = unsafe { cuFuncGetAttribute(&mut limit, MAX_DYNAMIC_SHARED, function.to_raw()) };
+    driver(result, kernel, "reading its limits")?;
+    Ok(limit as i64)
+}
 
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,13 +128,12 @@ impl Gpu {
                 kernel_max
             )));
         }
-        let static_shared =
-            function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
-        let shared = static_shared as u64 + config.shared_bytes as u64;
-        if shared > self.info.max_shared_per_block as u64 {
+        // The driver's own limit: 48 KiB less the static shared memory, unless raised at load.
+        let dynamic_limit = dynamic_shared_limit(&function, kernel)?;
+        if config.shared_bytes as i64 > dynamic_limit {
             return Err(invalid(format!(
-                "{} bytes of shared memory exceed the per-block limit of {}",
-                shared, self.info.max_shared_per_block
+                "{} bytes of dynamic shared memory exceed this kernel's limit of {} on this device",
+                config.shared_bytes, dynamic_limit
             )));
         }
         let (grid_max, block_max) = (self.info.max_grid_dims, self.info.max_block_dims);

@@ -78,6 +78,7 @@ impl Gpu {
             Device::get_device(ordinal as u32).map_err(|e| GpuError::NoGpu(format!("no device {}: {}", ordinal, e)))?;
         let context = Context::new(device).during("creating a context")?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
+        launch::raise_shared_limits(&module, device)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;

@@ -16,12 +16,18 @@
 //! | 5a | `cp_async.rs` | `matmul_cp_async_128x128` | `cp.async` copies, two stages | 35.5 | 0.71 |
 //! | 5b | `warp_tiles.rs` | `matmul_warps_128x256` | three stages, warp tiles, 8×16 outputs per thread | 45.5 | 0.91 |
 //! | 5c | `scheduled.rs` | `matmul_async_128x256` | scheduled for ptxas | 52.3 | 1.05 |
+//! | 6a | `mma_tf32.rs` | `matmul_mma_tf32_128x256` | tensor cores: `mma.sync` in TF32, padded shared rows | 166.8 | 0.42 |
+//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_bf16_128x256` | BF16, `ldmatrix`, a swizzled shared layout | 391.5 | 0.52 |
+//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_f16_128x256` | the same kernel in FP16 | 390.9 | 0.53 |
 //! <!-- ladder-table:end -->
 //!
 //! TFLOP/s at 4096³ on an H100, and the fraction of cuBLAS's FP32 SGEMM (TF32 off) measured in
-//! the same session.
+//! the same session; for the tensor-core steps (`host matmul --dtype tf32|bf16|f16`, inputs
+//! converted once by `convert.rs`), of cuBLAS's `cublasGemmEx` in the same type, f32
+//! accumulation and output.
 //!
-//! Every kernel has the same parameters, `(a, b, c, m, n, k)`, so the host binds them once,
+//! Every kernel has the same parameters, `(a, b, c, m, n, k)` (the tensor-core steps take `A`
+//! and `B` in their own type, rows padded), so the host binds them once per input type,
 //! and each states in its `# Safety` section what its launcher guarantees: the lengths of `a`
 //! and `b`, that `c` holds `m·n` floats and aliases neither, and the launch shape the host
 //! computes from `interface::matmul`. Every step is correct for any m, n, k ≥ 1.
@@ -30,8 +36,11 @@
 //! test that lets a block skip every bounds check (step 4a explains both).
 
 pub mod blocked;
+pub mod convert;
 pub mod cp_async;
 pub mod double_buffer;
+pub mod mma_ldmatrix;
+pub mod mma_tf32;
 pub mod naive;
 pub mod scheduled;
 pub mod shared_layout;

@@ -1,5 +1,6 @@
 //! Each SGEMM kernel's launch shape, and the binding of the signature they all share.
 
+use super::tensor::mma_launch;
 use crate::gpu::{
     product, refuse, require_aligned, require_disjoint, require_len, GpuResult, KernelArgs, LaunchConfig, Params,
 };
@@ -23,6 +24,15 @@ crate::variants! {
         CpAsync => ("cp-async", "matmul_cp_async_128x128"),
         Warps => ("warps", "matmul_warps_128x256"),
         Async => ("async", "matmul_async_128x256"),
+    }
+}
+
+crate::variants! {
+    /// The tensor-core steps, one per `--dtype` other than f32 (`kernels/src/matmul/mma_*.rs`).
+    pub enum TensorStep {
+        MmaTf32 => ("mma-tf32", "matmul_mma_tf32_128x256"),
+        MmaBf16 => ("mma-bf16", "matmul_mma_bf16_128x256"),
+        MmaF16 => ("mma-f16", "matmul_mma_f16_128x256"),
     }
 }
 
@@ -67,7 +77,15 @@ pub(super) fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
     TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
 }
 
-/// The launch of any matmul kernel: a tutorial step's or a configuration's.
+/// The launch of any matmul product: a tensor step's, or [`launch_config`]'s.
+pub(super) fn product_launch(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    match TensorStep::named(kernel) {
+        Ok(step) => mma_launch(step, m, n),
+        Err(_) => launch_config(kernel, m, n),
+    }
+}
+
+/// The launch of an f32 product: a tutorial step's or a configuration's.
 pub(super) fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
     match (Step::ALL.iter().find(|s| s.kernel() == kernel), tile_of(kernel)) {
         (Some(step), _) => step.launch_config(m, n),

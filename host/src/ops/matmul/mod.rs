@@ -1,5 +1,6 @@
 //! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k. A and B are random
-//! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`.
+//! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`. `--dtype` runs the
+//! tensor-core step for TF32, BF16 or FP16 instead of the f32 ladder (`tensor`).
 //!
 //! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
 //! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
@@ -9,19 +10,22 @@
 //!
 //! By concern: `launch` (each kernel's launch shape and the binding of their one signature),
 //! `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`), `split`
-//! (`--gpus N`); here, the workload and its CPU reference.
+//! (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance); here,
+//! the workload and its CPU reference.
 
 mod launch;
 mod options;
 mod split;
+mod tensor;
 mod tune;
 
-pub use launch::{tile_label, tile_launch, SgemmArgs, Step};
+pub use launch::{tile_label, tile_launch, SgemmArgs, Step, TensorStep};
 pub use options::Options;
 pub use split::split;
+pub use tensor::{round_bf16, round_f16, round_tf32, ConvertArgs, Dtype, MmaArgs, TensorInput};
 
 use crate::check::{self, product_scale};
-use crate::gpu::{Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::SplitReport;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
@@ -30,12 +34,16 @@ use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 use interface::matmul::TILE_CONFIGS;
-use launch::launch_config;
-use ndarray::ArrayView2;
+use launch::{launch_config, product_launch};
+use ndarray::{Array2, ArrayView2};
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use tensor::Converted;
 use tune::{cached_tile, tile_notes, tile_variant, TuneTarget};
+
+/// The types `--dtype` runs on the tensor cores, as the CLI names them.
+const TENSOR_DTYPES: [&str; 3] = ["tf32", "bf16", "f16"];
 
 pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
@@ -47,6 +55,14 @@ pub fn tolerance(k: usize) -> f64 {
     4.0 * k as f64 * f32::EPSILON as f64
 }
 
+/// The reference of the tensor-core steps: f64 products and sums of A and B as rounded to
+/// `dtype`, so that it differs from the GPU's result by the GPU's accumulation alone.
+pub fn rounded_reference(dtype: Dtype, a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let a = Array2::from_shape_fn((m, k), |(i, j)| dtype.round(a[i * k + j]) as f64);
+    let b = Array2::from_shape_fn((k, n), |(i, j)| dtype.round(b[i * n + j]) as f64);
+    a.dot(&b).iter().map(|&x| x as f32).collect()
+}
+
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,
@@ -54,6 +70,9 @@ pub struct Matmul {
     pub k: usize,
     pub a: Vec<f32>,
     pub b: Vec<f32>,
+    /// The inputs' type on the tensor cores, and A and B converted to it on the GPU.
+    pub dtype: Dtype,
+    converted: Option<Converted>,
     variants: Vec<Variant>,
     /// What the report says beside a variant, by variant name.
     notes: HashMap<String, String>,
@@ -72,32 +91,58 @@ impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
         let variants = Step::variants(steps);
-        Self::with_inputs(gpu, shape, variants, || random_inputs(shape, seed))
+        Self::with_inputs(gpu, shape, Dtype::F32, variants, || random_inputs(shape, seed))
     }
 
     /// A and B from `inputs`, called once the shape is known to fit.
     fn with_inputs(
         gpu: &Gpu,
         (m, n, k): (usize, usize, usize),
+        dtype: Dtype,
         variants: Vec<Variant>,
         inputs: impl FnOnce() -> Inputs,
     ) -> GpuResult<Self> {
         require_shape((m, n, k))?;
         for variant in &variants {
-            gpu.validate(&variant.kernel, &launch_config(&variant.kernel, m, n)?)?;
+            gpu.validate(&variant.kernel, &product_launch(&variant.kernel, m, n)?)?;
         }
-        gpu.ensure_fits("matmul's A, B and C", 4 * (m * k + k * n + m * n) as u64)?;
+        // The converted copies, padded, take at most as much again.
+        let copies = if dtype == Dtype::F32 { 1 } else { 2 };
+        gpu.ensure_fits("matmul's A, B and C", 4 * (copies * (m * k + k * n + 8 * (m + k)) + m * n) as u64)?;
         let (a, b) = inputs();
+        tensor::require_in_range(dtype, &a, &b)?;
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
+        let converted = tensor::convert(gpu, dtype, (&da, &db), (m, n, k))?;
         let dc = gpu.poisoned::<f32>("C", m * n)?;
         let scale = product_scale(&a, &b);
         let notes = HashMap::new();
-        Ok(Self { m, n, k, a, b, variants, notes, tune: None, scale, output: None, expected: vec![], da, db, dc })
+        let expected = vec![];
+        Ok(Self {
+            m,
+            n,
+            k,
+            a,
+            b,
+            dtype,
+            converted,
+            variants,
+            notes,
+            tune: None,
+            scale,
+            output: None,
+            expected,
+            da,
+            db,
+            dc,
+        })
     }
 
     pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
-        gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k })
+        match &self.converted {
+            None => gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k }),
+            Some(converted) => converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)),
+        }
     }
 
     /// C on the GPU, for kernels that consume it.
@@ -110,21 +155,26 @@ impl Matmul {
     }
 
     pub fn cpu_reference(&self) -> Vec<f32> {
-        cpu_reference(&self.a, &self.b, self.m, self.n, self.k)
+        match self.dtype {
+            Dtype::F32 => cpu_reference(&self.a, &self.b, self.m, self.n, self.k),
+            dtype => rounded_reference(dtype, &self.a, &self.b, self.m, self.n, self.k),
+        }
     }
 }
 
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles; --tune picks vec4's tile sizes";
+        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16); --tune picks vec4's tile sizes";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
         let steps = Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?)));
         // The default configuration is the vec4 step; the others are listed once each.
         let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
-        steps.chain(tiles).collect()
+        let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), tensor::mma_launch(*s, 4096, 4096)?)));
+        let kernels: GpuResult<Vec<_>> = steps.chain(tiles).chain(tensor).collect();
+        Ok(kernels?.into_iter().chain(tensor::conversions(4096, 4096)?).collect())
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
@@ -149,19 +199,54 @@ impl Kernel for Matmul {
                     shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
                 // Every tile configuration on these shapes, edges in both dimensions.
                 let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
-                steps.chain(tiles).collect()
+                // The tensor steps: 1×1×1, k below one slice (17x31x13), odd shapes, two
+                // interior blocks with k a whole number of slices (256x512x64), and more.
+                let tensor_shapes = [
+                    (1, 1, 1),
+                    (17, 31, 13),
+                    (131, 67, 45),
+                    (257, 263, 300),
+                    (256, 512, 64),
+                    (300, 264, 48),
+                    (1, 300, 1),
+                ];
+                let tensor = TENSOR_DTYPES.iter().flat_map(|dtype| {
+                    tensor_shapes.iter().map(move |(m, n, k)| format!("--m {m} --n {n} --k {k} --dtype {dtype}"))
+                });
+                steps.chain(tiles).chain(tensor).collect()
             }
-            Purpose::Quick => vec![cube(1024), cube(2048), cube(4096)],
-            Purpose::Full => vec![cube(512), cube(1024), cube(2048), cube(4096), fast(8192)],
+            Purpose::Quick => {
+                let tensor =
+                    TENSOR_DTYPES.iter().flat_map(|d| [2048, 4096].map(|s| format!("{} --dtype {d}", cube(s))));
+                [cube(1024), cube(2048), cube(4096)].into_iter().chain(tensor).collect()
+            }
+            Purpose::Full => {
+                let sides = [1024, 2048, 4096, 8192];
+                let tensor = TENSOR_DTYPES.iter().flat_map(|d| sides.map(|s| format!("{} --dtype {d}", cube(s))));
+                [cube(512), cube(1024), cube(2048), cube(4096), fast(8192)].into_iter().chain(tensor).collect()
+            }
             Purpose::Criterion => vec![cube(256), cube(512), cube(1024)],
         }
     }
 
     fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
-        options.gpus.map(|gpus| split(options, gpus as usize, seed, iters))
+        options.gpus.map(|gpus| match options.dtype {
+            Dtype::F32 => split(options, gpus as usize, seed, iters),
+            _ => Err(GpuError::InvalidInput("--gpus runs the f32 ladder; it takes no --dtype".into())),
+        })
     }
 
     fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        if let Some(step) = options.dtype.step() {
+            let f32_only = !options.variants.is_empty() || options.tune || options.all_configs;
+            require(!f32_only, || {
+                format!(
+                    "--variant, --tune and --all-configs pick among the f32 steps; --dtype {} has one",
+                    options.dtype.name()
+                )
+            })?;
+            return Ok(vec![step.variant()]);
+        }
         Ok(if options.tune || options.all_configs {
             TILE_CONFIGS.iter().map(tile_variant).collect()
         } else {
@@ -201,8 +286,8 @@ impl Kernel for Matmul {
             }
             (notes, None)
         };
-        let mut matmul =
-            Self::with_inputs(gpu, shape, variants, || inputs.unwrap_or_else(|| random_inputs(shape, seed)))?;
+        let random = || random_inputs(shape, seed);
+        let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
         matmul.notes = notes;
         matmul.tune = tune;
         matmul.output = options.output.clone();
@@ -219,9 +304,15 @@ impl Workload for Matmul {
         self.m as u64
     }
 
+    /// cuBLAS's key in `bench/peers/run`: SGEMM for f32, `cublasGemmEx` of the same type for
+    /// the tensor steps (f32 accumulation and output, as here).
     fn peer(&self) -> Option<String> {
         let cube = self.m == self.n && self.n == self.k;
-        Some(if cube { format!("sgemm_f32_{}", self.m) } else { format!("sgemm_f32_{}x{}x{}", self.m, self.n, self.k) })
+        let name = match self.dtype {
+            Dtype::F32 => "sgemm_f32".to_string(),
+            dtype => format!("gemm_{}", dtype.name()),
+        };
+        Some(if cube { format!("{name}_{}", self.m) } else { format!("{name}_{}x{}x{}", self.m, self.n, self.k) })
     }
 
     fn work(&self) -> Work {
@@ -245,7 +336,8 @@ impl Workload for Matmul {
     }
 
     fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
-        let check = check::close(&self.result(gpu)?, &self.expected, tolerance(self.k) * self.scale);
+        let tolerance = if self.dtype == Dtype::F32 { tolerance(self.k) } else { tensor::tolerance(self.k) };
+        let check = check::close(&self.result(gpu)?, &self.expected, tolerance * self.scale);
         Ok(Checked { check, note: self.notes.get(&variant.name).cloned() })
     }
 
@@ -274,6 +366,22 @@ mod tests {
         let inside = (0..rows).flat_map(|y| (0..cols).map(move |x| (y, x)));
         let interior = inside.filter(|(y, x)| (y + 1) * bm <= m && (x + 1) * bn <= n && k % bk == 0 && n % 4 == 0);
         (interior.count(), rows * cols)
+    }
+
+    #[test]
+    fn a_dtype_selects_its_tensor_step_and_nothing_else() {
+        let matmul = crate::registry::family("matmul").expect("the matmul family");
+        let variants = |options: &str| matmul.variants(&matmul.parse(options).expect("options that parse"));
+        for (dtype, step) in [("tf32", TensorStep::MmaTf32), ("bf16", TensorStep::MmaBf16), ("f16", TensorStep::MmaF16)]
+        {
+            let chosen = variants(&format!("--m 8 --n 8 --k 8 --dtype {dtype}")).expect("a tensor step");
+            assert_eq!(chosen, vec![step.variant()], "{dtype}");
+            for f32_only in ["--variant async", "--all-configs", "--tune"] {
+                let refused = variants(&format!("--dtype {dtype} {f32_only}")).unwrap_err();
+                assert!(format!("{refused:#}").contains("pick among the f32 steps"), "{dtype} {f32_only}: {refused:#}");
+            }
+        }
+        assert_eq!(variants("--m 8 --n 8 --k 8").expect("the ladder").len(), Step::ALL.len());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `host matmul`'s options, and its inputs: random, or A and B from `.npy` files.
 
-use super::Step;
+use super::{Dtype, Step};
 use crate::data::random_f32;
 use crate::gpu::{require, GpuResult};
 use crate::io;
@@ -15,13 +15,17 @@ pub struct Options {
     pub n: usize,
     #[arg(long, default_value_t = 4096)]
     pub k: usize,
+    /// The inputs' type: f32 runs the SGEMM ladder; tf32, bf16 and f16 the tensor-core step
+    /// for that type, on A and B converted once on the GPU (f32 accumulation and output).
+    #[arg(long, value_enum, default_value_t = Dtype::F32)]
+    pub dtype: Dtype,
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_enum)]
     pub variants: Vec<Step>,
-    /// A 2-D f32 .npy file for A, m×k (with --b); replaces the random data, --m and --k.
+    /// A 2-D f32 (or f16) .npy file for A, m×k (with --b); replaces the random data, --m and --k.
     #[arg(long, requires = "b", conflicts_with_all = ["m", "k"])]
     pub a: Option<PathBuf>,
-    /// A 2-D f32 .npy file for B, k×n; replaces --n.
+    /// A 2-D f32 (or f16) .npy file for B, k×n; replaces --n.
     #[arg(long, requires = "a", conflicts_with = "n")]
     pub b: Option<PathBuf>,
     /// Writes C (the GPU's result, m×n) to this .npy file.
@@ -74,9 +78,9 @@ pub(super) fn random_inputs((m, n, k): Dims, seed: u64) -> Inputs {
     (random_f32(m * k, seed), random_f32(k * n, seed ^ 1))
 }
 
-/// A and B from their files: finite f32 matrices whose inner dimensions agree.
+/// A and B from their files: finite f32 (or f16) matrices whose inner dimensions agree.
 pub(super) fn read_inputs(a: &Path, b: &Path) -> GpuResult<(Dims, Vec<f32>, Vec<f32>)> {
-    let (((m, k), va), ((kb, n), vb)) = (io::read_matrix::<f32>(a)?, io::read_matrix::<f32>(b)?);
+    let (((m, k), va), ((kb, n), vb)) = (io::read_matrix_f32_or_f16(a)?, io::read_matrix_f32_or_f16(b)?);
     io::require_finite(a, &va)?;
     io::require_finite(b, &vb)?;
     require(k == kb, || {

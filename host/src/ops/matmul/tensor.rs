@@ -1,0 +1,336 @@
+//! `--dtype tf32|bf16|f16`: the tensor-core steps (`kernels/src/matmul/mma_*.rs`). A and B
+//! arrive as f32 and are converted once on the GPU (`convert.rs`) into rows padded to
+//! `MMA_ROW_ALIGN` elements; the products accumulate in f32 and write f32. The CPU rounds the
+//! same inputs the same way ([`Dtype::round`]) for the reference, which is f64.
+//!
+//! Tolerance ([`tolerance`]): both sides multiply the same rounded values, and a product of two
+//! of them (at most 11 significant bits each) is exact in f32, so the GPU's only error is its
+//! f32 accumulation: the same as an f32 SGEMM's, `4·k·ε` (see `super`'s tolerance), doubled
+//! because the tensor cores do not round their additions to nearest (they may truncate, an
+//! error of up to one unit in the last place where rounding makes half of one). Inputs from
+//! files scale it by `max(1, max|a|·max|b|)` as in f32.
+
+use super::launch::TensorStep;
+use crate::gpu::{
+    product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuResult, KernelArgs,
+    LaunchConfig, Params,
+};
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use interface::matmul::{
+    CONVERT_THREADS, HALF_SHARED_BYTES, MMA_BM, MMA_BN, MMA_ROW_ALIGN, MMA_THREADS, TF32_SHARED_BYTES,
+};
+
+/// The type the tensor cores read A and B in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Dtype {
+    /// f32 on the FP32 lanes: the SGEMM ladder.
+    #[default]
+    F32,
+    /// TF32 (f32's exponent, 10 mantissa bits) on the tensor cores.
+    Tf32,
+    /// bfloat16 (f32's exponent, 7 mantissa bits) on the tensor cores.
+    Bf16,
+    /// IEEE half (5-bit exponent, 10 mantissa bits) on the tensor cores.
+    F16,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::Tf32 => "tf32",
+            Dtype::Bf16 => "bf16",
+            Dtype::F16 => "f16",
+        }
+    }
+
+    /// The tensor-core step for this type (none for f32).
+    pub fn step(self) -> Option<TensorStep> {
+        match self {
+            Dtype::F32 => None,
+            Dtype::Tf32 => Some(TensorStep::MmaTf32),
+            Dtype::Bf16 => Some(TensorStep::MmaBf16),
+            Dtype::F16 => Some(TensorStep::MmaF16),
+        }
+    }
+
+    /// `x` rounded to this type, as the GPU's conversion rounds it, as an f32.
+    pub fn round(self, x: f32) -> f32 {
+        match self {
+            Dtype::F32 => x,
+            Dtype::Tf32 => round_tf32(x),
+            Dtype::Bf16 => round_bf16(x),
+            Dtype::F16 => round_f16(x),
+        }
+    }
+}
+
+/// TF32 as `cvt.rna.tf32.f32` rounds: to nearest, ties away from zero, on the magnitude's bits
+/// (adding half of the 13 dropped bits' weight carries into the kept ones exactly when the
+/// dropped part is at least half).
+pub fn round_tf32(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    f32::from_bits((x.to_bits() + 0x1000) & !0x1fff)
+}
+
+/// bfloat16 as `cvt.rn.bf16x2.f32` rounds: to nearest, ties to even (the kept last bit decides
+/// whether a tie carries).
+pub fn round_bf16(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    let bits = x.to_bits();
+    f32::from_bits((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff_0000)
+}
+
+/// IEEE half as `cvt.rn.f16x2.f32` rounds: to nearest, ties to even, in steps of `2^(e - 10)`
+/// for a binary exponent `e >= -14` and of `2^-24` below (half's subnormals); past the largest
+/// half, 65504, to infinity.
+pub fn round_f16(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    let exponent = ((x.to_bits() >> 23) & 0xff) as i32 - 127;
+    let step = 2f64.powi(exponent.max(-14) - 10);
+    let rounded = (x.abs() as f64 / step).round_ties_even() * step;
+    let rounded = if rounded > 65504.0 { f64::INFINITY } else { rounded };
+    (rounded as f32).copysign(x)
+}
+
+/// The reference's tolerance for the tensor-core steps (the module's doc derives it).
+pub fn tolerance(k: usize) -> f64 {
+    2.0 * super::tolerance(k)
+}
+
+/// An element type the tensor-core kernels read, and their kernels that read it.
+pub trait TensorInput: DeviceCopy + bytemuck::Pod {
+    /// The products that read it, and the conversions that write it.
+    const PRODUCTS: &'static [&'static str];
+    const CONVERSIONS: &'static [&'static str];
+    /// Elements each conversion thread writes: f32 one, 16-bit types a pair.
+    const PER_THREAD: usize;
+}
+
+impl TensorInput for f32 {
+    const PRODUCTS: &'static [&'static str] = &["matmul_mma_tf32_128x256"];
+    const CONVERSIONS: &'static [&'static str] = &["convert_tf32"];
+    const PER_THREAD: usize = 1;
+}
+
+/// bf16 and f16 bits.
+impl TensorInput for u16 {
+    const PRODUCTS: &'static [&'static str] = &["matmul_mma_bf16_128x256", "matmul_mma_f16_128x256"];
+    const CONVERSIONS: &'static [&'static str] = &["convert_bf16", "convert_f16"];
+    const PER_THREAD: usize = 2;
+}
+
+/// `cols` padded to `MMA_ROW_ALIGN`, or an error when that overflows.
+fn padded(kernel: &str, cols: usize) -> GpuResult<usize> {
+    cols.checked_next_multiple_of(MMA_ROW_ALIGN).ok_or_else(|| refuse(kernel, format!("{cols} columns overflow")))
+}
+
+/// The arguments of the conversions: `src` (rows × cols f32) into `dst` (rows × padded cols).
+pub struct ConvertArgs<'a, T: TensorInput> {
+    pub src: &'a DeviceSlice<f32>,
+    pub dst: &'a DeviceSlice<T>,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+// SAFETY: the kernels read `src[..rows·cols]` and write `dst[..rows·padded(cols)]`, both
+// checked to be that long (products checked for overflow) and not to overlap; a 16-bit `dst`,
+// written as 32-bit pairs, is checked 4-byte aligned. Any 1D launch suits their grid-stride
+// loop. The parameters are `src: &[f32], dst: *mut {f32,u32}, rows: usize, cols: usize`.
+unsafe impl<T: TensorInput> KernelArgs for ConvertArgs<'_, T> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, T::CONVERSIONS, "ConvertArgs")?;
+        let (read, written) =
+            (product(kernel, self.rows, self.cols)?, product(kernel, self.rows, padded(kernel, self.cols)?)?);
+        require_len(kernel, "the source", self.src, read)?;
+        require_len(kernel, "the destination", self.dst, written)?;
+        require_disjoint(kernel, ("the destination", self.dst, written), ("the source", self.src, read))?;
+        require_aligned(kernel, "the destination", self.dst, 4)?;
+        convert_launch::<T>(written)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.src).pointer(self.dst).value(self.rows).value(self.cols)
+    }
+}
+
+/// A conversion's launch: a thread per `T::PER_THREAD` of the `written` elements.
+fn convert_launch<T: TensorInput>(written: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::linear(written / T::PER_THREAD, CONVERT_THREADS as u32)
+}
+
+/// Each conversion with its launch for a `rows × cols` matrix.
+pub(super) fn conversions(rows: usize, cols: usize) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+    let written = product("convert", rows, padded("convert", cols)?)?;
+    let tf32 = f32::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<f32>(written)?)));
+    let half = u16::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<u16>(written)?)));
+    tf32.chain(half).collect()
+}
+
+/// An error when an input lies past the range of `dtype` (f16's largest is 65504): it would
+/// become infinite on the tensor cores.
+pub(super) fn require_in_range(dtype: Dtype, a: &[f32], b: &[f32]) -> GpuResult<()> {
+    for (name, values) in [("A", a), ("B", b)] {
+        if let Some(i) = values.iter().position(|&x| dtype.round(x).is_infinite()) {
+            let reason = format!("{name}[{i}] = {} is beyond the range of {}", values[i], dtype.name());
+            return Err(crate::gpu::GpuError::InvalidInput(reason));
+        }
+    }
+    Ok(())
+}
+
+/// The launch of a tensor-core product: one block of `MMA_THREADS` per 128×256 tile of C.
+pub fn mma_launch(step: TensorStep, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    let shared = if step == TensorStep::MmaTf32 { TF32_SHARED_BYTES } else { HALF_SHARED_BYTES };
+    LaunchConfig::tiles_2d(n, m, (MMA_BN, MMA_BM), (MMA_THREADS as u32, 1), shared)
+}
+
+/// The arguments of the tensor-core products: `C = A × B` with A m×k and B k×n as the
+/// conversions write them (rows padded), C m×n f32.
+pub struct MmaArgs<'a, T: TensorInput> {
+    pub a: &'a DeviceSlice<T>,
+    pub b: &'a DeviceSlice<T>,
+    pub c: &'a DeviceSlice<f32>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+// SAFETY: the kernels read `a[..m·padded(k)]` and `b[..k·padded(n)]` (16-byte pieces, padded
+// rows) and write `c[..m·n]` (8-byte pairs); all three are checked that long, A and B 16-byte
+// aligned, C 8-byte aligned and overlapping neither. The launch is `mma_launch`'s, the shape
+// their indexing and shared memory are written for. The parameters are
+// `a: &[T], b: &[T], c: *mut f32, m: usize, n: usize, k: usize`.
+unsafe impl<T: TensorInput> KernelArgs for MmaArgs<'_, T> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, T::PRODUCTS, "MmaArgs")?;
+        let (m, n, k) = (self.m, self.n, self.k);
+        let a_len = product(kernel, m, padded(kernel, k)?)?;
+        let b_len = product(kernel, k, padded(kernel, n)?)?;
+        let c_len = product(kernel, m, n)?;
+        require_len(kernel, "A", self.a, a_len)?;
+        require_len(kernel, "B", self.b, b_len)?;
+        require_len(kernel, "C", self.c, c_len)?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("A", self.a, a_len))?;
+        require_disjoint(kernel, ("C", self.c, c_len), ("B", self.b, b_len))?;
+        require_aligned(kernel, "A", self.a, 16)?;
+        require_aligned(kernel, "B", self.b, 16)?;
+        require_aligned(kernel, "C", self.c, 8)?;
+        mma_launch(TensorStep::named(kernel)?, m, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.a).slice(self.b).pointer(self.c).value(self.m).value(self.n).value(self.k)
+    }
+}
+
+/// A and B converted on the GPU.
+pub(super) enum Converted {
+    Tf32(DeviceBuffer<f32>, DeviceBuffer<f32>),
+    Half(DeviceBuffer<u16>, DeviceBuffer<u16>),
+}
+
+/// `src` (rows × cols f32 on the GPU) converted by `kernel` into a new padded buffer.
+fn convert_one<T: TensorInput>(
+    gpu: &Gpu,
+    kernel: &str,
+    what: &str,
+    src: &DeviceSlice<f32>,
+    (rows, cols): (usize, usize),
+) -> GpuResult<DeviceBuffer<T>> {
+    let dst = gpu.poisoned::<T>(what, product(kernel, rows, padded(kernel, cols)?)?)?;
+    gpu.launch(kernel, &ConvertArgs { src, dst: &dst, rows, cols })?;
+    Ok(dst)
+}
+
+/// A (m×k) and B (k×n), f32 on the GPU, converted to `dtype`; `None` for f32.
+pub(super) fn convert(
+    gpu: &Gpu,
+    dtype: Dtype,
+    (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
+    (m, n, k): (usize, usize, usize),
+) -> GpuResult<Option<Converted>> {
+    let converted = match dtype {
+        Dtype::F32 => return Ok(None),
+        Dtype::Tf32 => {
+            let a = convert_one(gpu, "convert_tf32", "A as tf32", a, (m, k))?;
+            Converted::Tf32(a, convert_one(gpu, "convert_tf32", "B as tf32", b, (k, n))?)
+        }
+        Dtype::Bf16 | Dtype::F16 => {
+            let kernel = if dtype == Dtype::Bf16 { "convert_bf16" } else { "convert_f16" };
+            let a = convert_one(gpu, kernel, "A as 16-bit", a, (m, k))?;
+            Converted::Half(a, convert_one(gpu, kernel, "B as 16-bit", b, (k, n))?)
+        }
+    };
+    gpu.synchronize("the conversion of A and B")?;
+    Ok(Some(converted))
+}
+
+impl Converted {
+    /// Launches the product `kernel` on these inputs into `c`.
+    pub(super) fn launch_on(
+        &self,
+        gpu: &Gpu,
+        stream: &cust::stream::Stream,
+        kernel: &str,
+        c: &DeviceSlice<f32>,
+        (m, n, k): (usize, usize, usize),
+    ) -> GpuResult<()> {
+        match self {
+            Converted::Tf32(a, b) => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
+            Converted::Half(a, b) => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_matches_the_conversions_on_known_values() {
+        // 1 + 2^-11 is a tie in TF32: away from zero, up in magnitude for either sign.
+        assert_eq!(round_tf32(1.0 + 2f32.powi(-11)), 1.0 + 2f32.powi(-10));
+        assert_eq!(round_tf32(-(1.0 + 2f32.powi(-11))), -(1.0 + 2f32.powi(-10)));
+        assert_eq!(round_tf32(1.0 + 2f32.powi(-12)), 1.0);
+        // bf16 ties go to even: 1 + 2^-8 down to 1, 1 + 3·2^-8 up to 1 + 2^-6.
+        assert_eq!(round_bf16(1.0 + 2f32.powi(-8)), 1.0);
+        assert_eq!(round_bf16(1.0 + 3.0 * 2f32.powi(-8)), 1.0 + 2f32.powi(-6));
+        // f16: ties to even, subnormal steps of 2^-24, overflow past 65504.
+        assert_eq!(round_f16(1.0 + 2f32.powi(-11)), 1.0);
+        assert_eq!(round_f16(1.0 + 3.0 * 2f32.powi(-11)), 1.0 + 2f32.powi(-9));
+        assert_eq!(round_f16(3.0 * 2f32.powi(-26)), 2f32.powi(-24));
+        assert_eq!(round_f16(2f32.powi(-26)), 0.0);
+        assert_eq!(round_f16(65519.0), 65504.0);
+        assert_eq!(round_f16(65520.0), f32::INFINITY);
+        assert_eq!(round_f16(-0.1), -round_f16(0.1));
+    }
+
+    #[test]
+    fn inputs_beyond_f16_are_refused_and_others_kept() {
+        let (small, large) = ([1.0, -65504.0], [70000.0, 0.5]);
+        assert!(require_in_range(Dtype::F16, &small, &small).is_ok());
+        let refused = require_in_range(Dtype::F16, &small, &large).unwrap_err().to_string();
+        assert!(refused.contains("B[0] = 70000 is beyond the range of f16"), "{refused}");
+        assert!(require_in_range(Dtype::Bf16, &large, &large).is_ok());
+    }
+
+    #[test]
+    fn rounded_values_keep_only_their_types_bits() {
+        for i in 0..10_000 {
+            let x = (i as f32 - 5000.0) * 0.000_731_9;
+            assert_eq!(round_tf32(x).to_bits() & 0x1fff, 0, "{x}");
+            assert_eq!(round_bf16(x).to_bits() & 0xffff, 0, "{x}");
+            let h = round_f16(x);
+            // A half's value is a whole number of 2^-24 below 2^11.
+            assert_eq!((h as f64 * 2f64.powi(24)).fract(), 0.0, "{x}");
+            assert!((h - x).abs() <= x.abs() * 2f32.powi(-11) + 2f32.powi(-25), "{x} -> {h}");
+        }
+    }
+}
