@@ -190,32 +190,58 @@ fn rate(value: f64, unit: &str) -> String {
     }
 }
 
-/// The runner's size string of the work a peer does, and which kernels do it (by name prefix
-/// and suffix); `None` for the device copy, which is the bandwidth reference of them all.
-fn same_work(key: &str, peer: &Peer) -> Option<(String, &'static str, String)> {
+/// Which of the runner's kernels do a peer's work.
+enum Doers {
+    /// Names with this prefix and suffix.
+    Named(&'static str, String),
+    /// The FP32 ladder, whose peer is cuBLAS SGEMM: `matmul_` but not a tensor-core step.
+    FloatLadder,
+    /// The tensor-core steps of one type (`tf32`, `bf16`, `f16`), whose peer is cuBLAS of that
+    /// type.
+    Tensor(String),
+}
+
+impl Doers {
+    fn include(&self, kernel: &str) -> bool {
+        match self {
+            Doers::Named(prefix, suffix) => kernel.starts_with(prefix) && kernel.ends_with(suffix.as_str()),
+            Doers::FloatLadder => kernel.starts_with("matmul_") && !kernel.starts_with(TENSOR_PREFIX),
+            Doers::Tensor(dtype) => kernel.starts_with(&format!("{TENSOR_PREFIX}{dtype}_")),
+        }
+    }
+}
+
+/// The names of the tensor-core matmul steps begin so, then their type.
+const TENSOR_PREFIX: &str = "matmul_mma_";
+
+/// The runner's size string of the work a peer does, and which kernels do it; `None` for the
+/// device copy, which is the bandwidth reference of them all.
+fn same_work(key: &str, peer: &Peer) -> Option<(String, Doers)> {
     let parts: Vec<&str> = key.split('_').collect();
-    match parts.as_slice() {
-        ["sgemm", "f32", ..] => Some((format!("{}x{}x{}", peer.m?, peer.n?, peer.k?), "matmul_", String::new())),
-        ["vector", "add", "f32"] => Some((format!("n={}", peer.n?), "vector_add", String::new())),
-        ["scan", input] => Some((format!("n={}", peer.n?), "scan_exclusive_", format!("_{input}"))),
+    let shape = || Some(format!("{}x{}x{}", peer.m?, peer.n?, peer.k?));
+    let n = || Some(format!("n={}", peer.n?));
+    let named = |prefix, suffix: &str| Doers::Named(prefix, suffix.to_string());
+    Some(match parts.as_slice() {
+        ["sgemm", "f32", ..] => (shape()?, Doers::FloatLadder),
+        ["gemm", dtype, ..] => (shape()?, Doers::Tensor(dtype.to_string())),
+        ["vector", "add", "f32"] => (n()?, named("vector_add", "")),
+        ["scan", input] => (n()?, named("scan_exclusive_", &format!("_{input}"))),
         [histogram, input] => {
             let bins = histogram.strip_prefix("histogram")?;
-            Some((format!("n={} bins={bins}", peer.n?), "histogram_", format!("_{input}")))
+            (format!("n={} bins={bins}", peer.n?), named("histogram_", &format!("_{input}")))
         }
-        ["conv2d", filter, "f32", ..] => Some((format!("{}^2 {filter}", peer.side?), "conv2d_", String::new())),
-        ["conv1d", taps, "f32"] => Some((format!("n={} {taps} taps", peer.n?), "conv1d", String::new())),
-        ["reduce", "sum", "f32"] => Some((format!("n={}", peer.n?), "reduce_", String::new())),
-        ["select", "if", "f32"] => Some((format!("n={}", peer.n?), "compact_", String::new())),
-        _ => None,
-    }
+        ["conv2d", filter, "f32", ..] => (format!("{}^2 {filter}", peer.side?), named("conv2d_", "")),
+        ["conv1d", taps, "f32"] => (format!("n={} {taps} taps", peer.n?), named("conv1d", "")),
+        ["reduce", "sum", "f32"] => (n()?, named("reduce_", "")),
+        ["select", "if", "f32"] => (n()?, named("compact_", "")),
+        _ => return None,
+    })
 }
 
 /// The runner's fastest kernel doing a peer's work.
 fn fastest<'a>(runner: &'a Runner, key: &str, peer: &Peer) -> Option<&'a Twin> {
-    let (size, prefix, suffix) = same_work(key, peer)?;
-    let doing = runner.rows.iter().filter(|t| {
-        t.size == size && t.kernel.starts_with(prefix) && t.kernel.ends_with(&suffix) && t.rust_ms.is_some()
-    });
+    let (size, doers) = same_work(key, peer)?;
+    let doing = runner.rows.iter().filter(|t| t.size == size && doers.include(&t.kernel) && t.rust_ms.is_some());
     doing.min_by(|a, b| a.rust_ms.partial_cmp(&b.rust_ms).unwrap_or(std::cmp::Ordering::Equal))
 }
 
@@ -326,7 +352,7 @@ fn libraries(w: &mut String, runner: &Runner, peers: &Peers) -> fmt::Result {
     writeln!(w, "| work | library | library ms | fastest Rust kernel | Rust ms | × library | Rust rate | × copy |")?;
     writeln!(w, "|---|---|---:|---|---:|---:|---:|---:|")?;
     for (key, peer) in &peers.peers {
-        let Some((size, _, _)) = same_work(key, peer) else { continue };
+        let Some((size, _)) = same_work(key, peer) else { continue };
         let ours = fastest(runner, key, peer);
         let (kernel, rust_ms) = ours.map_or(("-".into(), "-".into()), |t| (format!("`{}`", t.kernel), ms(t.rust_ms)));
         let times = ours.and_then(|t| t.rust_ms.map(|r| peer.ms / r));
@@ -430,7 +456,7 @@ pub fn rewrite_ladder(text: &str, runner: &Runner, peers: &Peers) -> Result<(Str
     let size = format!("{LADDER_SIDE}x{LADDER_SIDE}x{LADDER_SIDE}");
     // The tensor-core steps are compared with cuBLAS's product of their own type.
     let cublas_ms = |kernel: &str| {
-        let dtype = ["tf32", "bf16", "f16"].into_iter().find(|d| kernel.starts_with(&format!("matmul_mma_{d}_")));
+        let dtype = ["tf32", "bf16", "f16"].into_iter().find(|d| kernel.starts_with(&format!("{TENSOR_PREFIX}{d}_")));
         let key = dtype.map_or(format!("sgemm_f32_{LADDER_SIDE}"), |d| format!("gemm_{d}_{LADDER_SIDE}"));
         peers.peers.get(&key).map(|p| p.ms)
     };
