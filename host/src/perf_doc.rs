@@ -602,6 +602,21 @@ mod tests {
     }
 
     #[test]
+    fn each_peer_is_beside_the_kernels_of_its_type() {
+        let peer = |key: &str| -> Peer {
+            serde_json::from_str(&format!(r#"{{"library": "{key}", "m": 8, "n": 8, "k": 8, "ms": 1.0}}"#)).unwrap()
+        };
+        let doers = |key: &str| same_work(key, &peer(key)).unwrap();
+        let (size, sgemm) = doers("sgemm_f32_8");
+        assert_eq!(size, "8x8x8");
+        assert!(sgemm.include("matmul_async_128x256") && !sgemm.include("matmul_mma_bf16_128x256"));
+        let (_, bf16) = doers("gemm_bf16_8");
+        assert!(bf16.include("matmul_mma_bf16_128x256"));
+        assert!(!bf16.include("matmul_mma_f16_128x256") && !bf16.include("matmul_async_128x256"));
+        assert!(!bf16.include("convert_bf16"));
+    }
+
+    #[test]
     fn rates_read_at_a_glance() {
         assert_eq!(rate(2958.6, "GB/s"), "2.96 TB/s");
         assert_eq!(rate(378.2, "GB/s"), "378 GB/s");
