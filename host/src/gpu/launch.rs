@@ -84,10 +84,11 @@ impl Gpu {
         let static_shared =
             function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
         let shared = static_shared as u64 + config.shared_bytes as u64;
-        if shared > self.info.max_shared_per_block as u64 {
+        if shared > self.shared_limit(kernel) as u64 {
             return Err(invalid(format!(
                 "{} bytes of shared memory exceed the per-block limit of {}",
-                shared, self.info.max_shared_per_block
+                shared,
+                self.shared_limit(kernel)
             )));
         }
         let (grid_max, block_max) = (self.info.max_grid_dims, self.info.max_block_dims);

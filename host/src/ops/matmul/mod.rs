@@ -11,6 +11,7 @@
 //! `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`), `split`
 //! (`--gpus N`); here, the workload and its CPU reference.
 
+pub mod hopper;
 mod launch;
 mod options;
 mod split;
