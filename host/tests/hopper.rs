@@ -5,7 +5,7 @@
 mod common;
 
 use host::gpu::{Cache, GpuError, HOPPER};
-use host::ops::matmul::hopper::{self, Precision};
+use host::ops::matmul::hopper::{self, Precision, Step};
 
 /// 1×1×1; k shorter than one slice; m, n, k multiples of nothing; rows of A and B that TMA
 /// cannot stride over (padded); several tiles and slices in every direction.
@@ -16,17 +16,18 @@ const SHAPES: [(usize, usize, usize); 6] =
 fn wgmma_matches_the_cpu_at_odd_shapes() {
     let Some(gpu) = common::gpu("wgmma_matches_the_cpu_at_odd_shapes") else { return };
     if gpu.info.compute_capability != HOPPER {
-        let err = hopper::run(&gpu, Precision::Bf16, (64, 64, 64), common::SEED, 1, Cache::Warm)
-            .err()
-            .expect("a Hopper kernel launched on another GPU");
+        let err =
+            hopper::run(&gpu, Step::Pipelined.kernel(Precision::Bf16), (64, 64, 64), common::SEED, 1, Cache::Warm)
+                .err()
+                .expect("a Hopper kernel launched on another GPU");
         assert!(matches!(&err, GpuError::InvalidLaunch { reason, .. } if reason.contains("needs sm_90")), "{err}");
         return;
     }
-    for precision in Precision::ALL {
+    for (kernel, _, _) in hopper::kernels() {
         for shape in SHAPES {
-            let outcome = hopper::run(&gpu, precision, shape, common::SEED, 1, Cache::Warm)
-                .unwrap_or_else(|e| panic!("{:?} {:?}: {}", precision, shape, e));
-            assert!(outcome.worst <= 1.0, "{:?} {:?}: error {} of the tolerance", precision, shape, outcome.worst);
+            let outcome = hopper::run(&gpu, kernel, shape, common::SEED, 1, Cache::Warm)
+                .unwrap_or_else(|e| panic!("{} {:?}: {}", kernel, shape, e));
+            assert!(outcome.worst <= 1.0, "{} {:?}: error {} of the tolerance", kernel, shape, outcome.worst);
         }
     }
 }
@@ -40,7 +41,7 @@ fn wgmma_refuses_an_empty_product() {
         gpu.poisoned::<f32>("C", 8).unwrap(),
     );
     for (m, n, k) in [(0, 8, 8), (8, 0, 8), (8, 8, 0)] {
-        let result = hopper::launch(&gpu, Precision::Bf16.kernel(), &a, &b, &c, m, n, k);
+        let result = hopper::launch(&gpu, Step::Persistent.kernel(Precision::Bf16), &a, &b, &c, m, n, k);
         assert!(matches!(result, Err(GpuError::InvalidLaunch { .. })), "{m}×{n}×{k}: {result:?}");
     }
 }

@@ -17,7 +17,7 @@ use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
-use host::ops::matmul::hopper::{Operands, Precision, TensorMap, TensorMaps, WgmmaArgs};
+use host::ops::matmul::hopper::{self, Operands, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
 use host::ops::matmul::SgemmArgs;
 use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
@@ -521,7 +521,7 @@ fn bad_launches_are_refused_on_the_gpu() {
 
 /// The Hopper kernels' cases: maps over A and B in bf16 or f16 and the dimensions they were
 /// encoded for, with C beside them. Maps of one precision must be refused by the other's kernel.
-fn hopper_cases(precision: Precision, memory: &mut Memory) -> Cases {
+fn hopper_cases(step: Step, precision: Precision, memory: &mut Memory) -> Cases {
     let (m, n, k) = (200, 72, 40);
     let (a, b, c) = (memory.slice::<u16>(m * k), memory.slice::<u16>(k * n), memory.f32s(m * n));
     let device = memory.slice::<TensorMap>(2);
@@ -531,9 +531,9 @@ fn hopper_cases(precision: Precision, memory: &mut Memory) -> Cases {
     };
     let operands = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
     let valid = maps(operands, device);
-    let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k }) };
+    let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k, blocks: 132 }) };
     let other = if precision == Precision::Bf16 { Precision::F16 } else { Precision::Bf16 };
-    let refused = vec![
+    let mut refused = vec![
         ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
         ("k one more than the maps".into(), with(valid, c, (m, n, k + 1))),
         ("C short".into(), with(valid, memory.f32s(m * n - 1), (m, n, k))),
@@ -554,15 +554,17 @@ fn hopper_cases(precision: Precision, memory: &mut Memory) -> Cases {
             with(maps(Operands { precision: other, ..operands }, device), c, (m, n, k)),
         ),
     ];
+    if step == Step::Persistent {
+        refused.push(("no blocks".into(), Box::new(WgmmaArgs { maps: valid, c, m, n, k, blocks: 0 })));
+    }
     Cases { valid: with(valid, c, (m, n, k)), refused }
 }
 
 #[test]
 fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
     let mut memory = Memory::Fake { next: 0 };
-    for precision in Precision::ALL {
-        let kernel = precision.kernel();
-        let Cases { valid, refused } = hopper_cases(precision, &mut memory);
+    for (kernel, step, precision) in hopper::kernels() {
+        let Cases { valid, refused } = hopper_cases(step, precision, &mut memory);
         valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
         assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
         assert_refused(valid.checked_config("matmul_naive"), "wgmma", "matmul_naive", "Hopper arguments");
@@ -570,7 +572,7 @@ fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
             assert_refused(args.checked_config(kernel), "wgmma", kernel, &what);
         }
     }
-    let bound = Precision::ALL.len();
+    let bound = hopper::kernels().count();
     assert_eq!(bound, HOPPER_PTX.matches(".visible .entry ").count(), "a Hopper PTX entry with no binding");
 }
 
@@ -578,9 +580,8 @@ fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
 fn bad_hopper_launches_are_refused_on_the_gpu() {
     let Some(gpu) = common::gpu("bad_hopper_launches_are_refused_on_the_gpu") else { return };
     let mut memory = Memory::Real { _gpu: &gpu, buffers: Vec::new() };
-    for precision in Precision::ALL {
-        let kernel = precision.kernel();
-        for (what, args) in hopper_cases(precision, &mut memory).refused {
+    for (kernel, step, precision) in hopper::kernels() {
+        for (what, args) in hopper_cases(step, precision, &mut memory).refused {
             assert_refused(gpu.launch(kernel, &*args), "wgmma", kernel, &what);
         }
     }

@@ -40,10 +40,16 @@ pub const SHARED_BYTES: usize = SWIZZLE_ALIGN + STAGES * STAGE_BYTES + 2 * STAGE
 pub const PRODUCER_REGISTERS: u32 = 40;
 pub const CONSUMER_REGISTERS: u32 = 232;
 
+/// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
+/// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
+pub const GROUP_M: usize = 16;
+
 /// One block of [`THREADS`] per SM: its shared memory allows no second.
-pub const BOUNDS: [LaunchBounds; 2] = [
+pub const BOUNDS: [LaunchBounds; 4] = [
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
 ];
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);

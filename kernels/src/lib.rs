@@ -55,11 +55,12 @@ pub mod transpose;
 #[cfg(not(feature = "hopper"))]
 pub mod vector_add;
 pub mod tensor;
-/// The Hopper module's matrix products: `matmul/wgmma.rs`, without the SIMT ladder.
+/// The Hopper module's matrix products: `matmul/wgmma*.rs`, without the SIMT ladder.
 #[cfg(feature = "hopper")]
 #[path = "matmul"]
 pub mod matmul {
     pub mod wgmma;
+    pub mod wgmma_persistent;
 }
 
 use core::arch::asm;

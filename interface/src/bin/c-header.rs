@@ -8,7 +8,9 @@
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
 use interface::matmul::TILE_CONFIGS;
-use interface::{conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, DEFAULT_BLOCK};
+use interface::{
+    conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, wgmma, DEFAULT_BLOCK,
+};
 
 /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
 /// as the literals they replace did), strings quoted.
@@ -78,6 +80,10 @@ fn sections() -> Vec<Section> {
             CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK, CP_ASYNC_TM, CP_ASYNC_TN, CP_ASYNC_THREADS, CP_ASYNC_SHARED_BYTES,
             ASYNC_BM, ASYNC_BN, ASYNC_BK, ASYNC_TM, ASYNC_TN, ASYNC_STAGES, ASYNC_THREADS,
             ASYNC_A_STRIDE, ASYNC_STAGE_FLOATS, ASYNC_SHARED_BYTES,
+        ),
+        section!(wgmma:
+            BM, BN, BK, STAGES, CONSUMERS, WARPGROUP, THREADS, BOX_N, A_STAGE_BYTES, B_STAGE_BYTES, STAGE_BYTES,
+            SWIZZLE_ALIGN, SHARED_BYTES, PRODUCER_REGISTERS, CONSUMER_REGISTERS, GROUP_M,
         ),
     ]
 }

@@ -26,18 +26,46 @@ pub enum Precision {
     F16,
 }
 
+/// The steps on Hopper's instructions, each adding one idea (`kernels/src/matmul/wgmma*.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// wgmma fed by TMA through an mbarrier ring; one block per tile.
+    Pipelined,
+    /// One block per SM looping over tiles in an L2-friendly order.
+    Persistent,
+}
+
+impl Step {
+    pub const ALL: [Step; 2] = [Step::Pipelined, Step::Persistent];
+
+    pub fn kernel(self, precision: Precision) -> &'static str {
+        match (self, precision) {
+            (Step::Pipelined, Precision::Bf16) => "matmul_wgmma_bf16",
+            (Step::Pipelined, Precision::F16) => "matmul_wgmma_f16",
+            (Step::Persistent, Precision::Bf16) => "matmul_wgmma_persistent_bf16",
+            (Step::Persistent, Precision::F16) => "matmul_wgmma_persistent_f16",
+        }
+    }
+}
+
+/// Every Hopper kernel: its name, step and precision.
+pub fn kernels() -> impl Iterator<Item = (&'static str, Step, Precision)> {
+    Step::ALL.into_iter().flat_map(|s| Precision::ALL.into_iter().map(move |p| (s.kernel(p), s, p)))
+}
+
+/// The step and precision of the Hopper kernel `kernel`.
+pub fn kernel_of(kernel: &str) -> Option<(Step, Precision)> {
+    kernels().find(|(name, _, _)| *name == kernel).map(|(_, s, p)| (s, p))
+}
+
 impl Precision {
     pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::F16];
 
-    pub fn kernel(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
-            Precision::Bf16 => "matmul_wgmma_bf16",
-            Precision::F16 => "matmul_wgmma_f16",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
         }
-    }
-
-    pub fn of_kernel(kernel: &str) -> Option<Precision> {
-        Self::ALL.into_iter().find(|p| p.kernel() == kernel)
     }
 
     /// `CU_TENSOR_MAP_DATA_TYPE_BFLOAT16` or `_FLOAT16`.
@@ -260,7 +288,7 @@ impl<'a> TensorMaps<'a> {
     /// Encodes the maps of `operands` (A in boxes of `BM × BK`, B in boxes of `BK × BOX_N`)
     /// and copies them into `device`.
     pub fn upload(operands: Operands<'a>, device: &'a mut DeviceBuffer<TensorMap>) -> GpuResult<Self> {
-        let kernel = operands.precision.kernel();
+        let kernel = Step::Pipelined.kernel(operands.precision);
         operands.check(kernel)?;
         require_len(kernel, "the tensor maps' buffer", device, 2)?;
         let Operands { precision, a, lda, b, ldb, m, n, k } = operands;
@@ -283,13 +311,15 @@ impl<'a> TensorMaps<'a> {
     }
 }
 
-/// The arguments of the Hopper kernels: the tensor maps of A and B, C, and the dimensions.
+/// The arguments of the Hopper kernels: the tensor maps of A and B, C, and the dimensions;
+/// `blocks`, the persistent kernels' grid (one per SM; fewer when there are fewer tiles).
 pub struct WgmmaArgs<'a> {
     pub maps: &'a TensorMaps<'a>,
     pub c: &'a DeviceSlice<f32>,
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    pub blocks: u32,
 }
 
 // SAFETY: the maps describe A and B (`TensorMaps` is built by encoding them, or by an unsafe
@@ -301,7 +331,8 @@ pub struct WgmmaArgs<'a> {
 unsafe impl KernelArgs for WgmmaArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let operands = &self.maps.operands;
-        require_kernel(kernel, &[operands.precision.kernel()], "the tensor maps' precision")?;
+        let kernels = Step::ALL.map(|s| s.kernel(operands.precision));
+        require_kernel(kernel, &kernels, "the tensor maps' precision")?;
         if (self.m, self.n, self.k) != (operands.m, operands.n, operands.k) {
             return Err(refuse(
                 kernel,
@@ -319,7 +350,16 @@ unsafe impl KernelArgs for WgmmaArgs<'_> {
         crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("B", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        LaunchConfig::tiles_2d(self.n, self.m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)
+        let per_tile = LaunchConfig::tiles_2d(self.n, self.m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)?;
+        if kernel_of(kernel).map(|(s, _)| s) != Some(Step::Persistent) {
+            return Ok(per_tile);
+        }
+        if self.blocks == 0 {
+            return Err(refuse(kernel, "a persistent grid of 0 blocks"));
+        }
+        let tiles = per_tile.grid.0 as u64 * per_tile.grid.1 as u64;
+        let grid = tiles.min(self.blocks as u64) as u32;
+        Ok(LaunchConfig { grid: (grid, 1, 1), ..per_tile })
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -377,7 +417,7 @@ pub fn with_args<R>(
     (m, n, k): (usize, usize, usize),
     body: impl FnOnce(&WgmmaArgs) -> GpuResult<R>,
 ) -> GpuResult<R> {
-    let precision = Precision::of_kernel(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+    let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
     let dense = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
     if m == 0 || n == 0 || k == 0 {
         return Err(dense.check(kernel).err().unwrap_or_else(|| refuse(kernel, "an empty product")));
@@ -393,7 +433,8 @@ pub fn with_args<R>(
     let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
         .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
     let maps = TensorMaps::upload(operands, &mut device)?;
-    let result = body(&WgmmaArgs { maps: &maps, c, m, n, k });
+    let blocks = gpu.info.multiprocessors as u32;
+    let result = body(&WgmmaArgs { maps: &maps, c, m, n, k, blocks });
     // The copies and the maps are freed on return (a synchronous cuMemFree) after the work.
     gpu.synchronize(kernel)?;
     result
@@ -456,25 +497,25 @@ pub struct Outcome {
     pub timing: crate::gpu::Timing,
 }
 
-/// `host wgmma`: random A and B in [-1, 1) rounded to `precision` on the host (each value as
-/// this precision holds it), `C = A × B` on the GPU, checked against [`reference_row`] on
-/// [`checked_rows`], then timed over `launches` launches.
+/// `host wgmma`: random A and B in [-1, 1) rounded to the kernel's precision on the host (each
+/// value as this precision holds it), `C = A × B` on the GPU with `kernel`, checked against
+/// [`reference_row`] on [`checked_rows`], then timed over `launches` launches.
 pub fn run(
     gpu: &Gpu,
-    precision: Precision,
+    kernel: &str,
     (m, n, k): (usize, usize, usize),
     seed: u64,
     launches: usize,
     cache: crate::gpu::Cache,
 ) -> GpuResult<Outcome> {
     use rand::{Rng, SeedableRng};
+    let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut random =
         |len: usize| -> Vec<u16> { (0..len).map(|_| precision.round(rng.random_range(-1.0..1.0))).collect() };
     let (a16, b16) = (random(product("wgmma", m, k)?), random(product("wgmma", k, n)?));
     let (a, b) = (gpu.upload("A", &a16)?, gpu.upload("B", &b16)?);
     let c = gpu.poisoned::<f32>("C", product("wgmma", m, n)?)?;
-    let kernel = precision.kernel();
     let timing = with_args(gpu, kernel, &a, &b, &c, (m, n, k), |args| {
         gpu.launch(kernel, args)?;
         gpu.synchronize(kernel)?;
@@ -491,7 +532,11 @@ pub fn run(
                 .map(|j| {
                     let error = (result[i * n + j] as f64 - expected[j]).abs() / tolerance(k, magnitude[j]);
                     // A NaN (an element never written) fails the check as an infinite error.
-                    if error.is_nan() { f64::INFINITY } else { error }
+                    if error.is_nan() {
+                        f64::INFINITY
+                    } else {
+                        error
+                    }
                 })
                 .fold(0.0, f64::max)
         })
