@@ -42,7 +42,6 @@ use crate::tensor::hopper::{
     mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
     wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_wait, Swizzle, TensorMap,
 };
-use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::wgmma::{
@@ -59,26 +58,21 @@ const SWIZZLE_BLOCK: u32 = 8 * ROW_BYTES;
 /// k per wgmma instruction.
 const MMA_K: usize = 16;
 
-/// Stores the floats whose bits are `v0`, `v1` at `C[row][col]` and `C[row][col + 1]`, those
-/// inside C: one 8-byte store when both are and the row keeps them 8-byte aligned (`n` even;
-/// `col` always is). The accumulators stay bits to the end: a conversion to `f32` is a `mov`
-/// that libNVVM may place before the final `wgmma.wait_group`, where ptxas must then
-/// serialize the products to keep it from reading a register still being written.
+/// Two floats stored together (`st.global.v2.f32`).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Pair([f32; 2]);
+
+/// Stores `v0`, `v1` at `C[row][col]` and `C[row][col + 1]`, those inside C: one 8-byte store
+/// when both are and the row keeps them 8-byte aligned (`n` even; `col` always is).
 #[inline(always)]
-unsafe fn store_pair(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v0: u32, v1: u32) {
+unsafe fn store_pair(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v0: f32, v1: f32) {
     if row >= m {
         return;
     }
-    let at = c.add(row * n + col) as *mut u32;
+    let at = c.add(row * n + col);
     if col + 1 < n && n % 2 == 0 {
-        // libNVVM splits an 8-byte aggregate store into two 4-byte ones; the instruction says
-        // what is meant.
-        asm!(
-            "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; st.global.v2.b32 [g], {{{a}, {b}}}; }}",
-            p = in(reg64) at,
-            a = in(reg32) v0,
-            b = in(reg32) v1,
-        );
+        *(at as *mut Pair) = Pair([v0, v1]);
     } else {
         if col < n {
             *at = v0;
@@ -222,8 +216,8 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
         [x x x x x] 1,
         [0],
         unrolled!(j, {
-            store_pair(c, row, col + 8 * j, m, n, acc[4 * j], acc[4 * j + 1]);
-            store_pair(c, row + 8, col + 8 * j, m, n, acc[4 * j + 2], acc[4 * j + 3]);
+            store_pair(c, row, col + 8 * j, m, n, f32::from_bits(acc[4 * j]), f32::from_bits(acc[4 * j + 1]));
+            store_pair(c, row + 8, col + 8 * j, m, n, f32::from_bits(acc[4 * j + 2]), f32::from_bits(acc[4 * j + 3]));
         })
     );
 }
