@@ -1,4 +1,5 @@
-//! Builds the kernels' PTX and hands it to the host (`include_str!` in `gpu`).
+//! Builds the kernels' two PTX modules, every family's (compute_80) and the Hopper kernels'
+//! (sm_90a), and hands them to the host (`include_str!` in `gpu`).
 //!
 //! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
 //! `kernels/rust-toolchain.toml` pins, while this crate builds on stable. So this script runs
@@ -25,12 +26,13 @@ fn pinned_toolchain(kernels: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{} names no channel", file.display()))
 }
 
-fn build_ptx(kernels: &Path, ptx: &Path) -> Result<(), String> {
+fn build_ptx(kernels: &Path, ptx: &Path, hopper_ptx: &Path) -> Result<(), String> {
     let toolchain = pinned_toolchain(kernels)?;
     let mut command = Command::new("rustup");
     command
         .args(["run", &toolchain, "cargo", "run", "--release", "--quiet", "-p", "ptx", "--"])
         .arg(ptx)
+        .arg(hopper_ptx)
         .current_dir(kernels);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(leaks_into_nested_cargo) {
@@ -52,8 +54,8 @@ fn main() {
     {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    let ptx = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("kernels.ptx");
-    if let Err(err) = build_ptx(&kernels, &ptx) {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    if let Err(err) = build_ptx(&kernels, &out.join("kernels.ptx"), &out.join("kernels_sm90a.ptx")) {
         eprintln!("{}", err);
         std::process::exit(1);
     }

@@ -3,7 +3,11 @@
 // that they agree, and times both with CUDA events, interleaved. Driver API only.
 //
 //   runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] [--only a,b]
+//          [--hopper <kernels_sm90a.ptx> <twins_sm90a.cubin|.ptx>]
 //   runner <project.ptx> <twins.ptx> --signatures [--launches launches.txt] [--sms N]
+//
+// --hopper adds the Hopper module (wgmma, TMA) and its twins, both for sm_90a, which run on a
+// GPU of compute capability 9.0 only (and need a CUDA 12 cuda.h to build the tensor maps).
 //
 // --signatures needs no GPU: it checks each kernel's entries and parameters and, given the
 // host's launch shapes (`host launches --sms N > launches.txt`, the same N), each case's grid,
@@ -146,6 +150,7 @@ struct Case {
     Compare compare = Compare::Exact;
     double tolerance = 0;                 // absolute, for Compare::Close
     unsigned racy_threads = 0;
+    bool hopper = false;  // in the Hopper modules (sm_90a) rather than the main ones
     // CPU spot check of one kernel's result: "" when it holds, else what is wrong.
     std::function<std::string(const std::vector<unsigned char>&)> reference;
 };
@@ -309,6 +314,8 @@ struct Runner {
     std::string rust_ptx, twin_text;  // twin_text is empty for a cubin
     std::map<std::string, Launch> host_launches;  // --launches: what --signatures compares
     CUmodule rust = nullptr, twin = nullptr;
+    std::string hopper_ptx, hopper_twin_text;  // --hopper; the twin text is empty for a cubin
+    CUmodule hopper_rust = nullptr, hopper_twin = nullptr;
     CUstream stream = nullptr;
     CUevent start = nullptr, stop = nullptr;
     Buffer scratch;  // written before every timed launch to flush L2
@@ -438,11 +445,14 @@ struct Runner {
         std::vector<size_t> sizes;
         CUresult rr = CUDA_SUCCESS, tr = CUDA_SUCCESS;
         CUfunction rf = nullptr, tf = nullptr;
+        const std::string& rust_ptx = c.hopper ? hopper_ptx : this->rust_ptx;
+        const std::string& twin_text = c.hopper ? hopper_twin_text : this->twin_text;
         if (g_dry) {
             if (!ptx_signature(rust_ptx, c.kernel, sizes)) rr = CUDA_ERROR_NOT_FOUND;
             if (!twin_text.empty() && !ptx_signature(twin_text, c.kernel, sizes)) tr = CUDA_ERROR_NOT_FOUND;
         } else {
-            rf = function(rust, c.kernel, rr), tf = function(twin, c.kernel, tr);
+            rf = function(c.hopper ? hopper_rust : rust, c.kernel, rr);
+            tf = function(c.hopper ? hopper_twin : twin, c.kernel, tr);
         }
         if (rr != CUDA_SUCCESS || tr != CUDA_SUCCESS) {
             row.check = "MISSING";
@@ -1402,6 +1412,101 @@ struct Runner {
         run(c);
     }
 
+#if CUDA_VERSION >= 12000
+    // x rounded to bf16 or IEEE half (to nearest even; the inputs are finite and in [-1, 1)),
+    // as bits, and the value of those bits: host/src/ops/matmul/hopper.rs converts the same way.
+    static uint16_t round16(float x, bool f16) {
+        uint32_t bits;
+        std::memcpy(&bits, &x, 4);
+        if (!f16) return (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+        uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
+        float a = std::fabs(x);
+        if (a < 0x1p-14f) return sign | (uint16_t)std::nearbyint(a * 0x1p24f);  // subnormal halves
+        uint32_t half = ((((bits >> 23) & 0xff) - 127 + 15) << 10) | ((bits & 0x7fffff) >> 13), rest = bits & 0x1fff;
+        return sign | (uint16_t)(half + (rest > 0x1000 || (rest == 0x1000 && (half & 1))));
+    }
+    static float value16(uint16_t h, bool f16) {
+        if (!f16) {
+            uint32_t bits = (uint32_t)h << 16;
+            float v;
+            std::memcpy(&v, &bits, 4);
+            return v;
+        }
+        int e = (h >> 10) & 0x1f;
+        float mant = (float)(h & 0x3ff), sign = h & 0x8000 ? -1.0f : 1.0f;
+        return e == 0 ? sign * mant * 0x1p-24f : sign * std::ldexp(1.0f + mant / 1024.0f, e - 15);
+    }
+
+    // The tensor map of a row-major rows x cols 16-bit matrix, boxes of box_rows x box_cols,
+    // the 128-byte swizzle, zeros outside: as host/src/ops/matmul/hopper.rs encodes it.
+    static CUtensorMap tensor_map(bool f16, CUdeviceptr address, size_t rows, size_t cols, unsigned box_rows,
+                                  unsigned box_cols) {
+        CUtensorMap map{};
+        cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * 2};
+        cuuint32_t box[2] = {box_cols, box_rows}, element_strides[2] = {1, 1};
+        CK(cuTensorMapEncodeTiled(&map, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                  (void*)address, dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+        return map;
+    }
+
+    // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): BF16 and
+    // FP16 inputs, f32 output, at the host's default 4096^3 and at 8192^3.
+    void wgmma() {
+        if (hopper_ptx.empty()) return;
+        size_t large = pick(8192, 4096);
+        auto af = random_f32(large * large, 31), bf = random_f32(large * large, 32);
+        for (bool f16 : {false, true}) {
+            std::vector<uint16_t> ah(af.size()), bh(bf.size());
+            for (size_t i = 0; i < af.size(); ++i) ah[i] = round16(af[i], f16), bh[i] = round16(bf[i], f16);
+            auto a = upload(ah), b = upload(bh);
+            for (size_t side : {pick(4096, 2048), large}) {
+                size_t m = side, n = side, k = side;
+                // The first m * k and k * n elements: still random matrices.
+                std::vector<CUtensorMap> maps(2);
+                if (!g_dry)
+                    maps = {tensor_map(f16, a->ptr, m, k, WGMMA_BM, WGMMA_BK),
+                            tensor_map(f16, b->ptr, k, n, WGMMA_BK, WGMMA_BOX_N)};
+                auto map_buffer = upload(maps);
+                auto c = device(4 * m * n);
+                unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
+                for (bool persistent : {false, true}) {
+                    Case x;
+                    x.hopper = true;
+                    x.kernel = std::string(persistent ? "matmul_wgmma_persistent_" : "matmul_wgmma_") + (f16 ? "f16" : "bf16");
+                    x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+                    x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+                    x.shape = persistent ? Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES}
+                                         : Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1,
+                                                 WGMMA_SHARED_BYTES};
+                    x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k);
+                    // The same products in the same order: equal up to nothing the runner should see.
+                    x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
+                    x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                        const float* o = reinterpret_cast<const float*>(out.data());
+                        for (size_t e : sample_indices(m * n, 32, 33)) {
+                            size_t i = e / n, j = e % n;
+                            double sum = 0, magnitude = 0;
+                            for (size_t p = 0; p < k; ++p) {
+                                double t = (double)value16(ah[i * k + p], f16) * value16(bh[p * n + j], f16);
+                                sum += t, magnitude += std::fabs(t);
+                            }
+                            // f32 accumulation of exact products: k rounding errors of at most
+                            // 2^-24 |partial sum|, with room for order and truncation.
+                            if (!(std::fabs(o[e] - sum) <= 2.0 * k * FLT_EPSILON * magnitude + FLT_MIN))
+                                return "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
+                                       fmt("%.9g", o[e]) + ", want " + fmt("%.9g", sum);
+                        }
+                        return "";
+                    };
+                    run(x);
+                }
+            }
+        }
+    }
+#endif
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -1414,6 +1519,14 @@ struct Runner {
             if (!covered) names.push_back(name);
         }
         return names;
+    }
+
+    void hopper_cases() {
+#if CUDA_VERSION >= 12000
+        wgmma();
+#else
+        if (!hopper_ptx.empty()) std::fprintf(stderr, "runner: built with CUDA < 12 (no tensor maps): --hopper ignored\n");
+#endif
     }
 
     void warn_untwinned() const {
@@ -1463,7 +1576,7 @@ CUmodule load_module(const std::string& image, const char* what) {
 int usage() {
     std::fprintf(stderr,
                  "usage: runner <project.ptx> <twins.cubin|twins.ptx> [--quick] [--json out.json] [--runs N] "
-                 "[--only name,name]\n"
+                 "[--only name,name] [--hopper kernels_sm90a.ptx twins_sm90a.cubin]\n"
                  "       runner <project.ptx> <twins.ptx> --signatures [--launches launches.txt] [--sms N]\n"
                  "  --signatures: no GPU needed; check that every kernel is in both modules with the\n"
                  "  parameters the runner passes (give the twins as PTX to check them too) and, with\n"
@@ -1477,7 +1590,7 @@ int usage() {
 int main(int argc, char** argv) {
     Runner run;
     std::vector<std::string> files;
-    std::string json, launches;
+    std::string json, launches, hopper_files[2];
     unsigned dry_sms = 132;  // an H100 SXM
     bool dry_option = false;  // --launches or --sms, which only --signatures takes
     for (int i = 1; i < argc; ++i) {
@@ -1487,6 +1600,7 @@ int main(int argc, char** argv) {
         else if (a == "--launches" && i + 1 < argc) launches = argv[++i], dry_option = true;
         else if (a == "--sms" && i + 1 < argc) dry_sms = (unsigned)std::max(1, std::atoi(argv[++i])), dry_option = true;
         else if (a == "--json" && i + 1 < argc) json = argv[++i];
+        else if (a == "--hopper" && i + 2 < argc) hopper_files[0] = argv[++i], hopper_files[1] = argv[++i];
         else if (a == "--runs" && i + 1 < argc) run.runs = std::max(1, std::atoi(argv[++i]));
         else if (a == "--only" && i + 1 < argc) {
             std::stringstream list(argv[++i]);
@@ -1500,10 +1614,15 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) runs_given |= std::string(argv[i]) == "--runs";
     if (run.quick && !runs_given) run.runs = 5;
 
-    std::string twin_image;
+    std::string twin_image, hopper_twin_image;
     try {
         run.rust_ptx = read_file(files[0]);
         twin_image = read_file(files[1]);
+        if (!hopper_files[0].empty()) {
+            run.hopper_ptx = read_file(hopper_files[0]);
+            hopper_twin_image = read_file(hopper_files[1]);
+            if (hopper_twin_image.compare(0, 4, "\x7f" "ELF") != 0) run.hopper_twin_text = hopper_twin_image;
+        }
         if (!launches.empty()) run.host_launches = read_launches(launches);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "runner: %s\n", e.what());
@@ -1519,7 +1638,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.mma(), run.conv2d(),
-            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label();
+            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(), run.hopper_cases();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1562,6 +1681,13 @@ int main(int argc, char** argv) {
         CK(cuEventCreate(&run.stop, CU_EVENT_DEFAULT));
         run.rust = load_module(run.rust_ptx, files[0].c_str());
         run.twin = load_module(twin_image, files[1].c_str());
+        if (!run.hopper_ptx.empty() && (major != 9 || minor != 0)) {
+            std::printf("the Hopper modules need sm_90 (Hopper); this GPU is sm_%d%d: skipped\n", major, minor);
+            run.hopper_ptx.clear();
+        } else if (!run.hopper_ptx.empty()) {
+            run.hopper_rust = load_module(run.hopper_ptx, hopper_files[0].c_str());
+            run.hopper_twin = load_module(hopper_twin_image, hopper_files[1].c_str());
+        }
         run.scratch = device(256u << 20);
         std::printf("%s, sm_%d%d, %d SMs, driver %d.%d; %d timed launches each (median, interleaved), L2 flushed "
                     "before each\nRust: %s\nC:    %s\n\n",
@@ -1582,6 +1708,7 @@ int main(int argc, char** argv) {
         run.scan();
         run.compact();
         run.label();
+        run.hopper_cases();
     } catch (const std::exception& e) {
         error = e.what();
         std::fprintf(stderr, "runner: %s: %s\n", run.current.c_str(), e.what());

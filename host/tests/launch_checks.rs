@@ -10,13 +10,14 @@
 mod common;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
-use host::gpu::{Gpu, GpuError, KernelArgs, KERNELS_PTX};
+use host::gpu::{Gpu, GpuError, KernelArgs, HOPPER_PTX, KERNELS_PTX};
 use host::ops::compact::CompactArgs;
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
+use host::ops::matmul::hopper::{self, Operands, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
 use host::ops::matmul::{ConvertArgs, MmaArgs, SgemmArgs, TensorInput};
 use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
@@ -450,10 +451,12 @@ fn kernels() -> Vec<(&'static str, &'static str)> {
     FAMILIES.iter().flat_map(|f| f.kernels().into_iter().map(move |k| (f.name(), k))).collect()
 }
 
-/// The PTX of the entry `kernel`, from its name to the next entry.
+/// The PTX of the entry `kernel`, from its name to the next entry, in whichever module has it.
 fn ptx_entry(kernel: &str) -> &'static str {
-    let start = KERNELS_PTX.find(&format!(".entry {kernel}(")).unwrap_or_else(|| panic!("{kernel} is not in the PTX"));
-    let rest = &KERNELS_PTX[start..];
+    let entry = format!(".entry {kernel}(");
+    let ptx = if HOPPER_PTX.contains(&entry) { HOPPER_PTX } else { KERNELS_PTX };
+    let start = ptx.find(&entry).unwrap_or_else(|| panic!("{kernel} is not in the PTX"));
+    let rest = &ptx[start..];
     &rest[..rest[1..].find(".entry ").map_or(rest.len(), |end| end + 1)]
 }
 
@@ -536,6 +539,75 @@ fn bad_launches_are_refused_on_the_gpu() {
         assert_refused(gpu.launch(foreign, &*valid), family, foreign, &format!("{kernel}'s arguments"));
         for (what, args) in refused {
             assert_refused(gpu.launch(kernel, &*args), family, kernel, &what);
+        }
+    }
+    gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
+}
+
+/// The Hopper kernels' cases: maps over A and B in bf16 or f16 and the dimensions they were
+/// encoded for, with C beside them. Maps of one precision must be refused by the other's kernel.
+fn hopper_cases(step: Step, precision: Precision, memory: &mut Memory) -> Cases {
+    let (m, n, k) = (200, 72, 40);
+    let (a, b, c) = (memory.slice::<u16>(m * k), memory.slice::<u16>(k * n), memory.f32s(m * n));
+    let device = memory.slice::<TensorMap>(2);
+    let maps = |operands: Operands<'static>, device: &'static DeviceSlice<TensorMap>| -> &'static TensorMaps<'static> {
+        // SAFETY: no launch with these maps runs: each case is checked only, or refused.
+        Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, device) }))
+    };
+    let operands = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
+    let valid = maps(operands, device);
+    let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k, blocks: 132 }) };
+    let other = if precision == Precision::Bf16 { Precision::F16 } else { Precision::Bf16 };
+    let mut refused = vec![
+        ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
+        ("k one more than the maps".into(), with(valid, c, (m, n, k + 1))),
+        ("C short".into(), with(valid, memory.f32s(m * n - 1), (m, n, k))),
+        ("C is A".into(), with(valid, same_memory(a), (m, n, k))),
+        ("A short".into(), with(maps(Operands { a: memory.slice(m * k - 1), ..operands }, device), c, (m, n, k))),
+        (
+            "B misaligned".into(),
+            with(maps(Operands { b: shifted(memory.slice(k * n + 1)), ..operands }, device), c, (m, n, k)),
+        ),
+        (
+            "a row stride TMA cannot take".into(),
+            with(maps(Operands { lda: k + 1, a: memory.slice(m * (k + 1)), ..operands }, device), c, (m, n, k)),
+        ),
+        ("no k".into(), with(maps(Operands { k: 0, ..operands }, device), c, (m, n, 0))),
+        ("one tensor map".into(), with(maps(operands, memory.slice(1)), c, (m, n, k))),
+        (
+            "maps of the other precision".into(),
+            with(maps(Operands { precision: other, ..operands }, device), c, (m, n, k)),
+        ),
+    ];
+    if step == Step::Persistent {
+        refused.push(("no blocks".into(), Box::new(WgmmaArgs { maps: valid, c, m, n, k, blocks: 0 })));
+    }
+    Cases { valid: with(valid, c, (m, n, k)), refused }
+}
+
+#[test]
+fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
+    let mut memory = Memory::Fake { next: 0 };
+    for (kernel, step, precision) in hopper::kernels() {
+        let Cases { valid, refused } = hopper_cases(step, precision, &mut memory);
+        valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
+        assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
+        assert_refused(valid.checked_config("matmul_naive"), "wgmma", "matmul_naive", "Hopper arguments");
+        for (what, args) in refused {
+            assert_refused(args.checked_config(kernel), "wgmma", kernel, &what);
+        }
+    }
+    let bound = hopper::kernels().count();
+    assert_eq!(bound, HOPPER_PTX.matches(".visible .entry ").count(), "a Hopper PTX entry with no binding");
+}
+
+#[test]
+fn bad_hopper_launches_are_refused_on_the_gpu() {
+    let Some(gpu) = common::gpu("bad_hopper_launches_are_refused_on_the_gpu") else { return };
+    let mut memory = Memory::Real { _gpu: &gpu, buffers: Vec::new() };
+    for (kernel, step, precision) in hopper::kernels() {
+        for (what, args) in hopper_cases(step, precision, &mut memory).refused {
+            assert_refused(gpu.launch(kernel, &*args), "wgmma", kernel, &what);
         }
     }
     gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");

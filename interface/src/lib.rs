@@ -16,6 +16,7 @@ pub mod measure;
 pub mod reduce;
 pub mod scan;
 pub mod select;
+pub mod wgmma;
 pub mod window;
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.

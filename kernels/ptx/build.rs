@@ -1,9 +1,11 @@
-//! Compiles the `kernels` crate (the parent directory) to PTX with rustc_codegen_nvvm, then
-//! adds the launch bounds that cuda_std 0.2 cannot express.
+//! Compiles the `kernels` crate (the parent directory) to PTX with rustc_codegen_nvvm, twice:
+//! every family for compute_80 (`kernels.ptx`), and, with the `hopper` feature, the kernels on
+//! Hopper's instructions for compute_90 raised to sm_90a (`kernels_sm90a.ptx`). Then it adds
+//! the launch bounds that cuda_std 0.2 cannot express.
 
 use cuda_builder::{CudaBuilder, NvvmArch};
 use interface::LaunchBounds;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Writes each kernel's bounds into the PTX as `.maxntid` / `.minnctapersm`, between its
 /// parameter list and its body, so that ptxas caps its registers to fit that many blocks.
@@ -19,23 +21,60 @@ fn with_launch_bounds(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, Stri
     Ok(out)
 }
 
+/// The Hopper module's header: libNVVM 11.8 writes `.version 7.8` / `.target sm_90` for
+/// compute_90, and passes the inline PTX through unchanged; wgmma and setmaxnreg exist only for
+/// `sm_90a` from PTX 8.0 on, which the driver's JIT and a CUDA 12 ptxas accept once the header
+/// says so. Anything else in the header is an error, not a guess.
+fn raised_to_sm90a(ptx: &str) -> Result<String, String> {
+    let version = ptx.lines().find(|l| l.starts_with(".version ")).ok_or("no .version line")?;
+    let target = ptx.lines().find(|l| l.starts_with(".target ")).ok_or("no .target line")?;
+    if version.trim() != ".version 7.8" || target.trim() != ".target sm_90" {
+        return Err(format!("expected `.version 7.8` and `.target sm_90` from libNVVM, found `{}` and `{}`", version, target));
+    }
+    Ok(ptx.replacen(version, ".version 8.0", 1).replacen(target, ".target sm_90a", 1))
+}
+
+/// Compiles the kernels crate for `arch` with `features` into `ptx`, checks its target, then
+/// rewrites it with `finish`.
+fn build(
+    ptx: &Path,
+    arch: NvvmArch,
+    features: &[&str],
+    target: &str,
+    finish: impl Fn(&str) -> Result<String, String>,
+) -> Result<(), String> {
+    CudaBuilder::new("..")
+        .copy_to(ptx)
+        .arch(arch)
+        .build_args(features)
+        .build()
+        .map_err(|e| format!("compiling kernels/ to PTX for {:?}: {}", arch, e))?;
+    let text = std::fs::read_to_string(ptx).map_err(|e| format!("reading {}: {}", ptx.display(), e))?;
+    if !text.lines().any(|l| l.trim() == target) {
+        return Err(format!("{} is not for `{}`", ptx.display(), target));
+    }
+    let finished = finish(&text).map_err(|e| format!("{}: {}", ptx.display(), e))?;
+    std::fs::write(ptx, finished).map_err(|e| format!("writing {}: {}", ptx.display(), e))
+}
+
 fn main() {
-    let ptx = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("kernels.ptx");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     for watched in ["../src", "../Cargo.toml", "../../interface/src"] {
         println!("cargo:rerun-if-changed={}", watched);
     }
-    // compute_80 is the newest target libNVVM 1.x (CUDA 11) names; the driver JIT and ptxas
-    // take it to sm_90.
-    if let Err(err) = CudaBuilder::new("..").copy_to(&ptx).arch(NvvmArch::Compute80).build() {
-        eprintln!("compiling kernels/ to PTX failed: {}", err);
-        std::process::exit(1);
-    }
-    let bounded = std::fs::read_to_string(&ptx)
-        .map_err(|e| e.to_string())
-        .and_then(|text| with_launch_bounds(&text, interface::LAUNCH_BOUNDS))
-        .and_then(|text| std::fs::write(&ptx, text).map_err(|e| e.to_string()));
-    if let Err(err) = bounded {
-        eprintln!("adding launch bounds to {}: {}", ptx.display(), err);
+    // compute_80 is the newest target libNVVM 1.x (CUDA 11) names in the pinned `nvvm` crate;
+    // the driver JIT and ptxas take it to sm_90.
+    let main = build(&out.join("kernels.ptx"), NvvmArch::Compute80, &[], ".target sm_80", |text| {
+        with_launch_bounds(text, interface::LAUNCH_BOUNDS)
+    });
+    // The Hopper module: compute_90 (patches/nvvm-compute90.patch), raised to sm_90a.
+    let hopper = || {
+        build(&out.join("kernels_sm90a.ptx"), NvvmArch::Compute90, &["--features", "hopper"], ".target sm_90", |text| {
+            with_launch_bounds(&raised_to_sm90a(text)?, &interface::wgmma::BOUNDS)
+        })
+    };
+    if let Err(err) = main.and_then(|()| hopper()) {
+        eprintln!("{}", err);
         std::process::exit(1);
     }
 }

@@ -19,6 +19,8 @@ pub struct DeviceInfo {
     pub max_threads_per_block: i32,
     pub max_threads_per_multiprocessor: i32,
     pub max_shared_per_block: i32,
+    /// What a kernel may ask for with `cuFuncSetAttribute` (the Hopper kernels do).
+    pub max_shared_per_block_optin: i32,
     pub max_block_dims: (i32, i32, i32),
     pub max_grid_dims: (i32, i32, i32),
     /// 2 transfers per memory clock (DDR) over the whole bus.
@@ -58,6 +60,7 @@ impl DeviceInfo {
             max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
             max_threads_per_multiprocessor: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)?,
             max_shared_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+            max_shared_per_block_optin: shared_optin(device)?,
             max_block_dims: (
                 attr(DeviceAttribute::MaxBlockDimX)?,
                 attr(DeviceAttribute::MaxBlockDimY)?,
@@ -94,4 +97,20 @@ impl DeviceInfo {
             self.peak_bandwidth_gbs, self.peak_fp32_gflops
         );
     }
+}
+
+/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`, which cust's `DeviceAttribute`
+/// lacks.
+fn shared_optin(device: Device) -> GpuResult<i32> {
+    let mut value = 0;
+    // SAFETY: `value` is a valid `int` to write; `device` is a handle cust obtained.
+    let result = unsafe {
+        cust::sys::cuDeviceGetAttribute(
+            &mut value,
+            cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device.as_raw(),
+        )
+    };
+    super::driver_result(result, "reading the opt-in shared memory limit")?;
+    Ok(value)
 }

@@ -10,6 +10,9 @@ pub enum GpuError {
     ModuleLoad(cust::error::CudaError),
     #[error("{what}: {source}")]
     Cuda { what: String, source: cust::error::CudaError },
+    /// A driver call that cust does not wrap failed with this `CUresult`.
+    #[error("{what}: CUDA driver error {code}")]
+    Driver { what: String, code: u32 },
     #[error("not enough GPU memory: {what} needs {needed} bytes, {free} of {total} are free")]
     OutOfMemory { what: String, needed: u64, free: u64, total: u64 },
     #[error("invalid launch of {kernel}: {reason}")]
@@ -40,5 +43,14 @@ pub fn require(ok: bool, message: impl FnOnce() -> String) -> GpuResult<()> {
         Ok(())
     } else {
         Err(GpuError::InvalidInput(message()))
+    }
+}
+
+/// An error unless a raw driver call (one cust does not wrap) succeeded.
+pub fn driver_result(result: cust::sys::CUresult, what: impl Into<String>) -> GpuResult<()> {
+    if result == cust::sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError::Driver { what: what.into(), code: result as u32 })
     }
 }

@@ -34,13 +34,19 @@ pub(super) fn raise_shared_limits(module: &Module, device: Device) -> GpuResult<
         // A module other than the project's (`Gpu::with_ptx`) may lack the kernel.
         let Ok(function) = module.get_function(kernel) else { continue };
         if bytes as i64 <= most as i64 {
-            // SAFETY: sets one attribute of a function of the loaded module to a value the
-            // device allows.
-            let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, bytes as i32) };
-            driver(result, kernel, "raising its shared memory limit")?;
+            allow_shared(&function, kernel, bytes as i32)?;
         }
     }
     Ok(())
+}
+
+/// Lets `function` (the kernel `kernel`) be launched with up to `bytes` of dynamic shared
+/// memory; `bytes` plus its static shared memory must fit the device's opt-in limit.
+pub(super) fn allow_shared(function: &Function, kernel: &str, bytes: i32) -> GpuResult<()> {
+    // SAFETY: sets one attribute of a function of a loaded module; a value the device does not
+    // allow is an error the driver returns.
+    let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, bytes) };
+    driver(result, kernel, "raising its shared memory limit")
 }
 
 /// The dynamic shared memory `function` may be launched with.

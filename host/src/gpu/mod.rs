@@ -12,7 +12,7 @@ mod timing;
 
 pub use args::{product, refuse, require_aligned, require_disjoint, require_kernel, require_len, KernelArgs, Params};
 pub use device::DeviceInfo;
-pub use error::{require, CudaContext, GpuError, GpuResult};
+pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
 pub use memory::Readback;
 pub use timing::{Cache, Timing};
@@ -28,6 +28,18 @@ use std::cell::OnceCell;
 
 /// The PTX that host/build.rs compiled from `kernels/` with rustc_codegen_nvvm.
 pub const KERNELS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// The Hopper module: the kernels on wgmma, TMA and setmaxnreg, PTX for `sm_90a`, which only a
+/// device of compute capability 9.0 loads.
+pub const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
+
+/// The compute capability `sm_90a` code runs on, and no other.
+pub const HOPPER: (i32, i32) = (9, 0);
+
+/// Whether `kernel` lives in the Hopper module.
+pub fn is_hopper_kernel(kernel: &str) -> bool {
+    HOPPER_PTX.contains(&format!(".visible .entry {}(", kernel))
+}
 
 /// Initializes the driver; without a usable GPU, the error says why.
 fn init() -> GpuResult<()> {
@@ -47,6 +59,8 @@ pub struct Gpu {
     /// Written before each cold-cache timed launch to evict the working set from L2.
     flush_buffer: OnceCell<DeviceBuffer<u8>>,
     pub module: Module,
+    /// [`HOPPER_PTX`], loaded on compute capability 9.0 only.
+    pub hopper: Option<Module>,
     pub device: Device,
     pub info: DeviceInfo,
     _context: Context,
@@ -83,14 +97,43 @@ impl Gpu {
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
         let info = DeviceInfo::query(device)?;
-        Ok(Self { stream, flush_buffer: OnceCell::new(), module, device, info, _context: context })
+        let hopper = if info.compute_capability == HOPPER { Some(load_hopper(&info)?) } else { None };
+        Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, _context: context })
     }
 
+    /// The kernel `name`, from the Hopper module for its kernels: on another GPU, an error
+    /// saying that they need sm_90.
     pub fn function(&self, name: &str) -> GpuResult<Function<'_>> {
-        self.module.get_function(name).during(format!("looking up kernel `{}`", name))
+        let module = match (is_hopper_kernel(name), &self.hopper) {
+            (false, _) => &self.module,
+            (true, Some(hopper)) => hopper,
+            (true, None) => {
+                let (major, minor) = self.info.compute_capability;
+                return Err(GpuError::InvalidLaunch {
+                    kernel: name.to_string(),
+                    reason: format!("it needs sm_90 (Hopper); this GPU is compute capability {}.{}", major, minor),
+                });
+            }
+        };
+        module.get_function(name).during(format!("looking up kernel `{}`", name))
     }
 
     pub fn synchronize(&self, what: &str) -> GpuResult<()> {
         self.stream.synchronize().during(format!("running {}", what))
     }
+}
+
+/// Loads [`HOPPER_PTX`] and lets each of its kernels use the device's opt-in shared memory:
+/// without `cuFuncSetAttribute`, a block gets at most 48 KiB of dynamic shared memory.
+fn load_hopper(info: &DeviceInfo) -> GpuResult<Module> {
+    let module = Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)?;
+    let entries = HOPPER_PTX.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next());
+    for name in entries {
+        let function = module.get_function(name).during(format!("looking up kernel `{}`", name))?;
+        let static_shared = function
+            .get_attribute(cust::function::FunctionAttribute::SharedMemorySizeBytes)
+            .during("reading kernel limits")?;
+        launch::allow_shared(&function, name, info.max_shared_per_block_optin - static_shared)?;
+    }
+    Ok(module)
 }

@@ -8,7 +8,9 @@
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
 use interface::matmul::TILE_CONFIGS;
-use interface::{conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, DEFAULT_BLOCK};
+use interface::{
+    conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, wgmma, DEFAULT_BLOCK,
+};
 
 /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
 /// as the literals they replace did), strings quoted.
@@ -85,6 +87,10 @@ fn sections() -> Vec<Section> {
             MMA_BM, MMA_BN, MMA_WARPS_M, MMA_WARPS_N, MMA_WARP_M, MMA_WARP_N, MMA_THREADS, MMA_STAGES, MMA_ROW_ALIGN,
             TF32_BK, TF32_A_STRIDE, TF32_B_STRIDE, TF32_STAGE_FLOATS, TF32_SHARED_BYTES,
             HALF_BK, HALF_STAGE_ELEMENTS, HALF_SHARED_BYTES, CONVERT_THREADS,
+        ),
+        section!(wgmma:
+            BM, BN, BK, STAGES, CONSUMERS, WARPGROUP, THREADS, BOX_N, A_STAGE_BYTES, B_STAGE_BYTES, STAGE_BYTES,
+            SWIZZLE_ALIGN, SHARED_BYTES, PRODUCER_REGISTERS, CONSUMER_REGISTERS, GROUP_M,
         ),
     ]
 }

@@ -24,6 +24,11 @@
 //! - `mma.sync` m16n8k8 (TF32) and m16n8k16 (BF16, FP16), `ldmatrix`, `cvt.rna.tf32.f32` and
 //!   the packing conversions `cvt.rn.{bf16x2,f16x2}.f32`: sm_80 (Ampere) or later, so the
 //!   project's `compute_80` module holds them ([`mma`]);
-//! - `wgmma`, TMA and `setmaxnreg`: sm_90a (Hopper) only, in a module of their own.
+//! - `wgmma`, TMA, mbarrier transactions and `setmaxnreg`: sm_90a (Hopper) only, so they live
+//!   in the Hopper module, the crate built with the `hopper` feature for compute_90
+//!   (`ptx/build.rs`), and nowhere else ([`hopper`]).
 
+#[cfg(feature = "hopper")]
+pub mod hopper;
+#[cfg(not(feature = "hopper"))]
 pub mod mma;

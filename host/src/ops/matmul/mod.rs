@@ -13,6 +13,7 @@
 //! (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance); here,
 //! the workload and its CPU reference.
 
+pub mod hopper;
 mod launch;
 mod options;
 mod split;

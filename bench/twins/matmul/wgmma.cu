@@ -1,0 +1,277 @@
+// Twin of kernels/src/matmul/wgmma.rs and wgmma_persistent.rs, with the wrappers of
+// kernels/src/tensor/hopper.rs: BF16/FP16 C = A x B (f32 accumulate and output) on
+// wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
+// warpgroups with setmaxnreg; then the persistent grid in grouped tile order. The same PTX
+// instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
+// sm_90a (bench/twins/build, with a CUDA 12 or newer nvcc).
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../interface.h"
+
+// A tensor map, as the driver encodes it (the host passes its global address).
+struct alignas(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+static __device__ __forceinline__ unsigned shared_address(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 128-byte swizzle (1 in bits 62-63); leading and stride byte offsets / 16.
+static __device__ __forceinline__ uint64_t matrix_descriptor(unsigned address, unsigned leading, unsigned stride) {
+    auto field = [](unsigned bytes) { return (uint64_t)((bytes >> 4) & 0x3fff); };
+    return field(address) | (field(leading) << 16) | (field(stride) << 32) | (1ull << 62);
+}
+
+static __device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+static __device__ __forceinline__ void fence_barrier_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;");
+}
+static __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar));
+}
+static __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes));
+}
+static __device__ __forceinline__ bool mbarrier_try_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity));
+    return done != 0;
+}
+static __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
+    while (!mbarrier_try_wait(bar, parity)) {
+    }
+}
+static __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, int x, int y, unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            dst),
+        "l"(map), "r"(x), "r"(y), "r"(bar));
+}
+static __device__ __forceinline__ void prefetch_tensor_map(const TensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map));
+}
+static __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;"); }
+static __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;"); }
+template <int N>
+static __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N));
+}
+
+// The operand list of one m64n256k16: 128 accumulators (their f32 bits, as in the Rust), then
+// the two descriptors and the scale-d flag.
+#define WGMMA_R10(t) "%" #t "0, %" #t "1, %" #t "2, %" #t "3, %" #t "4, %" #t "5, %" #t "6, %" #t "7, %" #t "8, %" #t "9, "
+#define WGMMA_D(i) "+r"(d[i])
+#define WGMMA_D8(i) \
+    WGMMA_D(i), WGMMA_D(i + 1), WGMMA_D(i + 2), WGMMA_D(i + 3), WGMMA_D(i + 4), WGMMA_D(i + 5), WGMMA_D(i + 6), WGMMA_D(i + 7)
+#define WGMMA_D32(i) WGMMA_D8(i), WGMMA_D8(i + 8), WGMMA_D8(i + 16), WGMMA_D8(i + 24)
+#define WGMMA_M64N256K16(types)                                                                                    \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32." types       \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " WGMMA_R10(1) WGMMA_R10(2) WGMMA_R10(3) WGMMA_R10(4)    \
+                     WGMMA_R10(5) WGMMA_R10(6) WGMMA_R10(7) WGMMA_R10(8) WGMMA_R10(9) WGMMA_R10(10) WGMMA_R10(11)  \
+                 "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"                    \
+                 : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                                       \
+                 : "l"(a), "l"(b), "r"(scale))
+
+template <bool F16>
+static __device__ __forceinline__ void wgmma_m64n256k16(uint32_t (&d)[128], uint64_t a, uint64_t b, bool accumulate) {
+    unsigned scale = accumulate;
+    if (F16) {
+        WGMMA_M64N256K16("f16.f16");
+    } else {
+        WGMMA_M64N256K16("bf16.bf16");
+    }
+}
+
+static __device__ __forceinline__ void release_registers_to_40() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+}
+static __device__ __forceinline__ void claim_registers_to_232() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+}
+
+static constexpr unsigned kRowBytes = 128, kSwizzleBlock = 8 * kRowBytes, kMmaK = 16;
+
+extern __shared__ __align__(16) unsigned char wgmma_shared[];
+
+struct Ring {
+    unsigned tiles, full, empty;
+
+    __device__ __forceinline__ static Ring make() {
+        unsigned raw = shared_address(wgmma_shared);
+        unsigned align = WGMMA_SWIZZLE_ALIGN;
+        unsigned tiles = (raw + align - 1) & ~(align - 1);
+        unsigned full = tiles + WGMMA_STAGES * WGMMA_STAGE_BYTES;
+        Ring ring{tiles, full, full + 8 * WGMMA_STAGES};
+        if (threadIdx.x == 0) {
+            for (unsigned s = 0; s < WGMMA_STAGES; ++s) {
+                mbarrier_init(ring.full + 8 * s, 1);
+                mbarrier_init(ring.empty + 8 * s, WGMMA_CONSUMERS * WGMMA_WARPGROUP / 32);
+            }
+            fence_barrier_init();
+        }
+        __syncthreads();
+        return ring;
+    }
+
+    __device__ __forceinline__ void slot(size_t slice, unsigned& stage, unsigned& full_bar, unsigned& empty_bar,
+                                         unsigned& lap) const {
+        unsigned s = (unsigned)(slice % WGMMA_STAGES);
+        stage = tiles + s * WGMMA_STAGE_BYTES, full_bar = full + 8 * s, empty_bar = empty + 8 * s;
+        lap = (unsigned)(slice / WGMMA_STAGES) & 1;
+    }
+};
+
+static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap* maps, size_t m0, size_t n0,
+                                               size_t k_tiles, size_t first) {
+    const TensorMap *map_a = maps, *map_b = maps + 1;
+    for (size_t t = 0; t < k_tiles; ++t) {
+        unsigned stage, full, empty, lap;
+        ring.slot(first + t, stage, full, empty, lap);
+        mbarrier_wait(empty, lap ^ 1);
+        mbarrier_arrive_expect_tx(full, WGMMA_STAGE_BYTES);
+        int k0 = (int)(t * WGMMA_BK);
+        tma_load_2d(stage, map_a, k0, (int)m0, full);
+        for (size_t j = 0; j < WGMMA_BN / WGMMA_BOX_N; ++j) {
+            unsigned box_bytes = WGMMA_BK * WGMMA_BOX_N * 2;
+            tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * box_bytes, map_b, (int)(n0 + j * WGMMA_BOX_N), k0,
+                        full);
+        }
+    }
+}
+
+template <bool F16>
+static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles, size_t first, size_t consumer,
+                                               uint32_t (&acc)[128]) {
+    size_t lane = threadIdx.x % 32;
+    unsigned previous_empty = 0;
+    for (size_t t = 0; t < k_tiles; ++t) {
+        unsigned stage, full, empty, lap;
+        ring.slot(first + t, stage, full, empty, lap);
+        mbarrier_wait(full, lap);
+        unsigned a = stage + (unsigned)(consumer * 64) * kRowBytes;
+        unsigned b = stage + WGMMA_A_STAGE_BYTES;
+        wgmma_fence();
+        for (unsigned kk = 0; kk < WGMMA_BK / kMmaK; ++kk) {
+            uint64_t a_desc = matrix_descriptor(a + kk * (kMmaK * 2), 16, kSwizzleBlock);
+            uint64_t b_desc = matrix_descriptor(b + kk * kMmaK * kRowBytes, WGMMA_BK * WGMMA_BOX_N * 2, kSwizzleBlock);
+            wgmma_m64n256k16<F16>(acc, a_desc, b_desc, t > 0 || kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (t > 0 && lane == 0) mbarrier_arrive(previous_empty);
+        previous_empty = empty;
+    }
+    wgmma_wait<0>();
+    if (lane == 0) mbarrier_arrive(previous_empty);
+}
+
+static __device__ __forceinline__ void store_pair(float* c, size_t row, size_t col, size_t m, size_t n, float v0,
+                                                  float v1) {
+    if (row >= m) return;
+    float* at = c + row * n + col;
+    if (col + 1 < n && n % 2 == 0) {
+        *reinterpret_cast<float2*>(at) = make_float2(v0, v1);
+    } else {
+        if (col < n) at[0] = v0;
+        if (col + 1 < n) at[1] = v1;
+    }
+}
+
+static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc)[128], size_t m0, size_t n0,
+                                                  size_t consumer, size_t m, size_t n) {
+    size_t tid = threadIdx.x, lane = tid % 32;
+    size_t row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
+    size_t col = n0 + 2 * (lane % 4);
+#pragma unroll  // the Rust unrolls this loop by hand (count_up!)
+    for (size_t j = 0; j < 32; ++j) {
+        store_pair(c, row, col + 8 * j, m, n, __uint_as_float(acc[4 * j]), __uint_as_float(acc[4 * j + 1]));
+        store_pair(c, row + 8, col + 8 * j, m, n, __uint_as_float(acc[4 * j + 2]), __uint_as_float(acc[4 * j + 3]));
+    }
+}
+
+template <bool F16>
+static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float* c, size_t m, size_t n, size_t k) {
+    Ring ring = Ring::make();
+    size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
+    size_t k_tiles = (k + WGMMA_BK - 1) / WGMMA_BK;
+    size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
+    if (warpgroup == 0) {
+        release_registers_to_40();
+        if (threadIdx.x == 0) {
+            prefetch_tensor_map(maps);
+            prefetch_tensor_map(maps + 1);
+            produce(ring, maps, m0, n0, k_tiles, 0);
+        }
+    } else {
+        claim_registers_to_232();
+        size_t consumer = warpgroup - 1;
+        uint32_t acc[128];
+        consume<F16>(ring, k_tiles, 0, consumer, acc);
+        store_tile(c, acc, m0, n0, consumer, m, n);
+    }
+}
+
+// Row and column (in tiles) of tile number `tile` in the grouped order.
+static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m, size_t tiles_n, size_t& row,
+                                                     size_t& col) {
+    size_t per_group = WGMMA_GROUP_M * tiles_n;
+    size_t first_row = tile / per_group * WGMMA_GROUP_M;
+    size_t rows = tiles_m - first_row < WGMMA_GROUP_M ? tiles_m - first_row : WGMMA_GROUP_M;
+    size_t within = tile % per_group;
+    row = first_row + within % rows, col = within / rows;
+}
+
+template <bool F16>
+static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* maps, float* c, size_t m, size_t n,
+                                                               size_t k) {
+    Ring ring = Ring::make();
+    size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
+    size_t k_tiles = (k + WGMMA_BK - 1) / WGMMA_BK;
+    size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + WGMMA_BN - 1) / WGMMA_BN;
+    size_t tiles = tiles_m * tiles_n;
+    if (warpgroup == 0) {
+        release_registers_to_40();
+        if (threadIdx.x == 0) {
+            prefetch_tensor_map(maps);
+            prefetch_tensor_map(maps + 1);
+            size_t slice = 0;
+            for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                size_t row, col;
+                tile_position(tile, tiles_m, tiles_n, row, col);
+                produce(ring, maps, row * WGMMA_BM, col * WGMMA_BN, k_tiles, slice);
+                slice += k_tiles;
+            }
+        }
+    } else {
+        claim_registers_to_232();
+        size_t consumer = warpgroup - 1;
+        uint32_t acc[128];
+        size_t slice = 0;
+        for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            size_t row, col;
+            tile_position(tile, tiles_m, tiles_n, row, col);
+            consume<F16>(ring, k_tiles, slice, consumer, acc);
+            store_tile(c, acc, row * WGMMA_BM, col * WGMMA_BN, consumer, m, n);
+            slice += k_tiles;
+        }
+    }
+}
+
+#define WGMMA_PARAMS const TensorMap* maps, float* c, size_t m, size_t n, size_t k
+#define WGMMA_BOUNDS __launch_bounds__(WGMMA_THREADS, 1)
+
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_bf16(WGMMA_PARAMS) { matmul_wgmma<false>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_f16(WGMMA_PARAMS) { matmul_wgmma<true>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_bf16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<false>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<true>(maps, c, m, n, k);
+}

@@ -1,0 +1,580 @@
+//! Host side of the Hopper matrix products (`kernels/src/matmul/wgmma.rs`): `C = A × B` with A
+//! (m×k) and B (k×n) row-major in BF16 or FP16, C (m×n) in f32.
+//!
+//! The kernels read A and B through TMA, so the host describes each matrix in a *tensor map*
+//! (`cuTensorMapEncodeTiled`, looked up in the driver: cust's bindings predate it): its
+//! address, dimensions, row stride, the box one copy moves and the shared-memory swizzle. The
+//! two maps go to the GPU in a small buffer whose address the kernel takes.
+//!
+//! TMA needs every row stride to be a multiple of 16 bytes: 8 elements of 16 bits. [`launch`]
+//! copies a matrix whose row length is not a multiple of 8 into one whose rows are padded to
+//! it (`cuMemcpy2D`); the maps still carry the true k and n, so the padding is never read.
+
+use crate::gpu::{
+    driver_result, product, refuse, require_aligned, require_kernel, require_len, Gpu, GpuError, GpuResult, KernelArgs,
+    LaunchConfig, Params,
+};
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use interface::wgmma::{BK, BM, BN, BOX_N, SHARED_BYTES, THREADS};
+use rayon::prelude::*;
+use std::ffi::c_void;
+
+/// The 16-bit input type of a Hopper matrix product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Bf16,
+    F16,
+}
+
+/// The steps on Hopper's instructions, each adding one idea (`kernels/src/matmul/wgmma*.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// wgmma fed by TMA through an mbarrier ring; one block per tile.
+    Pipelined,
+    /// One block per SM looping over tiles in an L2-friendly order.
+    Persistent,
+}
+
+impl Step {
+    pub const ALL: [Step; 2] = [Step::Pipelined, Step::Persistent];
+
+    pub fn kernel(self, precision: Precision) -> &'static str {
+        match (self, precision) {
+            (Step::Pipelined, Precision::Bf16) => "matmul_wgmma_bf16",
+            (Step::Pipelined, Precision::F16) => "matmul_wgmma_f16",
+            (Step::Persistent, Precision::Bf16) => "matmul_wgmma_persistent_bf16",
+            (Step::Persistent, Precision::F16) => "matmul_wgmma_persistent_f16",
+        }
+    }
+}
+
+/// Every Hopper kernel: its name, step and precision.
+pub fn kernels() -> impl Iterator<Item = (&'static str, Step, Precision)> {
+    Step::ALL.into_iter().flat_map(|s| Precision::ALL.into_iter().map(move |p| (s.kernel(p), s, p)))
+}
+
+/// The step and precision of the Hopper kernel `kernel`.
+pub fn kernel_of(kernel: &str) -> Option<(Step, Precision)> {
+    kernels().find(|(name, _, _)| *name == kernel).map(|(_, s, p)| (s, p))
+}
+
+impl Precision {
+    pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::F16];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// `CU_TENSOR_MAP_DATA_TYPE_BFLOAT16` or `_FLOAT16`.
+    fn tensor_map_type(self) -> u32 {
+        match self {
+            Precision::Bf16 => 9,
+            Precision::F16 => 6,
+        }
+    }
+
+    /// `x` rounded to this type (to nearest, ties to even), as its bits.
+    pub fn round(self, x: f32) -> u16 {
+        match self {
+            Precision::Bf16 => bf16_bits(x),
+            Precision::F16 => f16_bits(x),
+        }
+    }
+
+    /// The value of the bits `h` of this type.
+    pub fn value(self, h: u16) -> f32 {
+        match self {
+            Precision::Bf16 => f32::from_bits((h as u32) << 16),
+            Precision::F16 => f16_value(h),
+        }
+    }
+}
+
+/// `x` as bfloat16 bits, rounded to nearest even (NaN stays NaN).
+fn bf16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+}
+
+/// `x` as IEEE half bits, rounded to nearest even; overflow gives infinity.
+fn f16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let abs = x.abs();
+    if x.is_nan() {
+        return sign | 0x7e00;
+    }
+    if abs >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    if abs < 6.103_515_6e-5 {
+        // Subnormal halves are multiples of 2^-24: round |x| · 2^24 to an integer, ties to even.
+        return sign | (abs * 16_777_216.0).round_ties_even() as u16;
+    }
+    let exponent = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    let mantissa = bits & 0x7f_ffff;
+    let half = ((exponent as u32) << 10) | (mantissa >> 13);
+    let rest = mantissa & 0x1fff;
+    let round_up = rest > 0x1000 || (rest == 0x1000 && half & 1 == 1);
+    sign | (half + round_up as u32) as u16
+}
+
+/// The value of IEEE half bits.
+fn f16_value(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = ((h >> 10) & 0x1f) as i32;
+    let mantissa = (h & 0x3ff) as f32;
+    match exponent {
+        0 => sign * mantissa * 2f32.powi(-24),
+        31 if mantissa == 0.0 => sign * f32::INFINITY,
+        31 => f32::NAN,
+        _ => sign * (1.0 + mantissa / 1024.0) * 2f32.powi(exponent - 15),
+    }
+}
+
+/// A tensor map as the driver writes it: 128 opaque bytes, 64-byte aligned.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct TensorMap([u64; 16]);
+
+// SAFETY: plain bytes with no pointers the host owns (the address inside is a device address).
+unsafe impl DeviceCopy for TensorMap {}
+
+/// The row stride of a matrix with `cols` 16-bit elements per row that TMA accepts: rounded up
+/// to 8 elements, 16 bytes.
+pub fn tma_stride(cols: usize) -> usize {
+    cols.div_ceil(8) * 8
+}
+
+/// A and B as the kernels read them: row-major 16-bit matrices with row strides `lda` and `ldb`
+/// (elements), A m×k and B k×n.
+#[derive(Clone, Copy)]
+pub struct Operands<'a> {
+    pub precision: Precision,
+    pub a: &'a DeviceSlice<u16>,
+    pub lda: usize,
+    pub b: &'a DeviceSlice<u16>,
+    pub ldb: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl Operands<'_> {
+    /// Elements of A and of B the kernels may read: to the end of the last row.
+    fn spans(&self, kernel: &str) -> GpuResult<(usize, usize)> {
+        let a = product(kernel, self.m - 1, self.lda)?.checked_add(self.k);
+        let b = product(kernel, self.k - 1, self.ldb)?.checked_add(self.n);
+        a.zip(b).ok_or_else(|| refuse(kernel, "the matrices' extents overflow"))
+    }
+
+    /// What TMA and the kernels need of A and B: dimensions of at least 1 that a tensor map
+    /// holds (below 2^32), strides that are multiples of 16 bytes and cover a row, buffers
+    /// that long, 16-byte aligned.
+    fn check(&self, kernel: &str) -> GpuResult<()> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        if m == 0 || n == 0 || k == 0 {
+            return Err(refuse(kernel, format!("{m}×{n}×{k}: every dimension must be at least 1")));
+        }
+        if [m, n, k].iter().any(|&d| d >= 1 << 32) {
+            return Err(refuse(kernel, "a dimension of 2^32 or more does not fit a tensor map"));
+        }
+        for (what, ld, cols) in [("A", self.lda, k), ("B", self.ldb, n)] {
+            if ld < cols || ld % 8 != 0 {
+                return Err(refuse(
+                    kernel,
+                    format!("{what}'s row stride {ld} must cover its {cols} columns and be a multiple of 8 elements"),
+                ));
+            }
+        }
+        let (a_len, b_len) = self.spans(kernel)?;
+        require_len(kernel, "A", self.a, a_len)?;
+        require_len(kernel, "B", self.b, b_len)?;
+        require_aligned(kernel, "A", self.a, 16)?;
+        require_aligned(kernel, "B", self.b, 16)
+    }
+}
+
+/// The two tensor maps of some [`Operands`] in device memory, where the kernels read them.
+pub struct TensorMaps<'a> {
+    operands: Operands<'a>,
+    device: &'a DeviceSlice<TensorMap>,
+}
+
+/// `cuTensorMapEncodeTiled`'s signature (CUDA 12 `cuda.h`); the enums are C `int`s.
+type EncodeTiled = unsafe extern "C" fn(
+    map: *mut TensorMap,
+    data_type: u32,
+    rank: u32,
+    global_address: *mut c_void,
+    global_dims: *const u64,
+    global_strides: *const u64,
+    box_dims: *const u32,
+    element_strides: *const u32,
+    interleave: u32,
+    swizzle: u32,
+    l2_promotion: u32,
+    oob_fill: u32,
+) -> u32;
+
+/// The driver's `cuTensorMapEncodeTiled`, looked up at run time: a driver older than CUDA 12
+/// lacks it, which is then an error rather than a host that fails to start.
+fn encode_tiled() -> GpuResult<EncodeTiled> {
+    let mut function: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the symbol name is NUL-terminated and `function` a valid place for the pointer;
+    // 12000 asks for the CUDA 12.0 version of the entry point.
+    let result = unsafe { cust::sys::cuGetProcAddress(c"cuTensorMapEncodeTiled".as_ptr(), &mut function, 12000, 0) };
+    driver_result(result, "looking up cuTensorMapEncodeTiled (the driver must support CUDA 12)")?;
+    if function.is_null() {
+        return Err(GpuError::InvalidInput("the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)".into()));
+    }
+    // SAFETY: the driver returned the CUDA 12.0 entry point of this name, whose C signature
+    // `EncodeTiled` spells out.
+    Ok(unsafe { std::mem::transmute::<*mut c_void, EncodeTiled>(function) })
+}
+
+/// The tensor map of a row-major `rows × cols` matrix at `address` with row stride `ld`
+/// (elements), copied in boxes of `box_rows × box_cols` with the 128-byte swizzle; the parts of
+/// a box outside the matrix are filled with zeros.
+fn encode(
+    precision: Precision,
+    address: u64,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+    box_dims: [u32; 2],
+) -> GpuResult<TensorMap> {
+    let encode = encode_tiled()?;
+    let mut map = TensorMap([0; 16]);
+    let dims = [cols as u64, rows as u64];
+    let strides = [(ld * 2) as u64];
+    let element_strides = [1u32, 1];
+    let (no_interleave, swizzle_128b, l2_promote_256b, zero_fill) = (0, 3, 3, 0);
+    // SAFETY: every pointer is to a live local of the length the rank (2) implies; `map` is
+    // 64-byte aligned; the driver only records `address`, which `Operands::check` verified
+    // covers the matrix.
+    let result = unsafe {
+        encode(
+            &mut map,
+            precision.tensor_map_type(),
+            2,
+            address as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            no_interleave,
+            swizzle_128b,
+            l2_promote_256b,
+            zero_fill,
+        )
+    };
+    if result != 0 {
+        return Err(GpuError::Driver {
+            what: format!("encoding a tensor map of {rows}×{cols} (stride {ld})"),
+            code: result,
+        });
+    }
+    Ok(map)
+}
+
+impl<'a> TensorMaps<'a> {
+    /// Encodes the maps of `operands` (A in boxes of `BM × BK`, B in boxes of `BK × BOX_N`)
+    /// and copies them into `device`.
+    pub fn upload(operands: Operands<'a>, device: &'a mut DeviceBuffer<TensorMap>) -> GpuResult<Self> {
+        let kernel = Step::Pipelined.kernel(operands.precision);
+        operands.check(kernel)?;
+        require_len(kernel, "the tensor maps' buffer", device, 2)?;
+        let Operands { precision, a, lda, b, ldb, m, n, k } = operands;
+        let maps = [
+            encode(precision, a.as_device_ptr().as_raw(), m, k, lda, [BK as u32, BM as u32])?,
+            encode(precision, b.as_device_ptr().as_raw(), k, n, ldb, [BOX_N as u32, BK as u32])?,
+        ];
+        cust::memory::CopyDestination::copy_from(&mut device.index(..2), &maps[..])
+            .map_err(|source| GpuError::Cuda { what: "copying the tensor maps to the GPU".into(), source })?;
+        Ok(Self { operands, device })
+    }
+
+    /// Maps said to be in `device` without encoding them: for the launch checks, which refuse
+    /// their launches before any kernel runs.
+    ///
+    /// # Safety
+    /// `device` holds the tensor maps [`TensorMaps::upload`] would write for `operands`.
+    pub unsafe fn assume_uploaded(operands: Operands<'a>, device: &'a DeviceSlice<TensorMap>) -> Self {
+        Self { operands, device }
+    }
+}
+
+/// The arguments of the Hopper kernels: the tensor maps of A and B, C, and the dimensions;
+/// `blocks`, the persistent kernels' grid (one per SM; fewer when there are fewer tiles).
+pub struct WgmmaArgs<'a> {
+    pub maps: &'a TensorMaps<'a>,
+    pub c: &'a DeviceSlice<f32>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub blocks: u32,
+}
+
+// SAFETY: the maps describe A and B (`TensorMaps` is built by encoding them, or by an unsafe
+// promise that it was), which `Operands::check` verified long enough, 16-byte aligned, with
+// strides TMA takes, for the dimensions `m`, `n`, `k` checked equal to these; the kernel's
+// precision is the maps'. C holds `m·n` floats and overlaps neither matrix. The maps' buffer
+// holds two, 64-byte aligned. The shape is the one the kernels are written for. The
+// parameters are `maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize`.
+unsafe impl KernelArgs for WgmmaArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let operands = &self.maps.operands;
+        let kernels = Step::ALL.map(|s| s.kernel(operands.precision));
+        require_kernel(kernel, &kernels, "the tensor maps' precision")?;
+        if (self.m, self.n, self.k) != (operands.m, operands.n, operands.k) {
+            return Err(refuse(
+                kernel,
+                format!(
+                    "{}×{}×{} does not match the tensor maps' {}×{}×{}",
+                    self.m, self.n, self.k, operands.m, operands.n, operands.k
+                ),
+            ));
+        }
+        operands.check(kernel)?;
+        let (a_len, b_len) = operands.spans(kernel)?;
+        let c_len = product(kernel, self.m, self.n)?;
+        require_len(kernel, "C", self.c, c_len)?;
+        crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("A", operands.a, a_len))?;
+        crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("B", operands.b, b_len))?;
+        require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
+        require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
+        let per_tile = LaunchConfig::tiles_2d(self.n, self.m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)?;
+        if kernel_of(kernel).map(|(s, _)| s) != Some(Step::Persistent) {
+            return Ok(per_tile);
+        }
+        if self.blocks == 0 {
+            return Err(refuse(kernel, "a persistent grid of 0 blocks"));
+        }
+        let tiles = per_tile.grid.0 as u64 * per_tile.grid.1 as u64;
+        let grid = tiles.min(self.blocks as u64) as u32;
+        Ok(LaunchConfig { grid: (grid, 1, 1), ..per_tile })
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().pointer(self.maps.device).pointer(self.c).value(self.m).value(self.n).value(self.k)
+    }
+}
+
+/// `matrix` (`rows × cols`, dense) with its rows padded to `ld` elements, in a new buffer.
+fn padded(
+    gpu: &Gpu,
+    what: &str,
+    matrix: &DeviceSlice<u16>,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> GpuResult<DeviceBuffer<u16>> {
+    let out = gpu.poisoned::<u16>(what, rows * ld)?;
+    let copy = cust::sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: cust::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: matrix.as_device_ptr().as_raw(),
+        srcArray: std::ptr::null_mut(),
+        srcPitch: cols * 2,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: cust::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: out.as_device_ptr().as_raw(),
+        dstArray: std::ptr::null_mut(),
+        dstPitch: ld * 2,
+        WidthInBytes: cols * 2,
+        Height: rows,
+    };
+    // SAFETY: both buffers hold `rows` rows of their pitch (the caller checked `matrix` has
+    // `rows · cols` elements; `out` was just allocated with `rows · ld`), and the copy reads and
+    // writes `cols · 2` bytes of each row.
+    let result = unsafe { cust::sys::cuMemcpy2D_v2(&copy) };
+    driver_result(result, format!("padding the rows of {what}"))?;
+    Ok(out)
+}
+
+/// Runs `body` with the arguments of `C = A × B` on the Hopper kernel `kernel`, A (`m×k`) and B
+/// (`k×n`) dense row-major 16-bit matrices of the kernel's precision, C `m×n` f32: rows whose
+/// length TMA cannot stride over are padded into copies first, and the tensor maps encoded
+/// and uploaded, once for all of `body`'s launches.
+#[allow(clippy::too_many_arguments)]
+pub fn with_args<R>(
+    gpu: &Gpu,
+    kernel: &str,
+    a: &DeviceSlice<u16>,
+    b: &DeviceSlice<u16>,
+    c: &DeviceSlice<f32>,
+    (m, n, k): (usize, usize, usize),
+    body: impl FnOnce(&WgmmaArgs) -> GpuResult<R>,
+) -> GpuResult<R> {
+    let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+    let dense = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
+    if m == 0 || n == 0 || k == 0 {
+        return Err(dense.check(kernel).err().unwrap_or_else(|| refuse(kernel, "an empty product")));
+    }
+    require_len(kernel, "A", a, product(kernel, m, k)?)?;
+    require_len(kernel, "B", b, product(kernel, k, n)?)?;
+    let (lda, ldb) = (tma_stride(k), tma_stride(n));
+    let a_padded = if lda == k { None } else { Some(padded(gpu, "A", a, m, k, lda)?) };
+    let b_padded = if ldb == n { None } else { Some(padded(gpu, "B", b, k, n, ldb)?) };
+    let operands =
+        Operands { a: a_padded.as_deref().unwrap_or(a), lda, b: b_padded.as_deref().unwrap_or(b), ldb, ..dense };
+    // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before a kernel reads them.
+    let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
+        .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
+    let maps = TensorMaps::upload(operands, &mut device)?;
+    let blocks = gpu.info.multiprocessors as u32;
+    let result = body(&WgmmaArgs { maps: &maps, c, m, n, k, blocks });
+    // The copies and the maps are freed on return (a synchronous cuMemFree) after the work.
+    gpu.synchronize(kernel)?;
+    result
+}
+
+/// `C = A × B` on the Hopper kernel `kernel` (see [`with_args`]), finished on return.
+#[allow(clippy::too_many_arguments)]
+pub fn launch(
+    gpu: &Gpu,
+    kernel: &str,
+    a: &DeviceSlice<u16>,
+    b: &DeviceSlice<u16>,
+    c: &DeviceSlice<f32>,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> GpuResult<()> {
+    with_args(gpu, kernel, a, b, c, (m, n, k), |args| gpu.launch(kernel, args))
+}
+
+/// The CPU reference of row `i` of `C = A × B` for 16-bit inputs given as their values: f64
+/// sums, and beside each element the sum of `|a·b|` its tolerance scales with.
+pub fn reference_row(a: &[f32], b: &[f32], n: usize, k: usize, i: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut c, mut magnitude) = (vec![0.0f64; n], vec![0.0f64; n]);
+    for p in 0..k {
+        let x = a[i * k + p] as f64;
+        for (j, (cj, mj)) in c.iter_mut().zip(magnitude.iter_mut()).enumerate() {
+            let term = x * b[p * n + j] as f64;
+            *cj += term;
+            *mj += term.abs();
+        }
+    }
+    (c, magnitude)
+}
+
+/// The tolerance of an element whose terms sum to `magnitude` in absolute value. A product of
+/// two 16-bit floats is exact in f32, so the GPU's only error is its f32 accumulation: at most
+/// `k·u·Σ|a·b|` (u = 2^-24) when each addition rounds, twice that if the tensor cores truncate.
+/// Four times `k·u` leaves room for the order of additions; the f64 reference is exact to far
+/// below that.
+pub fn tolerance(k: usize, magnitude: f64) -> f64 {
+    4.0 * k as f64 * f64::from(f32::EPSILON) / 2.0 * magnitude + f64::from(f32::MIN_POSITIVE)
+}
+
+/// Rows of C the check compares: all of them for small products, else 64 spread over C with
+/// the first and the last, every column each.
+pub fn checked_rows(m: usize, n: usize, k: usize) -> Vec<usize> {
+    if m * n * k <= 1 << 30 {
+        (0..m).collect()
+    } else {
+        let mut rows: Vec<usize> = (0..64).map(|r| r * (m - 1) / 63).collect();
+        rows.dedup();
+        rows
+    }
+}
+
+/// What `host wgmma` measured: the worst error found relative to its tolerance, and the time.
+pub struct Outcome {
+    pub worst: f64,
+    pub timing: crate::gpu::Timing,
+}
+
+/// `host wgmma`: random A and B in [-1, 1) rounded to the kernel's precision on the host (each
+/// value as this precision holds it), `C = A × B` on the GPU with `kernel`, checked against
+/// [`reference_row`] on [`checked_rows`], then timed over `launches` launches.
+pub fn run(
+    gpu: &Gpu,
+    kernel: &str,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+    launches: usize,
+    cache: crate::gpu::Cache,
+) -> GpuResult<Outcome> {
+    use rand::{Rng, SeedableRng};
+    let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut random =
+        |len: usize| -> Vec<u16> { (0..len).map(|_| precision.round(rng.random_range(-1.0..1.0))).collect() };
+    let (a16, b16) = (random(product("wgmma", m, k)?), random(product("wgmma", k, n)?));
+    let (a, b) = (gpu.upload("A", &a16)?, gpu.upload("B", &b16)?);
+    let c = gpu.poisoned::<f32>("C", product("wgmma", m, n)?)?;
+    let timing = with_args(gpu, kernel, &a, &b, &c, (m, n, k), |args| {
+        gpu.launch(kernel, args)?;
+        gpu.synchronize(kernel)?;
+        gpu.time(launches, cache, || Ok(()), || gpu.launch(kernel, args))
+    })?;
+    let result = gpu.download("C", &c, m * n)?;
+    let values = |h: &[u16]| -> Vec<f32> { h.iter().map(|&x| precision.value(x)).collect() };
+    let (a, b) = (values(&a16), values(&b16));
+    let worst = checked_rows(m, n, k)
+        .into_par_iter()
+        .map(|i| {
+            let (expected, magnitude) = reference_row(&a, &b, n, k, i);
+            (0..n)
+                .map(|j| {
+                    let error = (result[i * n + j] as f64 - expected[j]).abs() / tolerance(k, magnitude[j]);
+                    // A NaN (an element never written) fails the check as an infinite error.
+                    if error.is_nan() {
+                        f64::INFINITY
+                    } else {
+                        error
+                    }
+                })
+                .fold(0.0, f64::max)
+        })
+        .reduce(|| 0.0, f64::max);
+    Ok(Outcome { worst, timing })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_finite_16_bit_value_converts_back_to_itself() {
+        for h in 0..=u16::MAX {
+            for precision in Precision::ALL {
+                let x = precision.value(h);
+                if x.is_finite() {
+                    assert_eq!(precision.round(x), h, "{:?} {:#06x} = {}", precision, h, x);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_is_to_nearest_even() {
+        // Halfway between 1 and the next value: ties go to the even mantissa, 1.
+        assert_eq!(Precision::Bf16.round(1.0 + 2f32.powi(-8)), 0x3f80);
+        assert_eq!(Precision::Bf16.round(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
+        assert_eq!(Precision::F16.round(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(Precision::F16.round(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
+        assert_eq!(Precision::F16.round(0.1), 0x2e66);
+        assert_eq!(Precision::F16.round(65520.0), 0x7c00);
+        assert_eq!(Precision::F16.round(2f32.powi(-25)), 0);
+        assert_eq!(Precision::F16.round(3.0 * 2f32.powi(-25)), 2);
+    }
+
+    #[test]
+    fn tma_strides_are_whole_16_byte_units() {
+        assert_eq!([1, 8, 9, 300].map(tma_stride), [8, 8, 16, 304]);
+    }
+}

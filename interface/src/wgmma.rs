@@ -1,0 +1,56 @@
+//! Sizes of the Hopper matrix products (`kernels/src/matmul/wgmma.rs`): BF16 or FP16 inputs,
+//! f32 accumulators and output, on `wgmma.mma_async` fed by TMA.
+//!
+//! A block computes a `BM × BN` tile of C with three warpgroups: one producer, which issues the
+//! TMA copies, and [`CONSUMERS`] consumers, each owning `64 × BN` of the tile (one
+//! `m64n256k16` instruction per 16 of k). The k dimension advances `BK` at a time through
+//! [`STAGES`] shared-memory stages.
+
+use crate::LaunchBounds;
+
+/// Rows of C per block: one 64-row wgmma per consumer warpgroup.
+pub const BM: usize = 128;
+/// Columns of C per block: the widest wgmma (`n256`).
+pub const BN: usize = 256;
+/// k per stage: 64 16-bit elements, 128 bytes, the span of the 128-byte swizzle.
+pub const BK: usize = 64;
+/// Stages in flight between the producer and the consumers.
+pub const STAGES: usize = 4;
+/// Consumer warpgroups.
+pub const CONSUMERS: usize = 2;
+/// A warpgroup: four warps that issue one wgmma together.
+pub const WARPGROUP: usize = 128;
+/// The producer warpgroup and the consumers.
+pub const THREADS: usize = (CONSUMERS + 1) * WARPGROUP;
+/// Columns of one TMA box of B: 64 16-bit elements, 128 bytes (the swizzle span); a stage of B
+/// is `BN / BOX_N` boxes side by side.
+pub const BOX_N: usize = 64;
+/// Bytes of one stage of A (`BM × BK`) and of B (`BK × BN`), 16-bit elements.
+pub const A_STAGE_BYTES: usize = BM * BK * 2;
+pub const B_STAGE_BYTES: usize = BK * BN * 2;
+pub const STAGE_BYTES: usize = A_STAGE_BYTES + B_STAGE_BYTES;
+/// The 128-byte swizzle repeats every 8 rows of 128 bytes: tiles start on this boundary, and
+/// the kernel rounds its dynamic shared memory up to it.
+pub const SWIZZLE_ALIGN: usize = 1024;
+/// The stages, two mbarriers (8 bytes) per stage, and the slack to align the stages.
+pub const SHARED_BYTES: usize = SWIZZLE_ALIGN + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+/// Registers per thread after `setmaxnreg`: the producer gives registers back, the consumers,
+/// which hold `BN / 2` accumulators each, take them. `(PRODUCER + CONSUMERS · CONSUMER) ·
+/// WARPGROUP` stays within the SM's 65536.
+pub const PRODUCER_REGISTERS: u32 = 40;
+pub const CONSUMER_REGISTERS: u32 = 232;
+
+/// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
+/// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
+pub const GROUP_M: usize = 16;
+
+/// One block of [`THREADS`] per SM: its shared memory allows no second.
+pub const BOUNDS: [LaunchBounds; 4] = [
+    LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+];
+
+const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
+const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128);

@@ -1,0 +1,265 @@
+//! Hopper's tensor cores: `C = A × B` with A (m×k) and B (k×n) row-major in BF16 or FP16, the
+//! products accumulated and written in f32, on `wgmma.mma_async` fed by TMA copies through a
+//! ring of mbarrier-guarded shared-memory stages. The instructions are wrapped, with what each
+//! requires, in `tensor::hopper`.
+//!
+//! **Roles.** A block of three warpgroups computes a `BM × BN` (128×256) tile of C. Warpgroup
+//! 0 is the *producer*: one of its threads issues, for each `BK` (64) slice of k, one TMA copy
+//! of A's 128×64 box and four of B's 64×64 boxes into a free stage, and the rest of the
+//! warpgroup has nothing to do, so it gives its registers away (`setmaxnreg.dec`). Warpgroups
+//! 1 and 2 are the *consumers*: each owns 64 rows of the tile, holds its 64×256 accumulators
+//! in registers (128 floats per thread, hence `setmaxnreg.inc`), and for each slice issues
+//! four `m64n256k16` products, one per 16 of k.
+//!
+//! **The ring.** `STAGES` stages, each with two mbarriers: `full[s]` completes when the
+//! producer has arrived and all of the stage's bytes have landed (the producer announces them
+//! with `arrive.expect_tx`, the TMA counts them down), `empty[s]` when every consumer warp
+//! has finished reading the stage. Slice `t` goes to stage `t % STAGES`; its phase is
+//! `t / STAGES`, and waiters name it by parity, so the ring turns with no reset. A consumer
+//! keeps one group of products running while it waits for the next slice: it commits slice
+//! `t`, waits until at most that group is still running, and only then frees slice `t − 1`.
+//!
+//! ```text
+//!   stage s:  [ A 128×64 (16 KiB) | B 64×64 | 64×64 | 64×64 | 64×64 (32 KiB) ]
+//!               rows 0-63: consumer 1, rows 64-127: consumer 2; B read by both
+//!   producer ──TMA──► stage s ──full[s]──► consumers ──wgmma──► registers
+//!           ◄─────────────── empty[s] ◄──── (after wgmma.wait_group)
+//! ```
+//!
+//! **Layouts.** A is contiguous along k: a 128-byte row of the box is 64 k-values of one row of
+//! A, swizzled in 8-row, 1024-byte blocks; a k-step of 16 moves the descriptor 32 bytes along
+//! the row. B is contiguous along n, so wgmma reads it transposed (`imm-trans-b`): each 64×64
+//! box is 64 k-rows of 64 n-values, the four boxes 8 KiB apart (the descriptor's leading
+//! offset) and 8 k-rows 1024 bytes apart (its stride offset); a k-step moves 16 rows, 2 KiB.
+//!
+//! **Edges.** The tensor maps carry the true m, n, k: parts of a box outside A or B arrive as
+//! zeros, which add nothing, so only the final stores check bounds. Any m, n, k ≥ 1 works; the
+//! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
+
+use crate::{shared_address, unrolled};
+use crate::tensor::hopper::{
+    claim_registers_to_232, fence_barrier_init, matrix_descriptor, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
+    wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_wait, Swizzle, TensorMap,
+};
+use cuda_std::prelude::*;
+use cuda_std::shared::dynamic_shared_mem;
+use interface::wgmma::{
+    A_STAGE_BYTES, BK, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES, STAGE_BYTES,
+    SWIZZLE_ALIGN, WARPGROUP,
+};
+
+// The register counts are immediates in `tensor::hopper`'s setmaxnreg functions.
+const _: () = assert!(PRODUCER_REGISTERS == 40 && CONSUMER_REGISTERS == 232);
+
+/// Bytes of one 128-byte-swizzled row of a box, and of one 8-row swizzle block.
+const ROW_BYTES: u32 = 128;
+const SWIZZLE_BLOCK: u32 = 8 * ROW_BYTES;
+/// k per wgmma instruction.
+const MMA_K: usize = 16;
+
+/// Two floats stored together (`st.global.v2.f32`).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Pair([f32; 2]);
+
+/// Stores `v0`, `v1` at `C[row][col]` and `C[row][col + 1]`, those inside C: one 8-byte store
+/// when both are and the row keeps them 8-byte aligned (`n` even; `col` always is).
+#[inline(always)]
+unsafe fn store_pair(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v0: f32, v1: f32) {
+    if row >= m {
+        return;
+    }
+    let at = c.add(row * n + col);
+    if col + 1 < n && n % 2 == 0 {
+        *(at as *mut Pair) = Pair([v0, v1]);
+    } else {
+        if col < n {
+            *at = v0;
+        }
+        if col + 1 < n {
+            *at.add(1) = v1;
+        }
+    }
+}
+
+/// The shared-memory ring: `STAGES` stages from `tiles` (1024-byte aligned), then the
+/// `full` and `empty` mbarriers, 8 bytes each. One thread initializes the barriers; the block
+/// waits for it.
+pub(super) struct Ring {
+    tiles: u32,
+    full: u32,
+    empty: u32,
+}
+
+impl Ring {
+    /// Lays the ring out in this block's dynamic shared memory and initializes its barriers.
+    ///
+    /// # Safety
+    /// Every thread of the block calls it once, first, with `SHARED_BYTES` of dynamic shared
+    /// memory.
+    #[inline(always)]
+    pub(super) unsafe fn new() -> Ring {
+        let raw = shared_address(dynamic_shared_mem::<u8>());
+        let align = SWIZZLE_ALIGN as u32;
+        let tiles = (raw + align - 1) & !(align - 1);
+        let full = tiles + (STAGES * STAGE_BYTES) as u32;
+        let ring = Ring { tiles, full, empty: full + 8 * STAGES as u32 };
+        if thread::thread_idx_x() == 0 {
+            for s in 0..STAGES as u32 {
+                mbarrier_init(ring.full + 8 * s, 1);
+                // One arrival per consumer warp.
+                mbarrier_init(ring.empty + 8 * s, (CONSUMERS * WARPGROUP / 32) as u32);
+            }
+            fence_barrier_init();
+        }
+        thread::sync_threads();
+        ring
+    }
+
+    /// Stage, `full` and `empty` barrier of slice number `slice` (counted over the block's
+    /// whole life), and the parity of its lap around the ring.
+    #[inline(always)]
+    fn slot(&self, slice: usize) -> (u32, u32, u32, u32) {
+        let s = (slice % STAGES) as u32;
+        (self.tiles + s * STAGE_BYTES as u32, self.full + 8 * s, self.empty + 8 * s, (slice / STAGES) as u32 & 1)
+    }
+}
+
+/// The producer's thread: fills the ring with the `k_tiles` slices of A and B of the tile at
+/// (`m0`, `n0`), numbered from `first`, each into its stage once the consumers freed it.
+///
+/// # Safety
+/// One thread of the block; the consumers take the same slices in the same order.
+#[inline(always)]
+pub(super) unsafe fn produce(ring: &Ring, maps: *const TensorMap, m0: usize, n0: usize, k_tiles: usize, first: usize) {
+    let (map_a, map_b) = (maps, maps.add(1));
+    for t in 0..k_tiles {
+        let (stage, full, empty, lap) = ring.slot(first + t);
+        // The consumers' release of the slice this stage held a lap ago. For the first lap
+        // that is the phase before init (parity 1), already complete.
+        mbarrier_wait(empty, lap ^ 1);
+        mbarrier_arrive_expect_tx(full, STAGE_BYTES as u32);
+        let k0 = (t * BK) as i32;
+        tma_load_2d(stage, map_a, k0, m0 as i32, full);
+        for j in 0..BN / BOX_N {
+            let box_bytes = (BK * BOX_N * 2) as u32;
+            tma_load_2d(stage + (A_STAGE_BYTES as u32) + j as u32 * box_bytes, map_b, (n0 + j * BOX_N) as i32, k0, full);
+        }
+    }
+}
+
+/// A consumer warpgroup's products for one tile: rows `64·consumer ..` of it, all `BN`
+/// columns, over the `k_tiles` slices numbered from `first`, into `acc` (overwritten: the
+/// first product does not accumulate). Every slice's stage is freed on return.
+///
+/// # Safety
+/// Every thread of consumer warpgroup `consumer`; the producer fills the same slices.
+#[inline(always)]
+pub(super) unsafe fn consume<const F16: bool>(
+    ring: &Ring,
+    k_tiles: usize,
+    first: usize,
+    consumer: usize,
+    acc: &mut [u32; 128],
+) {
+    let lane = thread::thread_idx_x() as usize % 32;
+    let mut previous_empty = 0;
+    for t in 0..k_tiles {
+        let (stage, full, empty, lap) = ring.slot(first + t);
+        mbarrier_wait(full, lap);
+        let a = stage + (consumer * 64) as u32 * ROW_BYTES;
+        let b = stage + A_STAGE_BYTES as u32;
+        wgmma_fence();
+        for kk in 0..BK / MMA_K {
+            let kk32 = kk as u32;
+            let a_desc = matrix_descriptor(a + kk32 * (MMA_K * 2) as u32, 16, SWIZZLE_BLOCK, Swizzle::B128);
+            let b_desc = matrix_descriptor(
+                b + kk32 * MMA_K as u32 * ROW_BYTES,
+                (BK * BOX_N * 2) as u32,
+                SWIZZLE_BLOCK,
+                Swizzle::B128,
+            );
+            let accumulate = t > 0 || kk > 0;
+            if F16 {
+                wgmma_m64n256k16_f16(acc, a_desc, b_desc, accumulate);
+            } else {
+                wgmma_m64n256k16_bf16(acc, a_desc, b_desc, accumulate);
+            }
+        }
+        wgmma_commit();
+        // Slice t's products may keep running; slice t - 1's are done, so its stage is free.
+        wgmma_wait::<1>();
+        if t > 0 && lane == 0 {
+            mbarrier_arrive(previous_empty);
+        }
+        previous_empty = empty;
+    }
+    wgmma_wait::<0>();
+    if lane == 0 {
+        mbarrier_arrive(previous_empty);
+    }
+}
+
+/// Writes a consumer's 64×`BN` accumulators at rows `m0 + 64·consumer ..`, columns `n0 ..` of
+/// C, the elements inside C only.
+///
+/// # Safety
+/// `c` is valid for `m·n` writes; the accumulators are complete (`wgmma_wait`).
+#[inline(always)]
+pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
+    let tid = thread::thread_idx_x() as usize;
+    let lane = tid % 32;
+    let row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
+    let col = n0 + 2 * (lane % 4);
+    crate::count_up!(
+        [x x x x x] 1,
+        [0],
+        unrolled!(j, {
+            store_pair(c, row, col + 8 * j, m, n, f32::from_bits(acc[4 * j]), f32::from_bits(acc[4 * j + 1]));
+            store_pair(c, row + 8, col + 8 * j, m, n, f32::from_bits(acc[4 * j + 2]), f32::from_bits(acc[4 * j + 3]));
+        })
+    );
+}
+
+/// The tile at block (`blockIdx.y`, `blockIdx.x`), in BF16 or, with `F16`, FP16.
+#[inline(always)]
+unsafe fn matmul_wgmma<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    let ring = Ring::new();
+    let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
+    let k_tiles = (k + BK - 1) / BK;
+    let m0 = thread::block_idx_y() as usize * BM;
+    let n0 = thread::block_idx_x() as usize * BN;
+    if warpgroup == 0 {
+        release_registers_to_40();
+        if thread::thread_idx_x() == 0 {
+            prefetch_tensor_map(maps);
+            prefetch_tensor_map(maps.add(1));
+            produce(&ring, maps, m0, n0, k_tiles, 0);
+        }
+    } else {
+        claim_registers_to_232();
+        let consumer = warpgroup - 1;
+        let mut acc = [0u32; 128];
+        consume::<F16>(&ring, k_tiles, 0, consumer, &mut acc);
+        store_tile(c, &acc, m0, n0, consumer, m, n);
+    }
+}
+
+/// # Safety
+/// `maps` is the address, in global memory and 64-byte aligned, of two tensor maps: A's (bf16,
+/// dimensions {k, m}, rows padded to a multiple of 16 bytes, box {BK, BM}) and B's (bf16,
+/// {n, k}, box {BOX_N, BK}), both with the 128-byte swizzle, over readable memory. `c` is
+/// valid for `m·n` f32 writes and overlaps neither. Launch: on an sm_90a device, blocks of
+/// `THREADS` threads, a grid of `⌈n / BN⌉ × ⌈m / BM⌉`, `SHARED_BYTES` of dynamic shared memory.
+#[kernel]
+pub unsafe fn matmul_wgmma_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma::<false>(maps, c, m, n, k);
+}
+
+/// # Safety
+/// As [`matmul_wgmma_bf16`], with both tensor maps f16.
+#[kernel]
+pub unsafe fn matmul_wgmma_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma::<true>(maps, c, m, n, k);
+}

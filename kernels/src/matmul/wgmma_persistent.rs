@@ -1,0 +1,93 @@
+//! The next idea after `wgmma.rs`: a *persistent* grid whose tile order keeps L2 warm.
+//!
+//! **Persistent blocks.** One block per SM (the host launches `min(SMs, tiles)` of them) loops
+//! over tiles `blockIdx.x, blockIdx.x + gridDim.x, …`. The producer does not stop at the end
+//! of a tile: while the consumers store one tile's C, it is already loading the first slices
+//! of the next into the ring, so the tensor cores restart on data that is waiting. With one
+//! block per tile, each block paid the ring's fill and its epilogue with nothing overlapping
+//! them; with few slices per tile (k = 256 is four) that was most of its time. The slices are
+//! numbered over the block's whole life, so the ring's stages and phases run on across tiles.
+//!
+//! **Tile order.** The blocks running at once work on neighbouring tiles, and each slice of A
+//! or B they read is read by every running tile in its row or column of tiles: from DRAM once,
+//! then from L2. Walking C row by row, 132 running tiles span a few rows of tiles and every
+//! column, so the whole of B streams through L2 again for each few rows. Walking it in groups
+//! of `GROUP_M` rows of tiles, column by column within a group, 132 tiles cover about 16 × 8
+//! tiles (2048 rows of A, 2048 columns of B): half the distinct bytes per slice, which L2 holds.
+//!
+//! ```text
+//!   tiles of C, GROUP_M = 4 shown:   0  4  8 12 16 ..
+//!                                    1  5  9 13 17 ..
+//!                                    2  6 10 14 18 ..
+//!                                    3  7 11 15 19 ..
+//!                                   (next group below)
+//! ```
+
+use super::wgmma::{consume, produce, store_tile, Ring};
+use crate::tensor::hopper::{claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap};
+use cuda_std::prelude::*;
+use interface::wgmma::{BK, BM, BN, GROUP_M, WARPGROUP};
+
+/// Row and column (in tiles) of tile number `tile` in the grouped order.
+#[inline(always)]
+fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) {
+    let per_group = GROUP_M * tiles_n;
+    let first_row = tile / per_group * GROUP_M;
+    let rows = (tiles_m - first_row).min(GROUP_M);
+    let within = tile % per_group;
+    (first_row + within % rows, within / rows)
+}
+
+#[inline(always)]
+unsafe fn matmul_wgmma_persistent<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    let ring = Ring::new();
+    let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
+    let k_tiles = (k + BK - 1) / BK;
+    let (tiles_m, tiles_n) = ((m + BM - 1) / BM, (n + BN - 1) / BN);
+    let tiles = tiles_m * tiles_n;
+    let (first_tile, step) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
+    if warpgroup == 0 {
+        release_registers_to_40();
+        if thread::thread_idx_x() == 0 {
+            prefetch_tensor_map(maps);
+            prefetch_tensor_map(maps.add(1));
+            let mut slice = 0;
+            let mut tile = first_tile;
+            while tile < tiles {
+                let (row, col) = tile_position(tile, tiles_m, tiles_n);
+                produce(&ring, maps, row * BM, col * BN, k_tiles, slice);
+                slice += k_tiles;
+                tile += step;
+            }
+        }
+    } else {
+        claim_registers_to_232();
+        let consumer = warpgroup - 1;
+        let mut acc = [0u32; 128];
+        let mut slice = 0;
+        let mut tile = first_tile;
+        while tile < tiles {
+            let (row, col) = tile_position(tile, tiles_m, tiles_n);
+            consume::<F16>(&ring, k_tiles, slice, consumer, &mut acc);
+            store_tile(c, &acc, row * BM, col * BN, consumer, m, n);
+            slice += k_tiles;
+            tile += step;
+        }
+    }
+}
+
+/// # Safety
+/// As `matmul_wgmma_bf16` (the same tensor maps, C and dimensions), except for the launch:
+/// blocks of `THREADS` threads, any number of them in a 1D grid (the host gives one per SM, at
+/// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
+#[kernel]
+pub unsafe fn matmul_wgmma_persistent_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma_persistent::<false>(maps, c, m, n, k);
+}
+
+/// # Safety
+/// As [`matmul_wgmma_persistent_bf16`], with both tensor maps f16.
+#[kernel]
+pub unsafe fn matmul_wgmma_persistent_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma_persistent::<true>(maps, c, m, n, k);
+}
