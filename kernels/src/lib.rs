@@ -24,36 +24,16 @@ macro_rules! unroll {
 // Two PTX modules come from this crate (`ptx/build.rs`): without the `hopper` feature, every
 // family for compute_80; with it, for compute_90 and `.target sm_90a`, only the kernels on
 // Hopper's instructions, which the host loads on compute capability 9.0 alone.
-#[cfg(not(feature = "hopper"))]
-pub mod async_copy;
-#[cfg(not(feature = "hopper"))]
-pub mod compact;
-#[cfg(not(feature = "hopper"))]
-pub mod conv1d;
-#[cfg(not(feature = "hopper"))]
-pub mod conv2d;
-#[cfg(not(feature = "hopper"))]
-pub mod counter;
-#[cfg(not(feature = "hopper"))]
-pub mod histogram;
-#[cfg(not(feature = "hopper"))]
-pub mod label;
-#[cfg(not(feature = "hopper"))]
-pub mod matmul;
-#[cfg(not(feature = "hopper"))]
-pub mod measure;
-#[cfg(not(feature = "hopper"))]
-pub mod reduce;
-#[cfg(not(feature = "hopper"))]
-pub mod saxpy;
-#[cfg(not(feature = "hopper"))]
-pub mod scan;
-#[cfg(not(feature = "hopper"))]
-pub mod select;
-#[cfg(not(feature = "hopper"))]
-pub mod transpose;
-#[cfg(not(feature = "hopper"))]
-pub mod vector_add;
+macro_rules! not_hopper {
+    ($($module:ident),+) => {
+        $( #[cfg(not(feature = "hopper"))] pub mod $module; )+
+    };
+}
+
+not_hopper!(
+    async_copy, compact, conv1d, conv2d, counter, histogram, label, matmul, measure, reduce, saxpy, scan, select,
+    transpose, vector_add
+);
 pub mod tensor;
 /// The Hopper module's matrix products: `matmul/wgmma*.rs`, without the SIMT ladder.
 #[cfg(feature = "hopper")]

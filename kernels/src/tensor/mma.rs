@@ -56,55 +56,46 @@ pub struct Bf16;
 /// IEEE half precision: a 5-bit exponent, 11 significant bits.
 pub struct F16;
 
-impl Mma16 for Bf16 {
-    #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 2]) {
-        let mut d = [acc[0].to_bits(), acc[1].to_bits(), acc[2].to_bits(), acc[3].to_bits()];
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            options(nomem, nostack),
-        );
-        *acc = [f32::from_bits(d[0]), f32::from_bits(d[1]), f32::from_bits(d[2]), f32::from_bits(d[3])];
-    }
+/// The two types' [`Mma16`]: the same instructions, with the type's name in them.
+macro_rules! mma16 {
+    ($type:ty, $name:literal) => {
+        impl Mma16 for $type {
+            #[inline(always)]
+            unsafe fn mma(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 2]) {
+                let mut d = [acc[0].to_bits(), acc[1].to_bits(), acc[2].to_bits(), acc[3].to_bits()];
+                asm!(
+                    concat!(
+                        "mma.sync.aligned.m16n8k16.row.col.f32.", $name, ".", $name, ".f32 ",
+                        "{{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};"
+                    ),
+                    d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+                    options(nomem, nostack),
+                );
+                *acc = [f32::from_bits(d[0]), f32::from_bits(d[1]), f32::from_bits(d[2]), f32::from_bits(d[3])];
+            }
 
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        let out: u32;
-        // SAFETY: a register-to-register conversion; `cvt` puts its first source in the high half.
-        unsafe {
-            asm!("cvt.rn.bf16x2.f32 {o}, {h}, {l};", o = out(reg32) out, h = in(reg32) hi.to_bits(), l = in(reg32) lo.to_bits(), options(pure, nomem, nostack))
-        };
-        out
-    }
+            #[inline(always)]
+            fn pack(lo: f32, hi: f32) -> u32 {
+                let out: u32;
+                // SAFETY: a register-to-register conversion; `cvt` puts its first source in the
+                // high half.
+                unsafe {
+                    asm!(
+                        concat!("cvt.rn.", $name, "x2.f32 {o}, {h}, {l};"),
+                        o = out(reg32) out, h = in(reg32) hi.to_bits(), l = in(reg32) lo.to_bits(),
+                        options(pure, nomem, nostack),
+                    )
+                };
+                out
+            }
+        }
+    };
 }
 
-impl Mma16 for F16 {
-    #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 2]) {
-        let mut d = [acc[0].to_bits(), acc[1].to_bits(), acc[2].to_bits(), acc[3].to_bits()];
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            options(nomem, nostack),
-        );
-        *acc = [f32::from_bits(d[0]), f32::from_bits(d[1]), f32::from_bits(d[2]), f32::from_bits(d[3])];
-    }
-
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        let out: u32;
-        // SAFETY: a register-to-register conversion; `cvt` puts its first source in the high half.
-        unsafe {
-            asm!("cvt.rn.f16x2.f32 {o}, {h}, {l};", o = out(reg32) out, h = in(reg32) hi.to_bits(), l = in(reg32) lo.to_bits(), options(pure, nomem, nostack))
-        };
-        out
-    }
-}
+mma16!(Bf16, "bf16");
+mma16!(F16, "f16");
 
 /// `x` rounded to TF32 (10 explicit mantissa bits), to nearest with ties away from zero, the
 /// low 13 bits zero (`cvt.rna.tf32.f32`): what the tensor cores then read exactly.
