@@ -19,7 +19,8 @@ pub struct DeviceInfo {
     pub max_threads_per_block: i32,
     pub max_threads_per_multiprocessor: i32,
     pub max_shared_per_block: i32,
-    /// What a kernel may ask for with `cuFuncSetAttribute` (the Hopper kernels do).
+    /// What a kernel may ask for with `cuFuncSetAttribute` (the tensor-core steps and the Hopper
+    /// kernels do).
     pub max_shared_per_block_optin: i32,
     pub max_block_dims: (i32, i32, i32),
     pub max_grid_dims: (i32, i32, i32),

@@ -2,13 +2,10 @@
 //! bad one is an error naming the limit rather than a bare CUDA error code.
 
 use super::{CudaContext, Gpu, GpuError, GpuResult, KernelArgs};
-use cust::device::Device;
 use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
 use cust::module::Module;
 use cust::stream::Stream;
-use cust::sys::{
-    cuDeviceGetAttribute, cuFuncGetAttribute, cuFuncSetAttribute, CUdevice_attribute, CUfunction_attribute, CUresult,
-};
+use cust::sys::{cuFuncGetAttribute, cuFuncSetAttribute, CUfunction_attribute, CUresult};
 use interface::matmul::LARGE_SHARED;
 
 const MAX_DYNAMIC_SHARED: CUfunction_attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
@@ -22,14 +19,9 @@ fn driver(result: CUresult, kernel: &str, what: &str) -> GpuResult<()> {
 }
 
 /// Lets each kernel of [`LARGE_SHARED`] in `module` use the dynamic shared memory it needs past
-/// the 48 KiB a launch gets by default, where the device has that much per block; elsewhere its
-/// limit stays, and [`Gpu::validate`] refuses its launches.
-pub(super) fn raise_shared_limits(module: &Module, device: Device) -> GpuResult<()> {
-    let mut most = 0;
-    let attribute = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
-    // SAFETY: writes one int through a valid pointer, for a device handle cust opened.
-    let result = unsafe { cuDeviceGetAttribute(&mut most, attribute, device.as_raw()) };
-    driver(result, "(the device)", "reading its shared memory limit")?;
+/// the 48 KiB a launch gets by default, where the device has that much per block (`most`, its
+/// opt-in limit); elsewhere its limit stays, and [`Gpu::validate`] refuses its launches.
+pub(super) fn raise_shared_limits(module: &Module, most: i32) -> GpuResult<()> {
     for (kernel, bytes) in LARGE_SHARED {
         // A module other than the project's (`Gpu::with_ptx`) may lack the kernel.
         let Ok(function) = module.get_function(kernel) else { continue };

@@ -91,12 +91,12 @@ impl Gpu {
         let device =
             Device::get_device(ordinal as u32).map_err(|e| GpuError::NoGpu(format!("no device {}: {}", ordinal, e)))?;
         let context = Context::new(device).during("creating a context")?;
+        let info = DeviceInfo::query(device)?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
-        launch::raise_shared_limits(&module, device)?;
+        launch::raise_shared_limits(&module, info.max_shared_per_block_optin)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
-        let info = DeviceInfo::query(device)?;
         let hopper = if info.compute_capability == HOPPER { Some(load_hopper(&info)?) } else { None };
         Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, _context: context })
     }
