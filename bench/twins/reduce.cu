@@ -35,20 +35,29 @@ static __device__ __forceinline__ T block_sum(T value, T zero, T* totals) {
     return total;
 }
 
-static __device__ __forceinline__ void finish(double partial, double* partials, unsigned* ticket, double* sum) {
+// Two levels of tickets (the Rust `finish`): the last block of each group of FINISH_GROUP adds
+// the group's partials over its first; the last of those adds the groups' totals.
+static __device__ __forceinline__ void finish(double partial, double* partials, unsigned* tickets, double* sum) {
     unsigned tid = threadIdx.x;
-    if (tid == 0) partials[blockIdx.x] = partial;
-    if (!last_block(ticket)) return;
+    size_t block = blockIdx.x, blocks = gridDim.x;
+    if (tid == 0) partials[block] = partial;
+    size_t group = block / REDUCE_FINISH_GROUP, first = group * REDUCE_FINISH_GROUP;
+    size_t members = blocks - first < REDUCE_FINISH_GROUP ? blocks - first : REDUCE_FINISH_GROUP;
+    if (!last_of(tickets + group, (unsigned)members)) return;
     __shared__ double totals[REDUCE_WARPS];
-    size_t blocks = gridDim.x;
+    const volatile double* written = partials;
+    double group_total = block_sum(tid < members ? written[first + tid] : 0.0, 0.0, totals);
+    if (tid == 0) partials[first] = group_total;
+    size_t groups = (blocks + REDUCE_FINISH_GROUP - 1) / REDUCE_FINISH_GROUP;
+    if (!last_of(tickets + groups, (unsigned)groups)) return;
     double acc = 0.0;
-    for (size_t b = tid; b < blocks; b += REDUCE_BLOCK) acc += ((volatile double*)partials)[b];
+    for (size_t g = tid; g < groups; g += REDUCE_BLOCK) acc += written[g * REDUCE_FINISH_GROUP];
     double total = block_sum(acc, 0.0, totals);
     if (tid == 0) *sum = total;
 }
 
 extern "C" __global__ void reduce_interleaved(const float* __restrict__ values, size_t n, double* partials,
-                                              unsigned* ticket, double* sum) {
+                                              unsigned* tickets, double* sum) {
     __shared__ float tree[REDUCE_BLOCK];
     unsigned tid = threadIdx.x;
     size_t i = global_index();
@@ -58,7 +67,7 @@ extern "C" __global__ void reduce_interleaved(const float* __restrict__ values, 
         if (tid % (2 * stride) == 0) tree[tid] += tree[tid + stride];
         __syncthreads();
     }
-    finish(tree[0], partials, ticket, sum);
+    finish(tree[0], partials, tickets, sum);
 }
 
 static __device__ __forceinline__ void fold_halves(float* tree, unsigned tid) {
@@ -70,13 +79,13 @@ static __device__ __forceinline__ void fold_halves(float* tree, unsigned tid) {
 }
 
 extern "C" __global__ void reduce_sequential(const float* __restrict__ values, size_t n, double* partials,
-                                             unsigned* ticket, double* sum) {
+                                             unsigned* tickets, double* sum) {
     __shared__ float tree[REDUCE_BLOCK];
     unsigned tid = threadIdx.x;
     size_t i = global_index();
     tree[tid] = i < n ? values[i] : 0.0f;
     fold_halves(tree, tid);
-    finish(tree[0], partials, ticket, sum);
+    finish(tree[0], partials, tickets, sum);
 }
 
 static __device__ __forceinline__ float load_pair(const float* __restrict__ values, size_t n) {
@@ -87,25 +96,25 @@ static __device__ __forceinline__ float load_pair(const float* __restrict__ valu
 }
 
 extern "C" __global__ void reduce_first_add(const float* __restrict__ values, size_t n, double* partials,
-                                            unsigned* ticket, double* sum) {
+                                            unsigned* tickets, double* sum) {
     __shared__ float tree[REDUCE_BLOCK];
     unsigned tid = threadIdx.x;
     tree[tid] = load_pair(values, n);
     fold_halves(tree, tid);
-    finish(tree[0], partials, ticket, sum);
+    finish(tree[0], partials, tickets, sum);
 }
 
 extern "C" __global__ void reduce_shuffle(const float* __restrict__ values, size_t n, double* partials,
-                                          unsigned* ticket, double* sum) {
+                                          unsigned* tickets, double* sum) {
     __shared__ float totals[REDUCE_WARPS];
     float total = block_sum(load_pair(values, n), 0.0f, totals);
-    finish(total, partials, ticket, sum);
+    finish(total, partials, tickets, sum);
 }
 
 static __device__ __forceinline__ float quad_sum(float4 q) { return (q.x + q.y) + (q.z + q.w); }
 
 extern "C" __global__ void reduce_vec4(const float* __restrict__ values, size_t n, double* partials,
-                                       unsigned* ticket, double* sum) {
+                                       unsigned* tickets, double* sum) {
     __shared__ double totals[REDUCE_WARPS];
     size_t quads = n / 4, stride = grid_threads(), q = global_index();
     const float4* values4 = reinterpret_cast<const float4*>(values);
@@ -121,7 +130,7 @@ extern "C" __global__ void reduce_vec4(const float* __restrict__ values, size_t 
     for (; q < quads; q += stride) acc += (double)quad_sum(values4[q]);
     size_t tail = 4 * quads + global_index();
     if (tail < n) acc += (double)values[tail];
-    finish(block_sum(acc, 0.0, totals), partials, ticket, sum);
+    finish(block_sum(acc, 0.0, totals), partials, tickets, sum);
 }
 
 // ---- moments: shifted sums per thread, Chan's merge across threads, warps and blocks
@@ -225,13 +234,13 @@ extern "C" __global__ void reduce_moments(const float* __restrict__ values, size
     Shifted own;
     size_t quads = n / 4, stride = grid_threads(), q = global_index();
     const float4* values4 = reinterpret_cast<const float4*>(values);
-    while (q + (REDUCE_QUADS_PER_PASS - 1) * stride < quads) {
-        float4 pass[REDUCE_QUADS_PER_PASS];
+    while (q + (REDUCE_MOMENTS_QUADS_PER_PASS - 1) * stride < quads) {
+        float4 pass[REDUCE_MOMENTS_QUADS_PER_PASS];
 #pragma unroll
-        for (int j = 0; j < REDUCE_QUADS_PER_PASS; ++j) pass[j] = values4[q + j * stride];
+        for (int j = 0; j < REDUCE_MOMENTS_QUADS_PER_PASS; ++j) pass[j] = values4[q + j * stride];
 #pragma unroll
-        for (int j = 0; j < REDUCE_QUADS_PER_PASS; ++j) own.add_quad(pass[j], low, high);
-        q += REDUCE_QUADS_PER_PASS * stride;
+        for (int j = 0; j < REDUCE_MOMENTS_QUADS_PER_PASS; ++j) own.add_quad(pass[j], low, high);
+        q += REDUCE_MOMENTS_QUADS_PER_PASS * stride;
     }
     for (; q < quads; q += stride) own.add_quad(values4[q], low, high);
     size_t tail = 4 * quads + global_index();

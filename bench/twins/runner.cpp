@@ -1127,7 +1127,7 @@ struct Runner {
     }
 
     // The reduction ladder and the moments (kernels/src/reduce/): every kernel ends with the
-    // last block's ticket, which self-resets, so the ticket is zeroed once per case.
+    // last blocks' tickets, which self-reset, so the tickets are zeroed once per case.
     unsigned reduce_fill(size_t n, unsigned per_sm) const {
         size_t full = (size_t)per_sm * sms, needed = (n + REDUCE_VALUES_PER_PASS - 1) / REDUCE_VALUES_PER_PASS;
         return (unsigned)std::max<size_t>(1, std::min(full, needed));  // interface::reduce::grid_stride_blocks
@@ -1138,8 +1138,10 @@ struct Runner {
         unsigned vec4_grid = reduce_fill(n, REDUCE_BLOCKS_PER_SM);
         unsigned moments_grid = reduce_fill(n, REDUCE_MOMENTS_BLOCKS_PER_SM);
         auto partials = device(8 * std::max<size_t>(blocks(n, REDUCE_BLOCK), REDUCE_MOMENTS_FIELDS * moments_grid));
-        auto ticket = device(4), sum = device(8), moments = device(8 * REDUCE_MOMENTS_FIELDS);
-        auto zero_ticket = [ticket] { CK(cuMemsetD32(ticket->ptr, 0, 1)); };
+        // interface::reduce::finish_tickets of the largest grid, steps 1 and 2's.
+        size_t ticket_count = (blocks(n, REDUCE_BLOCK) + REDUCE_FINISH_GROUP - 1) / REDUCE_FINISH_GROUP + 1;
+        auto tickets = device(4 * ticket_count), sum = device(8), moments = device(8 * REDUCE_MOMENTS_FIELDS);
+        auto zero_tickets = [tickets, ticket_count] { CK(cuMemsetD32(tickets->ptr, 0, ticket_count)); };
 
         auto vh = random_f32(n, 19);
         auto values = upload(vh);
@@ -1157,8 +1159,8 @@ struct Runner {
             Case c;
             c.kernel = s.kernel, c.size = "n=" + std::to_string(n), c.unit = "GB/s", c.work = 4.0 * n;
             c.shape = {s.grid, 1, REDUCE_BLOCK, 1, 0};
-            c.args.slice(values, n).ptr(partials).ptr(ticket).ptr(sum);
-            c.out = sum, c.compare = Compare::Exact, c.setup = zero_ticket;
+            c.args.slice(values, n).ptr(partials).ptr(tickets).ptr(sum);
+            c.out = sum, c.compare = Compare::Exact, c.setup = zero_tickets;
             c.reference = [=](const std::vector<unsigned char>& out) -> std::string {
                 double got;
                 std::memcpy(&got, out.data(), 8);
@@ -1184,8 +1186,8 @@ struct Runner {
         Case c;
         c.kernel = "reduce_moments", c.size = "n=" + std::to_string(n) + " window", c.unit = "GB/s", c.work = 4.0 * n;
         c.shape = {moments_grid, 1, REDUCE_BLOCK, 1, 0};
-        c.args.slice(mvalues, n).add(low).add(high).ptr(partials).ptr(ticket).ptr(moments);
-        c.out = moments, c.compare = Compare::Exact, c.setup = zero_ticket;
+        c.args.slice(mvalues, n).add(low).add(high).ptr(partials).ptr(tickets).ptr(moments);
+        c.out = moments, c.compare = Compare::Exact, c.setup = zero_tickets;
         c.reference = [=](const std::vector<unsigned char>& out) -> std::string {
             double f[REDUCE_MOMENTS_FIELDS];
             std::memcpy(f, out.data(), sizeof f);

@@ -15,15 +15,17 @@ static __device__ __forceinline__ size_t grid_threads() {
     return (size_t)blockDim.x * (size_t)gridDim.x;
 }
 
-// Whether this block is the last of the grid to get here (the Rust `last_block`): thread 0
-// fences and draws a self-resetting ticket.
-static __device__ __forceinline__ bool last_block(unsigned* ticket) {
+// Whether this block is the last of `arrivals` blocks sharing `ticket` to get here (the Rust
+// `last_of`): thread 0 fences and draws a self-resetting ticket.
+static __device__ __forceinline__ bool last_of(unsigned* ticket, unsigned arrivals) {
     __shared__ unsigned last;
     if (threadIdx.x == 0) {
         __threadfence();
-        unsigned blocks = gridDim.x;
-        last = atomicInc(ticket, blocks - 1) == blocks - 1;
+        last = atomicInc(ticket, arrivals - 1) == arrivals - 1;
     }
     __syncthreads();
     return last != 0;
 }
+
+// The last block of the grid (the Rust `last_block`).
+static __device__ __forceinline__ bool last_block(unsigned* ticket) { return last_of(ticket, gridDim.x); }

@@ -260,7 +260,8 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             let values = memory.f32s(n);
             let scratch = Scratch {
                 partials: memory.slice(MOMENTS_FIELDS * n),
-                ticket: memory.u32s(1),
+                // A sum's grid of at most 64 blocks takes two tickets; the moments take one.
+                tickets: memory.u32s(2),
                 result: memory.slice(MOMENTS_FIELDS),
             };
             let moments = kernel == "reduce_moments";
@@ -272,7 +273,8 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
                 }
             };
             refused.push(("no values".into(), with(memory.f32s(0), scratch, grid)));
-            refused.push(("no ticket".into(), with(values, Scratch { ticket: memory.u32s(0), ..scratch }, grid)));
+            let tickets = memory.u32s(if moments { 0 } else { 1 });
+            refused.push(("tickets short".into(), with(values, Scratch { tickets, ..scratch }, grid)));
             let fields = if moments { MOMENTS_FIELDS } else { 1 };
             let result = memory.slice(fields - 1);
             refused.push(("result short".into(), with(values, Scratch { result, ..scratch }, grid)));

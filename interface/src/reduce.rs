@@ -17,8 +17,26 @@ pub const BLOCKS_PER_SM: usize = 64;
 /// grid-stride grid must fit in one wave: a second wave would leave the SMs of the first idle
 /// while it runs.
 pub const MOMENTS_BLOCKS_PER_SM: usize = 3;
-/// Quads (16-byte loads) each thread of a grid-stride kernel issues before it adds any of them.
-pub const QUADS_PER_PASS: usize = 4;
+/// Quads (16-byte loads) each thread of `reduce_vec4` issues before it adds any of them. Eight
+/// blocks of 256 threads on each SM keep 64 KiB in flight per SM this way, several times what
+/// the memory's latency needs; a shorter pass leaves the grid's last threads less to finish.
+pub const QUADS_PER_PASS: usize = 2;
+/// The same for `reduce_moments`, whose one wave of three or four blocks per SM needs more
+/// loads in flight per thread to keep as many bytes in flight.
+pub const MOMENTS_QUADS_PER_PASS: usize = 4;
+/// The sum kernels finish in two levels (`kernels/src/reduce/mod.rs`): the last block of each
+/// group of `FINISH_GROUP` consecutive blocks adds the group's partials, and the last of those
+/// adds the groups' totals. Each level is one load per thread (at most `BLOCK`) for a grid of
+/// up to `FINISH_GROUP · BLOCK` blocks, where one level over thousands of partials took several
+/// loads per thread in sequence.
+pub const FINISH_GROUP: usize = 64;
+
+/// Tickets the sum kernels need for a grid of `blocks` blocks: one per group, then one for the
+/// groups' totals.
+pub const fn finish_tickets(blocks: usize) -> usize {
+    // div_ceil is newer than the nightly that builds the kernels.
+    (blocks + FINISH_GROUP - 1) / FINISH_GROUP + 1
+}
 
 /// Values one block of a grid-stride kernel covers in one pass.
 pub const VALUES_PER_PASS: usize = 4 * QUADS_PER_PASS * BLOCK;

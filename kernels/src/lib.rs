@@ -68,11 +68,20 @@ unsafe fn draw_ticket(ticket: *mut u32, limit: u32) -> u32 {
 /// began (else the result is wrong, though every access stays in bounds).
 #[inline(always)]
 pub unsafe fn last_block(ticket: *mut u32) -> bool {
+    last_of(ticket, thread::grid_dim_x())
+}
+
+/// [`last_block`] among `arrivals` blocks that share `ticket` (a group of the grid): whether
+/// this block is the last of them to get here.
+///
+/// # Safety
+/// As [`last_block`]; exactly `arrivals` (at least 1) blocks call it on `ticket` per launch.
+#[inline(always)]
+pub unsafe fn last_of(ticket: *mut u32, arrivals: u32) -> bool {
     let last = shared_array![u32; 1];
     if thread::thread_idx_x() == 0 {
         thread::device_fence();
-        let blocks = thread::grid_dim_x();
-        *last = (draw_ticket(ticket, blocks - 1) == blocks - 1) as u32;
+        *last = (draw_ticket(ticket, arrivals - 1) == arrivals - 1) as u32;
     }
     thread::sync_threads();
     *last != 0

@@ -16,8 +16,8 @@ use crate::sources::stats;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::stream::Stream;
 use interface::reduce::{
-    grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_COUNT, MOMENTS_FIELDS, MOMENTS_M2,
-    MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
+    finish_tickets, grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_COUNT, MOMENTS_FIELDS,
+    MOMENTS_M2, MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
 };
 use interface::window::Window;
 use rayon::prelude::*;
@@ -74,14 +74,15 @@ fn result_fields(step: Step) -> usize {
     }
 }
 
-/// What every reduction kernel writes besides its result: a partial per block and the ticket
-/// that finds the last block (`kernels/src/reduce/mod.rs`).
+/// What every reduction kernel writes besides its result: a partial per block and the tickets
+/// that find the last blocks (`kernels/src/reduce/mod.rs`).
 #[derive(Clone, Copy)]
 pub struct Scratch<'a> {
     pub partials: &'a DeviceSlice<f64>,
-    /// One `u32` at 0: the kernels leave it at 0, and [`ScratchBuffers`] allocates it zeroed.
-    /// Another value gives a wrong result, never an access out of bounds.
-    pub ticket: &'a DeviceSlice<u32>,
+    /// `u32`s at 0 (the sum kernels take `finish_tickets(grid)` of them, the moments one): the
+    /// kernels leave them at 0, and [`ScratchBuffers`] allocates them zeroed. Other values give
+    /// a wrong result, never an access out of bounds.
+    pub tickets: &'a DeviceSlice<u32>,
     pub result: &'a DeviceSlice<f64>,
 }
 
@@ -98,14 +99,15 @@ impl Scratch<'_> {
             return Err(refuse(kernel, format!("{n} values are more than an f64 counts exactly")));
         }
         let partials = grid as usize * step.partial_fields();
+        let tickets = if step.is_sum() { finish_tickets(grid as usize) } else { 1 };
         let result = result_fields(step);
         require_len(kernel, "the partials", self.partials, partials)?;
-        require_len(kernel, "the ticket", self.ticket, 1)?;
+        require_len(kernel, "the tickets", self.tickets, tickets)?;
         require_len(kernel, "the result", self.result, result)?;
         let values = ("the values", values, n);
         let (partials, ticket, result) = (
             ("the partials", self.partials, partials),
-            ("the ticket", self.ticket, 1),
+            ("the tickets", self.tickets, tickets),
             ("the result", self.result, result),
         );
         require_disjoint(kernel, partials, values)?;
@@ -131,11 +133,11 @@ pub struct ReduceArgs<'a> {
 }
 
 // SAFETY: the kernels read `values`, write one f64 per block to `partials`, draw from the
-// ticket and write the sum to `result[0]`: the checks above give the lengths (a partial per
-// block of the launch returned here), a 16-byte aligned start for `reduce_vec4`, and no two
+// tickets and write the sum to `result[0]`: the checks above give the lengths (a partial per
+// block of the launch returned here, `finish_tickets` of its grid), a 16-byte aligned start for `reduce_vec4`, and no two
 // buffers overlapping. Blocks are one-dimensional of `BLOCK` threads, the size of the kernels'
 // shared trees; steps 1 to 4 get one block per `BLOCK` (or `2·BLOCK`) values, as their index
-// arithmetic assumes. The parameters are `values: &[f32], partials: *mut f64, ticket: *mut u32,
+// arithmetic assumes. The parameters are `values: &[f32], partials: *mut f64, tickets: *mut u32,
 // sum: *mut f64`.
 unsafe impl KernelArgs for ReduceArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
@@ -149,8 +151,8 @@ unsafe impl KernelArgs for ReduceArgs<'_> {
     }
 
     fn params(&self, _kernel: &str) -> Params {
-        let Scratch { partials, ticket, result } = self.scratch;
-        Params::new().slice(self.values).pointer(partials).pointer(ticket).pointer(result)
+        let Scratch { partials, tickets, result } = self.scratch;
+        Params::new().slice(self.values).pointer(partials).pointer(tickets).pointer(result)
     }
 }
 
@@ -182,21 +184,21 @@ unsafe impl KernelArgs for MomentsArgs<'_> {
     }
 
     fn params(&self, _kernel: &str) -> Params {
-        let Scratch { partials, ticket, result } = self.scratch;
+        let Scratch { partials, tickets, result } = self.scratch;
         Params::new()
             .slice(self.values)
             .value(self.window.low)
             .value(self.window.high)
             .pointer(partials)
-            .pointer(ticket)
+            .pointer(tickets)
             .pointer(result)
     }
 }
 
-/// The buffers behind a [`Scratch`], the ticket allocated at 0.
+/// The buffers behind a [`Scratch`], the tickets allocated at 0.
 pub struct ScratchBuffers {
     partials: DeviceBuffer<f64>,
-    ticket: DeviceBuffer<u32>,
+    tickets: DeviceBuffer<u32>,
     result: DeviceBuffer<f64>,
     readback: Readback<f64>,
 }
@@ -206,13 +208,15 @@ impl ScratchBuffers {
     pub fn new(gpu: &Gpu, partials: usize) -> GpuResult<Self> {
         gpu.ensure_fits("reduction partials", 8 * partials as u64)?;
         let partials = DeviceBuffer::<f64>::zeroed(partials.max(1)).during("allocating reduction partials")?;
-        let ticket = DeviceBuffer::<u32>::zeroed(1).during("allocating the reduction ticket")?;
+        // Enough for the sum kernels' grid of up to `partials` blocks, and for the moments' one.
+        let tickets =
+            DeviceBuffer::<u32>::zeroed(finish_tickets(partials.len())).during("allocating the reduction tickets")?;
         let result = DeviceBuffer::<f64>::zeroed(MOMENTS_FIELDS).during("allocating the reduction result")?;
-        Ok(Self { partials, ticket, result, readback: Readback::new(MOMENTS_FIELDS)? })
+        Ok(Self { partials, tickets, result, readback: Readback::new(MOMENTS_FIELDS)? })
     }
 
     pub fn scratch(&self) -> Scratch<'_> {
-        Scratch { partials: &self.partials, ticket: &self.ticket, result: &self.result }
+        Scratch { partials: &self.partials, tickets: &self.tickets, result: &self.result }
     }
 
     /// The first `N` f64 of the result, once `stream` (where the kernel ran) gets there.

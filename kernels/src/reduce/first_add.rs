@@ -30,10 +30,10 @@ pub unsafe fn load_pair(values: &[f32]) -> f32 {
 /// # Safety
 /// As for [`super::interleaved::reduce_interleaved`], but one block per `2·BLOCK` values.
 #[kernel]
-pub unsafe fn reduce_first_add(values: &[f32], partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn reduce_first_add(values: &[f32], partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let tree = shared_array![f32; BLOCK];
     let tid = thread::thread_idx_x();
     *tree.add(tid as usize) = load_pair(values);
     fold_halves(tree, tid);
-    finish(*tree as f64, partials, ticket, sum);
+    finish(*tree as f64, partials, tickets, sum);
 }

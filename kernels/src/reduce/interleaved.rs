@@ -22,9 +22,9 @@ use interface::reduce::BLOCK;
 /// # Safety
 /// The launcher (`ReduceArgs` on the host) guarantees: a one-dimensional grid of blocks of
 /// `BLOCK` threads, one block per `BLOCK` values; `partials` holds a `f64` per block, `sum`
-/// one, `ticket` one `u32` at 0, and none overlaps another or the values.
+/// one, `tickets` `finish_tickets(gridDim.x)` `u32` at 0, and none overlaps another or the values.
 #[kernel]
-pub unsafe fn reduce_interleaved(values: &[f32], partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn reduce_interleaved(values: &[f32], partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let tree = shared_array![f32; BLOCK];
     let tid = thread::thread_idx_x();
     let i = global_index();
@@ -38,5 +38,5 @@ pub unsafe fn reduce_interleaved(values: &[f32], partials: *mut f64, ticket: *mu
         thread::sync_threads();
         stride *= 2;
     }
-    finish(*tree as f64, partials, ticket, sum);
+    finish(*tree as f64, partials, tickets, sum);
 }

@@ -16,16 +16,23 @@
 //! for each other. Every kernel here ends the same way ([`finish`]): each block writes its
 //! partial to `partials[block]`, makes it visible to the device (`membar.gl`), and takes a
 //! ticket (`atom.inc`); the block that draws the last ticket knows every other partial is
-//! written, adds them all and writes the total. The ticket counts modulo the grid
-//! (`atom.inc` wraps to 0 at its limit), so the last block also leaves it at 0, ready for the
-//! next launch: no memset between launches, no second kernel, one small copy back.
+//! written. A ticket counts modulo its number of blocks (`atom.inc` wraps to 0 at its limit),
+//! so the last draw also leaves it at 0, ready for the next launch: no memset between
+//! launches, no second kernel, one small copy back.
+//!
+//! The tickets come in two levels, so that no block adds more than one partial per thread:
+//! one ticket per group of `FINISH_GROUP` consecutive blocks, whose last block adds the
+//! group's partials, and one for the groups, whose last block adds the groups' totals. (With
+//! thousands of blocks and one ticket, the last block's thousands of loads, a few per thread
+//! one after another, were the kernel's tail.)
 //!
 //! ```text
-//!   blocks:    B0    B1    B2  ...  Bg-1        each writes partials[b], then a ticket
-//!   tickets:    2     0     3  ...   g-1        (in whatever order the blocks finish)
-//!                                     |
-//!                                     v
-//!              the block with ticket g-1 adds partials[0..g] in f64 and writes the sum
+//!   blocks:   B0 .. B63      B64 .. B127     ...        each writes partials[b], then its
+//!   tickets:  group 0        group 1         ...        group's ticket
+//!                 |              |
+//!                 v              v
+//!   the last of each group adds its 64 partials and takes the groups' ticket;
+//!   the last of those adds the groups' totals in f64 and writes the sum
 //! ```
 //!
 //! **How the sum is accumulated, and why.** Steps 1 to 4 add in f32 inside a block, as the
@@ -54,7 +61,10 @@ use core::arch::asm;
 use core::ops::Add;
 use cuda_std::shared_array;
 use cuda_std::thread;
-use interface::reduce::{BLOCK, WARPS};
+use interface::reduce::{BLOCK, FINISH_GROUP, WARPS};
+
+// `finish` gives each thread of a group's last block one partial of the group.
+const _: () = assert!(FINISH_GROUP <= BLOCK);
 
 /// A value the lanes of a warp can pass to each other with `shfl.sync.down`: 32 bits per
 /// shuffle, so 64-bit values take two.
@@ -138,30 +148,46 @@ pub unsafe fn block_sum<T: Shuffle + Add<Output = T>>(value: T, zero: T, totals:
     total
 }
 
-/// The end of every sum kernel: thread 0 writes the block's `partial` to `partials[block]`;
-/// the last block adds all of them in f64 (volatile loads: they were written by other SMs
-/// during this launch, and must not come from a stale cache line) and writes the total to
-/// `*sum`.
+/// The end of every sum kernel, in two levels of [`crate::last_of`]: thread 0 writes the
+/// block's `partial` to `partials[block]`; the last block of each group of `FINISH_GROUP`
+/// consecutive blocks adds the group's partials, one per thread, and writes the total over the
+/// group's first partial; the last of those adds the groups' totals and writes the sum to
+/// `*sum`. Partials written by other blocks during the launch are read volatile: they must not
+/// come from a stale cache line.
 ///
 /// # Safety
 /// Every thread of the block calls it together; `partials` holds a `f64` per block of the
-/// grid and `sum` one, neither overlapping the values; `ticket` as for [`crate::last_block`].
+/// grid and `sum` one, neither overlapping the values; `tickets` holds
+/// `finish_tickets(gridDim.x)` `u32` at 0, as for [`crate::last_block`].
 #[inline(always)]
-pub unsafe fn finish(partial: f64, partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn finish(partial: f64, partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let tid = thread::thread_idx_x() as usize;
+    let (block, blocks) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
     if tid == 0 {
-        *partials.add(thread::block_idx_x() as usize) = partial;
+        *partials.add(block) = partial;
     }
-    if !crate::last_block(ticket) {
+    let group = block / FINISH_GROUP;
+    let first = group * FINISH_GROUP;
+    let members = (blocks - first).min(FINISH_GROUP);
+    if !crate::last_of(tickets.add(group), members as u32) {
         return;
     }
     let totals = shared_array![f64; WARPS];
-    let blocks = thread::grid_dim_x() as usize;
+    let mine = if tid < members { core::ptr::read_volatile(partials.add(first + tid)) } else { 0.0 };
+    let group_total = block_sum(mine, 0.0, totals);
+    // Every thread has read its partial before `block_sum`'s barrier.
+    if tid == 0 {
+        *partials.add(first) = group_total;
+    }
+    let groups = (blocks + FINISH_GROUP - 1) / FINISH_GROUP;
+    if !crate::last_of(tickets.add(groups), groups as u32) {
+        return;
+    }
     let mut acc = 0.0f64;
-    let mut b = tid;
-    while b < blocks {
-        acc += core::ptr::read_volatile(partials.add(b));
-        b += BLOCK;
+    let mut g = tid;
+    while g < groups {
+        acc += core::ptr::read_volatile(partials.add(g * FINISH_GROUP));
+        g += BLOCK;
     }
     let total = block_sum(acc, 0.0, totals);
     if tid == 0 {

@@ -20,11 +20,11 @@
 //!   Only deviations are added, never raw squares, so no stage cancels; and merging is a tree
 //!   (shuffles, then blocks), so each rounding touches a value a logarithmic number of times.
 //! - Everything in f64, partials included: each block writes its `MOMENTS_FIELDS` values to
-//!   `partials`, the last block (the ticket of [`super::finish`]) merges them and writes the
+//!   `partials`, the last block (the ticket of [`crate::last_block`]) merges them and writes the
 //!   result. On 2^30 values the relative error of M2 stays near `1e-13`, far inside the `1e-6`
 //!   asked of σ; an f32 accumulator would already lose that on 2^24 values.
 //!
-//! The loads are [`super::vec4`]'s: `QUADS_PER_PASS` 16-byte loads in flight per thread,
+//! The loads are [`super::vec4`]'s: `MOMENTS_QUADS_PER_PASS` 16-byte loads in flight per thread,
 //! grid-stride. Each value then takes a few f64 operations, still fewer than the memory allows.
 
 use super::Shuffle;
@@ -35,9 +35,12 @@ use cuda_std::shared_array;
 use cuda_std::GpuFloat;
 use interface::reduce::{
     BLOCK, MOMENTS_COUNT, MOMENTS_FIELDS, MOMENTS_M2, MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
-    QUADS_PER_PASS, WARPS,
+    MOMENTS_QUADS_PER_PASS, WARPS,
 };
 use interface::window::Window;
+
+// The pass below unrolls over a literal list of this length.
+const _: () = assert!(MOMENTS_QUADS_PER_PASS == 4);
 
 /// The moments of some values: what threads, warps and blocks merge.
 #[derive(Clone, Copy)]
@@ -213,16 +216,15 @@ pub unsafe fn reduce_moments(
     let quads = values.len() / 4;
     let stride = grid_threads();
     let mut q = global_index();
-    // The list below is QUADS_PER_PASS long.
-    while q + (QUADS_PER_PASS - 1) * stride < quads {
-        let mut pass = [Quad([0.0f32; 4]); QUADS_PER_PASS];
+    while q + (MOMENTS_QUADS_PER_PASS - 1) * stride < quads {
+        let mut pass = [Quad([0.0f32; 4]); MOMENTS_QUADS_PER_PASS];
         unroll!([0, 1, 2, 3], |j| {
             pass[j] = load_quad(values, q + j * stride);
         });
         unroll!([0, 1, 2, 3], |j| {
             own.add_quad(pass[j], window);
         });
-        q += QUADS_PER_PASS * stride;
+        q += MOMENTS_QUADS_PER_PASS * stride;
     }
     while q < quads {
         own.add_quad(load_quad(values, q), window);

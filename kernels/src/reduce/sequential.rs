@@ -40,11 +40,11 @@ pub unsafe fn fold_halves(tree: *mut f32, tid: u32) {
 /// As for [`super::interleaved::reduce_interleaved`]: blocks of `BLOCK` threads, one per
 /// `BLOCK` values.
 #[kernel]
-pub unsafe fn reduce_sequential(values: &[f32], partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn reduce_sequential(values: &[f32], partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let tree = shared_array![f32; BLOCK];
     let tid = thread::thread_idx_x();
     let i = global_index();
     *tree.add(tid as usize) = if i < values.len() { *values.get_unchecked(i) } else { 0.0 };
     fold_halves(tree, tid);
-    finish(*tree as f64, partials, ticket, sum);
+    finish(*tree as f64, partials, tickets, sum);
 }

@@ -21,8 +21,8 @@ use interface::reduce::WARPS;
 /// As for [`super::first_add::reduce_first_add`]: blocks of `BLOCK` threads, one per
 /// `2·BLOCK` values.
 #[kernel]
-pub unsafe fn reduce_shuffle(values: &[f32], partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn reduce_shuffle(values: &[f32], partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let totals = shared_array![f32; WARPS];
     let total = block_sum(load_pair(values), 0.0f32, totals);
-    finish(total as f64, partials, ticket, sum);
+    finish(total as f64, partials, tickets, sum);
 }

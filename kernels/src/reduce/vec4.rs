@@ -7,13 +7,13 @@
 //! running sum, and moves on by `QUADS_PER_PASS` grids.
 //!
 //! ```text
-//!   quads:  | grid of threads | grid | grid | grid | grid of threads | ...
-//!   thread t:  q = t     t+G     t+2G   t+3G      (one pass: 4 loads, then 4 adds)
+//!   quads:  | grid of threads | grid | grid of threads | grid | ...
+//!   thread t:  q = t     t+G      (one pass: 2 loads, then 2 adds; the next pass at t+2G)
 //! ```
 //!
 //! Each block then reduces once (shuffles, as step 4) and writes one partial: a few thousand
-//! partials instead of a million. Loads are the whole cost; with 64 bytes in flight per thread
-//! and every SM full, the kernel reads at the speed of a device copy.
+//! partials instead of a million. Loads are the whole cost; with every SM full of threads that
+//! each keep two 16-byte loads in flight, the kernel reads at the speed of a device copy.
 //!
 //! Accumulation: each quad is added as a two-level f32 tree, `(a + b) + (c + d)`, and the
 //! quad's sum goes into the thread's running sum in f64: over hundreds of quads an f32 running
@@ -26,6 +26,9 @@ use cuda_std::prelude::*;
 use cuda_std::shared_array;
 use interface::reduce::{QUADS_PER_PASS, WARPS};
 
+// The pass below unrolls over a literal list of this length.
+const _: () = assert!(QUADS_PER_PASS == 2);
+
 /// `(a + b) + (c + d)`: two levels of f32 rounding per value.
 #[inline(always)]
 fn quad_sum(q: Quad<f32>) -> f32 {
@@ -35,22 +38,21 @@ fn quad_sum(q: Quad<f32>) -> f32 {
 /// # Safety
 /// The launcher (`ReduceArgs` on the host) guarantees: `values` starts 16-byte aligned; a
 /// one-dimensional grid of any number of blocks of `BLOCK` threads (the loop is grid-stride);
-/// `partials` holds a `f64` per block, `sum` one, `ticket` one `u32` at 0, and none overlaps
-/// another or the values.
+/// `partials` holds a `f64` per block, `sum` one, `tickets` `finish_tickets(gridDim.x)` `u32`
+/// at 0, and none overlaps another or the values.
 #[kernel]
-pub unsafe fn reduce_vec4(values: &[f32], partials: *mut f64, ticket: *mut u32, sum: *mut f64) {
+pub unsafe fn reduce_vec4(values: &[f32], partials: *mut f64, tickets: *mut u32, sum: *mut f64) {
     let totals = shared_array![f64; WARPS];
     let quads = values.len() / 4;
     let stride = grid_threads();
     let mut q = global_index();
     let mut acc = 0.0f64;
-    // The list below is QUADS_PER_PASS long.
     while q + (QUADS_PER_PASS - 1) * stride < quads {
         let mut pass = [Quad([0.0f32; 4]); QUADS_PER_PASS];
-        unroll!([0, 1, 2, 3], |j| {
+        unroll!([0, 1], |j| {
             pass[j] = load_quad(values, q + j * stride);
         });
-        unroll!([0, 1, 2, 3], |j| {
+        unroll!([0, 1], |j| {
             acc += quad_sum(pass[j]) as f64;
         });
         q += QUADS_PER_PASS * stride;
@@ -64,5 +66,5 @@ pub unsafe fn reduce_vec4(values: &[f32], partials: *mut f64, ticket: *mut u32, 
     if tail < values.len() {
         acc += *values.get_unchecked(tail) as f64;
     }
-    finish(block_sum(acc, 0.0, totals), partials, ticket, sum);
+    finish(block_sum(acc, 0.0, totals), partials, tickets, sum);
 }
