@@ -231,14 +231,6 @@ pub const MMA_BOUNDS: [LaunchBounds; 3] = [
     LaunchBounds { kernel: "matmul_mma_f16_128x256", max_threads: MMA_THREADS as u32, min_blocks_per_sm: 1 },
 ];
 
-/// Kernels whose dynamic shared memory passes the 48 KiB a launch gets without opting in, with
-/// what they need: the host raises each one's limit when it loads the module.
-pub const LARGE_SHARED: [(&str, usize); 3] = [
-    ("matmul_mma_tf32_128x256", TF32_SHARED_BYTES),
-    ("matmul_mma_bf16_128x256", HALF_SHARED_BYTES),
-    ("matmul_mma_f16_128x256", HALF_SHARED_BYTES),
-];
-
 /// Threads per block of the conversion kernels (`convert_tf32`, `convert_bf16`, `convert_f16`).
 pub const CONVERT_THREADS: usize = 256;
 

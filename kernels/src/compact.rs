@@ -29,7 +29,7 @@
 //!                                   └ threads 0, 1, 2, … write words 0, 1, 2, …
 //! ```
 
-use crate::scan::{load_tile, next_tile, scan_tile};
+use crate::scan::{claim_tile, scan_tile};
 use crate::Quad;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
@@ -58,17 +58,15 @@ pub unsafe fn compact_window_f32(
     let stage = shared_array![f32; TILE];
     let window = Window::new(low, high);
     let n = input.len();
-    let tile = match next_tile(scratch, n) {
-        Some(tile) => tile,
+    let mut values = [Quad([f32::NAN; 4]); QUADS_PER_THREAD];
+    let claimed = match claim_tile(input, scratch, &mut values) {
+        Some(claimed) => claimed,
         None => return,
     };
-    let start = tile * TILE;
-    let full = n - start >= TILE;
-    let mut values = [Quad([f32::NAN; 4]); QUADS_PER_THREAD];
+    let tile = claimed.index;
     // Bit `4·j + k`: value `k` of quad `j` is kept.
     let mut keep = 0u32;
     let mut kept = [0u32; QUADS_PER_THREAD];
-    load_tile(input, tile, full, &mut values);
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         crate::unroll!([0, 1, 2, 3], |k| {
             let inside = window.contains(values[j].0[k]) as u32;
@@ -76,7 +74,7 @@ pub unsafe fn compact_window_f32(
             kept[j] += inside;
         });
     });
-    let sums = scan_tile(&mut kept, tile, scratch, count, n - start <= TILE);
+    let sums = scan_tile(&mut kept, tile, scratch, count, claimed.last());
 
     // The tile's kept values, each at its place in the tile's run, then written out by
     // consecutive threads: whole lines instead of one scattered word per kept value.

@@ -184,7 +184,7 @@ pub(crate) fn quad_index(tile: usize, j: usize) -> usize {
 /// # Safety
 /// `scratch` is the launch's scratch; every thread of the block calls this once.
 #[inline(always)]
-pub(crate) unsafe fn next_tile(scratch: *mut u64, n: usize) -> Option<usize> {
+unsafe fn next_tile(scratch: *mut u64, n: usize) -> Option<usize> {
     let slot = shared_array![u32; 1];
     if thread::thread_idx_x() == 0 {
         *slot = atomic_fetch_add_u32_device(scratch as *mut u32, Ordering::Relaxed, 1);
@@ -270,7 +270,7 @@ unsafe fn look_back<T: Sum>(states: *mut u64, tile: usize, aggregate: T, lane: u
 /// # Safety
 /// `input` starts 16-byte aligned; `full` says whether the whole tile lies inside it.
 #[inline(always)]
-pub(crate) unsafe fn load_tile<T: Copy>(input: &[T], tile: usize, full: bool, values: &mut [Quad<T>; Q]) {
+unsafe fn load_tile<T: Copy>(input: &[T], tile: usize, full: bool, values: &mut [Quad<T>; Q]) {
     if full {
         crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
             values[j] = load_quad(input, quad_index(tile, j));
@@ -285,6 +285,43 @@ pub(crate) unsafe fn load_tile<T: Copy>(input: &[T], tile: usize, full: bool, va
             });
         });
     }
+}
+
+/// The tile a block claimed with [`claim_tile`].
+#[derive(Clone, Copy)]
+pub(crate) struct Claimed {
+    pub index: usize,
+    /// Values of the input from the tile's start to its end.
+    left: usize,
+}
+
+impl Claimed {
+    /// Whether the whole tile lies inside the input.
+    #[inline(always)]
+    pub fn full(self) -> bool {
+        self.left >= TILE
+    }
+
+    /// Whether it is the input's last tile (the one that writes the total).
+    #[inline(always)]
+    pub fn last(self) -> bool {
+        self.left <= TILE
+    }
+}
+
+/// The block's tile ([`next_tile`]), with this thread's quads of it loaded into `values`
+/// ([`load_tile`]: what `values` held stands for the values past the end of a partial last
+/// tile). `None` as for [`next_tile`].
+///
+/// # Safety
+/// As for [`next_tile`] and [`load_tile`].
+#[inline(always)]
+pub(crate) unsafe fn claim_tile<T: Copy>(input: &[T], scratch: *mut u64, values: &mut [Quad<T>; Q]) -> Option<Claimed> {
+    let n = input.len();
+    let index = next_tile(scratch, n)?;
+    let tile = Claimed { index, left: n - index * TILE };
+    load_tile(input, index, tile.full(), values);
+    Some(tile)
 }
 
 /// Where a thread's warp and tile stand in the scan, from [`scan_tile`].
@@ -378,15 +415,13 @@ pub(crate) unsafe fn scan_tile<T: Sum>(
 #[inline(always)]
 unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64, total: *mut T) {
     let n = input.len();
-    let tile = match next_tile(scratch, n) {
-        Some(tile) => tile,
+    // Only the last tile can be partial; its missing values scan as zeros and are not stored.
+    let mut values = [Quad([T::ZERO; 4]); Q];
+    let claimed = match claim_tile(input, scratch, &mut values) {
+        Some(claimed) => claimed,
         None => return,
     };
-    let start = tile * TILE;
-    // Only the last tile can be partial; its missing values scan as zeros and are not stored.
-    let full = n - start >= TILE;
-    let mut values = [Quad([T::ZERO; 4]); Q];
-    load_tile(input, tile, full, &mut values);
+    let (tile, full) = (claimed.index, claimed.full());
     let mut before = [T::ZERO; Q];
     crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7], |j| {
         // The quad's own exclusive prefixes replace its values: three live registers, not four.
@@ -396,7 +431,7 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
         values[j] = Quad([T::ZERO, one, two, three]);
         before[j] = three.plus(q[3]);
     });
-    let offset = scan_tile(&mut before, tile, scratch, total, n - start <= TILE).warp_before;
+    let offset = scan_tile(&mut before, tile, scratch, total, claimed.last()).warp_before;
     let prefixes = |j: usize| {
         let inside = values[j].0;
         let first = offset.plus(before[j]);

@@ -6,7 +6,6 @@ use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
 use cust::module::Module;
 use cust::stream::Stream;
 use cust::sys::{cuFuncGetAttribute, cuFuncSetAttribute, CUfunction_attribute, CUresult};
-use interface::matmul::LARGE_SHARED;
 
 const MAX_DYNAMIC_SHARED: CUfunction_attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 
@@ -18,27 +17,23 @@ fn driver(result: CUresult, kernel: &str, what: &str) -> GpuResult<()> {
     }
 }
 
-/// Lets each kernel of [`LARGE_SHARED`] in `module` use the dynamic shared memory it needs past
-/// the 48 KiB a launch gets by default, where the device has that much per block (`most`, its
-/// opt-in limit); elsewhere its limit stays, and [`Gpu::validate`] refuses its launches.
-pub(super) fn raise_shared_limits(module: &Module, most: i32) -> GpuResult<()> {
-    for (kernel, bytes) in LARGE_SHARED {
-        // A module other than the project's (`Gpu::with_ptx`) may lack the kernel.
-        let Ok(function) = module.get_function(kernel) else { continue };
-        if bytes as i64 <= most as i64 {
-            allow_shared(&function, kernel, bytes as i32)?;
-        }
+/// Lets every kernel of `module` (loaded from `ptx`) use as much dynamic shared memory as the
+/// device allows a block (`most`, its opt-in limit, less the kernel's static shared memory).
+/// Without this a launch gets at most 48 KiB, and the tensor-core kernels need several times
+/// that. Each launch is still checked against the limit ([`Gpu::validate`]), which is then
+/// the device's own.
+pub(super) fn raise_shared_limits(module: &Module, ptx: &str, most: i32) -> GpuResult<()> {
+    let entries = ptx.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next());
+    for kernel in entries {
+        let function = module.get_function(kernel).during(format!("looking up kernel `{}`", kernel))?;
+        let static_shared =
+            function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
+        // SAFETY: sets one attribute of a function of a loaded module; a value the device does
+        // not allow is an error the driver returns.
+        let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, most - static_shared) };
+        driver(result, kernel, "raising its shared memory limit")?;
     }
     Ok(())
-}
-
-/// Lets `function` (the kernel `kernel`) be launched with up to `bytes` of dynamic shared
-/// memory; `bytes` plus its static shared memory must fit the device's opt-in limit.
-pub(super) fn allow_shared(function: &Function, kernel: &str, bytes: i32) -> GpuResult<()> {
-    // SAFETY: sets one attribute of a function of a loaded module; a value the device does not
-    // allow is an error the driver returns.
-    let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, bytes) };
-    driver(result, kernel, "raising its shared memory limit")
 }
 
 /// The dynamic shared memory `function` may be launched with.

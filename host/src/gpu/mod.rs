@@ -93,7 +93,7 @@ impl Gpu {
         let context = Context::new(device).during("creating a context")?;
         let info = DeviceInfo::query(device)?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
-        launch::raise_shared_limits(&module, info.max_shared_per_block_optin)?;
+        launch::raise_shared_limits(&module, ptx, info.max_shared_per_block_optin)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
@@ -123,17 +123,10 @@ impl Gpu {
     }
 }
 
-/// Loads [`HOPPER_PTX`] and lets each of its kernels use the device's opt-in shared memory:
-/// without `cuFuncSetAttribute`, a block gets at most 48 KiB of dynamic shared memory.
+/// Loads [`HOPPER_PTX`], its kernels allowed the device's opt-in shared memory as the main
+/// module's are.
 fn load_hopper(info: &DeviceInfo) -> GpuResult<Module> {
     let module = Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)?;
-    let entries = HOPPER_PTX.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next());
-    for name in entries {
-        let function = module.get_function(name).during(format!("looking up kernel `{}`", name))?;
-        let static_shared = function
-            .get_attribute(cust::function::FunctionAttribute::SharedMemorySizeBytes)
-            .during("reading kernel limits")?;
-        launch::allow_shared(&function, name, info.max_shared_per_block_optin - static_shared)?;
-    }
+    launch::raise_shared_limits(&module, HOPPER_PTX, info.max_shared_per_block_optin)?;
     Ok(module)
 }
