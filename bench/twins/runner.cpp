@@ -310,6 +310,9 @@ std::string utc_now() {
 struct Runner {
     bool quick = false;
     int runs = 20;
+    // A kernel of a few microseconds gets more launches than `runs`, up to ten times as many,
+    // until each side has this much timed: its median is then as steady as a long kernel's.
+    static constexpr double kMinTimedMs = 2.0;
     std::vector<std::string> only;
     std::string rust_ptx, twin_text;  // twin_text is empty for a cubin
     std::map<std::string, Launch> host_launches;  // --launches: what --signatures compares
@@ -492,9 +495,11 @@ struct Runner {
             row.detail = problem;
             if (row.passed && c.compare == Compare::Racy) row.detail = "racy by design: counts only range-checked";
 
-            for (int w = 0; w < 2; ++w) time_one(rf, c), time_one(tf, c);  // warm-up
+            double probe = 0;
+            for (int w = 0; w < 2; ++w) time_one(rf, c), probe = time_one(tf, c);  // warm-up
+            int launches = std::max(runs, std::min(10 * runs, (int)std::ceil(kMinTimedMs / std::max(probe, 1e-6))));
             std::vector<double> rust_ms, c_ms;
-            for (int i = 0; i < runs; ++i) {
+            for (int i = 0; i < launches; ++i) {
                 // Alternate which goes first, so drift and ordering hit both alike.
                 if (i % 2 == 0) rust_ms.push_back(time_one(rf, c)), c_ms.push_back(time_one(tf, c));
                 else c_ms.push_back(time_one(tf, c)), rust_ms.push_back(time_one(rf, c));
@@ -1691,8 +1696,8 @@ int main(int argc, char** argv) {
             run.hopper_twin = load_module(hopper_twin_image, hopper_files[1].c_str());
         }
         run.scratch = device(256u << 20);
-        std::printf("%s, sm_%d%d, %d SMs, driver %d.%d; %d timed launches each (median, interleaved), L2 flushed "
-                    "before each\nRust: %s\nC:    %s\n\n",
+        std::printf("%s, sm_%d%d, %d SMs, driver %d.%d; at least %d timed launches each (median, interleaved; "
+                    "short kernels more), L2 flushed before each\nRust: %s\nC:    %s\n\n",
                     name, major, minor, sms, driver / 1000, driver % 1000 / 10, run.runs, files[0].c_str(),
                     files[1].c_str());
         Runner::header();

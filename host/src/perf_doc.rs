@@ -293,7 +293,9 @@ fn method(w: &mut String, runner: &Runner) -> fmt::Result {
          before each launch by a write outside the events, so that inputs come from DRAM. The \
          twins runner (`bench/twins`) launches each Rust kernel (the project's PTX, JIT-compiled \
          by the driver) and its CUDA C twin on the same buffers with the same launch shape, checks \
-         that they agree, and interleaves their {} timed launches. The library peers \
+         that they agree, and interleaves at least {} timed launches of each (more for a kernel \
+         of a few microseconds, up to ten times as many, so that each side has 2 ms timed). The \
+         library peers \
          (`bench/peers`) are timed the same way, each result checked first. *Rust / C* is the Rust \
          kernel's time over its twin's (below 1: Rust is faster; the bar is {TAX_BAR}); *× library* is \
          the library's time over the fastest Rust kernel's (above 1: Rust is faster). Rates count \
