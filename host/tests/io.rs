@@ -218,7 +218,8 @@ fn npy_round_trips_through_the_gpu() {
     let (f, fc) = (arg("f.npy"), arg("fc.npy"));
     let options = ["--input", "f32", "--input-file", &f, "--bins", "2", "--min", "0", "--max", "2", "--output", &fc];
     run_ok(&gpu, "histogram", &options);
-    assert_eq!(io::read_vector::<u32>(&path("fc.npy")).unwrap(), vec![2, 1], "NaN, 2 and -0.1 are outside");
+    // As `np.histogram`: the last bin holds the upper edge 2.0; NaN and -0.1 are outside.
+    assert_eq!(io::read_vector::<u32>(&path("fc.npy")).unwrap(), vec![2, 2], "NaN and -0.1 are outside, 2 inside");
 
     // conv1d: the taps are random, so check the run passed and the length came back.
     let signal: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.01).sin()).collect();

@@ -121,7 +121,7 @@ impl Gpu {
                 kernel_max
             )));
         }
-        // The driver's own limit: 48 KiB less the static shared memory, unless raised at load.
+        // The limit set at load: the device's opt-in shared memory less the static.
         let dynamic_limit = dynamic_shared_limit(&function, kernel)?;
         if config.shared_bytes as i64 > dynamic_limit {
             return Err(invalid(format!(

@@ -74,8 +74,8 @@ pub struct Options {
     /// The values' type; an --input-file must hold this dtype.
     #[arg(long, value_enum, default_value_t = Input::U32)]
     pub input: Input,
-    /// Bins. The shared-memory variants need 4 bytes per bin in a block's 48 KiB of shared
-    /// memory (about 12 000 bins); beyond that only global atomics run.
+    /// Bins. The shared-memory variants need 4 bytes per bin in a block's shared memory (the
+    /// device's opt-in limit: about 58 000 bins on an H100); beyond that only global atomics run.
     #[arg(long, default_value_t = DEFAULT_BINS)]
     pub bins: u32,
     /// Lower edge of the f32 range: `range=(min, max)` of `np.histogram`.
