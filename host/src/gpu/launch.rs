@@ -3,10 +3,11 @@
 
 use super::{CudaContext, Gpu, GpuError, GpuResult, KernelArgs};
 use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
-use cust::module::Module;
 use cust::stream::Stream;
 use cust::sys::{cuFuncGetAttribute, cuFuncSetAttribute, CUfunction_attribute, CUresult};
 
+/// Dynamic shared memory any launch may use without opting in.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 const MAX_DYNAMIC_SHARED: CUfunction_attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 
 /// An error naming `kernel` and what failed, unless `result` is success.
@@ -17,23 +18,13 @@ fn driver(result: CUresult, kernel: &str, what: &str) -> GpuResult<()> {
     }
 }
 
-/// Lets every kernel of `module` (loaded from `ptx`) use as much dynamic shared memory as the
-/// device allows a block (`most`, its opt-in limit, less the kernel's static shared memory).
-/// Without this a launch gets at most 48 KiB, and the tensor-core kernels need several times
-/// that. Each launch is still checked against the limit ([`Gpu::validate`]), which is then
-/// the device's own.
-pub(super) fn raise_shared_limits(module: &Module, ptx: &str, most: i32) -> GpuResult<()> {
-    let entries = ptx.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next());
-    for kernel in entries {
-        let function = module.get_function(kernel).during(format!("looking up kernel `{}`", kernel))?;
-        let static_shared =
-            function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
-        // SAFETY: sets one attribute of a function of a loaded module; a value the device does
-        // not allow is an error the driver returns.
-        let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, most - static_shared) };
-        driver(result, kernel, "raising its shared memory limit")?;
-    }
-    Ok(())
+/// Lets `function` (the kernel `kernel`) be launched with up to `bytes` of dynamic shared
+/// memory; `bytes` plus its static shared memory must fit the device's opt-in limit.
+fn allow_shared(function: &Function, kernel: &str, bytes: i32) -> GpuResult<()> {
+    // SAFETY: sets one attribute of a function of a loaded module; a value the device does not
+    // allow is an error the driver returns.
+    let result = unsafe { cuFuncSetAttribute(function.to_raw(), MAX_DYNAMIC_SHARED, bytes) };
+    driver(result, kernel, "raising its shared memory limit")
 }
 
 /// The dynamic shared memory `function` may be launched with.
@@ -121,14 +112,7 @@ impl Gpu {
                 kernel_max
             )));
         }
-        // The limit set at load: the device's opt-in shared memory less the static.
-        let dynamic_limit = dynamic_shared_limit(&function, kernel)?;
-        if config.shared_bytes as i64 > dynamic_limit {
-            return Err(invalid(format!(
-                "{} bytes of dynamic shared memory exceed this kernel's limit of {} on this device",
-                config.shared_bytes, dynamic_limit
-            )));
-        }
+        self.ensure_shared(&function, kernel, config.shared_bytes)?;
         let (grid_max, block_max) = (self.info.max_grid_dims, self.info.max_block_dims);
         for (name, value, max) in [
             ("grid.x", gx, grid_max.0),
@@ -145,6 +129,29 @@ impl Gpu {
         Ok(())
     }
 
+    /// Lets `function` (the kernel `kernel`) be launched with `bytes` of dynamic shared memory.
+    /// Past the 48 KiB a launch gets by default, a kernel opts in to more: to what the launch
+    /// asks, up to the device's opt-in limit less the kernel's static shared memory. Only a
+    /// kernel that needs more gets more: with every kernel's limit raised to the most at load,
+    /// needed or not, the source pipeline ran more than twice as slowly.
+    fn ensure_shared(&self, function: &Function, kernel: &str, bytes: u32) -> GpuResult<()> {
+        if bytes as i64 <= dynamic_shared_limit(function, kernel)? {
+            return Ok(());
+        }
+        let static_shared =
+            function.get_attribute(FunctionAttribute::SharedMemorySizeBytes).during("reading kernel limits")?;
+        let most = self.info.max_shared_per_block_optin as i64 - static_shared as i64;
+        if bytes as i64 > most {
+            return Err(GpuError::InvalidLaunch {
+                kernel: kernel.to_string(),
+                reason: format!(
+                    "{bytes} bytes of dynamic shared memory exceed this kernel's limit of {most} on this device"
+                ),
+            });
+        }
+        allow_shared(function, kernel, bytes as i32)
+    }
+
     /// Launches `kernel` on the stream with `args`, after `args` has checked itself for it.
     /// Device limits are checked once per workload ([`Gpu::validate`]), not here, to keep driver
     /// queries out of timed launches: a launch beyond them is refused by the driver, which is
@@ -157,6 +164,11 @@ impl Gpu {
     pub fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
         let config = args.checked_config(kernel)?;
         let function = self.function(kernel)?;
+        // The one device limit a launch must set rather than only meet (cheap, and only for
+        // the few kernels past the default).
+        if config.shared_bytes > DEFAULT_DYNAMIC_SHARED {
+            self.ensure_shared(&function, kernel, config.shared_bytes)?;
+        }
         let mut params = args.params(kernel);
         let (pointers, count) = params.pointers();
         let (grid, block) = (

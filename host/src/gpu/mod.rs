@@ -93,11 +93,10 @@ impl Gpu {
         let context = Context::new(device).during("creating a context")?;
         let info = DeviceInfo::query(device)?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
-        launch::raise_shared_limits(&module, ptx, info.max_shared_per_block_optin)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
-        let hopper = if info.compute_capability == HOPPER { Some(load_hopper(&info)?) } else { None };
+        let hopper = if info.compute_capability == HOPPER { Some(load_hopper()?) } else { None };
         Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, _context: context })
     }
 
@@ -123,10 +122,7 @@ impl Gpu {
     }
 }
 
-/// Loads [`HOPPER_PTX`], its kernels allowed the device's opt-in shared memory as the main
-/// module's are.
-fn load_hopper(info: &DeviceInfo) -> GpuResult<Module> {
-    let module = Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)?;
-    launch::raise_shared_limits(&module, HOPPER_PTX, info.max_shared_per_block_optin)?;
-    Ok(module)
+/// Loads [`HOPPER_PTX`].
+fn load_hopper() -> GpuResult<Module> {
+    Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)
 }
