@@ -581,6 +581,16 @@ mod tests {
     }
 
     #[test]
+    fn the_persistent_grid_is_one_block_per_sm_or_per_tile_when_fewer() {
+        let tiles = |m: usize, n: usize| (m.div_ceil(BM) * n.div_ceil(BN)) as u32;
+        let grid = |step, m, n| launch_config(step, m, n, 132).expect("a launch").grid;
+        let (x, y, _) = grid(Step::Pipelined, 4096, 4096);
+        assert_eq!(x * y, tiles(4096, 4096));
+        assert_eq!(grid(Step::Persistent, 4096, 4096), (132, 1, 1));
+        assert_eq!(grid(Step::Persistent, 300, 700), (tiles(300, 700), 1, 1));
+    }
+
+    #[test]
     fn tma_strides_are_whole_16_byte_units() {
         assert_eq!([1, 8, 9, 300].map(tma_stride), [8, 8, 16, 304]);
     }
