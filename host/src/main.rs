@@ -98,22 +98,6 @@ impl Cases {
 }
 
 #[derive(Args)]
-struct Wgmma {
-    /// Input precision: bf16 or f16 (f32 accumulators and output).
-    #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16"])]
-    dtype: String,
-    /// Rows of A and C.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    m: u64,
-    /// Columns of B and C.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    n: u64,
-    /// Columns of A, rows of B.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    k: u64,
-}
-
-#[derive(Args)]
 struct Launches {
     /// SMs of the GPU the grid-stride kernels' grids are sized for (132: an H100 SXM).
     #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
@@ -136,9 +120,6 @@ fn cli() -> Command {
         ))
         .subcommands(FAMILIES.iter().map(|f| f.command()))
         .subcommand(Command::new("all").about("Every kernel family and variant at its default size"))
-        .subcommand(Wgmma::augment_args(Command::new("wgmma").about(
-            "The Hopper (sm_90a) BF16/FP16 matrix product on wgmma and TMA: checked against the CPU, timed",
-        )))
         .subcommand(Bench::augment_args(
             Command::new("bench").about("A size sweep of every family: report.json, report.md, SVG charts"),
         ))
@@ -310,33 +291,6 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             show(global.json, &report, |r| r.print())?;
             if !report.check.passed {
                 bail!("the pipelined result did not match the CPU");
-            }
-        }
-        "wgmma" => {
-            use host::ops::matmul::hopper;
-            let w = Wgmma::from_arg_matches(options)?;
-            let (m, n, k) = (w.m as usize, w.n as usize, w.k as usize);
-            for (kernel, _, precision) in hopper::kernels() {
-                if precision.name() != w.dtype {
-                    continue;
-                }
-                let outcome = hopper::run(&gpu, kernel, (m, n, k), seed, iters, global.cache)?;
-                let tflops = 2.0 * (m * n * k) as f64 / (outcome.timing.median_ms * 1e-3) / 1e12;
-                println!(
-                    "{} {}x{}x{}: median {:.4} ms (min {:.4}, spread {:.1}%), {:.1} TFLOP/s; worst error {:.3} of its tolerance",
-                    kernel,
-                    m,
-                    n,
-                    k,
-                    outcome.timing.median_ms,
-                    outcome.timing.min_ms,
-                    outcome.timing.spread_percent,
-                    tflops,
-                    outcome.worst
-                );
-                if outcome.worst > 1.0 {
-                    bail!("{} did not match the CPU", kernel);
-                }
             }
         }
         "all" => {

@@ -53,6 +53,14 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<KernelResources>> {
             rows.push(of(gpu, family.name(), kernel, &config)?);
         }
     }
+    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype bf16|f16`).
+    if gpu.hopper.is_some() {
+        use crate::ops::matmul::hopper;
+        for (kernel, step, _) in hopper::kernels() {
+            let config = hopper::launch_config(step, 4096, 4096, gpu.info.multiprocessors as u32)?;
+            rows.push(of(gpu, "matmul", kernel, &config)?);
+        }
+    }
     Ok(rows)
 }
 

@@ -37,6 +37,16 @@ fn tensor_steps_match_the_cpu_for_every_dtype() {
         assert_passed(&run(&gpu, "matmul", &format!("--m 1031 --n 1029 --k 1027 --dtype {dtype}"), 1));
     }
     expect_error(&gpu, "matmul", "--m 64 --n 64 --k 64 --dtype bf16 --variant async", "pick among the f32 steps");
+    // On Hopper the 16-bit dtypes run the wgmma steps beside the mma.sync one (above, checked).
+    if gpu.hopper.is_some() {
+        for (dtype, step) in [("bf16", "mma-bf16"), ("f16", "mma-f16")] {
+            let reports = run(&gpu, "matmul", &format!("--m 17 --n 31 --k 13 --dtype {dtype}"), 1);
+            let names: Vec<&str> = reports.iter().map(|r| r.variant.as_str()).collect();
+            let wgmma = [format!("matmul_wgmma_{dtype}"), format!("matmul_wgmma_persistent_{dtype}")];
+            assert!(names.len() == 3 && wgmma.iter().all(|w| names.contains(&w.as_str())), "{dtype}: {names:?}");
+            assert!(names.contains(&step), "{dtype}: {names:?}");
+        }
+    }
 }
 
 #[test]

@@ -350,21 +350,28 @@ unsafe impl KernelArgs for WgmmaArgs<'_> {
         crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("B", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        let per_tile = LaunchConfig::tiles_2d(self.n, self.m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)?;
-        if kernel_of(kernel).map(|(s, _)| s) != Some(Step::Persistent) {
-            return Ok(per_tile);
-        }
-        if self.blocks == 0 {
+        let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+        if step == Step::Persistent && self.blocks == 0 {
             return Err(refuse(kernel, "a persistent grid of 0 blocks"));
         }
-        let tiles = per_tile.grid.0 as u64 * per_tile.grid.1 as u64;
-        let grid = tiles.min(self.blocks as u64) as u32;
-        Ok(LaunchConfig { grid: (grid, 1, 1), ..per_tile })
+        launch_config(step, self.m, self.n, self.blocks)
     }
 
     fn params(&self, _kernel: &str) -> Params {
         Params::new().pointer(self.maps.device).pointer(self.c).value(self.m).value(self.n).value(self.k)
     }
+}
+
+/// The launch of `step` for an `m × n` C: a block per tile, or for the persistent step at most
+/// `blocks` (one per SM), fewer when there are fewer tiles.
+pub fn launch_config(step: Step, m: usize, n: usize, blocks: u32) -> GpuResult<LaunchConfig> {
+    let per_tile = LaunchConfig::tiles_2d(n, m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)?;
+    if step == Step::Pipelined {
+        return Ok(per_tile);
+    }
+    let tiles = per_tile.grid.0 as u64 * per_tile.grid.1 as u64;
+    let grid = tiles.min(blocks.max(1) as u64) as u32;
+    Ok(LaunchConfig { grid: (grid, 1, 1), ..per_tile })
 }
 
 /// `matrix` (`rows × cols`, dense) with its rows padded to `ld` elements, in a new buffer.
@@ -491,13 +498,13 @@ pub fn checked_rows(m: usize, n: usize, k: usize) -> Vec<usize> {
     }
 }
 
-/// What `host wgmma` measured: the worst error found relative to its tolerance, and the time.
+/// What [`run`] measured: the worst error found relative to its tolerance, and the time.
 pub struct Outcome {
     pub worst: f64,
     pub timing: crate::gpu::Timing,
 }
 
-/// `host wgmma`: random A and B in [-1, 1) rounded to the kernel's precision on the host (each
+/// The Hopper tests' run: random A and B in [-1, 1) rounded to the kernel's precision on the host (each
 /// value as this precision holds it), `C = A × B` on the GPU with `kernel`, checked against
 /// [`reference_row`] on [`checked_rows`], then timed over `launches` launches.
 pub fn run(
@@ -571,6 +578,16 @@ mod tests {
         assert_eq!(Precision::F16.round(65520.0), 0x7c00);
         assert_eq!(Precision::F16.round(2f32.powi(-25)), 0);
         assert_eq!(Precision::F16.round(3.0 * 2f32.powi(-25)), 2);
+    }
+
+    #[test]
+    fn the_persistent_grid_is_one_block_per_sm_or_per_tile_when_fewer() {
+        let tiles = |m: usize, n: usize| (m.div_ceil(BM) * n.div_ceil(BN)) as u32;
+        let grid = |step, m, n| launch_config(step, m, n, 132).expect("a launch").grid;
+        let (x, y, _) = grid(Step::Pipelined, 4096, 4096);
+        assert_eq!(x * y, tiles(4096, 4096));
+        assert_eq!(grid(Step::Persistent, 4096, 4096), (132, 1, 1));
+        assert_eq!(grid(Step::Persistent, 300, 700), (tiles(300, 700), 1, 1));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k. A and B are random
 //! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`. `--dtype` runs the
-//! tensor-core step for TF32, BF16 or FP16 instead of the f32 ladder (`tensor`).
+//! tensor-core step for TF32, BF16 or FP16 instead of the f32 ladder (`tensor`); on a Hopper
+//! GPU, BF16 and FP16 also run the wgmma steps (`hopper`) on the same converted inputs.
 //!
 //! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
 //! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
@@ -26,7 +27,7 @@ pub use split::split;
 pub use tensor::{round_bf16, round_f16, round_tf32, ConvertArgs, Dtype, MmaArgs, TensorInput};
 
 use crate::check::{self, product_scale};
-use crate::gpu::{require, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::gpu::{refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::SplitReport;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
@@ -64,6 +65,15 @@ pub fn rounded_reference(dtype: Dtype, a: &[f32], b: &[f32], m: usize, n: usize,
     a.dot(&b).iter().map(|&x| x as f32).collect()
 }
 
+/// The Hopper kernels' input type for `dtype`, if they take it.
+fn hopper_precision(dtype: Dtype) -> Option<hopper::Precision> {
+    match dtype {
+        Dtype::Bf16 => Some(hopper::Precision::Bf16),
+        Dtype::F16 => Some(hopper::Precision::F16),
+        Dtype::F32 | Dtype::Tf32 => None,
+    }
+}
+
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,
@@ -74,6 +84,8 @@ pub struct Matmul {
     /// The inputs' type on the tensor cores, and A and B converted to it on the GPU.
     pub dtype: Dtype,
     converted: Option<Converted>,
+    /// The tensor maps of the converted A and B, encoded once when a Hopper step runs.
+    hopper_maps: Option<DeviceBuffer<hopper::TensorMap>>,
     variants: Vec<Variant>,
     /// What the report says beside a variant, by variant name.
     notes: HashMap<String, String>,
@@ -104,7 +116,8 @@ impl Matmul {
         inputs: impl FnOnce() -> Inputs,
     ) -> GpuResult<Self> {
         require_shape((m, n, k))?;
-        for variant in &variants {
+        // The Hopper steps' launches are checked against their tensor maps when they launch.
+        for variant in variants.iter().filter(|v| hopper::kernel_of(&v.kernel).is_none()) {
             gpu.validate(&variant.kernel, &product_launch(&variant.kernel, m, n)?)?;
         }
         // The converted copies, padded, take at most as much again.
@@ -114,6 +127,20 @@ impl Matmul {
         tensor::require_in_range(dtype, &a, &b)?;
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
         let converted = tensor::convert(gpu, dtype, (&da, &db), (m, n, k))?;
+        let hopper_maps = match (&converted, hopper_precision(dtype)) {
+            (Some(converted), Some(precision)) if variants.iter().any(|v| hopper::kernel_of(&v.kernel).is_some()) => {
+                let operands = converted
+                    .hopper_operands(precision, (m, n, k))
+                    .ok_or_else(|| GpuError::InvalidInput("the Hopper steps take 16-bit inputs".into()))?;
+                // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before any
+                // kernel reads them.
+                let mut device = unsafe { DeviceBuffer::<hopper::TensorMap>::uninitialized(2) }
+                    .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
+                hopper::TensorMaps::upload(operands, &mut device)?;
+                Some(device)
+            }
+            _ => None,
+        };
         let dc = gpu.poisoned::<f32>("C", m * n)?;
         let scale = product_scale(&a, &b);
         let notes = HashMap::new();
@@ -126,6 +153,7 @@ impl Matmul {
             b,
             dtype,
             converted,
+            hopper_maps,
             variants,
             notes,
             tune: None,
@@ -140,9 +168,22 @@ impl Matmul {
 
     pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
-        match &self.converted {
-            None => gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k }),
-            Some(converted) => converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)),
+        let hopper = (self.hopper_maps.as_ref(), hopper_precision(self.dtype), hopper::kernel_of(kernel));
+        match (&self.converted, hopper) {
+            (None, _) => gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k }),
+            (Some(converted), (_, _, None)) => converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)),
+            (Some(converted), (Some(device), Some(precision), Some(_))) => {
+                let operands = converted
+                    .hopper_operands(precision, (m, n, k))
+                    .ok_or_else(|| refuse(kernel, "its inputs are not 16-bit"))?;
+                // SAFETY: `with_inputs` uploaded `device` with `TensorMaps::upload` for these
+                // operands (the converted buffers, never moved or rewritten since) in this
+                // precision; a kernel of the other precision is refused by the maps' check.
+                let maps = unsafe { hopper::TensorMaps::assume_uploaded(operands, device) };
+                let blocks = gpu.info.multiprocessors as u32;
+                gpu.launch_on(stream, kernel, &hopper::WgmmaArgs { maps: &maps, c: &self.dc, m, n, k, blocks })
+            }
+            (Some(_), _) => Err(refuse(kernel, format!("--dtype {} has no tensor maps for it", self.dtype.name()))),
         }
     }
 
@@ -267,6 +308,10 @@ impl Kernel for Matmul {
             (None, false) => tuning::default_path().ok(),
         };
         let mut variants = Self::variants_for(options)?;
+        // The wgmma steps beside the mma.sync one, where the Hopper module is loaded.
+        if let (Some(precision), Some(_)) = (hopper_precision(options.dtype), &gpu.hopper) {
+            variants.extend(hopper::Step::ALL.map(|s| Variant::new(s.kernel(precision), s.kernel(precision))));
+        }
         let (notes, tune) = if options.tune || options.all_configs {
             let notes = tile_notes(gpu, (m, n))?;
             let tune = match cache_path.filter(|_| options.tune) {

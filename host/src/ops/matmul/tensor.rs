@@ -273,6 +273,22 @@ pub(super) fn convert(
 }
 
 impl Converted {
+    /// A and B as the Hopper kernels of `precision` read them, for 16-bit inputs: the
+    /// conversions pad each row to `MMA_ROW_ALIGN` elements, 16 bytes, a stride TMA takes.
+    pub(super) fn hopper_operands(
+        &self,
+        precision: super::hopper::Precision,
+        (m, n, k): (usize, usize, usize),
+    ) -> Option<super::hopper::Operands<'_>> {
+        match self {
+            Converted::Tf32(..) => None,
+            Converted::Half(a, b) => {
+                let (lda, ldb) = (interface::matmul::padded(k), interface::matmul::padded(n));
+                Some(super::hopper::Operands { precision, a, lda, b, ldb, m, n, k })
+            }
+        }
+    }
+
     /// Launches the product `kernel` on these inputs into `c`.
     pub(super) fn launch_on(
         &self,
