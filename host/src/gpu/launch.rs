@@ -131,9 +131,9 @@ impl Gpu {
 
     /// Lets `function` (the kernel `kernel`) be launched with `bytes` of dynamic shared memory.
     /// Past the 48 KiB a launch gets by default, a kernel opts in to more: to what the launch
-    /// asks, up to the device's opt-in limit less the kernel's static shared memory. Only a
-    /// kernel that needs more gets more: with every kernel's limit raised to the most at load,
-    /// needed or not, the source pipeline ran more than twice as slowly.
+    /// asks, up to the device's opt-in limit less the kernel's static shared memory, so that a
+    /// kernel's limit says what it uses and a launch past the device's limit is refused here
+    /// with the numbers.
     fn ensure_shared(&self, function: &Function, kernel: &str, bytes: u32) -> GpuResult<()> {
         if bytes as i64 <= dynamic_shared_limit(function, kernel)? {
             return Ok(());
@@ -155,7 +155,9 @@ impl Gpu {
     /// Launches `kernel` on the stream with `args`, after `args` has checked itself for it.
     /// Device limits are checked once per workload ([`Gpu::validate`]), not here, to keep driver
     /// queries out of timed launches: a launch beyond them is refused by the driver, which is
-    /// an error, not undefined behaviour.
+    /// an error, not undefined behaviour. The exception is shared memory past the default,
+    /// which a launch must opt into rather than only meet (one query, for the few kernels that
+    /// use that much).
     pub fn launch<A: KernelArgs + ?Sized>(&self, kernel: &str, args: &A) -> GpuResult<()> {
         self.launch_on(&self.stream, kernel, args)
     }
@@ -164,8 +166,6 @@ impl Gpu {
     pub fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
         let config = args.checked_config(kernel)?;
         let function = self.function(kernel)?;
-        // The one device limit a launch must set rather than only meet (cheap, and only for
-        // the few kernels past the default).
         if config.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             self.ensure_shared(&function, kernel, config.shared_bytes)?;
         }

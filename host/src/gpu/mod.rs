@@ -39,8 +39,8 @@ pub const HOPPER: (i32, i32) = (9, 0);
 
 /// Whether `kernel` lives in the Hopper module.
 pub fn is_hopper_kernel(kernel: &str) -> bool {
-    // Every launch asks: the names are read from the PTX once (a search of the whole text per
-    // launch cost tens of microseconds, and tripled the source pipeline's clipping time).
+    // Every launch asks, so the names are read from the PTX once: a search of the whole text on
+    // each launch slowed launch-bound work such as the source pipeline's clipping rounds.
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
         HOPPER_PTX.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next()).collect()
@@ -103,7 +103,12 @@ impl Gpu {
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
         // ordered before the kernels launched here.
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("creating a stream")?;
-        let hopper = if info.compute_capability == HOPPER { Some(load_hopper()?) } else { None };
+        // The Hopper module loads only where its sm_90a code runs.
+        let hopper = if info.compute_capability == HOPPER {
+            Some(Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)?)
+        } else {
+            None
+        };
         Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, _context: context })
     }
 
@@ -127,9 +132,4 @@ impl Gpu {
     pub fn synchronize(&self, what: &str) -> GpuResult<()> {
         self.stream.synchronize().during(format!("running {}", what))
     }
-}
-
-/// Loads [`HOPPER_PTX`].
-fn load_hopper() -> GpuResult<Module> {
-    Module::from_ptx(HOPPER_PTX, &[]).map_err(GpuError::ModuleLoad)
 }
