@@ -1062,12 +1062,14 @@ struct Runner {
 
     // Radix select's median of 2^22 values (host/src/ops/select.rs): each pass on its own (its
     // count, then its last block's find), the state it starts from prepared here from the
-    // sorted keys.
+    // sorted keys. The median's first bucket is narrow, so the second pass gathers it and the
+    // last reads the gathering (prepared here too).
     void select() {
         const size_t n = 1u << 22;
         auto vh = random_f32(n, 19);
         auto values = upload(vh);
         auto histogram = device(4 * SELECT_HISTOGRAM_LEN), state = device(4 * SELECT_STATE_WORDS);
+        auto gathered = device(4 * SELECT_GATHER_CAP);
         const unsigned bits[3] = {SELECT_HIGH_BITS, SELECT_MIDDLE_BITS, SELECT_LOW_BITS};
         auto shift = [&](int pass) {
             unsigned s = 32;
@@ -1084,6 +1086,17 @@ struct Runner {
         }
         std::sort(keys.begin(), keys.end());
         const unsigned ranks[2] = {(unsigned)((n - 1) / 2), (unsigned)(n / 2)};
+        // The first pass's buckets: how many values they hold, and those values.
+        unsigned first_prefix[2] = {};
+        if (!keys.empty()) first_prefix[0] = keys[ranks[0]] & mask(1), first_prefix[1] = keys[ranks[1]] & mask(1);
+        std::vector<float> bucket_values;
+        for (float v : vh) {
+            unsigned b;
+            std::memcpy(&b, &v, 4);
+            unsigned k = (b ^ ((unsigned)((int)b >> 31) | 0x80000000u)) & mask(1);
+            if (k == first_prefix[0] || k == first_prefix[1]) bucket_values.push_back(v);
+        }
+        const bool gathers = bucket_values.size() <= SELECT_GATHER_CAP;
         // The state before each pass (index 3: after the last).
         std::vector<std::vector<unsigned>> states(4, std::vector<unsigned>(SELECT_STATE_WORDS, 0));
         for (int pass = 0; pass < 3 && !keys.empty(); ++pass) {
@@ -1097,7 +1110,9 @@ struct Runner {
                 st[SELECT_STATE_PREFIX + s] = found[s];
                 st[SELECT_STATE_RANK + s] = ranks[s] - (unsigned)below;
             }
+            st[SELECT_STATE_GATHERED] = !gathers ? SELECT_NOT_GATHERED : pass == 0 ? 0 : (unsigned)bucket_values.size();
         }
+        if (gathers && !g_dry) CK(cuMemcpyHtoD(gathered->ptr, bucket_values.data(), 4 * bucket_values.size()));
         const double lo = -INFINITY, hi = INFINITY;
         unsigned grid = std::min<unsigned>(blocks(n / 4, SELECT_COUNT_BLOCK * SELECT_COUNT_QUADS), SELECT_COUNT_BLOCKS_PER_SM * sms);
         auto expect_words = [](std::vector<unsigned> want, size_t words, const char* what) {
@@ -1112,21 +1127,31 @@ struct Runner {
                 return "";
             };
         };
-        for (unsigned pass = 0; pass < 3; ++pass) {
+        // The last pass twice: on the gathering, and on every value (as a wide bucket has it).
+        std::vector<unsigned> every_value = states[2];
+        every_value[SELECT_STATE_GATHERED] = SELECT_NOT_GATHERED;
+        std::vector<unsigned> every_value_after = states[3];
+        every_value_after[SELECT_STATE_GATHERED] = SELECT_NOT_GATHERED;
+        for (unsigned launch = 0; launch < 4; ++launch) {
+            unsigned pass = std::min(launch, 2u);
+            bool whole = launch == 3 || (launch == 2 && !gathers);
+            if (launch == 3 && !gathers) break;
             Case c;
             c.kernel = "select_count_vec4", c.size = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
+            if (pass == 2) c.size += whole ? " (every value)" : " (gathered)";
             c.unit = "GB/s", c.work = 4.0 * n;
             c.shape = {grid, 1, SELECT_COUNT_BLOCK, 1, 0};
-            c.args.slice(values, n).add(lo).add(hi).add(pass).add(0u).add((unsigned)SELECT_FIND_MEDIAN).ptr(state).ptr(histogram);
+            c.args.slice(values, n).add(lo).add(hi).add(pass).add(0u).add((unsigned)SELECT_FIND_MEDIAN).ptr(state).ptr(histogram)
+                .ptr(gathered);
             c.out = state, c.compare = Compare::Exact;
             // The pass's last block finds, zeroes the histogram and rewrites the state (its
             // ticket back at zero): the state before the pass is restored before each launch.
-            std::vector<unsigned> before = states[pass];
+            std::vector<unsigned> before = whole && pass == 2 ? every_value : states[pass];
             c.reset = [histogram, state, before](CUstream s) {
                 CK(cuMemsetD32Async(histogram->ptr, 0, SELECT_HISTOGRAM_LEN, s));
                 CK(cuMemcpyHtoDAsync(state->ptr, before.data(), 4 * before.size(), s));
             };
-            c.reference = expect_words(states[pass + 1], SELECT_STATE_WORDS, "state");
+            c.reference = expect_words(whole && pass == 2 ? every_value_after : states[pass + 1], SELECT_STATE_WORDS, "state");
             run(c);
         }
     }

@@ -11,6 +11,25 @@ __device__ __forceinline__ unsigned key(float v) {
     return bits ^ ((unsigned)((int)bits >> 31) | 0x80000000u);
 }
 
+__device__ __forceinline__ float value(unsigned k) {
+    return __uint_as_float(k & 0x80000000u ? k ^ 0x80000000u : ~k);
+}
+
+// The keys of the f32 values strictly inside (low, high), as Window::keys: each bound rounded to
+// the nearest f32, then stepped inward until strictly inside; empty (first > last) for a NaN bound.
+__device__ __forceinline__ void window_keys(double low, double high, unsigned* first, unsigned* last) {
+    if (isnan(low) || isnan(high)) {
+        *first = 1, *last = 0;
+        return;
+    }
+    unsigned lowest = key(-INFINITY), highest = key(INFINITY);
+    unsigned f = key((float)low);
+    while (f < highest && (double)value(f) <= low) ++f;
+    unsigned l = key((float)high);
+    while (l > lowest && (double)value(l) >= high) --l;
+    *first = f, *last = l;
+}
+
 __device__ __forceinline__ unsigned digit_bits(size_t pass) {
     return pass == 0 ? SELECT_HIGH_BITS : pass == 1 ? SELECT_MIDDLE_BITS : SELECT_LOW_BITS;
 }
@@ -34,12 +53,13 @@ __device__ __forceinline__ void prefixes(size_t pass, const unsigned* state, uns
 }
 
 struct Digits {
-    double low, high;
+    unsigned first, last;
     unsigned mask, prefix[SELECT_SLOTS];
     bool split;
     unsigned shift, digit;
 
-    __device__ __forceinline__ Digits(double lo, double hi, size_t pass, const unsigned* state) : low(lo), high(hi) {
+    __device__ __forceinline__ Digits(double low, double high, size_t pass, const unsigned* state) {
+        window_keys(low, high, &first, &last);
         mask = prefix_mask(pass);
         prefixes(pass, state, prefix);
         split = prefix[0] != prefix[1];
@@ -49,9 +69,8 @@ struct Digits {
     __device__ __forceinline__ size_t slots() const { return split ? 2 : 1; }
     __device__ __forceinline__ size_t buckets() const { return (size_t)digit + 1; }
     __device__ __forceinline__ unsigned bucket(float value) const {
-        double v = (double)value;
-        if (!(low < v && v < high)) return kNone;  // NaN lies in no window
         unsigned k = key(value);
+        if (!(first <= k && k <= last)) return kNone;  // NaN's keys lie past the finite ones'
         unsigned top = k & mask;
         unsigned slot;
         if (top == prefix[0]) slot = 0;
@@ -69,6 +88,17 @@ __device__ __forceinline__ void count(unsigned* bins, unsigned bucket) {
     } else if (bucket != kNone) {
         atomicAdd(bins + bucket, 1u);
     }
+}
+
+// Appends the keepers' values to `gathered`: one atomic per warp, each keeper at its rank among
+// them; places past SELECT_GATHER_CAP are not written.
+__device__ __forceinline__ void gather(float* gathered, unsigned* gathered_count, float v, bool keep) {
+    unsigned keepers = __ballot_sync(0xFFFFFFFFu, keep);
+    if (keepers == 0) return;
+    unsigned lane = threadIdx.x % 32, start = 0;
+    if (lane == 0) start = atomicAdd(gathered_count, (unsigned)__popc(keepers));
+    unsigned place = __shfl_sync(0xFFFFFFFFu, start, 0) + __popc(keepers & ((1u << lane) - 1));
+    if (keep && place < SELECT_GATHER_CAP) gathered[place] = v;
 }
 
 }  // namespace select_twin
@@ -114,7 +144,7 @@ namespace select_twin {
 
 // The find after pass `pass`, by the last block of the pass (volatile reads: other blocks added
 // to the histogram during this launch).
-__device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned rank, unsigned median,
+__device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned rank, unsigned find_what,
                                      unsigned* state) {
     __shared__ unsigned sums[SELECT_SLOTS * SELECT_COUNT_BLOCK / 32];
     unsigned prefix[SELECT_SLOTS];
@@ -147,14 +177,15 @@ __device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned 
     unsigned ranks[SELECT_SLOTS];
     if (pass == 0) {
         unsigned count = totals[0];
-        if (median == SELECT_FIND_MEDIAN) ranks[0] = (count - 1) / 2, ranks[1] = count / 2;
-        else ranks[0] = ranks[1] = rank;
-        bool empty = count == 0 || ranks[1] >= count;
+        if (find_what == SELECT_FIND_RANK) ranks[0] = ranks[1] = rank;
+        else ranks[0] = (count - 1) / 2, ranks[1] = count / 2;
+        bool known = find_what == SELECT_FIND_MEDIAN_UNLESS_COUNT && count == rank;
+        bool stop = count == 0 || ranks[1] >= count || known;
         if (threadIdx.x == 0) {
             state[SELECT_STATE_COUNT] = count;
-            state[SELECT_STATE_EMPTY] = empty;
+            state[SELECT_STATE_EMPTY] = stop;
         }
-        if (empty) return;
+        if (stop) return;
     } else {
         ranks[0] = state[SELECT_STATE_RANK];
         ranks[1] = state[SELECT_STATE_RANK + 1];
@@ -162,6 +193,8 @@ __device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned 
     // Every thread has read the state before any writes it.
     __syncthreads();
 
+    // Each slot's bucket and its count, for the first pass's choice to gather.
+    __shared__ unsigned found[2 * SELECT_SLOTS];
     for (int s = 0; s < SELECT_SLOTS; ++s) {
         unsigned below = inclusive[s] - mine[s];
         for (int j = 0; j < SELECT_FIND_BUCKETS; ++j) {
@@ -169,31 +202,35 @@ __device__ __forceinline__ void find(unsigned* histogram, size_t pass, unsigned 
             if (below <= ranks[s] && ranks[s] - below < c) {
                 state[SELECT_STATE_PREFIX + s] = prefix[s] | ((unsigned)(first + j) << shift(pass));
                 state[SELECT_STATE_RANK + s] = ranks[s] - below;
+                found[2 * s] = (unsigned)(first + j);
+                found[2 * s + 1] = c;
             }
             below += c;
+        }
+    }
+    if (pass == 0) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned second = found[2] != found[0] ? found[3] : 0;  // two slots in one bucket gather it once
+            bool fits = (unsigned long long)found[1] + second <= SELECT_GATHER_CAP;
+            state[SELECT_STATE_GATHERED] = fits ? 0 : SELECT_NOT_GATHERED;
         }
     }
 }
 
 }  // namespace select_twin
 
-extern "C" __global__ void select_count_vec4(const float* __restrict__ values, size_t len, double low, double high,
-                                             unsigned pass_, unsigned rank, unsigned median, unsigned* state,
-                                             unsigned* histogram) {
-    using namespace select_twin;
-    size_t pass = pass_;
-    if (pass > 0 && state[SELECT_STATE_EMPTY] != 0) return;
-    Digits digits(low, high, pass, state);
-    __shared__ unsigned bins[SELECT_HISTOGRAM_LEN];
-    size_t tid = threadIdx.x, threads = blockDim.x;
-    for (size_t s = 0; s < digits.slots(); ++s)
-        for (size_t b = tid; b < digits.buckets(); b += threads) bins[s * SELECT_RADIX + b] = 0;
-    __syncthreads();
+namespace select_twin {
 
-    size_t quads = len / 4, stride = grid_threads(), lane = threadIdx.x % 32;
+// This thread's share of the values, counted into the block's bins (and gathered with Gather).
+template <bool Gather>
+__device__ __forceinline__ void count_values(const float* values, size_t len, const Digits& digits, unsigned* bins,
+                                             size_t index, size_t stride, float* gathered,
+                                             unsigned* gathered_count) {
+    size_t quads = len / 4, lane = threadIdx.x % 32;
     const float4* values4 = reinterpret_cast<const float4*>(values);
     // SELECT_COUNT_QUADS loads in flight before any is counted.
-    for (size_t warp_quad = global_index() - lane; warp_quad < quads; warp_quad += SELECT_COUNT_QUADS * stride) {
+    for (size_t warp_quad = index - lane; warp_quad < quads; warp_quad += SELECT_COUNT_QUADS * stride) {
         float4 batch[SELECT_COUNT_QUADS];
 #pragma unroll
         for (int u = 0; u < SELECT_COUNT_QUADS; ++u) {
@@ -202,16 +239,60 @@ extern "C" __global__ void select_count_vec4(const float* __restrict__ values, s
         }
 #pragma unroll
         for (int u = 0; u < SELECT_COUNT_QUADS; ++u) {
-            count(bins, digits.bucket(batch[u].x));
-            count(bins, digits.bucket(batch[u].y));
-            count(bins, digits.bucket(batch[u].z));
-            count(bins, digits.bucket(batch[u].w));
+            float v[4] = {batch[u].x, batch[u].y, batch[u].z, batch[u].w};
+            bool kept = false;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                unsigned bucket = digits.bucket(v[j]);
+                count(bins, bucket);
+                kept |= bucket != kNone;
+            }
+            // Few quads hold a value to gather: one vote per quad skips the rest.
+            if (Gather && __ballot_sync(0xFFFFFFFFu, kept) != 0)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) gather(gathered, gathered_count, v[j], digits.bucket(v[j]) != kNone);
         }
     }
-    if (global_index() - lane == 0) {
+    if (index - lane == 0) {
         size_t tail = 4 * quads + lane;
-        count(bins, digits.bucket(tail < len ? values[tail] : NAN));
+        float v = tail < len ? values[tail] : NAN;
+        unsigned bucket = digits.bucket(v);
+        count(bins, bucket);
+        if (Gather) gather(gathered, gathered_count, v, bucket != kNone);
     }
+}
+
+}  // namespace select_twin
+
+extern "C" __global__ void select_count_vec4(const float* __restrict__ values, size_t len, double low, double high,
+                                             unsigned pass_, unsigned rank, unsigned find_what, unsigned* state,
+                                             unsigned* histogram, float* gathered) {
+    using namespace select_twin;
+    size_t pass = pass_;
+    if (pass > 0 && state[SELECT_STATE_EMPTY] != 0) return;
+    unsigned* gathered_count = state + SELECT_STATE_GATHERED;
+    bool gathering = pass == 1 && *gathered_count != SELECT_NOT_GATHERED;
+    // The last pass reads what the second gathered, where it did, with the blocks it needs.
+    size_t blocks = gridDim.x;
+    if (pass == 2 && *gathered_count != SELECT_NOT_GATHERED) {
+        values = gathered;
+        len = min((size_t)*gathered_count, (size_t)SELECT_GATHER_CAP);
+        size_t needed = (len + SELECT_VALUES_PER_BLOCK_TRIP - 1) / SELECT_VALUES_PER_BLOCK_TRIP;
+        blocks = min(needed > 0 ? needed : (size_t)1, blocks);
+    }
+    size_t block = blockIdx.x;
+    if (block >= blocks) return;
+    Digits digits(low, high, pass, state);
+    __shared__ unsigned bins[SELECT_HISTOGRAM_LEN];
+    size_t tid = threadIdx.x, threads = blockDim.x;
+    for (size_t s = 0; s < digits.slots(); ++s)
+        for (size_t b = tid; b < digits.buckets(); b += threads) bins[s * SELECT_RADIX + b] = 0;
+    __syncthreads();
+
+    // The loop twice over, with and without the gathering: counting alone tests nothing more.
+    size_t index = block * threads + tid;
+    if (gathering) count_values<true>(values, len, digits, bins, index, blocks * threads, gathered, gathered_count);
+    else count_values<false>(values, len, digits, bins, index, blocks * threads, gathered, gathered_count);
     __syncthreads();
 
     for (size_t s = 0; s < digits.slots(); ++s)
@@ -221,5 +302,5 @@ extern "C" __global__ void select_count_vec4(const float* __restrict__ values, s
         }
     __threadfence();  // every thread's adds before the block's ticket
     __syncthreads();
-    if (last_block(state + SELECT_STATE_TICKET)) find(histogram, pass, rank, median, state);
+    if (last_of(state + SELECT_STATE_TICKET, (unsigned)blocks)) find(histogram, pass, rank, find_what, state);
 }

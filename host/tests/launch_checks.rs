@@ -23,13 +23,13 @@ use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
 use host::ops::saxpy::SaxpyArgs;
 use host::ops::scan::{ScanArgs, ScanValue};
-use host::ops::select::SelectCountArgs;
+use host::ops::select::{Find, SelectCountArgs};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
 use host::registry::FAMILIES;
 use interface::reduce::MOMENTS_FIELDS;
 use interface::scan::scratch_words;
-use interface::select::{HISTOGRAM_LEN, PASSES, STATE_WORDS};
+use interface::select::{GATHER_CAP, HISTOGRAM_LEN, PASSES, STATE_WORDS};
 use interface::window::Window;
 use std::collections::BTreeSet;
 
@@ -234,25 +234,33 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
         "select" => {
             let n = 1001;
             let (values, histogram, state) = (memory.f32s(n), memory.u32s(HISTOGRAM_LEN), memory.u32s(STATE_WORDS));
+            let gathered = memory.f32s(GATHER_CAP);
             let window = Window::FINITE;
-            let with = |values, state, histogram, pass, grid| -> Args {
-                Box::new(SelectCountArgs { values, window, pass, rank: 0, median: true, state, histogram, grid })
+            let with = |values, state, histogram, gathered, pass, grid| -> Args {
+                Box::new(SelectCountArgs { values, window, pass, find: Find::Median, state, histogram, gathered, grid })
             };
-            refused.push(("histogram short".into(), with(values, state, memory.u32s(HISTOGRAM_LEN - 1), 0, 4)));
-            refused.push(("state short".into(), with(values, memory.u32s(STATE_WORDS - 1), histogram, 0, 4)));
-            refused.push(("histogram over the state".into(), with(values, histogram, histogram, 1, 4)));
+            refused
+                .push(("histogram short".into(), with(values, state, memory.u32s(HISTOGRAM_LEN - 1), gathered, 0, 4)));
+            refused.push(("state short".into(), with(values, memory.u32s(STATE_WORDS - 1), histogram, gathered, 0, 4)));
+            refused.push(("gathering short".into(), with(values, state, histogram, memory.f32s(GATHER_CAP - 1), 0, 4)));
+            refused.push((
+                "gathering misaligned".into(),
+                with(values, state, histogram, shifted(memory.f32s(GATHER_CAP + 1)), 0, 4),
+            ));
+            refused.push(("histogram over the state".into(), with(values, histogram, histogram, gathered, 1, 4)));
+            refused.push(("gathering is the values".into(), with(gathered, state, histogram, gathered, 1, 4)));
             let overlapping: &'static DeviceSlice<u32> = Box::leak(Box::new(
                 // SAFETY: a view of the values' own addresses, only measured by the checks.
                 unsafe {
                     DeviceSlice::from_raw_parts(DevicePointer::from_raw(values.as_device_ptr().as_raw()), HISTOGRAM_LEN)
                 },
             ));
-            refused.push(("histogram over the values".into(), with(values, state, overlapping, 0, 4)));
-            refused.push(("state over the values".into(), with(values, overlapping, histogram, 0, 4)));
-            refused.push(("a pass past the last".into(), with(values, state, histogram, PASSES as u32, 4)));
-            refused.push(("no blocks".into(), with(values, state, histogram, 0, 0)));
-            refused.push(("values misaligned".into(), with(shifted(values), state, histogram, 0, 4)));
-            with(values, state, histogram, 1, 4)
+            refused.push(("histogram over the values".into(), with(values, state, overlapping, gathered, 0, 4)));
+            refused.push(("state over the values".into(), with(values, overlapping, histogram, gathered, 0, 4)));
+            refused.push(("a pass past the last".into(), with(values, state, histogram, gathered, PASSES as u32, 4)));
+            refused.push(("no blocks".into(), with(values, state, histogram, gathered, 0, 0)));
+            refused.push(("values misaligned".into(), with(shifted(values), state, histogram, gathered, 0, 4)));
+            with(values, state, histogram, gathered, 1, 4)
         }
 
         "reduce" => {

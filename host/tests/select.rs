@@ -7,7 +7,7 @@ mod common;
 use common::{gpu, SEED};
 use host::data::{random_in, random_normal};
 use host::gpu::Gpu;
-use host::ops::select::{cpu_reference, Median, Selector};
+use host::ops::select::{cpu_reference, Find, Median, Selector};
 use host::registry;
 use interface::window::Window;
 
@@ -18,6 +18,14 @@ fn agrees(gpu: &Gpu, selector: &Selector, values: &[f32], window: Window, ranks:
     let median = selector.median(gpu, &device, window).expect("median");
     let want = cpu_reference(values, window, None).map(|(value, count)| Median { value, count });
     assert_eq!(median, want, "median of {what}");
+    // A κσ round that clipped nothing asks for the median unless the count is the one it knows.
+    if let Some(Median { count, .. }) = want {
+        for (known, expected) in [(count, None), (count + 1, want)] {
+            let find = Find::MedianUnlessCount(known as u32);
+            selector.launch(gpu, &device, window, find).expect("launch");
+            assert_eq!(selector.read_median(gpu).expect("read back"), expected, "{find:?} of {what}");
+        }
+    }
     for &k in ranks {
         let got = selector.kth(gpu, &device, window, k).expect("kth").map(f32::to_bits);
         let want = cpu_reference(values, window, Some(k)).map(|(v, _)| (v as f32).to_bits());

@@ -29,25 +29,55 @@ pub const COUNT_QUADS: usize = 4;
 /// Buckets per thread of the find, which the last block of a pass runs.
 pub const FIND_BUCKETS: usize = RADIX / COUNT_BLOCK;
 
+/// Values the second pass may gather for the last: when the bucket the first pass found holds
+/// at most this many, the last pass reads them instead of every value.
+pub const GATHER_CAP: usize = 1 << 16;
+/// Values one block of `select_count_vec4` counts in one trip of its loop.
+pub const VALUES_PER_BLOCK_TRIP: usize = 4 * COUNT_QUADS * COUNT_BLOCK;
+
+/// Blocks that `n` values keep busy for one trip (at least one): the first pass's grid, up to
+/// the GPU's fill, and the blocks of the last pass that read a gathering.
+#[inline(always)]
+pub fn blocks_for(n: usize) -> usize {
+    // Not `div_ceil`: the pinned nightly that builds the kernels lacks it.
+    let blocks = (n + VALUES_PER_BLOCK_TRIP - 1) / VALUES_PER_BLOCK_TRIP;
+    if blocks == 0 {
+        1
+    } else {
+        blocks
+    }
+}
+/// [`STATE_GATHERED`] when the first pass's bucket holds more than [`GATHER_CAP`] values: the
+/// last pass reads every value.
+pub const NOT_GATHERED: u32 = u32::MAX;
+
 /// Words (u32) of the state: where each word lives.
 pub const STATE_WORDS: usize = 8;
 /// Values inside the window, from the first pass's histogram.
 pub const STATE_COUNT: usize = 0;
-/// 1 when there is no rank to find (an empty window, or k past the count): later passes stop.
+/// 1 when there is no rank to find (an empty window, k past the count, or only the count
+/// wanted: [`FIND_MEDIAN_UNLESS_COUNT`]): later passes stop.
 pub const STATE_EMPTY: usize = 1;
 /// Each slot's rank among the values that share its prefix (two words).
 pub const STATE_RANK: usize = 2;
 /// Each slot's key prefix found so far, the lower bits zero (two words); the whole key after
 /// the last pass.
 pub const STATE_PREFIX: usize = 4;
+/// Values the second pass gathered for the last (0 when the first pass's find decides to
+/// gather), or [`NOT_GATHERED`].
+pub const STATE_GATHERED: usize = 6;
 /// The ticket each block of a pass draws when its counts are in: the last one finds. Zero
 /// between launches (it wraps back to zero with the last draw).
-pub const STATE_TICKET: usize = 6;
+pub const STATE_TICKET: usize = 7;
 
-/// `select_count_vec4`'s `median` argument: the two middle ranks, from the count.
-pub const FIND_MEDIAN: u32 = 1;
-/// `select_count_vec4`'s `median` argument: `rank` in both slots.
+/// `select_count_vec4`'s `find` argument: `rank` in both slots.
 pub const FIND_RANK: u32 = 0;
+/// `select_count_vec4`'s `find` argument: the two middle ranks, from the count.
+pub const FIND_MEDIAN: u32 = 1;
+/// `select_count_vec4`'s `find` argument: the two middle ranks, unless the window holds exactly
+/// `rank` values; then only the count is wanted (a κσ round that clipped nothing), and the
+/// passes after the first stop as for an empty window.
+pub const FIND_MEDIAN_UNLESS_COUNT: u32 = 2;
 
 /// The key that orders f32 values as unsigned integers: a positive value (sign bit 0) gets its
 /// sign bit set, above every negative one; a negative value gets all its bits flipped, so a

@@ -36,8 +36,10 @@
 //! its counts are in the global histogram, and the block that draws the last one knows that
 //! every count is there. At an image's size a pass takes microseconds, and a separate
 //! one-block launch for the find would add a launch's latency to each. The first find also counts
-//! the window's values (its histogram's total), so a median needs no count in advance; each
-//! find zeroes the bins it read, so they are zero for the next pass and the next call.
+//! the window's values (its histogram's total), so a median needs no count in advance, and
+//! where that count is all the caller wants (`FIND_MEDIAN_UNLESS_COUNT`: a κσ round that
+//! clipped nothing) it stops the passes after it. Each find zeroes the bins it read, so they
+//! are zero for the next pass and the next call.
 //!
 //! **The median** of an even count is the mean of two ranks, which share every bucket until
 //! some pass parts them. Each pass therefore searches two slots, each with its own prefix and
@@ -50,12 +52,32 @@
 //! therefore loops in step (the loop runs whole warps), and a lane without a value holds
 //! no bucket.
 //!
+//! **Gathering for the last pass.** Every pass reads every value, but after the first only those
+//! in the bucket it found still count, and near a median of noise that bucket is narrow: the
+//! second pass then counts a thousand values of four million. When the first find sees its
+//! bucket(s) hold at most `GATHER_CAP` values, the second pass also writes those values to a
+//! small buffer (one atomic per warp that holds any), and the last pass reads the buffer in
+//! place of the image, with only the blocks it keeps busy (the others leave at once):
+//!
+//! ```text
+//!   pass 0   every value ──► histogram of bits 31..21 ──► find: bucket 0x1fc holds 950 values
+//!   pass 1   every value ──► histogram of bits 20..10
+//!                        └─► the 950 with prefix 0x1fc ──► gathered[0..950]
+//!   pass 2   gathered[0..950] ──► histogram of bits 9..0   (one block, not the image again)
+//! ```
+//!
+//! A bucket with more (data around a large background level, or many equal values) is not
+//! gathered, and the last pass reads every value as the others do.
+//!
+//! **The window** is tested on the key too: the f32 values strictly inside `low < v < high` are
+//! those whose keys lie in one range (`Window::keys`), one integer comparison per value.
+//!
 //! The loads are 16-byte quads, as in `histogram_shared_vec4_f32`, four per thread issued
 //! before any is counted: at an image's size each thread loads only a few, and loaded one at a
 //! time each would wait out the memory's latency. Passes after the first usually find the
 //! values in L2.
 
-use crate::{global_index, grid_threads, last_block, load_quad, shared_address, unroll};
+use crate::{ballot, last_of, load_quad, shared_address, unroll};
 use core::ptr::read_volatile;
 use core::arch::asm;
 use core::sync::atomic::Ordering;
@@ -63,10 +85,11 @@ use cuda_std::atomic::mid::atomic_fetch_add_u32_device;
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
 use interface::select::{
-    digit_bits, key, prefix_mask, shift, COUNT_BLOCK, COUNT_QUADS, FIND_BUCKETS, FIND_MEDIAN, HISTOGRAM_LEN, RADIX, SLOTS,
-    STATE_COUNT, STATE_EMPTY, STATE_PREFIX, STATE_RANK, STATE_TICKET,
+    blocks_for, digit_bits, key, prefix_mask, shift, COUNT_BLOCK, COUNT_QUADS, FIND_BUCKETS, FIND_MEDIAN_UNLESS_COUNT,
+    FIND_RANK, GATHER_CAP, HISTOGRAM_LEN, NOT_GATHERED, RADIX, SLOTS, STATE_COUNT, STATE_EMPTY, STATE_GATHERED,
+    STATE_PREFIX, STATE_RANK, STATE_TICKET,
 };
-use interface::window::Window;
+use interface::window::{KeyRange, Window};
 
 // The count loop's batch is unrolled by hand (`unroll!` over 0..4), and the find's block scan
 // gives each warp's total a lane of one warp.
@@ -89,17 +112,6 @@ unsafe fn first_lane(value: u32) -> u32 {
     out
 }
 
-/// Whether `flag` is non-zero in every lane of the (whole) warp.
-#[inline(always)]
-unsafe fn all_lanes(flag: u32) -> bool {
-    let out: u32;
-    asm!(
-        "{{ .reg .pred p; setp.ne.u32 p, {f}, 0; vote.sync.ballot.b32 {o}, p, -1; }}",
-        o = out(reg32) out,
-        f = in(reg32) flag
-    );
-    out == u32::MAX
-}
 
 /// `value` of the lane `delta` below, or this lane's own below lane `delta`.
 #[inline(always)]
@@ -128,7 +140,7 @@ unsafe fn prefixes(pass: usize, state: *const u32) -> [u32; SLOTS] {
 /// What one pass counts: the window's values whose key has a slot's prefix, by their digit.
 #[derive(Clone, Copy)]
 struct Digits {
-    window: Window,
+    keys: KeyRange,
     mask: u32,
     prefix: [u32; SLOTS],
     /// The slots' prefixes differ: the second slot counts into its own histogram.
@@ -144,7 +156,8 @@ impl Digits {
         let mask = prefix_mask(pass);
         let prefix = prefixes(pass, state);
         let split = prefix[0] != prefix[1];
-        Self { window, mask, prefix, split, shift: shift(pass), digit: (1 << digit_bits(pass)) - 1 }
+        let keys = window.keys();
+        Self { keys, mask, prefix, split, shift: shift(pass), digit: (1 << digit_bits(pass)) - 1 }
     }
 
     /// Slots with a histogram of their own.
@@ -166,10 +179,10 @@ impl Digits {
     /// `value`'s counter: its slot's histogram, its digit's bucket; [`NONE`] outside.
     #[inline(always)]
     fn bucket(&self, value: f32) -> u32 {
-        if !self.window.contains(value) {
+        let k = key(value);
+        if !self.keys.contains(k) {
             return NONE;
         }
-        let k = key(value);
         let high = k & self.mask;
         let slot = if high == self.prefix[0] {
             0
@@ -187,7 +200,7 @@ impl Digits {
 #[inline(always)]
 unsafe fn count(local: u32, bucket: u32) {
     let first = first_lane(bucket);
-    if all_lanes((bucket == first) as u32) {
+    if ballot(bucket == first) == u32::MAX {
         if bucket != NONE && lane() == 0 {
             shared_add(local, bucket, 32);
         }
@@ -196,17 +209,94 @@ unsafe fn count(local: u32, bucket: u32) {
     }
 }
 
-/// Pass `pass` of the selection of rank `rank` (or of the two middle ranks when `median` is
-/// [`FIND_MEDIAN`]) among the `values` inside `low < v < high`: counts into `histogram`, then
-/// the last block finds the bucket and writes it to `state`.
+/// Appends the `value`s of the lanes where `keep` holds to `gathered` (all 32 lanes call it
+/// together): one lane draws the warp's places from the count `gathered_count`, and each
+/// keeper takes the place of its rank among them. Places past [`GATHER_CAP`] are not written.
+#[inline(always)]
+unsafe fn gather(gathered: *mut f32, gathered_count: *mut u32, value: f32, keep: bool) {
+    let keepers = ballot(keep);
+    if keepers == 0 {
+        return;
+    }
+    let mut start = 0;
+    if lane() == 0 {
+        start = atomic_fetch_add_u32_device(gathered_count, Ordering::Relaxed, keepers.count_ones());
+    }
+    let place = first_lane(start) + (keepers & ((1 << lane()) - 1)).count_ones();
+    if keep && (place as usize) < GATHER_CAP {
+        *gathered.add(place as usize) = value;
+    }
+}
+
+/// Counts this thread's share of `values` into the block's bins at `local`: quads `index`,
+/// `index + stride`, … in whole warps, then the last `n % 4` values in the first warp. With
+/// `GATHER`, also gathers each value it counts into `gathered`.
+#[inline(always)]
+unsafe fn count_values<const GATHER: bool>(
+    values: &[f32],
+    digits: &Digits,
+    local: u32,
+    index: usize,
+    stride: usize,
+    gathered: *mut f32,
+    gathered_count: *mut u32,
+) {
+    let quads = values.len() / 4;
+    let lane = lane() as usize;
+    // The warp's first quad: the loop condition is the same for all its lanes. Each trip loads
+    // COUNT_QUADS quads, a grid stride apart, before counting any: their loads are in flight
+    // together, where one at a time would wait out the memory's latency once per quad.
+    let mut warp_quad = index - lane;
+    while warp_quad < quads {
+        let mut batch = [[f32::NAN; 4]; COUNT_QUADS];
+        unroll!([0, 1, 2, 3], |u| {
+            let q = warp_quad + u * stride + lane;
+            if q < quads {
+                batch[u] = load_quad(values, q).0;
+            }
+        });
+        unroll!([0, 1, 2, 3], |u| {
+            let mut kept = false;
+            for j in 0..4 {
+                let bucket = digits.bucket(batch[u][j]);
+                count(local, bucket);
+                kept |= bucket != NONE;
+            }
+            // Few quads hold a value to gather: one vote per quad skips the rest.
+            if GATHER && ballot(kept) != 0 {
+                for j in 0..4 {
+                    let v = batch[u][j];
+                    gather(gathered, gathered_count, v, digits.bucket(v) != NONE);
+                }
+            }
+        });
+        warp_quad += COUNT_QUADS * stride;
+    }
+    // The last `n % 4` values, one each for the first lanes of the grid's first warp.
+    if index - lane == 0 {
+        let tail = 4 * quads + lane;
+        let v = if tail < values.len() { *values.get_unchecked(tail) } else { f32::NAN };
+        let bucket = digits.bucket(v);
+        count(local, bucket);
+        if GATHER {
+            gather(gathered, gathered_count, v, bucket != NONE);
+        }
+    }
+}
+
+/// Pass `pass` of the selection of rank `rank` (or of the two middle ranks, as `find` says:
+/// `interface::select::FIND_*`) among the `values` inside `low < v < high`: counts into `histogram`, then
+/// the last block finds the bucket and writes it to `state`. The second pass gathers the first
+/// bucket's values into `gathered` when the first find says so, and the last reads them there.
 ///
 /// # Safety
 /// The launcher (`SelectCountArgs` on the host) guarantees: `values` starts 16-byte aligned
 /// and holds fewer than 2^32 values; `state` holds `interface::select::STATE_WORDS` words,
 /// written by the passes before `pass` (any words for pass 0, which reads none of them, but
 /// its ticket word zero: else the find is wrong, though every access stays in bounds);
-/// `histogram` holds `HISTOGRAM_LEN` counters, zero; the three overlap nowhere; `pass` is below
-/// `PASSES`; blocks of `COUNT_BLOCK` threads, any one-dimensional grid.
+/// `histogram` holds `HISTOGRAM_LEN` counters, zero; `gathered` holds `GATHER_CAP` f32, 16-byte
+/// aligned; the four overlap nowhere; `pass` is below `PASSES`; blocks of `COUNT_BLOCK`
+/// threads, any one-dimensional grid.
 #[kernel]
 pub unsafe fn select_count_vec4(
     values: &[f32],
@@ -214,13 +304,27 @@ pub unsafe fn select_count_vec4(
     high: f64,
     pass: u32,
     rank: u32,
-    median: u32,
+    find_what: u32,
     state: *mut u32,
     histogram: *mut u32,
+    gathered: *mut f32,
 ) {
     let pass = pass as usize;
     // Uniform over the grid: every thread leaves before the first barrier.
     if pass > 0 && *state.add(STATE_EMPTY) != 0 {
+        return;
+    }
+    let gathered_count = state.add(STATE_GATHERED);
+    let gathering = pass == 1 && *gathered_count != NOT_GATHERED;
+    // The last pass reads what the second gathered, where it did, with the blocks it needs.
+    let (values, blocks) = if pass == 2 && *gathered_count != NOT_GATHERED {
+        let gathered = core::slice::from_raw_parts(gathered, (*gathered_count as usize).min(GATHER_CAP));
+        (gathered, blocks_for(gathered.len()).min(thread::grid_dim_x() as usize))
+    } else {
+        (values, thread::grid_dim_x() as usize)
+    };
+    let block = thread::block_idx_x() as usize;
+    if block >= blocks {
         return;
     }
     let digits = Digits::new(Window::new(low, high), pass, state);
@@ -237,33 +341,12 @@ pub unsafe fn select_count_vec4(
     thread::sync_threads();
 
     let local = shared_address(bins);
-    let quads = values.len() / 4;
-    let stride = grid_threads();
-    let lane = lane() as usize;
-    // The warp's first quad: the loop condition is the same for all its lanes. Each trip loads
-    // COUNT_QUADS quads, a grid stride apart, before counting any: their loads are in flight
-    // together, where one at a time would wait out the memory's latency once per quad.
-    let mut warp_quad = global_index() - lane;
-    while warp_quad < quads {
-        let mut batch = [[f32::NAN; 4]; COUNT_QUADS];
-        unroll!([0, 1, 2, 3], |u| {
-            let q = warp_quad + u * stride + lane;
-            if q < quads {
-                batch[u] = load_quad(values, q).0;
-            }
-        });
-        unroll!([0, 1, 2, 3], |u| {
-            for j in 0..4 {
-                count(local, digits.bucket(batch[u][j]));
-            }
-        });
-        warp_quad += COUNT_QUADS * stride;
-    }
-    // The last `n % 4` values, one each for the first lanes of the grid's first warp.
-    if global_index() - lane == 0 {
-        let tail = 4 * quads + lane;
-        let v = if tail < values.len() { *values.get_unchecked(tail) } else { f32::NAN };
-        count(local, digits.bucket(v));
+    let index = block * threads + tid;
+    // The loop twice over, with and without the gathering: counting alone tests nothing more.
+    if gathering {
+        count_values::<true>(values, &digits, local, index, blocks * threads, gathered, gathered_count);
+    } else {
+        count_values::<false>(values, &digits, local, index, blocks * threads, gathered, gathered_count);
     }
     thread::sync_threads();
 
@@ -280,8 +363,8 @@ pub unsafe fn select_count_vec4(
     // Every thread's adds before the block's ticket.
     thread::device_fence();
     thread::sync_threads();
-    if last_block(state.add(STATE_TICKET)) {
-        find(histogram, pass, rank, median, state);
+    if last_of(state.add(STATE_TICKET), blocks as u32) {
+        find(histogram, pass, rank, find_what, state);
     }
 }
 
@@ -351,7 +434,7 @@ unsafe fn block_scan(value: [u32; SLOTS], sums: *mut u32) -> ([u32; SLOTS], [u32
 /// As for [`select_count_vec4`], once every block's counts are in `histogram`; every thread of
 /// the block calls it.
 #[inline(always)]
-unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, median: u32, state: *mut u32) {
+unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, find_what: u32, state: *mut u32) {
     let sums = shared_array![u32; SLOTS * COUNT_BLOCK / 32];
     let prefix = prefixes(pass, state);
     let split = prefix[0] != prefix[1];
@@ -384,12 +467,14 @@ unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, median: u32, state: 
 
     let ranks = if pass == 0 {
         let count = totals[0];
-        let ranks = if median == FIND_MEDIAN { [count.wrapping_sub(1) / 2, count / 2] } else { [rank, rank] };
+        let ranks = if find_what == FIND_RANK { [rank, rank] } else { [count.wrapping_sub(1) / 2, count / 2] };
+        let known = find_what == FIND_MEDIAN_UNLESS_COUNT && count == rank;
+        let stop = count == 0 || ranks[1] >= count || known;
         if thread::thread_idx_x() == 0 {
             *state.add(STATE_COUNT) = count;
-            *state.add(STATE_EMPTY) = (count == 0 || ranks[1] >= count) as u32;
+            *state.add(STATE_EMPTY) = stop as u32;
         }
-        if count == 0 || ranks[1] >= count {
+        if stop {
             return;
         }
         ranks
@@ -399,6 +484,8 @@ unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, median: u32, state: 
     // Every thread has read the state before any writes it.
     thread::sync_threads();
 
+    // Each slot's bucket and its count, for the first pass's choice to gather.
+    let found = shared_array![u32; 2 * SLOTS];
     for s in 0..SLOTS {
         let mut below = inclusive[s] - mine[s];
         for j in 0..FIND_BUCKETS {
@@ -406,8 +493,19 @@ unsafe fn find(histogram: *mut u32, pass: usize, rank: u32, median: u32, state: 
             if below <= ranks[s] && ranks[s] - below < c {
                 *state.add(STATE_PREFIX + s) = prefix[s] | (((first + j) as u32) << shift(pass));
                 *state.add(STATE_RANK + s) = ranks[s] - below;
+                *found.add(2 * s) = (first + j) as u32;
+                *found.add(2 * s + 1) = c;
             }
             below += c;
+        }
+    }
+    if pass == 0 {
+        thread::sync_threads();
+        if thread::thread_idx_x() == 0 {
+            // Two slots in one bucket gather it once.
+            let second = if *found.add(2) != *found { *found.add(3) } else { 0 };
+            let fits = u64::from(*found.add(1)) + u64::from(second) <= GATHER_CAP as u64;
+            *state.add(STATE_GATHERED) = if fits { 0 } else { NOT_GATHERED };
         }
     }
 }

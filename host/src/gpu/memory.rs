@@ -6,7 +6,7 @@ use cust::memory::{
     mem_get_info, AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, LockedBuffer,
 };
 use cust::stream::Stream;
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 
 impl Gpu {
     /// Fails with a clear message unless `bytes` more fit in the free GPU memory.
@@ -84,18 +84,55 @@ impl<T: DeviceCopy + Default> Readback<T> {
 
     /// The first `N` values of `from`, once `stream` has run everything queued on it.
     pub fn read<const N: usize>(&self, what: &str, stream: &Stream, from: &DeviceSlice<T>) -> GpuResult<[T; N]> {
+        self.start(what, stream, from)?.wait()
+    }
+
+    /// Queues the copy of [`Readback::read`] without waiting for it, so that a wait for other
+    /// work can overlap it: [`Pending::wait`] then waits for `stream` and returns the values.
+    pub fn start<'a, const N: usize>(
+        &'a self,
+        what: &'a str,
+        stream: &'a Stream,
+        from: &DeviceSlice<T>,
+    ) -> GpuResult<Pending<'a, T, N>> {
         if N > from.len() || N > self.host.borrow().len() {
             return Err(GpuError::InvalidInput(format!("reading {} values of {} back: there are fewer", N, what)));
         }
         let mut host = self.host.borrow_mut();
         // SAFETY: the copy writes `N` values into page-locked memory that is `N` long, borrowed
-        // mutably until the stream has run the copy (the synchronize below), so nothing else reads
-        // or writes it meanwhile. When the stream reports an error instead, the context is
-        // unusable and runs no later work, the copy included.
+        // mutably by the `Pending` until the stream has run the copy (its `wait`, or its drop,
+        // synchronizes), so nothing else reads or writes it meanwhile. When the stream reports
+        // an error instead, the context is unusable and runs no later work, the copy included.
         unsafe { from.index(..N).async_copy_to(&mut host[..N], stream) }.during(format!("copying {} back", what))?;
-        stream.synchronize().during(format!("computing {}", what))?;
+        Ok(Pending { host, stream, what, waited: false })
+    }
+}
+
+/// A copy back that [`Readback::start`] queued. It holds the page-locked memory until its
+/// stream has run the copy: dropped without [`Pending::wait`], it still waits for the stream.
+pub struct Pending<'a, T: DeviceCopy, const N: usize> {
+    host: RefMut<'a, LockedBuffer<T>>,
+    stream: &'a Stream,
+    what: &'a str,
+    waited: bool,
+}
+
+impl<T: DeviceCopy + Default, const N: usize> Pending<'_, T, N> {
+    /// The values, once the stream has run everything queued on it up to the copy.
+    pub fn wait(mut self) -> GpuResult<[T; N]> {
+        self.waited = true;
+        self.stream.synchronize().during(format!("computing {}", self.what))?;
         let mut out = [T::default(); N];
-        out.copy_from_slice(&host[..N]);
+        out.copy_from_slice(&self.host[..N]);
         Ok(out)
+    }
+}
+
+impl<T: DeviceCopy, const N: usize> Drop for Pending<'_, T, N> {
+    fn drop(&mut self) {
+        if !self.waited {
+            // An error here is the stream's, and the next use of the context reports it.
+            let _ = self.stream.synchronize();
+        }
     }
 }

@@ -14,7 +14,7 @@ pub use args::{product, refuse, require_aligned, require_disjoint, require_kerne
 pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
-pub use memory::Readback;
+pub use memory::{Pending, Readback};
 pub use timing::{Cache, Timing};
 
 use cust::context::Context;

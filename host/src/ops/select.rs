@@ -7,15 +7,15 @@ use crate::check::Check;
 use crate::data::{random_in, random_normal};
 use crate::gpu::{
     refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu, GpuResult,
-    KernelArgs, LaunchConfig, Params, Readback,
+    KernelArgs, LaunchConfig, Params, Pending, Readback,
 };
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use crate::sources::stats;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::select::{
-    value, COUNT_BLOCK, COUNT_BLOCKS_PER_SM, COUNT_QUADS, FIND_MEDIAN, FIND_RANK, HISTOGRAM_LEN, PASSES, STATE_COUNT,
-    STATE_EMPTY, STATE_PREFIX, STATE_TICKET, STATE_WORDS,
+    blocks_for, value, COUNT_BLOCK, COUNT_BLOCKS_PER_SM, FIND_MEDIAN, FIND_MEDIAN_UNLESS_COUNT, FIND_RANK, GATHER_CAP,
+    HISTOGRAM_LEN, PASSES, STATE_COUNT, STATE_EMPTY, STATE_PREFIX, STATE_TICKET, STATE_WORDS,
 };
 use interface::window::Window;
 
@@ -59,30 +59,55 @@ pub struct Options {
     pub high: Option<f64>,
 }
 
+/// What a selection finds among the values inside its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Find {
+    /// The value of this 0-based rank.
+    Rank(u32),
+    /// The median (`np.median`): the two middle ranks.
+    Median,
+    /// The median, unless the window holds exactly this many values: then only the count is
+    /// wanted (a κσ round that clipped nothing), and the passes after the first stop early.
+    MedianUnlessCount(u32),
+}
+
+impl Find {
+    /// The kernel's `rank` and `find` arguments.
+    fn words(self) -> (u32, u32) {
+        match self {
+            Find::Rank(rank) => (rank, FIND_RANK),
+            Find::Median => (0, FIND_MEDIAN),
+            Find::MedianUnlessCount(count) => (count, FIND_MEDIAN_UNLESS_COUNT),
+        }
+    }
+}
+
 /// The arguments of `select_count_vec4`: pass `pass` over `values` (those inside `window`),
 /// the earlier passes' prefixes in `state`, counted into `histogram` by `grid` blocks, whose
-/// last block then finds the bucket of rank `rank` (of the two middle ranks, `median`) and
-/// writes it to `state`.
+/// last block then finds the bucket of what `find` asks and writes it to `state`; `gathered`
+/// holds the second pass's gathering for the last.
 pub struct SelectCountArgs<'a> {
     pub values: &'a DeviceSlice<f32>,
     pub window: Window,
     pub pass: u32,
-    pub rank: u32,
-    pub median: bool,
+    pub find: Find,
     pub state: &'a DeviceSlice<u32>,
     pub histogram: &'a DeviceSlice<u32>,
+    pub gathered: &'a DeviceSlice<f32>,
     pub grid: u32,
 }
 
 // SAFETY: the kernel reads all of `values` (16-byte aligned, checked, for its quads), reads and
-// writes the state's first STATE_WORDS words and adds to, reads and zeroes the histogram's
-// first HISTOGRAM_LEN counters, all checked to exist and to overlap nowhere. Its buckets stay
-// below HISTOGRAM_LEN by construction (a slot's offset plus a masked digit). Fewer than 2^32
-// values keep every count inside a u32. The block is COUNT_BLOCK threads (whole warps, which
+// writes the state's first STATE_WORDS words, adds to, reads and zeroes the histogram's first
+// HISTOGRAM_LEN counters, and writes and reads at most GATHER_CAP values of `gathered` (16-byte
+// aligned, checked): all checked to exist and to overlap nowhere. Its buckets stay below
+// HISTOGRAM_LEN by construction (a slot's offset plus a masked digit), and its gathering stays
+// below GATHER_CAP (each place is compared with it). Fewer than 2^32 values keep every count
+// inside a u32. The block is COUNT_BLOCK threads (whole warps, which
 // its loop needs; the find's scan takes that many) on any one-dimensional grid of at least
 // one block. A stale ticket or histogram (not zero) gives a wrong answer, never an access out
-// of bounds. Parameters: `values: &[f32], low: f64, high: f64, pass: u32, rank: u32, median:
-// u32, state: *mut u32, histogram: *mut u32`.
+// of bounds. Parameters: `values: &[f32], low: f64, high: f64, pass: u32, rank: u32,
+// find_what: u32, state: *mut u32, histogram: *mut u32, gathered: *mut f32`.
 unsafe impl KernelArgs for SelectCountArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[COUNT_KERNEL], "select count")?;
@@ -93,12 +118,18 @@ unsafe impl KernelArgs for SelectCountArgs<'_> {
         require_aligned(kernel, "the values", self.values, 16)?;
         require_len(kernel, "the state", self.state, STATE_WORDS)?;
         require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
+        require_len(kernel, "the gathering", self.gathered, GATHER_CAP)?;
+        require_aligned(kernel, "the gathering", self.gathered, 16)?;
         let values = ("the values", self.values, self.values.len());
         let histogram = ("the histogram", self.histogram, HISTOGRAM_LEN);
         let state = ("the state", self.state, STATE_WORDS);
+        let gathered = ("the gathering", self.gathered, GATHER_CAP);
         require_disjoint(kernel, histogram, values)?;
         require_disjoint(kernel, histogram, state)?;
         require_disjoint(kernel, state, values)?;
+        require_disjoint(kernel, gathered, values)?;
+        require_disjoint(kernel, gathered, histogram)?;
+        require_disjoint(kernel, gathered, state)?;
         if self.grid == 0 {
             return Err(refuse(kernel, "a grid needs at least one block"));
         }
@@ -106,16 +137,17 @@ unsafe impl KernelArgs for SelectCountArgs<'_> {
     }
 
     fn params(&self, _kernel: &str) -> Params {
-        let median = if self.median { FIND_MEDIAN } else { FIND_RANK };
+        let (rank, find_what) = self.find.words();
         Params::new()
             .slice(self.values)
             .value(self.window.low)
             .value(self.window.high)
             .value(self.pass)
-            .value(self.rank)
-            .value(median)
+            .value(rank)
+            .value(find_what)
             .pointer(self.state)
             .pointer(self.histogram)
+            .pointer(self.gathered)
     }
 }
 
@@ -134,8 +166,7 @@ fn count_config(grid: u32) -> LaunchConfig {
 /// `select_count_vec4`'s grid for `n` values on `sms` SMs: a batch of [`COUNT_QUADS`] quads
 /// per thread up to [`COUNT_BLOCKS_PER_SM`] blocks per SM, whose threads then loop.
 pub fn count_grid(n: usize, sms: u32) -> u32 {
-    let blocks = (n / 4).div_ceil(COUNT_BLOCK * COUNT_QUADS).max(1);
-    blocks.min(COUNT_BLOCKS_PER_SM * sms as usize) as u32
+    blocks_for(n).min(COUNT_BLOCKS_PER_SM * sms as usize) as u32
 }
 
 /// `np.median` of the values inside a window, and how many there were.
@@ -146,12 +177,14 @@ pub struct Median {
     pub count: u64,
 }
 
-/// Radix select on the GPU: its state and histogram, allocated once and reused by every call.
+/// Radix select on the GPU: its state, histogram and gathering, allocated once and reused by
+/// every call.
 /// A call launches the three passes (each ending with its find) on the GPU's stream, then
 /// copies the few words of the state back.
 pub struct Selector {
     state: DeviceBuffer<u32>,
     histogram: DeviceBuffer<u32>,
+    gathered: DeviceBuffer<f32>,
     readback: Readback<u32>,
     sms: u32,
 }
@@ -161,24 +194,19 @@ impl Selector {
         // Each find zeroes the bins it read, so they start and stay zero between calls.
         let histogram = DeviceBuffer::<u32>::zeroed(HISTOGRAM_LEN).during("allocating the select histogram")?;
         let state = DeviceBuffer::<u32>::zeroed(STATE_WORDS).during("allocating the select state")?;
+        let gathered = DeviceBuffer::<f32>::zeroed(GATHER_CAP).during("allocating the select gathering")?;
         gpu.validate(COUNT_KERNEL, &count_config(1))?;
-        Ok(Self { state, histogram, readback: Readback::new(STATE_WORDS)?, sms: gpu.info.multiprocessors as u32 })
+        let readback = Readback::new(STATE_WORDS)?;
+        Ok(Self { state, histogram, gathered, readback, sms: gpu.info.multiprocessors as u32 })
     }
 
-    /// Launches the whole selection of rank `rank` (or of the two middle ranks, `median`)
-    /// among `values` inside `window`; the result is in the state once the stream gets there.
-    pub fn launch(
-        &self,
-        gpu: &Gpu,
-        values: &DeviceSlice<f32>,
-        window: Window,
-        rank: u32,
-        median: bool,
-    ) -> GpuResult<()> {
+    /// Launches the whole selection of what `find` asks among `values` inside `window`; the
+    /// result is in the state once the stream gets there.
+    pub fn launch(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window, find: Find) -> GpuResult<()> {
         let grid = count_grid(values.len(), self.sms);
         for pass in 0..PASSES as u32 {
-            let (state, histogram) = (&*self.state, &*self.histogram);
-            let args = SelectCountArgs { values, window, pass, rank, median, state, histogram, grid };
+            let (state, histogram, gathered) = (&*self.state, &*self.histogram, &*self.gathered);
+            let args = SelectCountArgs { values, window, pass, find, state, histogram, gathered, grid };
             gpu.launch(COUNT_KERNEL, &args)?;
         }
         Ok(())
@@ -187,7 +215,11 @@ impl Selector {
     /// The state after the launches before: the window's count, whether a rank was found, and
     /// the keys found.
     fn outcome(&self, gpu: &Gpu) -> GpuResult<Outcome> {
-        Ok(Outcome::from_state(&self.readback.read("the select state", &gpu.stream, &self.state)?))
+        Ok(Outcome::from_state(&self.start_read(gpu)?.wait()?))
+    }
+
+    fn start_read<'a>(&'a self, gpu: &'a Gpu) -> GpuResult<Pending<'a, u32, STATE_WORDS>> {
+        self.readback.start("the select state", &gpu.stream, &self.state)
     }
 
     /// The `k`-th smallest (0-based) of the values inside `window`; `None` when `k` is not
@@ -197,7 +229,7 @@ impl Selector {
         if values.is_empty() {
             return Ok(None);
         }
-        self.launch(gpu, values, window, rank, false)?;
+        self.launch(gpu, values, window, Find::Rank(rank))?;
         Ok(self.outcome(gpu)?.kth())
     }
 
@@ -206,13 +238,29 @@ impl Selector {
         if values.is_empty() {
             return Ok(None);
         }
-        self.launch(gpu, values, window, 0, true)?;
+        self.launch(gpu, values, window, Find::Median)?;
         self.read_median(gpu)
     }
 
-    /// The median that the last `launch(.., median: true)` found, once the stream has run it.
+    /// The median that the last `launch(.., Find::Median)` found, once the stream has run it
+    /// (`None` also where `Find::MedianUnlessCount` met its count).
     pub fn read_median(&self, gpu: &Gpu) -> GpuResult<Option<Median>> {
-        Ok(self.outcome(gpu)?.median())
+        self.start_read_median(gpu)?.wait()
+    }
+
+    /// [`Selector::read_median`] in two steps: the copy back is queued now, behind the
+    /// launches, and [`PendingMedian::wait`] waits for it, so that other waits can overlap it.
+    pub fn start_read_median<'a>(&'a self, gpu: &'a Gpu) -> GpuResult<PendingMedian<'a>> {
+        Ok(PendingMedian(self.start_read(gpu)?))
+    }
+}
+
+/// The median on its way back ([`Selector::start_read_median`]).
+pub struct PendingMedian<'a>(Pending<'a, u32, STATE_WORDS>);
+
+impl PendingMedian<'_> {
+    pub fn wait(self) -> GpuResult<Option<Median>> {
+        Ok(Outcome::from_state(&self.0.wait()?).median())
     }
 }
 
@@ -382,8 +430,8 @@ impl Workload for Select {
     /// The whole selection: three passes, each with its find. A `k` past `u32` asks for rank
     /// `u32::MAX`, past every count (fewer than 2^32 values), so nothing is found.
     fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
-        let rank = self.k.map_or(0, |k| u32::try_from(k).unwrap_or(u32::MAX));
-        self.selector.launch(gpu, &self.device_values, self.window, rank, self.k.is_none())
+        let find = self.k.map_or(Find::Median, |k| Find::Rank(u32::try_from(k).unwrap_or(u32::MAX)));
+        self.selector.launch(gpu, &self.device_values, self.window, find)
     }
 
     /// The state is rewritten by every selection: poisoned, a word the finds forget shows. All
@@ -456,7 +504,8 @@ mod tests {
     #[test]
     fn the_count_grid_covers_small_inputs_and_caps_large_ones() {
         assert_eq!(count_grid(1, 132), 1);
-        assert_eq!(count_grid(4 * COUNT_BLOCK * COUNT_QUADS * 3, 132), 3);
+        assert_eq!(count_grid(interface::select::VALUES_PER_BLOCK_TRIP * 3, 132), 3);
+        assert_eq!(count_grid(interface::select::VALUES_PER_BLOCK_TRIP * 3 + 1, 132), 4);
         assert_eq!(count_grid(1 << 22, 132), 132 * COUNT_BLOCKS_PER_SM as u32);
     }
 }

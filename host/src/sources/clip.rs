@@ -25,8 +25,10 @@ pub struct Background {
 /// narrow, so each is inside the one before.
 pub trait Pixels {
     /// How many pixels lie inside `window`, their standard deviation (ddof 0) and their
-    /// `np.median`; σ and the median are `None` when there are none.
-    fn measure(&mut self, window: Window) -> GpuResult<Round>;
+    /// `np.median`; σ and the median are `None` when there are none. `count_before`: the
+    /// pixels of the window before, when there was one; if `window` holds as many, the round
+    /// clipped nothing and its median is not needed, so it may be `None` too.
+    fn measure(&mut self, window: Window, count_before: Option<usize>) -> GpuResult<Round>;
 }
 
 /// The pixels inside one round's window.
@@ -43,11 +45,11 @@ pub struct Round {
 /// median ± κσ, that is inside their intersection: one window, its bounds and comparisons in
 /// f64 ([`Window`]). The lesson's NumPy code run on the image as f64 clips exactly these
 /// pixels (on f32 data NumPy rounds the bounds to f32). The round that finds nothing more to
-/// clip has measured its window's median too, which is unused: one measure per round keeps
-/// the GPU to one wait per round.
+/// clip needs no median: the GPU learns that from its first pass's count and stops there, and
+/// one measure per round keeps it to one wait per round.
 pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background> {
     let mut window = Window::FINITE;
-    let mut current = pixels.measure(window)?;
+    let mut current = pixels.measure(window, None)?;
     let mut round = 0;
     loop {
         round += 1;
@@ -57,7 +59,7 @@ pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background
         let count = current.count;
         // Strictly inside, as the lesson's `>` and `<`: a pixel on a bound is clipped.
         let next = Window::new(window.low.max(median - kappa * sd), window.high.min(median + kappa * sd));
-        let inside = pixels.measure(next)?;
+        let inside = pixels.measure(next, Some(count))?;
         if inside.count == count {
             return Ok(Background { median, sigma: sd, rounds: round, kept: count });
         }
@@ -84,7 +86,8 @@ pub fn kappa_sigma(pixels: &mut impl Pixels, kappa: f64) -> GpuResult<Background
 pub struct Values(pub Vec<f32>);
 
 impl Pixels for Values {
-    fn measure(&mut self, window: Window) -> GpuResult<Round> {
+    /// Takes the median every round: the CPU reference does what the lesson does.
+    fn measure(&mut self, window: Window, _count_before: Option<usize>) -> GpuResult<Round> {
         // The window narrows, so keeping its values loses nothing a later round needs.
         if self.0.par_iter().any(|&v| !window.contains(v)) {
             self.0 = self.0.par_iter().copied().filter(|&v| window.contains(v)).collect();

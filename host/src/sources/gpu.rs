@@ -16,7 +16,9 @@
 //!
 //! A round's moments and median do not depend on each other, and at this size each kernel is
 //! short enough that launch and tail dominate it: the moments run on a second stream, beside
-//! the selection's chain of passes instead of before it.
+//! the selection's chain of passes instead of before it. The first round's median is launched
+//! before the NaN count too (the moments of every finite pixel), and is read only once the count
+//! has shown that there is no infinity and some pixel is left.
 
 use super::clip::{self, Background, Pixels, Round};
 use super::{Found, Settings, Stage};
@@ -26,7 +28,7 @@ use crate::io::Image;
 use crate::ops::label::Labeler;
 use crate::ops::measure::Measurer;
 use crate::ops::reduce::{Moments, Reducer};
-use crate::ops::select::Selector;
+use crate::ops::select::{Find, Selector};
 use cust::memory::DeviceBuffer;
 use cust::stream::{Stream, StreamFlags};
 use interface::window::Window;
@@ -47,27 +49,32 @@ pub struct Pipeline<'g> {
 }
 
 /// The image's pixels on the GPU, as κσ clipping asks for them: the moments and the median of
-/// a window launched together on two streams, then a wait for each. `known`: the moments of a window
-/// already measured (the NaN count's), which are not launched again.
+/// a window launched together on two streams, then a wait for each. `launched`: a window whose
+/// moments are known and whose median is already on its way (the NaN count's).
 struct OnGpu<'p, 'g> {
     pipeline: &'p Pipeline<'g>,
-    known: Option<(Window, Moments)>,
+    launched: Option<(Window, Moments)>,
 }
 
 impl Pixels for OnGpu<'_, '_> {
-    fn measure(&mut self, window: Window) -> GpuResult<Round> {
-        let Pipeline { gpu, image, side, reducer, selector, .. } = self.pipeline;
-        let known = self.known.take().filter(|(w, _)| *w == window).map(|(_, m)| m);
-        // The selection's chain of passes is the longer: it goes first.
-        selector.launch(gpu, image, window, 0, true)?;
+    fn measure(&mut self, window: Window, count_before: Option<usize>) -> GpuResult<Round> {
+        let pipeline = self.pipeline;
+        let find = match count_before.map(u32::try_from) {
+            Some(Ok(count)) => Find::MedianUnlessCount(count),
+            _ => Find::Median,
+        };
+        let known = self.launched.take().filter(|(w, _)| *w == window).map(|(_, moments)| moments);
         if known.is_none() {
-            reducer.launch_moments(gpu, side, image, window)?;
+            pipeline.launch_round(window, find)?;
         }
+        // The median's copy queues behind the passes before the wait for the moments, so that
+        // the two waits overlap.
+        let median = pipeline.selector.start_read_median(pipeline.gpu)?;
         let moments = match known {
             Some(moments) => moments,
-            None => reducer.read_moments(side)?,
+            None => pipeline.reducer.read_moments(&pipeline.side)?,
         };
-        let median = selector.read_median(gpu)?.map(|m| m.value);
+        let median = median.wait()?.map(|m| m.value);
         Ok(Round { count: moments.count as usize, sigma: moments.std(), median })
     }
 }
@@ -91,6 +98,14 @@ impl<'g> Pipeline<'g> {
         })
     }
 
+    /// Launches the median of the pixels inside `window` (as `find` asks) on the main stream,
+    /// and their moments beside it on the second: the reducer and the selector read them back.
+    fn launch_round(&self, window: Window, find: Find) -> GpuResult<()> {
+        // The selection's chain of passes is the longer: it goes first.
+        self.selector.launch(self.gpu, &self.image, window, find)?;
+        self.reducer.launch_moments(self.gpu, &self.side, &self.image, window)
+    }
+
     /// Runs the four steps on the image (`image` is what was uploaded, for naming an infinite
     /// pixel). The labels stay on the GPU: [`Pipeline::labels`] copies them back.
     pub fn find(&self, image: &Image, settings: &Settings) -> GpuResult<Found> {
@@ -98,8 +113,12 @@ impl<'g> Pipeline<'g> {
         let mut stages = Vec::new();
         let gpu = self.gpu;
 
-        // NaN pixels are blanked; an infinity is an error, found on the CPU to name it.
-        let (all, ms) = timed(|| self.reducer.moments(gpu, &self.image, Window::FINITE));
+        // NaN pixels are blanked; an infinity is an error, found on the CPU to name it. The first
+        // round's median runs meanwhile.
+        let (all, ms) = timed(|| {
+            self.launch_round(Window::FINITE, Find::Median)?;
+            self.reducer.read_moments(&self.side)
+        });
         let all = all?;
         stages.push(Stage { name: "NaN count", ms });
         let pixels = image.pixels.len() as u64;
@@ -112,7 +131,7 @@ impl<'g> Pipeline<'g> {
             return Err(super::all_blanked(pixels as usize));
         }
 
-        let mut pixels = OnGpu { pipeline: self, known: Some((Window::FINITE, all)) };
+        let mut pixels = OnGpu { pipeline: self, launched: Some((Window::FINITE, all)) };
         let (background, ms) = timed(|| clip::kappa_sigma(&mut pixels, settings.kappa));
         let background: Background = background?;
         stages.push(Stage { name: "κσ clipping", ms });
