@@ -205,14 +205,23 @@ impl Doers {
     fn include(&self, kernel: &str) -> bool {
         match self {
             Doers::Named(prefix, suffix) => kernel.starts_with(prefix) && kernel.ends_with(suffix.as_str()),
-            Doers::FloatLadder => kernel.starts_with("matmul_") && !kernel.starts_with(TENSOR_PREFIX),
-            Doers::Tensor(dtype) => kernel.starts_with(&format!("{TENSOR_PREFIX}{dtype}_")),
+            Doers::FloatLadder => kernel.starts_with("matmul_") && tensor_dtype(kernel).is_none(),
+            Doers::Tensor(dtype) => tensor_dtype(kernel) == Some(dtype.as_str()),
         }
     }
 }
 
-/// The names of the tensor-core matmul steps begin so, then their type.
-const TENSOR_PREFIX: &str = "matmul_mma_";
+/// The input type of a tensor-core matmul step: `matmul_mma_<type>_<tile>` (mma.sync) or
+/// `matmul_wgmma[_<step>]_<type>` (Hopper); `None` for the FP32 ladder and other kernels.
+fn tensor_dtype(kernel: &str) -> Option<&str> {
+    if let Some(rest) = kernel.strip_prefix("matmul_mma_") {
+        rest.split('_').next()
+    } else if kernel.starts_with("matmul_wgmma") {
+        kernel.rsplit('_').next()
+    } else {
+        None
+    }
+}
 
 /// The runner's size string of the work a peer does, and which kernels do it; `None` for the
 /// device copy, which is the bandwidth reference of them all.
@@ -458,8 +467,8 @@ pub fn rewrite_ladder(text: &str, runner: &Runner, peers: &Peers) -> Result<(Str
     let size = format!("{LADDER_SIDE}x{LADDER_SIDE}x{LADDER_SIDE}");
     // The tensor-core steps are compared with cuBLAS's product of their own type.
     let cublas_ms = |kernel: &str| {
-        let dtype = ["tf32", "bf16", "f16"].into_iter().find(|d| kernel.starts_with(&format!("{TENSOR_PREFIX}{d}_")));
-        let key = dtype.map_or(format!("sgemm_f32_{LADDER_SIDE}"), |d| format!("gemm_{d}_{LADDER_SIDE}"));
+        let key =
+            tensor_dtype(kernel).map_or(format!("sgemm_f32_{LADDER_SIDE}"), |d| format!("gemm_{d}_{LADDER_SIDE}"));
         peers.peers.get(&key).map(|p| p.ms)
     };
     let (mut out, mut missing) = (String::new(), Vec::new());
@@ -616,6 +625,8 @@ mod tests {
         assert!(bf16.include("matmul_mma_bf16_128x256"));
         assert!(!bf16.include("matmul_mma_f16_128x256") && !bf16.include("matmul_async_128x256"));
         assert!(!bf16.include("convert_bf16"));
+        assert!(bf16.include("matmul_wgmma_bf16") && bf16.include("matmul_wgmma_persistent_bf16"));
+        assert!(!bf16.include("matmul_wgmma_f16") && !sgemm.include("matmul_wgmma_persistent_bf16"));
     }
 
     #[test]
