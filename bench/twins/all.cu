@@ -5,6 +5,8 @@
 #include "histogram.cu"
 #include "label.cu"
 #include "measure.cu"
+// Before the ladder: matmul/convert.cu transposes through its tile loop.
+#include "transpose.cu"
 // The SGEMM ladder, one file per step as in kernels/src/matmul/.
 #include "matmul/naive.cu"
 #include "matmul/tiled.cu"
@@ -18,7 +20,6 @@
 #include "matmul/convert.cu"
 #include "matmul/mma_ldmatrix.cu"  // includes mma_tf32.cu, step 6a
 #include "conv.cu"
-#include "transpose.cu"
 #include "select.cu"
 #include "reduce.cu"
 #include "scan.cu"

@@ -157,6 +157,7 @@
 #define WGMMA_BM 128
 #define WGMMA_BN 256
 #define WGMMA_BK 64
+#define WGMMA_BK_TF32 32
 #define WGMMA_STAGES 4
 #define WGMMA_CONSUMERS 2
 #define WGMMA_WARPGROUP 128

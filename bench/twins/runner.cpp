@@ -84,6 +84,16 @@ Buffer upload(const std::vector<T>& host) {
     return b;
 }
 
+// x rounded to TF32 as cvt.rna.tf32.f32 rounds (to nearest, ties away from zero; finite x), as
+// host/src/ops/matmul/tensor.rs rounds it.
+float round_tf32(float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    bits = (bits + 0x1000) & ~0x1fffu;
+    std::memcpy(&x, &bits, 4);
+    return x;
+}
+
 // Kernel parameters by value, as cuLaunchKernel wants them: one pointer per parameter.
 struct Args {
     unsigned char storage[16][8];
@@ -1032,15 +1042,20 @@ struct Runner {
     }
 
     void transpose() {
-        size_t rows = pick(8192, 4096), cols = pick(8192, 4096);
-        auto matrix = random_f32(rows * cols, 17);
-        auto in = upload(matrix), out = device(4 * rows * cols);
-        for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded", "transpose_padded_64"}) {
+        size_t full_rows = pick(8192, 4096), full_cols = pick(8192, 4096);
+        auto matrix = random_f32(full_rows * full_cols, 17);
+        auto in = upload(matrix), out = device(4 * full_rows * full_cols);
+        // convert_tf32_transposed (kernels/src/matmul/convert.rs) is the wide kernel rounding to
+        // TF32 on the way out, at the host's conversion size (4096^2: the first elements of the
+        // matrix); rows is a multiple of MATMUL_MMA_ROW_ALIGN, so its output is dense.
+        for (std::string k : {"transpose_naive", "transpose_shared", "transpose_padded", "transpose_padded_64",
+                              "convert_tf32_transposed"}) {
+            bool convert = k == "convert_tf32_transposed", wide = convert || k == "transpose_padded_64";
+            size_t rows = convert ? 4096 : full_rows, cols = convert ? 4096 : full_cols;
             Case c;
             c.kernel = k, c.size = std::to_string(rows) + "x" + std::to_string(cols);
             c.unit = "GB/s", c.work = 8.0 * rows * cols;
-            // A TILE x TILE tile per TILE x BLOCK_ROWS block; the wide kernel: WIDE_TILE, WIDE_BLOCK_ROWS.
-            bool wide = k == "transpose_padded_64";
+            // A TILE x TILE tile per TILE x BLOCK_ROWS block; the wide kernels: WIDE_TILE, WIDE_BLOCK_ROWS.
             unsigned tile = wide ? TRANSPOSE_WIDE_TILE : TRANSPOSE_TILE;
             unsigned block_rows = wide ? TRANSPOSE_WIDE_BLOCK_ROWS : TRANSPOSE_BLOCK_ROWS;
             c.shape = {blocks(cols, tile), blocks(rows, tile), tile, block_rows, 0};
@@ -1050,9 +1065,10 @@ struct Runner {
                 const float* o = reinterpret_cast<const float*>(bytes.data());
                 for (size_t e : sample_indices(rows * cols, 4096, 18)) {
                     size_t r = e / cols, col = e % cols;
-                    if (!(o[col * rows + r] == matrix[e]))
+                    float want = convert ? round_tf32(matrix[e]) : matrix[e];
+                    if (!(o[col * rows + r] == want))
                         return "out[" + std::to_string(col) + "][" + std::to_string(r) + "] = " +
-                               fmt("%.9g", o[col * rows + r]) + ", want " + fmt("%.9g", matrix[e]);
+                               fmt("%.9g", o[col * rows + r]) + ", want " + fmt("%.9g", want);
                 }
                 return "";
             };
@@ -1469,23 +1485,25 @@ struct Runner {
         return e == 0 ? sign * mant * 0x1p-24f : sign * std::ldexp(1.0f + mant / 1024.0f, e - 15);
     }
 
-    // The tensor map of a row-major rows x cols 16-bit matrix, boxes of box_rows x box_cols,
-    // the 128-byte swizzle, zeros outside: as host/src/ops/matmul/hopper.rs encodes it.
-    static CUtensorMap tensor_map(bool f16, CUdeviceptr address, size_t rows, size_t cols, unsigned box_rows,
-                                  unsigned box_cols) {
+    // The tensor map of a row-major rows x cols matrix of `type` (2 or 4 bytes an element),
+    // boxes of box_rows x box_cols, the 128-byte swizzle, zeros outside: as
+    // host/src/ops/matmul/hopper.rs encodes it.
+    static CUtensorMap tensor_map(CUtensorMapDataType type, CUdeviceptr address, size_t rows, size_t cols,
+                                  unsigned box_rows, unsigned box_cols) {
         CUtensorMap map{};
-        cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * 2};
+        size_t bytes = type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 2;
+        cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};
         cuuint32_t box[2] = {box_cols, box_rows}, element_strides[2] = {1, 1};
-        CK(cuTensorMapEncodeTiled(&map, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                                  (void*)address, dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+        CK(cuTensorMapEncodeTiled(&map, type, 2, (void*)address, dims, strides, box, element_strides,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
         return map;
     }
 
-    // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): BF16 and
-    // FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 2048^3, the
-    // host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per tile).
+    // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): TF32,
+    // BF16 and FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 2048^3,
+    // the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per tile).
+    // TF32 takes B transposed (n x k), here the first n * k values of a random matrix.
     void wgmma() {
         if (hopper_ptx.empty()) return;
         size_t large = pick(8192, 4096);
@@ -1495,24 +1513,41 @@ struct Runner {
         };
         std::vector<Dims> shapes = {{2048, 2048, 2048}, {4096, 4096, 4096}};
         if (!quick) shapes.push_back({8192, 8192, 8192}), shapes.push_back({8192, 8192, 256});
-        for (bool f16 : {false, true}) {
-            std::vector<uint16_t> ah(af.size()), bh(bf.size());
-            for (size_t i = 0; i < af.size(); ++i) ah[i] = round16(af[i], f16), bh[i] = round16(bf[i], f16);
-            auto a = upload(ah), b = upload(bh);
+        for (const char* type : {"tf32", "bf16", "f16"}) {
+            bool tf32 = type[0] == 't', f16 = type[0] == 'f';
+            // The inputs as the kernel reads them, and their values for the reference.
+            std::vector<float> av(af.size()), bv(bf.size());
+            Buffer a, b;
+            if (tf32) {
+                for (size_t i = 0; i < af.size(); ++i) av[i] = round_tf32(af[i]), bv[i] = round_tf32(bf[i]);
+                a = upload(av), b = upload(bv);
+            } else {
+                std::vector<uint16_t> ah(af.size()), bh(bf.size());
+                for (size_t i = 0; i < af.size(); ++i) {
+                    ah[i] = round16(af[i], f16), bh[i] = round16(bf[i], f16);
+                    av[i] = value16(ah[i], f16), bv[i] = value16(bh[i], f16);
+                }
+                a = upload(ah), b = upload(bh);
+            }
+            CUtensorMapDataType map_type = tf32  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                           : f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+            unsigned bk = tf32 ? WGMMA_BK_TF32 : WGMMA_BK;
             for (Dims d : shapes) {
                 size_t m = d.m, n = d.n, k = d.k;
                 // The first m * k and k * n elements: still random matrices.
                 std::vector<CUtensorMap> maps(2);
                 if (!g_dry)
-                    maps = {tensor_map(f16, a->ptr, m, k, WGMMA_BM, WGMMA_BK),
-                            tensor_map(f16, b->ptr, k, n, WGMMA_BK, WGMMA_BOX_N)};
+                    maps = {tensor_map(map_type, a->ptr, m, k, WGMMA_BM, bk),
+                            tf32 ? tensor_map(map_type, b->ptr, n, k, WGMMA_BOX_N, bk)
+                                 : tensor_map(map_type, b->ptr, k, n, bk, WGMMA_BOX_N)};
                 auto map_buffer = upload(maps);
                 auto c = device(4 * m * n);
                 unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
                 for (bool persistent : {false, true}) {
                     Case x;
                     x.hopper = true;
-                    x.kernel = std::string(persistent ? "matmul_wgmma_persistent_" : "matmul_wgmma_") + (f16 ? "f16" : "bf16");
+                    x.kernel = std::string(persistent ? "matmul_wgmma_persistent_" : "matmul_wgmma_") + type;
                     x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
                     x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
                     x.shape = persistent ? Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES}
@@ -1521,13 +1556,13 @@ struct Runner {
                     x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k);
                     // The same products in the same order: equal up to nothing the runner should see.
                     x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
-                    x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                    x.reference = [=, &av, &bv](const std::vector<unsigned char>& out) -> std::string {
                         const float* o = reinterpret_cast<const float*>(out.data());
                         for (size_t e : sample_indices(m * n, 32, 33)) {
                             size_t i = e / n, j = e % n;
                             double sum = 0, magnitude = 0;
                             for (size_t p = 0; p < k; ++p) {
-                                double t = (double)value16(ah[i * k + p], f16) * value16(bh[p * n + j], f16);
+                                double t = (double)av[i * k + p] * (tf32 ? bv[j * k + p] : bv[p * n + j]);
                                 sum += t, magnitude += std::fabs(t);
                             }
                             // f32 accumulation of exact products: k rounding errors of at most

@@ -269,6 +269,11 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
                 gpu.info.print();
                 if let Some(rows) = rows {
                     println!("{}", resources::table(&rows));
+                    if gpu.hopper.is_none() {
+                        let hopper: Vec<&str> =
+                            host::ops::matmul::hopper::kernels().map(|(kernel, _, _)| kernel).collect();
+                        println!("not listed, needs sm_90 (Hopper): {}", hopper.join(", "));
+                    }
                 }
             }
         }

@@ -165,6 +165,11 @@ pub trait Workload {
     fn work(&self) -> Work;
     /// The variants to run, as selected by the options.
     fn variants(&self) -> &[Variant];
+    /// Variants the options select that this GPU cannot run, each with why (the Hopper steps
+    /// on another GPU): [`run`] names them instead of running them.
+    fn unavailable(&self) -> Vec<(Variant, String)> {
+        Vec::new()
+    }
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()>;
     /// Before every launch, outside the timing: clears what launches accumulate into.
     fn reset(&self, _gpu: &Gpu) -> GpuResult<()> {
@@ -308,6 +313,9 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
         reports.push(Report::new(&gpu.info, measured));
     }
     workload.finish(gpu, &mut reports)?;
+    for (variant, why) in workload.unavailable() {
+        eprintln!("{family} {}: not run: {why}", variant.name);
+    }
     Ok(reports)
 }
 

@@ -53,7 +53,7 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<KernelResources>> {
             rows.push(of(gpu, family.name(), kernel, &config)?);
         }
     }
-    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype bf16|f16`).
+    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`).
     if gpu.hopper.is_some() {
         use crate::ops::matmul::hopper;
         for (kernel, step, _) in hopper::kernels() {

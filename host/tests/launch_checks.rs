@@ -18,7 +18,7 @@ use host::ops::counter::CounterArgs;
 use host::ops::histogram::{HistogramArgs, Values};
 use host::ops::label::{Connectivity, FlattenArgs, MergeArgs, RenumberArgs, TilesArgs};
 use host::ops::matmul::hopper::{self, Operands, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
-use host::ops::matmul::{ConvertArgs, MmaArgs, SgemmArgs, TensorInput};
+use host::ops::matmul::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, TensorInput, CONVERT_TRANSPOSED};
 use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
 use host::ops::saxpy::SaxpyArgs;
@@ -182,6 +182,16 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("output is input".into(), with(input, input, rows, cols)));
             refused.push(("dimensions overflow".into(), with(input, output, usize::MAX, 2)));
             with(input, output, rows, cols)
+        }
+        "matmul" if kernel == CONVERT_TRANSPOSED => {
+            let (rows, cols) = (37, 13);
+            let (src, dst) = (memory.f32s(rows * cols), memory.f32s(cols * 40));
+            let with = |src, dst, rows, cols| -> Args { Box::new(ConvertTransposedArgs { src, dst, rows, cols }) };
+            refused.push(("destination unpadded".into(), with(src, memory.f32s(rows * cols), rows, cols)));
+            refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
+            refused.push(("destination over the source".into(), with(src, same_memory(src), rows, cols)));
+            refused.push(("dimensions overflow".into(), with(src, dst, usize::MAX, 2)));
+            with(src, dst, rows, cols)
         }
         "matmul" if kernel.starts_with("convert_tf32") => convert_cases::<f32>(memory, &mut refused),
         "matmul" if kernel.starts_with("convert_") => convert_cases::<u16>(memory, &mut refused),
@@ -554,17 +564,27 @@ fn bad_launches_are_refused_on_the_gpu() {
     gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
 }
 
-/// The Hopper kernels' cases: maps over A and B in bf16 or f16 and the dimensions they were
-/// encoded for, with C beside them. Maps of one precision must be refused by the other's kernel.
+/// The Hopper kernels' cases: maps over A and B (TF32: Bᵀ) in the kernel's precision and the
+/// dimensions they were encoded for, with C beside them. Maps of one precision must be refused
+/// by another's kernel.
 fn hopper_cases(step: Step, precision: Precision, memory: &mut Memory) -> Cases {
+    match precision {
+        Precision::Tf32 => hopper_cases_of::<f32>(step, precision, memory),
+        Precision::Bf16 | Precision::F16 => hopper_cases_of::<u16>(step, precision, memory),
+    }
+}
+
+fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, memory: &mut Memory) -> Cases {
     let (m, n, k) = (200, 72, 40);
-    let (a, b, c) = (memory.slice::<u16>(m * k), memory.slice::<u16>(k * n), memory.f32s(m * n));
+    let (a, b, c) = (memory.slice::<T>(m * k), memory.slice::<T>(k * n), memory.f32s(m * n));
     let device = memory.slice::<TensorMap>(2);
-    let maps = |operands: Operands<'static>, device: &'static DeviceSlice<TensorMap>| -> &'static TensorMaps<'static> {
-        // SAFETY: no launch with these maps runs: each case is checked only, or refused.
-        Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, device) }))
-    };
-    let operands = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
+    let maps =
+        |operands: Operands<'static, T>, device: &'static DeviceSlice<TensorMap>| -> &'static TensorMaps<'static, T> {
+            // SAFETY: no launch with these maps runs: each case is checked only, or refused.
+            Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, device) }))
+        };
+    let ldb = precision.b_shape(n, k).1;
+    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k };
     let valid = maps(operands, device);
     let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k, blocks: 132 }) };
     let other = if precision == Precision::Bf16 { Precision::F16 } else { Precision::Bf16 };
@@ -574,6 +594,7 @@ fn hopper_cases(step: Step, precision: Precision, memory: &mut Memory) -> Cases 
         ("C short".into(), with(valid, memory.f32s(m * n - 1), (m, n, k))),
         ("C is A".into(), with(valid, same_memory(a), (m, n, k))),
         ("A short".into(), with(maps(Operands { a: memory.slice(m * k - 1), ..operands }, device), c, (m, n, k))),
+        ("B short".into(), with(maps(Operands { b: memory.slice(k * n - 1), ..operands }, device), c, (m, n, k))),
         (
             "B misaligned".into(),
             with(maps(Operands { b: shifted(memory.slice(k * n + 1)), ..operands }, device), c, (m, n, k)),

@@ -1,10 +1,11 @@
-//! Sizes of the Hopper matrix products (`kernels/src/matmul/wgmma.rs`): BF16 or FP16 inputs,
-//! f32 accumulators and output, on `wgmma.mma_async` fed by TMA.
+//! Sizes of the Hopper matrix products (`kernels/src/matmul/wgmma.rs`): TF32, BF16 or FP16
+//! inputs, f32 accumulators and output, on `wgmma.mma_async` fed by TMA.
 //!
 //! A block computes a `BM × BN` tile of C with three warpgroups: one producer, which issues the
 //! TMA copies, and [`CONSUMERS`] consumers, each owning `64 × BN` of the tile (one
-//! `m64n256k16` instruction per 16 of k). The k dimension advances `BK` at a time through
-//! [`STAGES`] shared-memory stages.
+//! `m64n256k16` instruction per 16 of k, or `m64n256k8` per 8 for TF32). The k dimension
+//! advances one 128-byte row of the swizzle at a time ([`BK`] 16-bit elements, [`BK_TF32`]
+//! TF32 ones) through [`STAGES`] shared-memory stages of equal size for every type.
 
 use crate::LaunchBounds;
 
@@ -14,6 +15,8 @@ pub const BM: usize = 128;
 pub const BN: usize = 256;
 /// k per stage: 64 16-bit elements, 128 bytes, the span of the 128-byte swizzle.
 pub const BK: usize = 64;
+/// k per stage for TF32: 32 elements of 4 bytes, the same 128-byte span.
+pub const BK_TF32: usize = 32;
 /// Stages in flight between the producer and the consumers.
 pub const STAGES: usize = 4;
 /// Consumer warpgroups.
@@ -22,10 +25,12 @@ pub const CONSUMERS: usize = 2;
 pub const WARPGROUP: usize = 128;
 /// The producer warpgroup and the consumers.
 pub const THREADS: usize = (CONSUMERS + 1) * WARPGROUP;
-/// Columns of one TMA box of B: 64 16-bit elements, 128 bytes (the swizzle span); a stage of B
-/// is `BN / BOX_N` boxes side by side.
+/// Columns of B in one TMA box: a stage of B is `BN / BOX_N` boxes. For 16-bit types a box is
+/// `BK` rows of 64 elements (128 bytes, the swizzle span); TF32's wgmma reads B only contiguous
+/// along k, so its box is 64 rows of Bᵀ, each `BK_TF32` elements: 8 KiB either way.
 pub const BOX_N: usize = 64;
-/// Bytes of one stage of A (`BM × BK`) and of B (`BK × BN`), 16-bit elements.
+/// Bytes of one stage of A (`BM × BK`) and of B (`BK × BN`), 16-bit elements; TF32's stages,
+/// half as deep in k with elements twice as wide, are the same bytes.
 pub const A_STAGE_BYTES: usize = BM * BK * 2;
 pub const B_STAGE_BYTES: usize = BK * BN * 2;
 pub const STAGE_BYTES: usize = A_STAGE_BYTES + B_STAGE_BYTES;
@@ -45,12 +50,14 @@ pub const CONSUMER_REGISTERS: u32 = 232;
 pub const GROUP_M: usize = 16;
 
 /// One block of [`THREADS`] per SM: its shared memory allows no second.
-pub const BOUNDS: [LaunchBounds; 4] = [
+pub const BOUNDS: [LaunchBounds; 6] = [
+    LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_persistent_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
 ];
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
-const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128);
+const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);

@@ -56,14 +56,17 @@ pub unsafe fn transpose_naive(input: &[f32], output: *mut f32, rows: usize, cols
 }
 
 /// Through a shared `SIDE × SIDE` tile whose rows are `STRIDE` words apart (SIDE: bank
-/// conflicts; SIDE + 1: none), with `SIDE × ROWS` threads.
+/// conflicts; SIDE + 1: none), with `SIDE × ROWS` threads; output rows are `out_stride`
+/// elements apart (`rows` for a dense transpose) and each element passes through `convert`
+/// on its way out.
 #[inline(always)]
-unsafe fn transpose_tiled<const SIDE: usize, const STRIDE: usize, const ROWS: usize>(
+pub(crate) unsafe fn transpose_tiled<F: Fn(f32) -> f32, const SIDE: usize, const STRIDE: usize, const ROWS: usize>(
     input: &[f32],
-    output: *mut f32,
+    (output, out_stride): (*mut f32, usize),
     rows: usize,
     cols: usize,
     tile: *mut f32,
+    convert: F,
 ) {
     let (row0, col0) = tile_origin(SIDE);
     let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
@@ -85,7 +88,7 @@ unsafe fn transpose_tiled<const SIDE: usize, const STRIDE: usize, const ROWS: us
     while r < SIDE {
         let (out_row, out_col) = (col0 + r, row0 + tx);
         if out_row < cols && out_col < rows {
-            *output.add(out_row * rows + out_col) = *tile.add(tx * STRIDE + r);
+            *output.add(out_row * out_stride + out_col) = convert(*tile.add(tx * STRIDE + r));
         }
         r += ROWS;
     }
@@ -96,7 +99,7 @@ unsafe fn transpose_tiled<const SIDE: usize, const STRIDE: usize, const ROWS: us
 #[kernel]
 pub unsafe fn transpose_shared(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * TILE];
-    transpose_tiled::<TILE, TILE, BLOCK_ROWS>(input, output, rows, cols, tile);
+    transpose_tiled::<_, TILE, TILE, BLOCK_ROWS>(input, (output, rows), rows, cols, tile, |x| x);
 }
 
 /// # Safety
@@ -104,7 +107,7 @@ pub unsafe fn transpose_shared(input: &[f32], output: *mut f32, rows: usize, col
 #[kernel]
 pub unsafe fn transpose_padded(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; TILE * (TILE + 1)];
-    transpose_tiled::<TILE, { TILE + 1 }, BLOCK_ROWS>(input, output, rows, cols, tile);
+    transpose_tiled::<_, TILE, { TILE + 1 }, BLOCK_ROWS>(input, (output, rows), rows, cols, tile, |x| x);
 }
 
 /// # Safety
@@ -112,5 +115,5 @@ pub unsafe fn transpose_padded(input: &[f32], output: *mut f32, rows: usize, col
 #[kernel]
 pub unsafe fn transpose_padded_64(input: &[f32], output: *mut f32, rows: usize, cols: usize) {
     let tile = shared_array![f32; WIDE_TILE * (WIDE_TILE + 1)];
-    transpose_tiled::<WIDE_TILE, { WIDE_TILE + 1 }, WIDE_BLOCK_ROWS>(input, output, rows, cols, tile);
+    transpose_tiled::<_, WIDE_TILE, { WIDE_TILE + 1 }, WIDE_BLOCK_ROWS>(input, (output, rows), rows, cols, tile, |x| x);
 }

@@ -1,5 +1,6 @@
 // Twin of kernels/src/matmul/convert.rs: A and B converted once from f32 to the tensor cores'
-// input types, rows padded with zeros to MATMUL_MMA_ROW_ALIGN elements.
+// input types, rows padded with zeros to MATMUL_MMA_ROW_ALIGN elements; and B transposed for
+// Hopper's TF32 wgmma through transpose.cu's tile loop (included before this file).
 #include "common.cuh"
 #include "../tensor_mma.cuh"
 
@@ -36,4 +37,11 @@ extern "C" __global__ void convert_bf16(const float* __restrict__ src, size_t sr
 extern "C" __global__ void convert_f16(const float* __restrict__ src, size_t src_len, unsigned* dst, size_t rows,
                                        size_t cols) {
     convert_pairs<F16>(src, dst, rows, cols);
+}
+
+extern "C" __global__ void convert_tf32_transposed(const float* __restrict__ src, size_t src_len, float* dst,
+                                                  size_t rows, size_t cols) {
+    __shared__ float tile[TRANSPOSE_WIDE_TILE * (TRANSPOSE_WIDE_TILE + 1)];
+    transpose_tiled<TRANSPOSE_WIDE_TILE, TRANSPOSE_WIDE_TILE + 1, TRANSPOSE_WIDE_BLOCK_ROWS>(
+        src, dst, mma_padded(rows), rows, cols, tile, [](float x) { return to_tf32(x); });
 }

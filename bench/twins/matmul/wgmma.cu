@@ -1,5 +1,6 @@
 // Twin of kernels/src/matmul/wgmma.rs and wgmma_persistent.rs, with the wrappers of
-// kernels/src/tensor/hopper.rs: BF16/FP16 C = A x B (f32 accumulate and output) on
+// kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and output; TF32 reads
+// B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
 // warpgroups with setmaxnreg; then the persistent grid in grouped tile order. The same PTX
 // instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
@@ -71,23 +72,15 @@ static __device__ __forceinline__ void wgmma_wait() {
 #define WGMMA_D8(i) \
     WGMMA_D(i), WGMMA_D(i + 1), WGMMA_D(i + 2), WGMMA_D(i + 3), WGMMA_D(i + 4), WGMMA_D(i + 5), WGMMA_D(i + 6), WGMMA_D(i + 7)
 #define WGMMA_D32(i) WGMMA_D8(i), WGMMA_D8(i + 8), WGMMA_D8(i + 16), WGMMA_D8(i + 24)
-#define WGMMA_M64N256K16(types)                                                                                    \
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32." types       \
+// shape_types: "m64n256k16.f32.bf16.bf16" and the like; flags: the immediates after the
+// predicate (16-bit types: scale-a, scale-b, trans-a 0, trans-b 1; TF32: no transpose flags).
+#define WGMMA_M64N256(shape_types, flags)                                                                          \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned." shape_types                \
                  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " WGMMA_R10(1) WGMMA_R10(2) WGMMA_R10(3) WGMMA_R10(4)    \
                      WGMMA_R10(5) WGMMA_R10(6) WGMMA_R10(7) WGMMA_R10(8) WGMMA_R10(9) WGMMA_R10(10) WGMMA_R10(11)  \
-                 "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"                    \
+                 "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, " flags "; }"                     \
                  : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                                       \
                  : "l"(a), "l"(b), "r"(scale))
-
-template <bool F16>
-static __device__ __forceinline__ void wgmma_m64n256k16(uint32_t (&d)[128], uint64_t a, uint64_t b, bool accumulate) {
-    unsigned scale = accumulate;
-    if (F16) {
-        WGMMA_M64N256K16("f16.f16");
-    } else {
-        WGMMA_M64N256K16("bf16.bf16");
-    }
-}
 
 static __device__ __forceinline__ void release_registers_to_40() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -96,7 +89,41 @@ static __device__ __forceinline__ void claim_registers_to_232() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
 }
 
-static constexpr unsigned kRowBytes = 128, kSwizzleBlock = 8 * kRowBytes, kMmaK = 16;
+static constexpr unsigned kRowBytes = 128, kSwizzleBlock = 8 * kRowBytes;
+// Bytes of one TMA box of B (64 rows of 128 bytes, every type) and of the k one instruction
+// takes from a row contiguous along k (16 16-bit or 8 TF32 values).
+static constexpr unsigned kBoxBytes = WGMMA_BOX_N * kRowBytes, kKStepBytes = 32;
+
+// BF16 or FP16: B contiguous along n, read transposed; a k-step is 16 rows of it.
+template <bool F16>
+struct Half {
+    static constexpr unsigned kBk = WGMMA_BK;
+    static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)n, y = (int)k0; }
+    static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
+        return matrix_descriptor(b + kk * 16 * kRowBytes, kBoxBytes, kSwizzleBlock);
+    }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[128], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        if (F16) {
+            WGMMA_M64N256("m64n256k16.f32.f16.f16", "1, 1, 0, 1");
+        } else {
+            WGMMA_M64N256("m64n256k16.f32.bf16.bf16", "1, 1, 0, 1");
+        }
+    }
+};
+
+// TF32: B transposed, contiguous along k like A; a k-step is 32 bytes along every row.
+struct Tf32 {
+    static constexpr unsigned kBk = WGMMA_BK_TF32;
+    static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)k0, y = (int)n; }
+    static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
+        return matrix_descriptor(b + kk * kKStepBytes, 16, kSwizzleBlock);
+    }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[128], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        WGMMA_M64N256("m64n256k8.f32.tf32.tf32", "1, 1");
+    }
+};
 
 extern __shared__ __align__(16) unsigned char wgmma_shared[];
 
@@ -128,6 +155,7 @@ struct Ring {
     }
 };
 
+template <class T>
 static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap* maps, size_t m0, size_t n0,
                                                size_t k_tiles, size_t first) {
     const TensorMap *map_a = maps, *map_b = maps + 1;
@@ -136,17 +164,17 @@ static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap
         ring.slot(first + t, stage, full, empty, lap);
         mbarrier_wait(empty, lap ^ 1);
         mbarrier_arrive_expect_tx(full, WGMMA_STAGE_BYTES);
-        int k0 = (int)(t * WGMMA_BK);
-        tma_load_2d(stage, map_a, k0, (int)m0, full);
+        size_t k0 = t * T::kBk;
+        tma_load_2d(stage, map_a, (int)k0, (int)m0, full);
         for (size_t j = 0; j < WGMMA_BN / WGMMA_BOX_N; ++j) {
-            unsigned box_bytes = WGMMA_BK * WGMMA_BOX_N * 2;
-            tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * box_bytes, map_b, (int)(n0 + j * WGMMA_BOX_N), k0,
-                        full);
+            int x, y;
+            T::b_box(k0, n0 + j * WGMMA_BOX_N, x, y);
+            tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * kBoxBytes, map_b, x, y, full);
         }
     }
 }
 
-template <bool F16>
+template <class T>
 static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles, size_t first, size_t consumer,
                                                uint32_t (&acc)[128]) {
     size_t lane = threadIdx.x % 32;
@@ -158,10 +186,9 @@ static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles,
         unsigned a = stage + (unsigned)(consumer * 64) * kRowBytes;
         unsigned b = stage + WGMMA_A_STAGE_BYTES;
         wgmma_fence();
-        for (unsigned kk = 0; kk < WGMMA_BK / kMmaK; ++kk) {
-            uint64_t a_desc = matrix_descriptor(a + kk * (kMmaK * 2), 16, kSwizzleBlock);
-            uint64_t b_desc = matrix_descriptor(b + kk * kMmaK * kRowBytes, WGMMA_BK * WGMMA_BOX_N * 2, kSwizzleBlock);
-            wgmma_m64n256k16<F16>(acc, a_desc, b_desc, t > 0 || kk > 0);
+        for (unsigned kk = 0; kk < kRowBytes / kKStepBytes; ++kk) {
+            uint64_t a_desc = matrix_descriptor(a + kk * kKStepBytes, 16, kSwizzleBlock);
+            T::mma(acc, a_desc, T::b_descriptor(b, kk), t > 0 || kk > 0);
         }
         wgmma_commit();
         wgmma_wait<1>();
@@ -196,24 +223,24 @@ static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc
     }
 }
 
-template <bool F16>
+template <class T>
 static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float* c, size_t m, size_t n, size_t k) {
     Ring ring = Ring::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
-    size_t k_tiles = (k + WGMMA_BK - 1) / WGMMA_BK;
+    size_t k_tiles = (k + T::kBk - 1) / T::kBk;
     size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
     if (warpgroup == 0) {
         release_registers_to_40();
         if (threadIdx.x == 0) {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps + 1);
-            produce(ring, maps, m0, n0, k_tiles, 0);
+            produce<T>(ring, maps, m0, n0, k_tiles, 0);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<F16>(ring, k_tiles, 0, consumer, acc);
+        consume<T>(ring, k_tiles, 0, consumer, acc);
         store_tile(c, acc, m0, n0, consumer, m, n);
     }
 }
@@ -228,12 +255,12 @@ static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m
     row = first_row + within % rows, col = within / rows;
 }
 
-template <bool F16>
+template <class T>
 static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* maps, float* c, size_t m, size_t n,
                                                                size_t k) {
     Ring ring = Ring::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
-    size_t k_tiles = (k + WGMMA_BK - 1) / WGMMA_BK;
+    size_t k_tiles = (k + T::kBk - 1) / T::kBk;
     size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + WGMMA_BN - 1) / WGMMA_BN;
     size_t tiles = tiles_m * tiles_n;
     if (warpgroup == 0) {
@@ -245,7 +272,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
             for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 size_t row, col;
                 tile_position(tile, tiles_m, tiles_n, row, col);
-                produce(ring, maps, row * WGMMA_BM, col * WGMMA_BN, k_tiles, slice);
+                produce<T>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, k_tiles, slice);
                 slice += k_tiles;
             }
         }
@@ -257,7 +284,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
         for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             size_t row, col;
             tile_position(tile, tiles_m, tiles_n, row, col);
-            consume<F16>(ring, k_tiles, slice, consumer, acc);
+            consume<T>(ring, k_tiles, slice, consumer, acc);
             store_tile(c, acc, row * WGMMA_BM, col * WGMMA_BN, consumer, m, n);
             slice += k_tiles;
         }
@@ -267,11 +294,15 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
 #define WGMMA_PARAMS const TensorMap* maps, float* c, size_t m, size_t n, size_t k
 #define WGMMA_BOUNDS __launch_bounds__(WGMMA_THREADS, 1)
 
-extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_bf16(WGMMA_PARAMS) { matmul_wgmma<false>(maps, c, m, n, k); }
-extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_f16(WGMMA_PARAMS) { matmul_wgmma<true>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_tf32(WGMMA_PARAMS) { matmul_wgmma<Tf32>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_bf16(WGMMA_PARAMS) { matmul_wgmma<Half<false>>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_f16(WGMMA_PARAMS) { matmul_wgmma<Half<true>>(maps, c, m, n, k); }
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_tf32(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Tf32>(maps, c, m, n, k);
+}
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_bf16(WGMMA_PARAMS) {
-    matmul_wgmma_persistent<false>(maps, c, m, n, k);
+    matmul_wgmma_persistent<Half<false>>(maps, c, m, n, k);
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS) {
-    matmul_wgmma_persistent<true>(maps, c, m, n, k);
+    matmul_wgmma_persistent<Half<true>>(maps, c, m, n, k);
 }

@@ -11,11 +11,19 @@
 //!
 //! TF32 stays in f32 bits, rounded to nearest with ties away from zero (`cvt.rna.tf32.f32`);
 //! BF16 and FP16 are rounded to nearest even and written two to a 32-bit word.
+//!
+//! Hopper's TF32 wgmma reads B only contiguous along k, so its B is converted *transposed*
+//! (`convert_tf32_transposed`): through the padded shared tile of `transpose.rs`, each element
+//! rounded on its way out. Only TMA reads that copy, and its tensor map stops at the true k, so
+//! the padding past each row is never written nor read.
 
 use crate::tensor::mma::{to_tf32, Bf16, Mma16, F16};
+use crate::transpose::transpose_tiled;
 use crate::{global_index, grid_threads};
 use cuda_std::prelude::*;
+use cuda_std::shared_array;
 use interface::matmul::padded;
+use interface::transpose::{WIDE_BLOCK_ROWS, WIDE_TILE};
 
 /// Element `(row, col)` of the `rows × cols` matrix `src`, or 0 past its columns.
 #[inline(always)]
@@ -38,6 +46,21 @@ pub unsafe fn convert_tf32(src: &[f32], dst: *mut f32, rows: usize, cols: usize)
         *dst.add(i) = to_tf32(element(src, cols, i / width, i % width));
         i += grid_threads();
     }
+}
+
+/// `dst[c][r] = tf32(src[r][c])`: the `rows × cols` matrix `src` transposed and rounded, the
+/// rows of `dst` `padded(rows)` elements apart.
+///
+/// # Safety
+/// `src.len() >= rows·cols`; `dst` is valid for `cols · padded(rows)` f32 writes and does not
+/// overlap `src`. Blocks of `WIDE_TILE × WIDE_BLOCK_ROWS` threads, one per `WIDE_TILE` square of
+/// `src` (x along its columns).
+#[kernel]
+pub unsafe fn convert_tf32_transposed(src: &[f32], dst: *mut f32, rows: usize, cols: usize) {
+    let tile = shared_array![f32; WIDE_TILE * (WIDE_TILE + 1)];
+    transpose_tiled::<_, WIDE_TILE, { WIDE_TILE + 1 }, WIDE_BLOCK_ROWS>(src, (dst, padded(rows)), rows, cols, tile, |x| {
+        to_tf32(x)
+    });
 }
 
 /// Pairs of elements rounded to `T` and packed: word `i` of `dst` holds padded elements `2i`

@@ -1,5 +1,5 @@
-//! Hopper's tensor cores: `C = A × B` with A (m×k) and B (k×n) row-major in BF16 or FP16, the
-//! products accumulated and written in f32, on `wgmma.mma_async` fed by TMA copies through a
+//! Hopper's tensor cores: `C = A × B` with A (m×k) and B (k×n) row-major in BF16 or FP16 (for
+//! TF32, B arrives as Bᵀ, n×k), the products accumulated and written in f32, on `wgmma.mma_async` fed by TMA copies through a
 //! ring of mbarrier-guarded shared-memory stages. The instructions are wrapped, with what each
 //! requires, in `tensor::hopper`.
 //!
@@ -32,6 +32,17 @@
 //! box is 64 k-rows of 64 n-values, the four boxes 8 KiB apart (the descriptor's leading
 //! offset) and 8 k-rows 1024 bytes apart (its stride offset); a k-step moves 16 rows, 2 KiB.
 //!
+//! **TF32.** The same ring and roles with 4-byte elements: a stage is 32 of k (still one
+//! 128-byte row), an instruction `m64n256k8`. TF32's wgmma has no transpose: it reads B only
+//! contiguous along k, so the host hands it Bᵀ (its conversion transposes), and B's boxes are
+//! 64 rows of Bᵀ laid out exactly like A's: a k-step of 8 moves both descriptors 32 bytes.
+//!
+//! ```text
+//!   16-bit B box (64 k × 64 n)          TF32 Bᵀ box (64 n × 32 k)
+//!   row = one k, 64 n-values            row = one n, 32 k-values
+//!   k-step: next 16 rows (2 KiB)        k-step: next 32 bytes of every row
+//! ```
+//!
 //! **Edges.** The tensor maps carry the true m, n, k: parts of a box outside A or B arrive as
 //! zeros, which add nothing, so only the final stores check bounds. Any m, n, k ≥ 1 works; the
 //! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
@@ -40,13 +51,13 @@ use crate::{shared_address, unrolled};
 use crate::tensor::hopper::{
     claim_registers_to_232, fence_barrier_init, matrix_descriptor, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
-    wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_wait, Swizzle, TensorMap,
+    wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_m64n256k8_tf32, wgmma_wait, Swizzle, TensorMap,
 };
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::wgmma::{
-    A_STAGE_BYTES, BK, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES, STAGE_BYTES,
-    SWIZZLE_ALIGN, WARPGROUP,
+    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES,
+    STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
 };
 
 // The register counts are immediates in `tensor::hopper`'s setmaxnreg functions.
@@ -55,8 +66,71 @@ const _: () = assert!(PRODUCER_REGISTERS == 40 && CONSUMER_REGISTERS == 232);
 /// Bytes of one 128-byte-swizzled row of a box, and of one 8-row swizzle block.
 const ROW_BYTES: u32 = 128;
 const SWIZZLE_BLOCK: u32 = 8 * ROW_BYTES;
-/// k per wgmma instruction.
-const MMA_K: usize = 16;
+/// Bytes of one TMA box of B: 64 rows of 128 bytes for every type.
+const B_BOX_BYTES: u32 = BOX_N as u32 * ROW_BYTES;
+/// Bytes of k one instruction takes from a row contiguous along k: 16 16-bit or 8 TF32 values.
+const K_STEP_BYTES: u32 = 32;
+/// Instructions per stage: the stage's 128 bytes of k, 32 bytes each.
+const MMAS_PER_STAGE: u32 = ROW_BYTES / K_STEP_BYTES;
+
+/// An input type of the Hopper steps: how deep a stage goes in k, where B's boxes come from and
+/// how the tensor cores find them, and the instruction itself.
+pub(super) trait Input {
+    /// k per stage: one 128-byte row of the swizzle.
+    const BK: usize;
+    /// TMA coordinates (contiguous dimension first) of the box of B at `k0` whose first column
+    /// of C is `n`.
+    fn b_box(k0: usize, n: usize) -> (i32, i32);
+    /// The descriptor of instruction `kk`'s slice of a stage's B at shared address `b`.
+    fn b_descriptor(b: u32, kk: u32) -> u64;
+    /// The warpgroup's product (see `tensor::hopper`).
+    ///
+    /// # Safety
+    /// As the `wgmma_m64n256*` functions.
+    unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool);
+}
+
+/// BF16 or FP16 (`F16`): B contiguous along n, read transposed; a k-step is 16 rows of it.
+pub(super) struct Half<const F16: bool>;
+
+impl<const F16: bool> Input for Half<F16> {
+    const BK: usize = BK;
+    #[inline(always)]
+    fn b_box(k0: usize, n: usize) -> (i32, i32) {
+        (n as i32, k0 as i32)
+    }
+    #[inline(always)]
+    fn b_descriptor(b: u32, kk: u32) -> u64 {
+        matrix_descriptor(b + kk * 16 * ROW_BYTES, B_BOX_BYTES, SWIZZLE_BLOCK, Swizzle::B128)
+    }
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
+        if F16 {
+            wgmma_m64n256k16_f16(acc, a, b, accumulate);
+        } else {
+            wgmma_m64n256k16_bf16(acc, a, b, accumulate);
+        }
+    }
+}
+
+/// TF32: Bᵀ, contiguous along k like A; a k-step is 32 bytes along every row.
+pub(super) struct Tf32;
+
+impl Input for Tf32 {
+    const BK: usize = BK_TF32;
+    #[inline(always)]
+    fn b_box(k0: usize, n: usize) -> (i32, i32) {
+        (k0 as i32, n as i32)
+    }
+    #[inline(always)]
+    fn b_descriptor(b: u32, kk: u32) -> u64 {
+        matrix_descriptor(b + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128)
+    }
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
+        wgmma_m64n256k8_tf32(acc, a, b, accumulate);
+    }
+}
 
 /// Two floats stored together (`st.global.v2.f32`).
 #[derive(Clone, Copy)]
@@ -132,7 +206,14 @@ impl Ring {
 /// # Safety
 /// One thread of the block; the consumers take the same slices in the same order.
 #[inline(always)]
-pub(super) unsafe fn produce(ring: &Ring, maps: *const TensorMap, m0: usize, n0: usize, k_tiles: usize, first: usize) {
+pub(super) unsafe fn produce<T: Input>(
+    ring: &Ring,
+    maps: *const TensorMap,
+    m0: usize,
+    n0: usize,
+    k_tiles: usize,
+    first: usize,
+) {
     let (map_a, map_b) = (maps, maps.add(1));
     for t in 0..k_tiles {
         let (stage, full, empty, lap) = ring.slot(first + t);
@@ -140,11 +221,11 @@ pub(super) unsafe fn produce(ring: &Ring, maps: *const TensorMap, m0: usize, n0:
         // that is the phase before init (parity 1), already complete.
         mbarrier_wait(empty, lap ^ 1);
         mbarrier_arrive_expect_tx(full, STAGE_BYTES as u32);
-        let k0 = (t * BK) as i32;
-        tma_load_2d(stage, map_a, k0, m0 as i32, full);
+        let k0 = t * T::BK;
+        tma_load_2d(stage, map_a, k0 as i32, m0 as i32, full);
         for j in 0..BN / BOX_N {
-            let box_bytes = (BK * BOX_N * 2) as u32;
-            tma_load_2d(stage + (A_STAGE_BYTES as u32) + j as u32 * box_bytes, map_b, (n0 + j * BOX_N) as i32, k0, full);
+            let (x, y) = T::b_box(k0, n0 + j * BOX_N);
+            tma_load_2d(stage + A_STAGE_BYTES as u32 + j as u32 * B_BOX_BYTES, map_b, x, y, full);
         }
     }
 }
@@ -156,7 +237,7 @@ pub(super) unsafe fn produce(ring: &Ring, maps: *const TensorMap, m0: usize, n0:
 /// # Safety
 /// Every thread of consumer warpgroup `consumer`; the producer fills the same slices.
 #[inline(always)]
-pub(super) unsafe fn consume<const F16: bool>(
+pub(super) unsafe fn consume<T: Input>(
     ring: &Ring,
     k_tiles: usize,
     first: usize,
@@ -171,21 +252,9 @@ pub(super) unsafe fn consume<const F16: bool>(
         let a = stage + (consumer * 64) as u32 * ROW_BYTES;
         let b = stage + A_STAGE_BYTES as u32;
         wgmma_fence();
-        for kk in 0..BK / MMA_K {
-            let kk32 = kk as u32;
-            let a_desc = matrix_descriptor(a + kk32 * (MMA_K * 2) as u32, 16, SWIZZLE_BLOCK, Swizzle::B128);
-            let b_desc = matrix_descriptor(
-                b + kk32 * MMA_K as u32 * ROW_BYTES,
-                (BK * BOX_N * 2) as u32,
-                SWIZZLE_BLOCK,
-                Swizzle::B128,
-            );
-            let accumulate = t > 0 || kk > 0;
-            if F16 {
-                wgmma_m64n256k16_f16(acc, a_desc, b_desc, accumulate);
-            } else {
-                wgmma_m64n256k16_bf16(acc, a_desc, b_desc, accumulate);
-            }
+        for kk in 0..MMAS_PER_STAGE {
+            let a_desc = matrix_descriptor(a + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128);
+            T::mma(acc, a_desc, T::b_descriptor(b, kk), t > 0 || kk > 0);
         }
         wgmma_commit();
         // Slice t's products may keep running; slice t - 1's are done, so its stage is free.
@@ -222,12 +291,12 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
     );
 }
 
-/// The tile at block (`blockIdx.y`, `blockIdx.x`), in BF16 or, with `F16`, FP16.
+/// The tile at block (`blockIdx.y`, `blockIdx.x`), in the input type `T`.
 #[inline(always)]
-unsafe fn matmul_wgmma<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     let ring = Ring::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
-    let k_tiles = (k + BK - 1) / BK;
+    let k_tiles = (k + T::BK - 1) / T::BK;
     let m0 = thread::block_idx_y() as usize * BM;
     let n0 = thread::block_idx_x() as usize * BN;
     if warpgroup == 0 {
@@ -235,13 +304,13 @@ unsafe fn matmul_wgmma<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: 
         if thread::thread_idx_x() == 0 {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps.add(1));
-            produce(&ring, maps, m0, n0, k_tiles, 0);
+            produce::<T>(&ring, maps, m0, n0, k_tiles, 0);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<F16>(&ring, k_tiles, 0, consumer, &mut acc);
+        consume::<T>(&ring, k_tiles, 0, consumer, &mut acc);
         store_tile(c, &acc, m0, n0, consumer, m, n);
     }
 }
@@ -254,12 +323,21 @@ unsafe fn matmul_wgmma<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: 
 /// `THREADS` threads, a grid of `⌈n / BN⌉ × ⌈m / BM⌉`, `SHARED_BYTES` of dynamic shared memory.
 #[kernel]
 pub unsafe fn matmul_wgmma_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma::<false>(maps, c, m, n, k);
+    matmul_wgmma::<Half<false>>(maps, c, m, n, k);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma::<true>(maps, c, m, n, k);
+    matmul_wgmma::<Half<true>>(maps, c, m, n, k);
+}
+
+/// # Safety
+/// As [`matmul_wgmma_bf16`], with f32 tensor maps of values rounded to TF32: A's (dimensions
+/// {k, m}, box {BK_TF32, BM}) and Bᵀ's ({k, n}: B transposed, n rows of k, box {BK_TF32, BOX_N}),
+/// rows padded to a multiple of 16 bytes.
+#[kernel]
+pub unsafe fn matmul_wgmma_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma::<Tf32>(maps, c, m, n, k);
 }

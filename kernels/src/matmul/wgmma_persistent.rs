@@ -23,10 +23,10 @@
 //!                                   (next group below)
 //! ```
 
-use super::wgmma::{consume, produce, store_tile, Ring};
+use super::wgmma::{consume, produce, store_tile, Half, Input, Ring, Tf32};
 use crate::tensor::hopper::{claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap};
 use cuda_std::prelude::*;
-use interface::wgmma::{BK, BM, BN, GROUP_M, WARPGROUP};
+use interface::wgmma::{BM, BN, GROUP_M, WARPGROUP};
 
 /// Row and column (in tiles) of tile number `tile` in the grouped order.
 #[inline(always)]
@@ -39,10 +39,10 @@ fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) 
 }
 
 #[inline(always)]
-unsafe fn matmul_wgmma_persistent<const F16: bool>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     let ring = Ring::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
-    let k_tiles = (k + BK - 1) / BK;
+    let k_tiles = (k + T::BK - 1) / T::BK;
     let (tiles_m, tiles_n) = ((m + BM - 1) / BM, (n + BN - 1) / BN);
     let tiles = tiles_m * tiles_n;
     let (first_tile, step) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
@@ -55,7 +55,7 @@ unsafe fn matmul_wgmma_persistent<const F16: bool>(maps: *const TensorMap, c: *m
             let mut tile = first_tile;
             while tile < tiles {
                 let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                produce(&ring, maps, row * BM, col * BN, k_tiles, slice);
+                produce::<T>(&ring, maps, row * BM, col * BN, k_tiles, slice);
                 slice += k_tiles;
                 tile += step;
             }
@@ -68,7 +68,7 @@ unsafe fn matmul_wgmma_persistent<const F16: bool>(maps: *const TensorMap, c: *m
         let mut tile = first_tile;
         while tile < tiles {
             let (row, col) = tile_position(tile, tiles_m, tiles_n);
-            consume::<F16>(&ring, k_tiles, slice, consumer, &mut acc);
+            consume::<T>(&ring, k_tiles, slice, consumer, &mut acc);
             store_tile(c, &acc, row * BM, col * BN, consumer, m, n);
             slice += k_tiles;
             tile += step;
@@ -82,12 +82,19 @@ unsafe fn matmul_wgmma_persistent<const F16: bool>(maps: *const TensorMap, c: *m
 /// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<false>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<false>>(maps, c, m, n, k);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_persistent_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<true>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<true>>(maps, c, m, n, k);
+}
+
+/// # Safety
+/// As [`matmul_wgmma_persistent_bf16`], with the TF32 tensor maps of `matmul_wgmma_tf32`.
+#[kernel]
+pub unsafe fn matmul_wgmma_persistent_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    matmul_wgmma_persistent::<Tf32>(maps, c, m, n, k);
 }

@@ -256,17 +256,20 @@ macro_rules! accumulator_slot {
 
 /// `wgmma.mma_async` of shape `$shape` (the instruction's suffix) on the accumulators
 /// `$d[e]` for each listed `e`, as one `asm!` with one in-out register per accumulator.
-/// `imm-scale-a`, `imm-scale-b` are 1 (no negation); `imm-trans-a` 0 (A contiguous along k),
-/// `imm-trans-b` 1 (B contiguous along n).
+/// `$flags` are the immediates after the predicate: `imm-scale-a`, `imm-scale-b` 1 (no
+/// negation) and, for 16-bit inputs, `imm-trans-a` 0 (A contiguous along k) and `imm-trans-b`
+/// 1 (B contiguous along n); TF32 takes no transpose flags (both operands contiguous along k).
 macro_rules! wgmma_asm {
-    ($shape:literal, $d:ident, $a:ident, $b:ident, $scale:ident, [$first:expr $(, $i:expr)*]) => {
+    ($shape:literal, $flags:literal, $d:ident, $a:ident, $b:ident, $scale:ident, [$first:expr $(, $i:expr)*]) => {
         asm!(
             concat!(
                 "{{ .reg .pred p; setp.ne.b32 p, {s}, 0; wgmma.mma_async.sync.aligned.",
                 $shape,
                 " {{{}",
                 $(accumulator_slot!($i),)*
-                "}}, {a}, {b}, p, 1, 1, 0, 1; }}"
+                "}}, {a}, {b}, p, ",
+                $flags,
+                "; }}"
             ),
             inout(reg32) $d[$first],
             $(inout(reg32) $d[$i],)*
@@ -277,42 +280,63 @@ macro_rules! wgmma_asm {
     };
 }
 
-/// Defines a wgmma function for one input type at `m64n256k16`.
-macro_rules! wgmma_m64n256k16 {
-    ($(#[$doc:meta])* $name:ident, $shape:literal) => {
+/// Defines a wgmma function for one input type at `m64n256k16` (16-bit) or `m64n256k8` (TF32).
+macro_rules! wgmma_m64n256 {
+    ($(#[$doc:meta])* $name:ident, $shape:literal, $flags:literal, $k:literal, $b_layout:literal) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// All 128 threads of an aligned warpgroup call it together with the same descriptors,
-        /// after [`wgmma_fence`]; `a` describes a 64×16 tile of A contiguous along k and `b` a
-        /// 16×256 tile of B contiguous along n, both with the 128-byte swizzle, in shared memory
-        /// that holds them (TMA complete, mbarrier waited) and stays unchanged until a
-        /// [`wgmma_wait`] covers this product; `d` is not touched by other instructions until
-        /// then either.
+        /// after [`wgmma_fence`]; `a` describes a 64×k tile of A contiguous along k and `b` a
+        /// k×256 tile of B
+        #[doc = $b_layout]
+        /// both with the 128-byte swizzle, in shared memory that holds them (TMA complete,
+        /// mbarrier waited) and stays unchanged until a [`wgmma_wait`] covers this product; `d`
+        /// is not touched by other instructions until then either. (k is
+        #[doc = $k]
+        /// here.)
         #[inline(always)]
         pub unsafe fn $name(d: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
             let scale = accumulate as u32;
-            $crate::count_up!([x x x x x x x] 1, [0], wgmma_asm!($shape, d, a, b, scale,));
+            $crate::count_up!([x x x x x x x] 1, [0], wgmma_asm!($shape, $flags, d, a, b, scale,));
         }
     };
 }
 
-wgmma_m64n256k16!(
+wgmma_m64n256!(
     /// `D (64×256, f32) = A (64×16, bf16) · B (16×256, bf16) + (accumulate ? D : 0)`.
     /// `d` holds the accumulators' bits (`f32::to_bits`): `asm!` has no float register class
     /// on nvptx, and an accumulator moved between `.f32` and `.b32` registers between two
     /// products would be a use of a register the tensor cores are still writing, which ptxas
-    /// guards by waiting for every product in flight. Thread `t` of the warpgroup holds, for each group `j` of 8 columns, `d[4j..4j+2]` at
-    /// row `16·(t/32) + (t%32)/4`, columns `8j + 2·(t%4)` and the next, and `d[4j+2..4j+4]`
-    /// 8 rows below.
+    /// guards by waiting for every product in flight. Thread `t` of the warpgroup holds, for
+    /// each group `j` of 8 columns, `d[4j..4j+2]` at row `16·(t/32) + (t%32)/4`, columns
+    /// `8j + 2·(t%4)` and the next, and `d[4j+2..4j+4]` 8 rows below.
     wgmma_m64n256k16_bf16,
-    "m64n256k16.f32.bf16.bf16"
+    "m64n256k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,"
 );
 
-wgmma_m64n256k16!(
+wgmma_m64n256!(
     /// As [`wgmma_m64n256k16_bf16`] with f16 inputs.
     wgmma_m64n256k16_f16,
-    "m64n256k16.f32.f16.f16"
+    "m64n256k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,"
+);
+
+wgmma_m64n256!(
+    /// As [`wgmma_m64n256k16_bf16`] for TF32 inputs (f32 bits whose low 13 mantissa bits the
+    /// tensor cores ignore) and k = 8: the same accumulator layout, at half the k per
+    /// instruction. TF32's wgmma reads both operands contiguous along k only, so `b`
+    /// describes Bᵀ: 256 rows of n, each 8 values of k.
+    wgmma_m64n256k8_tf32,
+    "m64n256k8.f32.tf32.tf32",
+    "1, 1",
+    "8",
+    "contiguous along k (rows of Bᵀ),"
 );
 
 /// Defines a `setmaxnreg` function for one direction and register count.

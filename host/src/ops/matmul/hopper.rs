@@ -1,27 +1,30 @@
 //! Host side of the Hopper matrix products (`kernels/src/matmul/wgmma.rs`): `C = A × B` with A
-//! (m×k) and B (k×n) row-major in BF16 or FP16, C (m×n) in f32.
+//! (m×k) and B (k×n) row-major in BF16 or FP16, C (m×n) in f32. For TF32 the kernels read B
+//! transposed (Bᵀ, n×k, f32 values rounded to TF32): its wgmma takes B contiguous along k only.
 //!
 //! The kernels read A and B through TMA, so the host describes each matrix in a *tensor map*
 //! (`cuTensorMapEncodeTiled`, looked up in the driver: cust's bindings predate it): its
 //! address, dimensions, row stride, the box one copy moves and the shared-memory swizzle. The
 //! two maps go to the GPU in a small buffer whose address the kernel takes.
 //!
-//! TMA needs every row stride to be a multiple of 16 bytes: 8 elements of 16 bits. [`launch`]
-//! copies a matrix whose row length is not a multiple of 8 into one whose rows are padded to
-//! it (`cuMemcpy2D`); the maps still carry the true k and n, so the padding is never read.
+//! TMA needs every row stride to be a multiple of 16 bytes: 8 elements of 16 bits, 4 of 32.
+//! [`launch`] copies a matrix whose rows are not into one whose rows are padded to it
+//! (`cuMemcpy2D`); the maps still carry the true k and n, so the padding is never read.
 
 use crate::gpu::{
     driver_result, product, refuse, require_aligned, require_kernel, require_len, Gpu, GpuError, GpuResult, KernelArgs,
     LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
-use interface::wgmma::{BK, BM, BN, BOX_N, SHARED_BYTES, THREADS};
+use interface::wgmma::{BK, BK_TF32, BM, BN, BOX_N, SHARED_BYTES, THREADS};
 use rayon::prelude::*;
 use std::ffi::c_void;
 
-/// The 16-bit input type of a Hopper matrix product.
+/// The input type of a Hopper matrix product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
+    /// f32 values rounded to TF32, B given transposed.
+    Tf32,
     Bf16,
     F16,
 }
@@ -40,8 +43,10 @@ impl Step {
 
     pub fn kernel(self, precision: Precision) -> &'static str {
         match (self, precision) {
+            (Step::Pipelined, Precision::Tf32) => "matmul_wgmma_tf32",
             (Step::Pipelined, Precision::Bf16) => "matmul_wgmma_bf16",
             (Step::Pipelined, Precision::F16) => "matmul_wgmma_f16",
+            (Step::Persistent, Precision::Tf32) => "matmul_wgmma_persistent_tf32",
             (Step::Persistent, Precision::Bf16) => "matmul_wgmma_persistent_bf16",
             (Step::Persistent, Precision::F16) => "matmul_wgmma_persistent_f16",
         }
@@ -59,36 +64,82 @@ pub fn kernel_of(kernel: &str) -> Option<(Step, Precision)> {
 }
 
 impl Precision {
-    pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::F16];
+    pub const ALL: [Precision; 3] = [Precision::Tf32, Precision::Bf16, Precision::F16];
 
     pub fn name(self) -> &'static str {
         match self {
+            Precision::Tf32 => "tf32",
             Precision::Bf16 => "bf16",
             Precision::F16 => "f16",
         }
     }
 
-    /// `CU_TENSOR_MAP_DATA_TYPE_BFLOAT16` or `_FLOAT16`.
+    /// Bytes of one element as the kernels read it: TF32 values are f32 bits.
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::Tf32 => 4,
+            Precision::Bf16 | Precision::F16 => 2,
+        }
+    }
+
+    /// `CU_TENSOR_MAP_DATA_TYPE_FLOAT32`, `_BFLOAT16` or `_FLOAT16`.
     fn tensor_map_type(self) -> u32 {
         match self {
+            Precision::Tf32 => 7,
             Precision::Bf16 => 9,
             Precision::F16 => 6,
         }
     }
 
+    /// k per stage, one 128-byte row of the swizzle.
+    fn bk(self) -> usize {
+        match self {
+            Precision::Tf32 => BK_TF32,
+            Precision::Bf16 | Precision::F16 => BK,
+        }
+    }
+
+    /// Rows and columns of the B operand the kernels read for a `k × n` B: Bᵀ for TF32.
+    pub fn b_shape(self, n: usize, k: usize) -> (usize, usize) {
+        match self {
+            Precision::Tf32 => (n, k),
+            Precision::Bf16 | Precision::F16 => (k, n),
+        }
+    }
+
+    /// The 16-bit type, if this is one.
+    pub fn half(self) -> Option<Half> {
+        match self {
+            Precision::Tf32 => None,
+            Precision::Bf16 => Some(Half::Bf16),
+            Precision::F16 => Some(Half::F16),
+        }
+    }
+}
+
+/// A 16-bit input type, as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Half {
+    Bf16,
+    F16,
+}
+
+impl Half {
+    pub const ALL: [Half; 2] = [Half::Bf16, Half::F16];
+
     /// `x` rounded to this type (to nearest, ties to even), as its bits.
     pub fn round(self, x: f32) -> u16 {
         match self {
-            Precision::Bf16 => bf16_bits(x),
-            Precision::F16 => f16_bits(x),
+            Half::Bf16 => bf16_bits(x),
+            Half::F16 => f16_bits(x),
         }
     }
 
     /// The value of the bits `h` of this type.
     pub fn value(self, h: u16) -> f32 {
         match self {
-            Precision::Bf16 => f32::from_bits((h as u32) << 16),
-            Precision::F16 => f16_value(h),
+            Half::Bf16 => f32::from_bits((h as u32) << 16),
+            Half::F16 => f16_value(h),
         }
     }
 }
@@ -146,50 +197,65 @@ pub struct TensorMap([u64; 16]);
 // SAFETY: plain bytes with no pointers the host owns (the address inside is a device address).
 unsafe impl DeviceCopy for TensorMap {}
 
-/// The row stride of a matrix with `cols` 16-bit elements per row that TMA accepts: rounded up
-/// to 8 elements, 16 bytes.
-pub fn tma_stride(cols: usize) -> usize {
-    cols.div_ceil(8) * 8
+/// The row stride of a matrix with `cols` elements of `bytes` each per row that TMA accepts:
+/// rounded up to 16 bytes.
+pub fn tma_stride(cols: usize, bytes: usize) -> usize {
+    let unit = 16 / bytes;
+    cols.div_ceil(unit) * unit
 }
 
-/// A and B as the kernels read them: row-major 16-bit matrices with row strides `lda` and `ldb`
-/// (elements), A m×k and B k×n.
-#[derive(Clone, Copy)]
-pub struct Operands<'a> {
+/// A and B as the kernels read them: row-major matrices of `T` (u16 bits for BF16 and FP16,
+/// f32 for TF32) with row strides `lda` and `ldb` (elements), A m×k and B k×n, or for TF32
+/// Bᵀ n×k ([`Precision::b_shape`]).
+pub struct Operands<'a, T: DeviceCopy> {
     pub precision: Precision,
-    pub a: &'a DeviceSlice<u16>,
+    pub a: &'a DeviceSlice<T>,
     pub lda: usize,
-    pub b: &'a DeviceSlice<u16>,
+    pub b: &'a DeviceSlice<T>,
     pub ldb: usize,
     pub m: usize,
     pub n: usize,
     pub k: usize,
 }
 
-impl Operands<'_> {
+impl<T: DeviceCopy> Clone for Operands<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for Operands<'_, T> {}
+
+impl<T: DeviceCopy> Operands<'_, T> {
     /// Elements of A and of B the kernels may read: to the end of the last row.
     fn spans(&self, kernel: &str) -> GpuResult<(usize, usize)> {
+        let (b_rows, b_cols) = self.precision.b_shape(self.n, self.k);
         let a = product(kernel, self.m - 1, self.lda)?.checked_add(self.k);
-        let b = product(kernel, self.k - 1, self.ldb)?.checked_add(self.n);
+        let b = product(kernel, b_rows - 1, self.ldb)?.checked_add(b_cols);
         a.zip(b).ok_or_else(|| refuse(kernel, "the matrices' extents overflow"))
     }
 
-    /// What TMA and the kernels need of A and B: dimensions of at least 1 that a tensor map
-    /// holds (below 2^32), strides that are multiples of 16 bytes and cover a row, buffers
-    /// that long, 16-byte aligned.
+    /// What TMA and the kernels need of A and B: elements of the precision's size, dimensions
+    /// of at least 1 that a tensor map holds (below 2^32), strides that are multiples of 16
+    /// bytes and cover a row, buffers that long, 16-byte aligned.
     fn check(&self, kernel: &str) -> GpuResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
+        let bytes = self.precision.bytes();
+        if size_of::<T>() != bytes {
+            let reason = format!("{} takes {bytes}-byte elements, not {}", self.precision.name(), size_of::<T>());
+            return Err(refuse(kernel, reason));
+        }
         if m == 0 || n == 0 || k == 0 {
             return Err(refuse(kernel, format!("{m}×{n}×{k}: every dimension must be at least 1")));
         }
         if [m, n, k].iter().any(|&d| d >= 1 << 32) {
             return Err(refuse(kernel, "a dimension of 2^32 or more does not fit a tensor map"));
         }
-        for (what, ld, cols) in [("A", self.lda, k), ("B", self.ldb, n)] {
-            if ld < cols || ld % 8 != 0 {
+        let (_, b_cols) = self.precision.b_shape(n, k);
+        for (what, ld, cols) in [("A", self.lda, k), ("B", self.ldb, b_cols)] {
+            if ld < cols || ld != tma_stride(ld, bytes) {
                 return Err(refuse(
                     kernel,
-                    format!("{what}'s row stride {ld} must cover its {cols} columns and be a multiple of 8 elements"),
+                    format!("{what}'s row stride {ld} must cover its {cols} columns and be a multiple of 16 bytes"),
                 ));
             }
         }
@@ -202,8 +268,8 @@ impl Operands<'_> {
 }
 
 /// The two tensor maps of some [`Operands`] in device memory, where the kernels read them.
-pub struct TensorMaps<'a> {
-    operands: Operands<'a>,
+pub struct TensorMaps<'a, T: DeviceCopy> {
+    operands: Operands<'a, T>,
     device: &'a DeviceSlice<TensorMap>,
 }
 
@@ -239,9 +305,9 @@ fn encode_tiled() -> GpuResult<EncodeTiled> {
     Ok(unsafe { std::mem::transmute::<*mut c_void, EncodeTiled>(function) })
 }
 
-/// The tensor map of a row-major `rows × cols` matrix at `address` with row stride `ld`
-/// (elements), copied in boxes of `box_rows × box_cols` with the 128-byte swizzle; the parts of
-/// a box outside the matrix are filled with zeros.
+/// The tensor map of a row-major `rows × cols` matrix of `precision` at `address` with row
+/// stride `ld` (elements), copied in boxes of `box_dims` (contiguous dimension first) with the
+/// 128-byte swizzle; the parts of a box outside the matrix are filled with zeros.
 fn encode(
     precision: Precision,
     address: u64,
@@ -253,7 +319,7 @@ fn encode(
     let encode = encode_tiled()?;
     let mut map = TensorMap([0; 16]);
     let dims = [cols as u64, rows as u64];
-    let strides = [(ld * 2) as u64];
+    let strides = [(ld * precision.bytes()) as u64];
     let element_strides = [1u32, 1];
     let (no_interleave, swizzle_128b, l2_promote_256b, zero_fill) = (0, 3, 3, 0);
     // SAFETY: every pointer is to a live local of the length the rank (2) implies; `map` is
@@ -284,17 +350,21 @@ fn encode(
     Ok(map)
 }
 
-impl<'a> TensorMaps<'a> {
-    /// Encodes the maps of `operands` (A in boxes of `BM × BK`, B in boxes of `BK × BOX_N`)
-    /// and copies them into `device`.
-    pub fn upload(operands: Operands<'a>, device: &'a mut DeviceBuffer<TensorMap>) -> GpuResult<Self> {
+impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
+    /// Encodes the maps of `operands` (A in boxes of `BM` rows by one stage of k; B in boxes of
+    /// one stage of k by `BOX_N` columns, for TF32 `BOX_N` rows of Bᵀ) and copies them into
+    /// `device`.
+    pub fn upload(operands: Operands<'a, T>, device: &'a mut DeviceBuffer<TensorMap>) -> GpuResult<Self> {
         let kernel = Step::Pipelined.kernel(operands.precision);
         operands.check(kernel)?;
         require_len(kernel, "the tensor maps' buffer", device, 2)?;
         let Operands { precision, a, lda, b, ldb, m, n, k } = operands;
+        let (bk, box_n) = (precision.bk() as u32, BOX_N as u32);
+        let (b_rows, b_cols) = precision.b_shape(n, k);
+        let b_box = if precision == Precision::Tf32 { [bk, box_n] } else { [box_n, bk] };
         let maps = [
-            encode(precision, a.as_device_ptr().as_raw(), m, k, lda, [BK as u32, BM as u32])?,
-            encode(precision, b.as_device_ptr().as_raw(), k, n, ldb, [BOX_N as u32, BK as u32])?,
+            encode(precision, a.as_device_ptr().as_raw(), m, k, lda, [bk, BM as u32])?,
+            encode(precision, b.as_device_ptr().as_raw(), b_rows, b_cols, ldb, b_box)?,
         ];
         cust::memory::CopyDestination::copy_from(&mut device.index(..2), &maps[..])
             .map_err(|source| GpuError::Cuda { what: "copying the tensor maps to the GPU".into(), source })?;
@@ -306,15 +376,15 @@ impl<'a> TensorMaps<'a> {
     ///
     /// # Safety
     /// `device` holds the tensor maps [`TensorMaps::upload`] would write for `operands`.
-    pub unsafe fn assume_uploaded(operands: Operands<'a>, device: &'a DeviceSlice<TensorMap>) -> Self {
+    pub unsafe fn assume_uploaded(operands: Operands<'a, T>, device: &'a DeviceSlice<TensorMap>) -> Self {
         Self { operands, device }
     }
 }
 
 /// The arguments of the Hopper kernels: the tensor maps of A and B, C, and the dimensions;
 /// `blocks`, the persistent kernels' grid (one per SM; fewer when there are fewer tiles).
-pub struct WgmmaArgs<'a> {
-    pub maps: &'a TensorMaps<'a>,
+pub struct WgmmaArgs<'a, T: DeviceCopy> {
+    pub maps: &'a TensorMaps<'a, T>,
     pub c: &'a DeviceSlice<f32>,
     pub m: usize,
     pub n: usize,
@@ -325,10 +395,11 @@ pub struct WgmmaArgs<'a> {
 // SAFETY: the maps describe A and B (`TensorMaps` is built by encoding them, or by an unsafe
 // promise that it was), which `Operands::check` verified long enough, 16-byte aligned, with
 // strides TMA takes, for the dimensions `m`, `n`, `k` checked equal to these; the kernel's
-// precision is the maps'. C holds `m·n` floats and overlaps neither matrix. The maps' buffer
+// precision is the maps' (and their element type its). C holds `m·n` floats and overlaps
+// neither matrix. The maps' buffer
 // holds two, 64-byte aligned. The shape is the one the kernels are written for. The
 // parameters are `maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize`.
-unsafe impl KernelArgs for WgmmaArgs<'_> {
+unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let operands = &self.maps.operands;
         let kernels = Step::ALL.map(|s| s.kernel(operands.precision));
@@ -375,15 +446,16 @@ pub fn launch_config(step: Step, m: usize, n: usize, blocks: u32) -> GpuResult<L
 }
 
 /// `matrix` (`rows × cols`, dense) with its rows padded to `ld` elements, in a new buffer.
-fn padded(
+fn padded<T: DeviceCopy + bytemuck::Pod>(
     gpu: &Gpu,
     what: &str,
-    matrix: &DeviceSlice<u16>,
+    matrix: &DeviceSlice<T>,
     rows: usize,
     cols: usize,
     ld: usize,
-) -> GpuResult<DeviceBuffer<u16>> {
-    let out = gpu.poisoned::<u16>(what, rows * ld)?;
+) -> GpuResult<DeviceBuffer<T>> {
+    let out = gpu.poisoned::<T>(what, rows * ld)?;
+    let bytes = size_of::<T>();
     let copy = cust::sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
         srcY: 0,
@@ -391,49 +463,50 @@ fn padded(
         srcHost: std::ptr::null(),
         srcDevice: matrix.as_device_ptr().as_raw(),
         srcArray: std::ptr::null_mut(),
-        srcPitch: cols * 2,
+        srcPitch: cols * bytes,
         dstXInBytes: 0,
         dstY: 0,
         dstMemoryType: cust::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
         dstHost: std::ptr::null_mut(),
         dstDevice: out.as_device_ptr().as_raw(),
         dstArray: std::ptr::null_mut(),
-        dstPitch: ld * 2,
-        WidthInBytes: cols * 2,
+        dstPitch: ld * bytes,
+        WidthInBytes: cols * bytes,
         Height: rows,
     };
     // SAFETY: both buffers hold `rows` rows of their pitch (the caller checked `matrix` has
     // `rows · cols` elements; `out` was just allocated with `rows · ld`), and the copy reads and
-    // writes `cols · 2` bytes of each row.
+    // writes `cols` elements of each row.
     let result = unsafe { cust::sys::cuMemcpy2D_v2(&copy) };
     driver_result(result, format!("padding the rows of {what}"))?;
     Ok(out)
 }
 
 /// Runs `body` with the arguments of `C = A × B` on the Hopper kernel `kernel`, A (`m×k`) and B
-/// (`k×n`) dense row-major 16-bit matrices of the kernel's precision, C `m×n` f32: rows whose
-/// length TMA cannot stride over are padded into copies first, and the tensor maps encoded
-/// and uploaded, once for all of `body`'s launches.
+/// (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of the kernel's precision, C `m×n`
+/// f32: rows whose length TMA cannot stride over are padded into copies first, and the tensor
+/// maps encoded and uploaded, once for all of `body`'s launches.
 #[allow(clippy::too_many_arguments)]
-pub fn with_args<R>(
+pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     gpu: &Gpu,
     kernel: &str,
-    a: &DeviceSlice<u16>,
-    b: &DeviceSlice<u16>,
+    a: &DeviceSlice<T>,
+    b: &DeviceSlice<T>,
     c: &DeviceSlice<f32>,
     (m, n, k): (usize, usize, usize),
-    body: impl FnOnce(&WgmmaArgs) -> GpuResult<R>,
+    body: impl FnOnce(&WgmmaArgs<T>) -> GpuResult<R>,
 ) -> GpuResult<R> {
     let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
-    let dense = Operands { precision, a, lda: k, b, ldb: n, m, n, k };
-    if m == 0 || n == 0 || k == 0 {
+    let (b_rows, b_cols) = precision.b_shape(n, k);
+    let dense = Operands { precision, a, lda: k, b, ldb: b_cols, m, n, k };
+    if m == 0 || n == 0 || k == 0 || size_of::<T>() != precision.bytes() {
         return Err(dense.check(kernel).err().unwrap_or_else(|| refuse(kernel, "an empty product")));
     }
     require_len(kernel, "A", a, product(kernel, m, k)?)?;
-    require_len(kernel, "B", b, product(kernel, k, n)?)?;
-    let (lda, ldb) = (tma_stride(k), tma_stride(n));
+    require_len(kernel, "B", b, product(kernel, b_rows, b_cols)?)?;
+    let (lda, ldb) = (tma_stride(k, size_of::<T>()), tma_stride(b_cols, size_of::<T>()));
     let a_padded = if lda == k { None } else { Some(padded(gpu, "A", a, m, k, lda)?) };
-    let b_padded = if ldb == n { None } else { Some(padded(gpu, "B", b, k, n, ldb)?) };
+    let b_padded = if ldb == b_cols { None } else { Some(padded(gpu, "B", b, b_rows, b_cols, ldb)?) };
     let operands =
         Operands { a: a_padded.as_deref().unwrap_or(a), lda, b: b_padded.as_deref().unwrap_or(b), ldb, ..dense };
     // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before a kernel reads them.
@@ -449,11 +522,11 @@ pub fn with_args<R>(
 
 /// `C = A × B` on the Hopper kernel `kernel` (see [`with_args`]), finished on return.
 #[allow(clippy::too_many_arguments)]
-pub fn launch(
+pub fn launch<T: DeviceCopy + bytemuck::Pod>(
     gpu: &Gpu,
     kernel: &str,
-    a: &DeviceSlice<u16>,
-    b: &DeviceSlice<u16>,
+    a: &DeviceSlice<T>,
+    b: &DeviceSlice<T>,
     c: &DeviceSlice<f32>,
     m: usize,
     n: usize,
@@ -462,8 +535,8 @@ pub fn launch(
     with_args(gpu, kernel, a, b, c, (m, n, k), |args| gpu.launch(kernel, args))
 }
 
-/// The CPU reference of row `i` of `C = A × B` for 16-bit inputs given as their values: f64
-/// sums, and beside each element the sum of `|a·b|` its tolerance scales with.
+/// The CPU reference of row `i` of `C = A × B` for inputs given as their values: f64 sums, and
+/// beside each element the sum of `|a·b|` its tolerance scales with.
 pub fn reference_row(a: &[f32], b: &[f32], n: usize, k: usize, i: usize) -> (Vec<f64>, Vec<f64>) {
     let (mut c, mut magnitude) = (vec![0.0f64; n], vec![0.0f64; n]);
     for p in 0..k {
@@ -478,7 +551,8 @@ pub fn reference_row(a: &[f32], b: &[f32], n: usize, k: usize, i: usize) -> (Vec
 }
 
 /// The tolerance of an element whose terms sum to `magnitude` in absolute value. A product of
-/// two 16-bit floats is exact in f32, so the GPU's only error is its f32 accumulation: at most
+/// two 16-bit floats, or of two TF32 values (11 significant bits each), is exact in f32, so the
+/// GPU's only error is its f32 accumulation: at most
 /// `k·u·Σ|a·b|` (u = 2^-24) when each addition rounds, twice that if the tensor cores truncate.
 /// Four times `k·u` leaves room for the order of additions; the f64 reference is exact to far
 /// below that.
@@ -504,9 +578,35 @@ pub struct Outcome {
     pub timing: crate::gpu::Timing,
 }
 
-/// The Hopper tests' run: random A and B in [-1, 1) rounded to the kernel's precision on the host (each
-/// value as this precision holds it), `C = A × B` on the GPU with `kernel`, checked against
-/// [`reference_row`] on [`checked_rows`], then timed over `launches` launches.
+/// One product of [`run`], launched once, then timed.
+struct Timed<'a> {
+    gpu: &'a Gpu,
+    kernel: &'a str,
+    c: &'a DeviceSlice<f32>,
+    dims: (usize, usize, usize),
+    launches: usize,
+    cache: crate::gpu::Cache,
+}
+
+impl Timed<'_> {
+    fn run<T: DeviceCopy + bytemuck::Pod>(
+        &self,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+    ) -> GpuResult<crate::gpu::Timing> {
+        let Timed { gpu, kernel, c, dims, launches, cache } = *self;
+        with_args(gpu, kernel, a, b, c, dims, |args| {
+            gpu.launch(kernel, args)?;
+            gpu.synchronize(kernel)?;
+            gpu.time(launches, cache, || Ok(()), || gpu.launch(kernel, args))
+        })
+    }
+}
+
+/// The Hopper tests' run: random A and B in [-1, 1) rounded to the kernel's precision on the
+/// host (each value as this precision holds it; for TF32, B uploaded transposed), `C = A × B` on
+/// the GPU with `kernel`, checked against [`reference_row`] on [`checked_rows`], then timed over
+/// `launches` launches.
 pub fn run(
     gpu: &Gpu,
     kernel: &str,
@@ -518,19 +618,28 @@ pub fn run(
     use rand::{Rng, SeedableRng};
     let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let mut random =
-        |len: usize| -> Vec<u16> { (0..len).map(|_| precision.round(rng.random_range(-1.0..1.0))).collect() };
-    let (a16, b16) = (random(product("wgmma", m, k)?), random(product("wgmma", k, n)?));
-    let (a, b) = (gpu.upload("A", &a16)?, gpu.upload("B", &b16)?);
+    let mut random = |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let (a, b) = (random(product("wgmma", m, k)?), random(product("wgmma", k, n)?));
     let c = gpu.poisoned::<f32>("C", product("wgmma", m, n)?)?;
-    let timing = with_args(gpu, kernel, &a, &b, &c, (m, n, k), |args| {
-        gpu.launch(kernel, args)?;
-        gpu.synchronize(kernel)?;
-        gpu.time(launches, cache, || Ok(()), || gpu.launch(kernel, args))
-    })?;
+    let time = Timed { gpu, kernel, c: &c, dims: (m, n, k), launches, cache };
+    // The values each precision holds, and the timing of the product on them.
+    let (a, b, timing) = match precision.half() {
+        Some(half) => {
+            let bits = |x: &[f32]| -> Vec<u16> { x.iter().map(|&v| half.round(v)).collect() };
+            let (a16, b16) = (bits(&a), bits(&b));
+            let timing = time.run(&*gpu.upload("A", &a16)?, &*gpu.upload("B", &b16)?)?;
+            let values = |h: &[u16]| -> Vec<f32> { h.iter().map(|&x| half.value(x)).collect() };
+            (values(&a16), values(&b16), timing)
+        }
+        None => {
+            let round = |x: &[f32]| -> Vec<f32> { x.iter().map(|&v| super::tensor::round_tf32(v)).collect() };
+            let (a, b) = (round(&a), round(&b));
+            let bt: Vec<f32> = (0..n * k).map(|e| b[e % k * n + e / k]).collect();
+            let timing = time.run(&*gpu.upload("A", &a)?, &*gpu.upload("Bᵀ", &bt)?)?;
+            (a, b, timing)
+        }
+    };
     let result = gpu.download("C", &c, m * n)?;
-    let values = |h: &[u16]| -> Vec<f32> { h.iter().map(|&x| precision.value(x)).collect() };
-    let (a, b) = (values(&a16), values(&b16));
     let worst = checked_rows(m, n, k)
         .into_par_iter()
         .map(|i| {
@@ -558,10 +667,10 @@ mod tests {
     #[test]
     fn every_finite_16_bit_value_converts_back_to_itself() {
         for h in 0..=u16::MAX {
-            for precision in Precision::ALL {
-                let x = precision.value(h);
+            for half in Half::ALL {
+                let x = half.value(h);
                 if x.is_finite() {
-                    assert_eq!(precision.round(x), h, "{:?} {:#06x} = {}", precision, h, x);
+                    assert_eq!(half.round(x), h, "{:?} {:#06x} = {}", half, h, x);
                 }
             }
         }
@@ -570,14 +679,14 @@ mod tests {
     #[test]
     fn rounding_is_to_nearest_even() {
         // Halfway between 1 and the next value: ties go to the even mantissa, 1.
-        assert_eq!(Precision::Bf16.round(1.0 + 2f32.powi(-8)), 0x3f80);
-        assert_eq!(Precision::Bf16.round(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
-        assert_eq!(Precision::F16.round(1.0 + 2f32.powi(-11)), 0x3c00);
-        assert_eq!(Precision::F16.round(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
-        assert_eq!(Precision::F16.round(0.1), 0x2e66);
-        assert_eq!(Precision::F16.round(65520.0), 0x7c00);
-        assert_eq!(Precision::F16.round(2f32.powi(-25)), 0);
-        assert_eq!(Precision::F16.round(3.0 * 2f32.powi(-25)), 2);
+        assert_eq!(Half::Bf16.round(1.0 + 2f32.powi(-8)), 0x3f80);
+        assert_eq!(Half::Bf16.round(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
+        assert_eq!(Half::F16.round(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(Half::F16.round(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
+        assert_eq!(Half::F16.round(0.1), 0x2e66);
+        assert_eq!(Half::F16.round(65520.0), 0x7c00);
+        assert_eq!(Half::F16.round(2f32.powi(-25)), 0);
+        assert_eq!(Half::F16.round(3.0 * 2f32.powi(-25)), 2);
     }
 
     #[test]
@@ -592,6 +701,7 @@ mod tests {
 
     #[test]
     fn tma_strides_are_whole_16_byte_units() {
-        assert_eq!([1, 8, 9, 300].map(tma_stride), [8, 8, 16, 304]);
+        assert_eq!([1, 8, 9, 300].map(|cols| tma_stride(cols, 2)), [8, 8, 16, 304]);
+        assert_eq!([1, 4, 5, 300].map(|cols| tma_stride(cols, 4)), [4, 4, 8, 300]);
     }
 }

@@ -24,7 +24,10 @@ mod tune;
 pub use launch::{tile_label, tile_launch, SgemmArgs, Step, TensorStep};
 pub use options::Options;
 pub use split::split;
-pub use tensor::{round_bf16, round_f16, round_tf32, ConvertArgs, Dtype, MmaArgs, TensorInput};
+pub use tensor::{
+    round_bf16, round_f16, round_tf32, ConvertArgs, ConvertTransposedArgs, Dtype, MmaArgs, TensorInput,
+    CONVERT_TRANSPOSED,
+};
 
 use crate::check::{self, product_scale};
 use crate::gpu::{refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
@@ -35,14 +38,14 @@ use crate::report::{Report, Work};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
-use interface::matmul::TILE_CONFIGS;
+use interface::matmul::{DEFAULT_TILE, TILE_CONFIGS};
 use launch::{launch_config, product_launch};
 use ndarray::{Array2, ArrayView2};
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use tensor::Converted;
-use tune::{cached_tile, tile_notes, tile_variant, TuneTarget};
+use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
 
 /// The types `--dtype` runs on the tensor cores, as the CLI names them.
 const TENSOR_DTYPES: [&str; 3] = ["tf32", "bf16", "f16"];
@@ -68,9 +71,10 @@ pub fn rounded_reference(dtype: Dtype, a: &[f32], b: &[f32], m: usize, n: usize,
 /// The Hopper kernels' input type for `dtype`, if they take it.
 fn hopper_precision(dtype: Dtype) -> Option<hopper::Precision> {
     match dtype {
+        Dtype::Tf32 => Some(hopper::Precision::Tf32),
         Dtype::Bf16 => Some(hopper::Precision::Bf16),
         Dtype::F16 => Some(hopper::Precision::F16),
-        Dtype::F32 | Dtype::Tf32 => None,
+        Dtype::F32 => None,
     }
 }
 
@@ -91,6 +95,8 @@ pub struct Matmul {
     notes: HashMap<String, String>,
     /// Set by `--tune`: the fastest configuration goes there.
     tune: Option<TuneTarget>,
+    /// The Hopper steps of the dtype on another GPU, with why they do not run.
+    unavailable: Vec<(Variant, String)>,
     /// The tolerance's `max(1, max|a|·max|b|)`.
     scale: f64,
     output: Option<PathBuf>,
@@ -120,25 +126,20 @@ impl Matmul {
         for variant in variants.iter().filter(|v| hopper::kernel_of(&v.kernel).is_none()) {
             gpu.validate(&variant.kernel, &product_launch(&variant.kernel, m, n)?)?;
         }
-        // The converted copies, padded, take at most as much again.
-        let copies = if dtype == Dtype::F32 { 1 } else { 2 };
+        let hopper = variants.iter().any(|v| hopper::kernel_of(&v.kernel).is_some());
+        // The converted copies, padded, take at most as much again (TF32 on Hopper: B twice).
+        let copies = match dtype {
+            Dtype::F32 => 1,
+            Dtype::Tf32 if hopper => 3,
+            _ => 2,
+        };
         gpu.ensure_fits("matmul's A, B and C", 4 * (copies * (m * k + k * n + 8 * (m + k)) + m * n) as u64)?;
         let (a, b) = inputs();
         tensor::require_in_range(dtype, &a, &b)?;
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
-        let converted = tensor::convert(gpu, dtype, (&da, &db), (m, n, k))?;
+        let converted = tensor::convert(gpu, dtype, (&da, &db), (m, n, k), hopper)?;
         let hopper_maps = match (&converted, hopper_precision(dtype)) {
-            (Some(converted), Some(precision)) if variants.iter().any(|v| hopper::kernel_of(&v.kernel).is_some()) => {
-                let operands = converted
-                    .hopper_operands(precision, (m, n, k))
-                    .ok_or_else(|| GpuError::InvalidInput("the Hopper steps take 16-bit inputs".into()))?;
-                // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before any
-                // kernel reads them.
-                let mut device = unsafe { DeviceBuffer::<hopper::TensorMap>::uninitialized(2) }
-                    .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
-                hopper::TensorMaps::upload(operands, &mut device)?;
-                Some(device)
-            }
+            (Some(converted), Some(precision)) if hopper => Some(converted.upload_hopper_maps(precision, (m, n, k))?),
             _ => None,
         };
         let dc = gpu.poisoned::<f32>("C", m * n)?;
@@ -157,6 +158,7 @@ impl Matmul {
             variants,
             notes,
             tune: None,
+            unavailable: Vec::new(),
             scale,
             output: None,
             expected,
@@ -173,15 +175,10 @@ impl Matmul {
             (None, _) => gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k }),
             (Some(converted), (_, _, None)) => converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)),
             (Some(converted), (Some(device), Some(precision), Some(_))) => {
-                let operands = converted
-                    .hopper_operands(precision, (m, n, k))
-                    .ok_or_else(|| refuse(kernel, "its inputs are not 16-bit"))?;
-                // SAFETY: `with_inputs` uploaded `device` with `TensorMaps::upload` for these
-                // operands (the converted buffers, never moved or rewritten since) in this
-                // precision; a kernel of the other precision is refused by the maps' check.
-                let maps = unsafe { hopper::TensorMaps::assume_uploaded(operands, device) };
-                let blocks = gpu.info.multiprocessors as u32;
-                gpu.launch_on(stream, kernel, &hopper::WgmmaArgs { maps: &maps, c: &self.dc, m, n, k, blocks })
+                // SAFETY: `with_inputs` wrote `device` with `upload_hopper_maps` on these
+                // converted buffers (never moved or rewritten since), for this precision and
+                // shape; a kernel of another precision is refused by the maps' check.
+                unsafe { converted.launch_hopper(gpu, stream, kernel, (precision, device), &self.dc, (m, n, k)) }
             }
             (Some(_), _) => Err(refuse(kernel, format!("--dtype {} has no tensor maps for it", self.dtype.name()))),
         }
@@ -207,7 +204,7 @@ impl Matmul {
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16); --tune picks vec4's tile sizes";
+        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16: mma.sync, and wgmma on Hopper); --tune keeps the fastest tile (f32) or step (a --dtype)";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -280,10 +277,11 @@ impl Kernel for Matmul {
 
     fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
         if let Some(step) = options.dtype.step() {
-            let f32_only = !options.variants.is_empty() || options.tune || options.all_configs;
+            // Its other steps, the Hopper ones, join in `prepare`, where the GPU is known.
+            let f32_only = !options.variants.is_empty() || options.all_configs;
             require(!f32_only, || {
                 format!(
-                    "--variant, --tune and --all-configs pick among the f32 steps; --dtype {} has one",
+                    "--variant and --all-configs pick among the f32 steps; --dtype {} runs all of its steps",
                     options.dtype.name()
                 )
             })?;
@@ -299,7 +297,10 @@ impl Kernel for Matmul {
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
         let (shape, inputs) = shape_and_files(options)?;
         let (m, n, _) = shape;
-        let class = shape_class(shape);
+        let class = match options.dtype {
+            Dtype::F32 => shape_class(shape),
+            dtype => format!("{} {}", shape_class(shape), dtype.name()),
+        };
         let device = tuning::device_key(&gpu.info);
         // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
         let cache_path = match (&options.tuning_cache, options.tune) {
@@ -308,12 +309,20 @@ impl Kernel for Matmul {
             (None, false) => tuning::default_path().ok(),
         };
         let mut variants = Self::variants_for(options)?;
-        // The wgmma steps beside the mma.sync one, where the Hopper module is loaded.
-        if let (Some(precision), Some(_)) = (hopper_precision(options.dtype), &gpu.hopper) {
-            variants.extend(hopper::Step::ALL.map(|s| Variant::new(s.kernel(precision), s.kernel(precision))));
+        // The wgmma steps beside the mma.sync one where the Hopper module is loaded; on another
+        // GPU the report names them with the reason (`Gpu::function`'s "needs sm_90").
+        let mut unavailable = Vec::new();
+        if let Some(precision) = hopper_precision(options.dtype) {
+            for step in hopper::Step::ALL {
+                let kernel = step.kernel(precision);
+                match gpu.function(kernel) {
+                    Ok(_) => variants.push(Variant::new(kernel, kernel)),
+                    Err(why) => unavailable.push((Variant::new(kernel, kernel), why.to_string())),
+                }
+            }
         }
         let (notes, tune) = if options.tune || options.all_configs {
-            let notes = tile_notes(gpu, (m, n))?;
+            let notes = if options.dtype == Dtype::F32 { tile_notes(gpu, (m, n))? } else { HashMap::new() };
             let tune = match cache_path.filter(|_| options.tune) {
                 Some(path) => {
                     TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
@@ -325,9 +334,9 @@ impl Kernel for Matmul {
         } else {
             let mut notes = HashMap::new();
             if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
-                if let Some((tile, note)) = cached_tile(&path, &device, &class)? {
+                if let Some((kernel, note)) = cached_kernel(&path, &device, &class, &variants)? {
                     notes.insert("tuned".to_string(), note);
-                    variants.push(Variant::new("tuned", tile.kernel));
+                    variants.push(Variant::new("tuned", kernel));
                 }
             }
             (notes, None)
@@ -336,6 +345,7 @@ impl Kernel for Matmul {
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
         matmul.notes = notes;
         matmul.tune = tune;
+        matmul.unavailable = unavailable;
         matmul.output = options.output.clone();
         Ok(matmul)
     }
@@ -369,6 +379,10 @@ impl Workload for Matmul {
         &self.variants
     }
 
+    fn unavailable(&self) -> Vec<(Variant, String)> {
+        self.unavailable.clone()
+    }
+
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         self.launch_on(gpu, &gpu.stream, &variant.kernel)
     }
@@ -393,7 +407,15 @@ impl Workload for Matmul {
             io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)?;
         }
         match &self.tune {
-            Some(target) => tune::keep_fastest(target, &self.variants, &self.shape(), reports),
+            Some(target) => {
+                // The default the pick is measured against: the vec4 tile, or the portable
+                // mma.sync step of a tensor type.
+                let default = match self.dtype.step() {
+                    None => tile_label(&DEFAULT_TILE),
+                    Some(step) => step.name().to_string(),
+                };
+                tune::keep_fastest(target, &self.variants, &default, &self.shape(), reports)
+            }
             None => Ok(()),
         }
     }
@@ -422,7 +444,10 @@ mod tests {
         {
             let chosen = variants(&format!("--m 8 --n 8 --k 8 --dtype {dtype}")).expect("a tensor step");
             assert_eq!(chosen, vec![step.variant()], "{dtype}");
-            for f32_only in ["--variant async", "--all-configs", "--tune"] {
+            // --tune compares the type's steps (the Hopper ones join on the GPU).
+            let tuned = variants(&format!("--m 8 --n 8 --k 8 --dtype {dtype} --tune")).expect("--tune of a type");
+            assert_eq!(tuned, vec![step.variant()], "{dtype} --tune");
+            for f32_only in ["--variant async", "--all-configs"] {
                 let refused = variants(&format!("--dtype {dtype} {f32_only}")).unwrap_err();
                 assert!(format!("{refused:#}").contains("pick among the f32 steps"), "{dtype} {f32_only}: {refused:#}");
             }

@@ -1,7 +1,8 @@
 //! `matmul --gpus N`: C's rows divided among N GPUs.
 
+use super::launch::tile_of;
 use super::options::{random_inputs, require_shape, shape_and_files, shape_class, Dims};
-use super::tune::cached_tile;
+use super::tune::cached_kernel;
 use super::{cpu_reference, launch_config, tolerance, Matmul, Options, SgemmArgs};
 use crate::check::{self, product_scale};
 use crate::gpu::{require, Gpu, GpuResult};
@@ -25,10 +26,11 @@ fn share(
     let m = rows.len();
     let class = shape_class((m, n, k));
     let tuned = match cache {
-        Some(path) => cached_tile(path, &tuning::device_key(&gpu.info), &class)?,
+        // An f32 pick is a tile configuration: no other variants apply.
+        Some(path) => cached_kernel(path, &tuning::device_key(&gpu.info), &class, &[])?,
         None => None,
     };
-    let kernel = tuned.map_or(DEFAULT_TILE.kernel, |(tile, _)| tile.kernel);
+    let kernel = tuned.and_then(|(kernel, _)| tile_of(&kernel)).map_or(DEFAULT_TILE.kernel, |tile| tile.kernel);
     gpu.validate(kernel, &launch_config(kernel, m, n)?)?;
     let a_rows = &a[rows.start * k..rows.end * k];
     Share::new(gpu, rows, kernel, &[("A's rows", a_rows), ("B", b)], m * n)

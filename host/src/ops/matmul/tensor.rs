@@ -9,16 +9,22 @@
 //! because the tensor cores do not round their additions to nearest (they may truncate, an
 //! error of up to one unit in the last place where rounding makes half of one). Inputs from
 //! files scale it by `max(1, max|a|·max|b|)` as in f32.
+//!
+//! On a Hopper GPU the TF32 wgmma steps read B transposed: a third conversion
+//! (`convert_tf32_transposed`) writes Bᵀ beside the B that mma.sync reads.
 
+use super::hopper::{self, Precision, TensorMap, TensorMaps, WgmmaArgs};
 use super::launch::TensorStep;
 use crate::gpu::{
-    product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuResult, KernelArgs,
-    LaunchConfig, Params,
+    product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuError, GpuResult,
+    KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::stream::Stream;
 use interface::matmul::{
     CONVERT_THREADS, HALF_SHARED_BYTES, MMA_BM, MMA_BN, MMA_ROW_ALIGN, MMA_THREADS, TF32_SHARED_BYTES,
 };
+use interface::transpose::{WIDE_BLOCK_ROWS, WIDE_TILE};
 
 /// The type the tensor cores read A and B in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -165,12 +171,50 @@ fn convert_launch<T: TensorInput>(written: usize) -> GpuResult<LaunchConfig> {
     LaunchConfig::linear(written / T::PER_THREAD, CONVERT_THREADS as u32)
 }
 
+/// The conversion that writes Bᵀ for the TF32 wgmma steps.
+pub const CONVERT_TRANSPOSED: &str = "convert_tf32_transposed";
+
+/// The arguments of [`CONVERT_TRANSPOSED`]: `src` (rows × cols f32) into `dst`, its transpose
+/// rounded to TF32 (cols × rows, rows `padded(rows)` apart; the padding is left unwritten).
+pub struct ConvertTransposedArgs<'a> {
+    pub src: &'a DeviceSlice<f32>,
+    pub dst: &'a DeviceSlice<f32>,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+// SAFETY: the kernel reads `src[..rows·cols]` and writes within `dst[..cols·padded(rows)]`, both
+// checked that long (products checked for overflow) and disjoint; its launch is
+// `convert_transposed_launch`'s, a `WIDE_TILE × WIDE_BLOCK_ROWS` block per `WIDE_TILE` square, as
+// its shared tile is sized for. The parameters are `src: &[f32], dst: *mut f32, rows, cols`.
+unsafe impl KernelArgs for ConvertTransposedArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[CONVERT_TRANSPOSED], "ConvertTransposedArgs")?;
+        let (read, written) =
+            (product(kernel, self.rows, self.cols)?, product(kernel, self.cols, padded(kernel, self.rows)?)?);
+        require_len(kernel, "the source", self.src, read)?;
+        require_len(kernel, "the destination", self.dst, written)?;
+        require_disjoint(kernel, ("the destination", self.dst, written), ("the source", self.src, read))?;
+        convert_transposed_launch(self.rows, self.cols)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.src).pointer(self.dst).value(self.rows).value(self.cols)
+    }
+}
+
+/// The transposing conversion's launch: one block per `WIDE_TILE` square of the source.
+fn convert_transposed_launch(rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::tiles_2d(cols, rows, (WIDE_TILE, WIDE_TILE), (WIDE_TILE as u32, WIDE_BLOCK_ROWS as u32), 0)
+}
+
 /// Each conversion with its launch for a `rows × cols` matrix.
 pub(super) fn conversions(rows: usize, cols: usize) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
     let written = product("convert", rows, padded("convert", cols)?)?;
     let tf32 = f32::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<f32>(written)?)));
     let half = u16::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<u16>(written)?)));
-    tf32.chain(half).collect()
+    let transposed = std::iter::once(Ok((CONVERT_TRANSPOSED, convert_transposed_launch(rows, cols)?)));
+    tf32.chain(half).chain(transposed).collect()
 }
 
 /// An error when an input lies past the range of `dtype` (f16's largest is 65504): it would
@@ -232,7 +276,12 @@ unsafe impl<T: TensorInput> KernelArgs for MmaArgs<'_, T> {
 
 /// A and B converted on the GPU.
 pub(super) enum Converted {
-    Tf32(DeviceBuffer<f32>, DeviceBuffer<f32>),
+    /// A and B rounded to TF32, and Bᵀ for the Hopper steps when they run.
+    Tf32 {
+        a: DeviceBuffer<f32>,
+        b: DeviceBuffer<f32>,
+        bt: Option<DeviceBuffer<f32>>,
+    },
     Half(DeviceBuffer<u16>, DeviceBuffer<u16>),
 }
 
@@ -249,18 +298,28 @@ fn convert_one<T: TensorInput>(
     Ok(dst)
 }
 
-/// A (m×k) and B (k×n), f32 on the GPU, converted to `dtype`; `None` for f32.
+/// A (m×k) and B (k×n), f32 on the GPU, converted to `dtype`, with Bᵀ for TF32 when `hopper`
+/// steps will run; `None` for f32.
 pub(super) fn convert(
     gpu: &Gpu,
     dtype: Dtype,
     (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
     (m, n, k): (usize, usize, usize),
+    hopper: bool,
 ) -> GpuResult<Option<Converted>> {
     let converted = match dtype {
         Dtype::F32 => return Ok(None),
         Dtype::Tf32 => {
+            let bt = if hopper {
+                let bt =
+                    gpu.poisoned::<f32>("Bᵀ as tf32", product(CONVERT_TRANSPOSED, n, padded(CONVERT_TRANSPOSED, k)?)?)?;
+                gpu.launch(CONVERT_TRANSPOSED, &ConvertTransposedArgs { src: b, dst: &bt, rows: k, cols: n })?;
+                Some(bt)
+            } else {
+                None
+            };
             let a = convert_one(gpu, "convert_tf32", "A as tf32", a, (m, k))?;
-            Converted::Tf32(a, convert_one(gpu, "convert_tf32", "B as tf32", b, (k, n))?)
+            Converted::Tf32 { a, b: convert_one(gpu, "convert_tf32", "B as tf32", b, (k, n))?, bt }
         }
         Dtype::Bf16 | Dtype::F16 => {
             let kernel = if dtype == Dtype::Bf16 { "convert_bf16" } else { "convert_f16" };
@@ -272,19 +331,76 @@ pub(super) fn convert(
     Ok(Some(converted))
 }
 
+/// The Hopper steps' operands over converted buffers: each row padded to `MMA_ROW_ALIGN`
+/// elements by its conversion, a stride TMA takes; B is Bᵀ for TF32.
+fn operands<'a, T: DeviceCopy>(
+    precision: Precision,
+    (a, b): (&'a DeviceSlice<T>, &'a DeviceSlice<T>),
+    (m, n, k): (usize, usize, usize),
+) -> hopper::Operands<'a, T> {
+    let (_, b_cols) = precision.b_shape(n, k);
+    let (lda, ldb) = (interface::matmul::padded(k), interface::matmul::padded(b_cols));
+    hopper::Operands { precision, a, lda, b, ldb, m, n, k }
+}
+
 impl Converted {
-    /// A and B as the Hopper kernels of `precision` read them, for 16-bit inputs: the
-    /// conversions pad each row to `MMA_ROW_ALIGN` elements, 16 bytes, a stride TMA takes.
-    pub(super) fn hopper_operands(
+    /// A and B as the Hopper kernels read them, for `precision`'s maps and launches.
+    fn hopper_inputs(&self, precision: Precision) -> GpuResult<HopperInputs<'_>> {
+        match (self, precision) {
+            (Converted::Tf32 { a, bt: Some(bt), .. }, Precision::Tf32) => Ok(HopperInputs::Tf32(a, bt)),
+            (Converted::Half(a, b), Precision::Bf16 | Precision::F16) => Ok(HopperInputs::Half(a, b)),
+            _ => Err(GpuError::InvalidInput(format!("no {} inputs converted for the Hopper steps", precision.name()))),
+        }
+    }
+
+    /// Encodes the tensor maps of the converted A and B for `precision` into a new buffer.
+    pub(super) fn upload_hopper_maps(
         &self,
-        precision: super::hopper::Precision,
-        (m, n, k): (usize, usize, usize),
-    ) -> Option<super::hopper::Operands<'_>> {
-        match self {
-            Converted::Tf32(..) => None,
-            Converted::Half(a, b) => {
-                let (lda, ldb) = (interface::matmul::padded(k), interface::matmul::padded(n));
-                Some(super::hopper::Operands { precision, a, lda, b, ldb, m, n, k })
+        precision: Precision,
+        dims: (usize, usize, usize),
+    ) -> GpuResult<DeviceBuffer<TensorMap>> {
+        // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before any kernel
+        // reads them.
+        let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
+            .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
+        match self.hopper_inputs(precision)? {
+            HopperInputs::Tf32(a, b) => {
+                TensorMaps::upload(operands(precision, (a, b), dims), &mut device)?;
+            }
+            HopperInputs::Half(a, b) => {
+                TensorMaps::upload(operands(precision, (a, b), dims), &mut device)?;
+            }
+        }
+        Ok(device)
+    }
+
+    /// Launches the Hopper product `kernel` of `precision` on these inputs into `c`.
+    ///
+    /// # Safety
+    /// `maps` was written by [`Converted::upload_hopper_maps`] on `self` for `precision` and
+    /// `dims`, and neither has changed since.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn launch_hopper(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        kernel: &str,
+        (precision, maps): (Precision, &DeviceSlice<TensorMap>),
+        c: &DeviceSlice<f32>,
+        dims: (usize, usize, usize),
+    ) -> GpuResult<()> {
+        let (m, n, k) = dims;
+        let blocks = gpu.info.multiprocessors as u32;
+        match self.hopper_inputs(precision)? {
+            HopperInputs::Tf32(a, b) => {
+                // SAFETY: the caller's promise: `maps` holds these operands' maps.
+                let maps = unsafe { TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps) };
+                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, c, m, n, k, blocks })
+            }
+            HopperInputs::Half(a, b) => {
+                // SAFETY: as above.
+                let maps = unsafe { TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps) };
+                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, c, m, n, k, blocks })
             }
         }
     }
@@ -293,16 +409,22 @@ impl Converted {
     pub(super) fn launch_on(
         &self,
         gpu: &Gpu,
-        stream: &cust::stream::Stream,
+        stream: &Stream,
         kernel: &str,
         c: &DeviceSlice<f32>,
         (m, n, k): (usize, usize, usize),
     ) -> GpuResult<()> {
         match self {
-            Converted::Tf32(a, b) => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
+            Converted::Tf32 { a, b, .. } => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
             Converted::Half(a, b) => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
         }
     }
+}
+
+/// The converted buffers a Hopper step reads: A and Bᵀ in f32, or A and B in 16 bits.
+enum HopperInputs<'a> {
+    Tf32(&'a DeviceSlice<f32>, &'a DeviceSlice<f32>),
+    Half(&'a DeviceSlice<u16>, &'a DeviceSlice<u16>),
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! `--tune` and `--all-configs`: every tile configuration as a variant, and the tuning cache
-//! that keeps the fastest for a GPU and a class of shapes.
+//! that keeps the fastest for a GPU and a class of shapes. For a tensor type (`--dtype`), the
+//! configurations `--tune` compares are its steps: mma.sync and, on Hopper, the wgmma ones; the
+//! class then names the type.
 
 use super::launch::tile_of;
 use super::{tile_label, tile_launch, Kernel, Matmul};
@@ -8,7 +10,7 @@ use crate::registry::Variant;
 use crate::report::Report;
 use crate::resources;
 use crate::tuning::{Choice, TuningCache};
-use interface::matmul::{TileConfig, DEFAULT_TILE, TILE_CONFIGS};
+use interface::matmul::{TileConfig, TILE_CONFIGS};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -45,33 +47,43 @@ pub(super) fn tile_notes(gpu: &Gpu, (m, n): (usize, usize)) -> GpuResult<HashMap
     Ok(notes)
 }
 
-/// The configuration `--tune` kept for this GPU and shape class, with a note saying so.
-pub(super) fn cached_tile(path: &Path, device: &str, class: &str) -> GpuResult<Option<(&'static TileConfig, String)>> {
+/// The kernel `--tune` kept for this GPU and shape class, with a note saying so. An f32 pick is
+/// a tile configuration; a tensor type's is one of `variants`, the steps this run has.
+pub(super) fn cached_kernel(
+    path: &Path,
+    device: &str,
+    class: &str,
+    variants: &[Variant],
+) -> GpuResult<Option<(String, String)>> {
     let cache = TuningCache::load(path)?;
     let Some(choice) = cache.lookup(Matmul::NAME, device, class) else { return Ok(None) };
-    let tile = tile_of(&choice.kernel).ok_or_else(|| GpuError::File {
+    let label = match tile_of(&choice.kernel) {
+        Some(tile) => Some(tile_label(tile)),
+        None => variants.iter().find(|v| v.kernel == choice.kernel).map(|v| v.name.clone()),
+    };
+    let label = label.ok_or_else(|| GpuError::File {
         path: path.display().to_string(),
         reason: format!(
-            "the tuned kernel for {class} is `{}`, which this build does not have; run --tune again",
+            "the tuned kernel for {class} is `{}`, which this build or GPU does not run; run --tune again",
             choice.kernel
         ),
     })?;
-    Ok(Some((tile, format!("{} (--tune at {}: {:.4} ms)", tile_label(tile), choice.shape, choice.ms))))
+    Ok(Some((choice.kernel.clone(), format!("{label} (--tune at {}: {:.4} ms)", choice.shape, choice.ms))))
 }
 
 /// `--tune`: the fastest configuration that passed goes into the cache, and its row says so.
 pub(super) fn keep_fastest(
     target: &TuneTarget,
     variants: &[Variant],
+    default: &str,
     shape: &str,
     reports: &mut [Report],
 ) -> GpuResult<()> {
     let median = |r: &Report| r.timing.median_ms;
-    let default = tile_label(&DEFAULT_TILE);
     let default_ms = reports.iter().find(|r| r.variant == default).map(median);
     let fastest = reports.iter_mut().filter(|r| r.check.passed).min_by(|x, y| median(x).total_cmp(&median(y)));
     let (Some(fastest), Some(default_ms)) = (fastest, default_ms) else {
-        return Err(GpuError::InvalidInput("no tile configuration passed its check: nothing to keep".into()));
+        return Err(GpuError::InvalidInput("no configuration passed its check: nothing to keep".into()));
     };
     let kernel = variants.iter().find(|v| v.name == fastest.variant).expect("a report of a variant").kernel.clone();
     let choice = Choice {
