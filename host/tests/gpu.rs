@@ -170,6 +170,22 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
     let other_class = run(&gpu, "matmul", &with_cache("--m 600 --n 200 --k 100"), 1);
     assert!(other_class.iter().all(|r| r.variant != "tuned"), "tuned for another class: {:?}", other_class);
 
+    // A tensor type's --tune picks among its steps (on Hopper, mma.sync and the wgmma ones) and
+    // keeps the pick under a class of its own: f32 runs of the same shape do not see it.
+    let steps = run(&gpu, "matmul", &with_cache("--m 300 --n 200 --k 100 --dtype bf16 --tune"), 3);
+    assert_passed(&steps);
+    let hopper_steps = if gpu.hopper.is_some() { host::ops::matmul::hopper::Step::ALL.len() } else { 0 };
+    assert_eq!(steps.len(), 1 + hopper_steps, "{:?}", steps);
+    assert_eq!(steps.iter().filter(|r| r.note.as_deref().unwrap_or_default().contains("FASTEST")).count(), 1);
+    let later = run(&gpu, "matmul", &with_cache("--m 257 --n 255 --k 120 --dtype bf16"), 1);
+    assert_passed(&later);
+    let tuned: Vec<_> = later.iter().filter(|r| r.variant == "tuned").collect();
+    assert_eq!(tuned.len(), 1, "no tuned bf16 step: {:?}", later);
+    assert!(tuned[0].note.as_deref().unwrap_or_default().contains("--tune at 300x200x100"), "{:?}", tuned[0]);
+    let f32_later = run(&gpu, "matmul", &with_cache("--m 257 --n 255 --k 120"), 1);
+    let f32_tuned = f32_later.iter().find(|r| r.variant == "tuned").expect("the f32 pick");
+    assert!(!f32_tuned.note.as_deref().unwrap_or_default().contains("mma"), "{:?}", f32_tuned);
+
     std::fs::write(&cache, "{ this is not JSON").expect("cache overwritten");
     expect_error(&gpu, "matmul", &with_cache("--m 30 --n 20 --k 10"), "not a usable tuning cache");
     expect_error(&gpu, "matmul", &with_cache("--m 30 --n 20 --k 10 --tune"), "not a usable tuning cache");
