@@ -199,27 +199,54 @@ static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles,
     if (lane == 0) mbarrier_arrive(previous_empty);
 }
 
-static __device__ __forceinline__ void store_pair(float* c, size_t row, size_t col, size_t m, size_t n, float v0,
-                                                  float v1) {
+// x, y, z, w (their bits) at C[row][col..col + 4], those inside C: one 16-byte store when all
+// four are and n keeps them aligned.
+static __device__ __forceinline__ void store_quad(float* c, size_t row, size_t col, size_t m, size_t n, uint32_t x,
+                                                  uint32_t y, uint32_t z, uint32_t w) {
     if (row >= m) return;
     float* at = c + row * n + col;
-    if (col + 1 < n && n % 2 == 0) {
-        *reinterpret_cast<float2*>(at) = make_float2(v0, v1);
+    float4 v = make_float4(__uint_as_float(x), __uint_as_float(y), __uint_as_float(z), __uint_as_float(w));
+    if (col + 3 < n && n % 4 == 0) {
+        *reinterpret_cast<float4*>(at) = v;
     } else {
-        if (col < n) at[0] = v0;
-        if (col + 1 < n) at[1] = v1;
+        if (col < n) at[0] = v.x;
+        if (col + 1 < n) at[1] = v.y;
+        if (col + 2 < n) at[2] = v.z;
+        if (col + 3 < n) at[3] = v.w;
     }
 }
 
+// One row's 16 columns of groups j and j + 1 (offset 0: the thread's row, 2: 8 rows below),
+// traded within the quad: this thread stores the pairs of quad lanes from0, from1 of group j,
+// or of group j + 1 when second.
+static __device__ __forceinline__ void trade_and_store(float* c, const uint32_t (&acc)[128], size_t j, size_t offset,
+                                                       size_t row, size_t col, unsigned from0, unsigned from1,
+                                                       bool second, size_t m, size_t n) {
+    size_t self = 4 * j + offset, next = 4 * (j + 1) + offset;
+    auto pair = [&](unsigned lane, uint32_t& v0, uint32_t& v1) {
+        uint32_t s0 = __shfl_sync(0xffffffff, acc[self], lane), s1 = __shfl_sync(0xffffffff, acc[self + 1], lane);
+        uint32_t n0 = __shfl_sync(0xffffffff, acc[next], lane), n1 = __shfl_sync(0xffffffff, acc[next + 1], lane);
+        v0 = second ? n0 : s0, v1 = second ? n1 : s1;
+    };
+    uint32_t a0, a1, b0, b1;
+    pair(from0, a0, a1);
+    pair(from1, b0, b1);
+    store_quad(c, row, col, m, n, a0, a1, b0, b1);
+}
+
+// Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1 (mod 4), of the first
+// group for t < 2, of the second for t >= 2 (wgmma.rs's epilogue).
 static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc)[128], size_t m0, size_t n0,
                                                   size_t consumer, size_t m, size_t n) {
-    size_t tid = threadIdx.x, lane = tid % 32;
+    size_t tid = threadIdx.x;
+    unsigned lane = tid % 32, t = lane % 4;
     size_t row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
-    size_t col = n0 + 2 * (lane % 4);
+    unsigned first = (lane & ~3u) + (2 * t) % 4;
 #pragma unroll  // the Rust unrolls this loop by hand (count_up!)
-    for (size_t j = 0; j < 32; ++j) {
-        store_pair(c, row, col + 8 * j, m, n, __uint_as_float(acc[4 * j]), __uint_as_float(acc[4 * j + 1]));
-        store_pair(c, row + 8, col + 8 * j, m, n, __uint_as_float(acc[4 * j + 2]), __uint_as_float(acc[4 * j + 3]));
+    for (size_t p = 0; p < 16; ++p) {
+        size_t col = n0 + 16 * p + 4 * t;
+        trade_and_store(c, acc, 2 * p, 0, row, col, first, first + 1, t >= 2, m, n);
+        trade_and_store(c, acc, 2 * p, 2, row + 8, col, first, first + 1, t >= 2, m, n);
     }
 }
 

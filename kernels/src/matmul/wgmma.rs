@@ -43,11 +43,24 @@
 //!   k-step: next 16 rows (2 KiB)        k-step: next 32 bytes of every row
 //! ```
 //!
+//! **The epilogue.** A thread's accumulators hold pairs of neighbouring columns, so storing them
+//! as they lie writes 8 bytes per thread and 32 per quad and row. The four threads of a quad
+//! first trade pairs (`shfl.sync`): of each 16 columns, thread `t` gathers columns `4t..4t+4`,
+//! two pairs from two neighbours, and stores them at once. A warp's store then moves 64
+//! contiguous bytes per row, half as many requests for the same bytes of C, which is what the
+//! product waits on when k is short.
+//!
+//! ```text
+//!   columns 0-15 of a row:  t0 t0 t1 t1 t2 t2 t3 t3 | t0 t0 t1 t1 t2 t2 t3 t3   (as accumulated)
+//!   stored by               t0 t0 t0 t0 t1 t1 t1 t1 | t2 t2 t2 t2 t3 t3 t3 t3   (st.global.v4)
+//! ```
+//!
 //! **Edges.** The tensor maps carry the true m, n, k: parts of a box outside A or B arrive as
 //! zeros, which add nothing, so only the final stores check bounds. Any m, n, k ≥ 1 works; the
 //! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
 
 use crate::{shared_address, unrolled};
+use core::arch::asm;
 use crate::tensor::hopper::{
     claim_registers_to_232, fence_barrier_init, matrix_descriptor, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
@@ -132,29 +145,75 @@ impl Input for Tf32 {
     }
 }
 
-/// Two floats stored together (`st.global.v2.f32`).
+/// Four floats stored together (`st.global.v4.f32`).
 #[derive(Clone, Copy)]
-#[repr(C, align(8))]
-struct Pair([f32; 2]);
+#[repr(C, align(16))]
+struct Quad([f32; 4]);
 
-/// Stores `v0`, `v1` at `C[row][col]` and `C[row][col + 1]`, those inside C: one 8-byte store
-/// when both are and the row keeps them 8-byte aligned (`n` even; `col` always is).
+/// Stores `v` at `C[row][col..col + 4]`, the elements inside C: one 16-byte store when all four
+/// are and the row keeps them 16-byte aligned (`n` a multiple of 4; `col` always is).
 #[inline(always)]
-unsafe fn store_pair(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v0: f32, v1: f32) {
+unsafe fn store_quad(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v: [u32; 4]) {
     if row >= m {
         return;
     }
     let at = c.add(row * n + col);
-    if col + 1 < n && n % 2 == 0 {
-        *(at as *mut Pair) = Pair([v0, v1]);
+    let [x, y, z, w] = [f32::from_bits(v[0]), f32::from_bits(v[1]), f32::from_bits(v[2]), f32::from_bits(v[3])];
+    if col + 3 < n && n % 4 == 0 {
+        *(at as *mut Quad) = Quad([x, y, z, w]);
     } else {
         if col < n {
-            *at = v0;
+            *at = x;
         }
         if col + 1 < n {
-            *at.add(1) = v1;
+            *at.add(1) = y;
+        }
+        if col + 2 < n {
+            *at.add(2) = z;
+        }
+        if col + 3 < n {
+            *at.add(3) = w;
         }
     }
+}
+
+/// Lane `lane`'s `value` (`shfl.sync.idx` over the whole warp).
+#[inline(always)]
+fn shuffle(value: u32, lane: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register exchange among the warp's lanes, all of which execute it.
+    unsafe {
+        asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane)
+    };
+    out
+}
+
+/// One row's 16 columns of accumulator groups `j` and `j + 1` (`offset` 0: the thread's row;
+/// 2: 8 rows below), traded within the quad so that this thread stores 4 of them: the pairs of
+/// quad lanes `from` of group `j`, or of group `j + 1` when `second`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn trade_and_store(
+    c: *mut f32,
+    acc: &[u32; 128],
+    (j, offset): (usize, usize),
+    (row, col): (usize, usize),
+    (from, second): ((u32, u32), bool),
+    m: usize,
+    n: usize,
+) {
+    let (this, next) = (4 * j + offset, 4 * (j + 1) + offset);
+    let pair = |lane: u32| {
+        let this = (shuffle(acc[this], lane), shuffle(acc[this + 1], lane));
+        let next = (shuffle(acc[next], lane), shuffle(acc[next + 1], lane));
+        if second {
+            next
+        } else {
+            this
+        }
+    };
+    let ((a0, a1), (b0, b1)) = (pair(from.0), pair(from.1));
+    store_quad(c, row, col, m, n, [a0, a1, b0, b1]);
 }
 
 /// The shared-memory ring: `STAGES` stages from `tiles` (1024-byte aligned), then the
@@ -271,22 +330,28 @@ pub(super) unsafe fn consume<T: Input>(
 }
 
 /// Writes a consumer's 64×`BN` accumulators at rows `m0 + 64·consumer ..`, columns `n0 ..` of
-/// C, the elements inside C only.
+/// C, four columns per store (see the module's epilogue), the elements inside C only.
 ///
 /// # Safety
-/// `c` is valid for `m·n` writes; the accumulators are complete (`wgmma_wait`).
+/// `c` is valid for `m·n` writes; the accumulators are complete (`wgmma_wait`); every thread of
+/// the warp calls it (the quads trade values).
 #[inline(always)]
 pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
     let tid = thread::thread_idx_x() as usize;
-    let lane = tid % 32;
-    let row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
-    let col = n0 + 2 * (lane % 4);
+    let lane = tid as u32 % 32;
+    let t = lane % 4;
+    let row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane as usize / 4;
+    // Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1, modulo 4: of the
+    // first group for t < 2, of the second for t ≥ 2.
+    let first = (lane & !3) + (2 * t) % 4;
+    let from = ((first, first + 1), t >= 2);
     crate::count_up!(
-        [x x x x x] 1,
+        [x x x x] 1,
         [0],
-        unrolled!(j, {
-            store_pair(c, row, col + 8 * j, m, n, f32::from_bits(acc[4 * j]), f32::from_bits(acc[4 * j + 1]));
-            store_pair(c, row + 8, col + 8 * j, m, n, f32::from_bits(acc[4 * j + 2]), f32::from_bits(acc[4 * j + 3]));
+        unrolled!(p, {
+            let col = n0 + 16 * p + 4 * t as usize;
+            trade_and_store(c, acc, (2 * p, 0), (row, col), from, m, n);
+            trade_and_store(c, acc, (2 * p, 2), (row + 8, col), from, m, n);
         })
     );
 }
