@@ -94,6 +94,11 @@ static constexpr unsigned kRowBytes = 128, kSwizzleBlock = 8 * kRowBytes;
 // takes from a row contiguous along k (16 16-bit or 8 TF32 values).
 static constexpr unsigned kBoxBytes = WGMMA_BOX_N * kRowBytes, kKStepBytes = 32;
 
+// An operand contiguous along k (A, and TF32's B transposed): 32 bytes further per instruction.
+static __device__ __forceinline__ uint64_t k_major_descriptor(unsigned base, unsigned kk) {
+    return matrix_descriptor(base + kk * kKStepBytes, 16, kSwizzleBlock);
+}
+
 // BF16 or FP16: B contiguous along n, read transposed; a k-step is 16 rows of it.
 template <bool F16>
 struct Half {
@@ -117,7 +122,7 @@ struct Tf32 {
     static constexpr unsigned kBk = WGMMA_BK_TF32;
     static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)k0, y = (int)n; }
     static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
-        return matrix_descriptor(b + kk * kKStepBytes, 16, kSwizzleBlock);
+        return k_major_descriptor(b, kk);
     }
     static __device__ __forceinline__ void mma(uint32_t (&d)[128], uint64_t a, uint64_t b, bool accumulate) {
         unsigned scale = accumulate;
@@ -187,8 +192,7 @@ static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles,
         unsigned b = stage + WGMMA_A_STAGE_BYTES;
         wgmma_fence();
         for (unsigned kk = 0; kk < kRowBytes / kKStepBytes; ++kk) {
-            uint64_t a_desc = matrix_descriptor(a + kk * kKStepBytes, 16, kSwizzleBlock);
-            T::mma(acc, a_desc, T::b_descriptor(b, kk), t > 0 || kk > 0);
+            T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
         }
         wgmma_commit();
         wgmma_wait<1>();

@@ -86,6 +86,13 @@ const K_STEP_BYTES: u32 = 32;
 /// Instructions per stage: the stage's 128 bytes of k, 32 bytes each.
 const MMAS_PER_STAGE: u32 = ROW_BYTES / K_STEP_BYTES;
 
+/// The descriptor of instruction `kk`'s slice of an operand contiguous along k at shared address
+/// `base` (A, and TF32's Bᵀ): 32 bytes further along every 128-byte row per instruction.
+#[inline(always)]
+fn k_major_descriptor(base: u32, kk: u32) -> u64 {
+    matrix_descriptor(base + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128)
+}
+
 /// An input type of the Hopper steps: how deep a stage goes in k, where B's boxes come from and
 /// how the tensor cores find them, and the instruction itself.
 pub(super) trait Input {
@@ -137,7 +144,7 @@ impl Input for Tf32 {
     }
     #[inline(always)]
     fn b_descriptor(b: u32, kk: u32) -> u64 {
-        matrix_descriptor(b + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128)
+        k_major_descriptor(b, kk)
     }
     #[inline(always)]
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
@@ -312,8 +319,7 @@ pub(super) unsafe fn consume<T: Input>(
         let b = stage + A_STAGE_BYTES as u32;
         wgmma_fence();
         for kk in 0..MMAS_PER_STAGE {
-            let a_desc = matrix_descriptor(a + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128);
-            T::mma(acc, a_desc, T::b_descriptor(b, kk), t > 0 || kk > 0);
+            T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
         }
         wgmma_commit();
         // Slice t's products may keep running; slice t - 1's are done, so its stage is free.
