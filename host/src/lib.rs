@@ -1,14 +1,12 @@
 //! Host side of the Rust CUDA kernels: launches each kernel with cust, checks it against a
 //! CPU reference (ndarray) and times it with CUDA events.
 
+pub use cuda_kernels::{check, data, gpu, stats, tuning};
+pub use radio::{fits, io};
+
 pub mod bench;
 pub mod cargo_bench;
-pub mod check;
-pub mod data;
 pub mod demos;
-pub mod fits;
-pub mod gpu;
-pub mod io;
 pub mod multi;
 pub mod perf_doc;
 pub mod registry;
@@ -16,10 +14,6 @@ pub mod report;
 pub mod resources;
 pub mod sky;
 pub mod sources;
-pub mod tuning;
-
-#[cfg(test)]
-mod test_support;
 
 /// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
 /// reference, check. [`registry::FAMILIES`] lists them.

@@ -21,7 +21,7 @@ struct Global {
     #[arg(long, global = true, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// What L2 holds when a timed launch starts: flushed (inputs come from DRAM) or warm.
-    #[arg(long, global = true, value_enum, default_value_t = Cache::Flushed)]
+    #[arg(long, global = true, value_parser = host::registry::named::<Cache>(), default_value_t = Cache::Flushed)]
     cache: Cache,
     /// Seed of the random inputs.
     #[arg(long, global = true, default_value_t = 2026)]

@@ -16,7 +16,9 @@ use crate::ops::{
 };
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
+use cuda_kernels::{KernelStep, Named};
 use std::marker::PhantomData;
 
 /// Every kernel family, in the order the CLI lists and `all` runs them.
@@ -69,62 +71,28 @@ pub fn one_per_element_sizes(purpose: Purpose) -> Vec<String> {
     powers.iter().map(|p| format!("--n {}", 1u64 << p)).collect()
 }
 
-/// Declares the steps of a family whose variants each launch one kernel: a `clap::ValueEnum`
-/// for `--variant`, each value with the name reports use and its kernel, and the lookups every
-/// such family needs.
-#[macro_export]
-macro_rules! variants {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident {
-        $($(#[$doc:meta])* $variant:ident => ($label:literal, $kernel:literal)),+ $(,)?
-    }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-        $vis enum $name {
-            $($(#[$doc])* $variant),+
-        }
+/// A clap parser for a library enum: its values by name (`_` written `-`, as clap spells
+/// them), listed in `--help`.
+pub fn named<T: Named + Send + Sync>() -> impl TypedValueParser<Value = T> {
+    let spelled = |value: T| value.name().replace('_', "-");
+    PossibleValuesParser::new(T::ALL.iter().map(|&v| spelled(v)))
+        .map(move |name| T::ALL.iter().copied().find(|&v| spelled(v) == name).expect("clap checked the name"))
+}
 
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+/// A library step as the registry runs it.
+pub trait StepVariant: KernelStep {
+    /// Its name and kernel.
+    fn variant(self) -> Variant {
+        Variant::new(self.name(), self.kernel())
+    }
+}
 
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $label),+
-                }
-            }
+impl<S: KernelStep> StepVariant for S {}
 
-            pub fn kernel(self) -> &'static str {
-                match self {
-                    $($name::$variant => $kernel),+
-                }
-            }
-
-            pub fn variant(self) -> $crate::registry::Variant {
-                $crate::registry::Variant::new(self.name(), self.kernel())
-            }
-
-            /// The step that launches `kernel`, or an error naming it when no step does (a
-            /// binding refuses kernels that do not take its arguments).
-            pub fn named(kernel: &str) -> $crate::gpu::GpuResult<Self> {
-                Self::ALL.iter().copied().find(|s| s.kernel() == kernel).ok_or_else(|| {
-                    $crate::gpu::refuse(kernel, concat!("it is not one of the ", stringify!($name), " kernels"))
-                })
-            }
-
-            /// The steps chosen with `--variant`, or all of them when none was.
-            pub fn chosen(chosen: &[Self]) -> &[Self] {
-                if chosen.is_empty() {
-                    Self::ALL
-                } else {
-                    chosen
-                }
-            }
-
-            /// The variants of [`Self::chosen`].
-            pub fn variants(chosen: &[Self]) -> Vec<$crate::registry::Variant> {
-                Self::chosen(chosen).iter().map(|s| s.variant()).collect()
-            }
-        }
-    };
+/// The variants of `chosen` steps, or of all of them when none was chosen.
+pub fn variants<S: KernelStep>(chosen: &[S]) -> Vec<Variant> {
+    let chosen = if chosen.is_empty() { S::ALL } else { chosen };
+    chosen.iter().map(|s| s.variant()).collect()
 }
 
 /// One variant as launched: the name reports use and the kernel it launches.

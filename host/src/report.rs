@@ -5,6 +5,7 @@
 use crate::check::Check;
 use crate::gpu::{Cache, DeviceInfo, Timing};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use cuda_kernels::check::grouped;
 use serde::Serialize;
 use std::fmt;
 
@@ -113,19 +114,6 @@ fn verdict(check: &Check) -> String {
         verdict += &format!(" [{} mismatches, first at {}]", check.mismatches, first);
     }
     verdict
-}
-
-/// `1048576` as `1,048,576`.
-pub(crate) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 /// One line: what a test prints when a result does not match.

@@ -6,7 +6,7 @@ mod common;
 
 use host::data::random_f32;
 use host::ops::reduce::{cpu_moments, cpu_sum, sum_tolerance, Moments, Reducer, MOMENTS_RELATIVE};
-use host::sources::stats;
+use host::stats;
 use interface::window::Window;
 use rayon::prelude::*;
 

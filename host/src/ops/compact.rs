@@ -1,103 +1,16 @@
-//! Host side of `kernels::compact`: stream compaction of f32 values to those inside a
-//! [`Window`] (`low < v < high` in f64; NaN in none), stable, in one pass with the scan's
-//! look-back and [`Scanner`]'s scratch. The CPU reference filters with the same
-//! `Window::contains`, so the result must match exactly, bit for bit, and nothing past the
-//! count may be written.
+//! The command line of the `compact` family: its options and its registry entry.
+
+pub use cuda_kernels::compact::*;
 
 use crate::check;
 use crate::data::random_in;
-use crate::gpu::{
-    refuse, require, require_aligned, require_kernel, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
-};
-use crate::ops::scan::{check_scratch, tile_config, Scanner};
+use crate::gpu::{require, Gpu, GpuResult, LaunchConfig};
+use crate::ops::scan::{tile_config, Scanner};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use cust::memory::DeviceBuffer;
 use interface::scan::tiles;
 use interface::window::Window;
-
-const KERNEL: &str = "compact_window_f32";
-
-/// The arguments of `compact_window_f32`: the values of `input` inside `window`, packed in
-/// order at the start of `output`, their number in `count`; `scratch` the zeroed tile counter
-/// and states.
-pub struct CompactArgs<'a> {
-    pub input: &'a DeviceSlice<f32>,
-    pub window: Window,
-    pub output: &'a DeviceSlice<f32>,
-    pub scratch: &'a DeviceSlice<u64>,
-    pub count: &'a DeviceSlice<u32>,
-}
-
-// SAFETY: the kernel reads `input` (not empty, fewer than 2^32 values, 16-byte aligned quads),
-// writes kept values to `output` at places below `input.len()` (the kernel skips any other, so
-// stale scratch cannot send a write outside), `scratch[..scratch_words(n)]` and `count[0]`; all
-// checked to exist and to overlap nothing else. One block of BLOCK threads per tile, and a
-// block whose tile is past the last returns. Any window is safe: NaN bounds keep nothing. The
-// parameters are `input: &[f32], low: f64, high: f64, output: *mut f32, scratch: *mut u64,
-// count: *mut u32`.
-unsafe impl KernelArgs for CompactArgs<'_> {
-    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        require_kernel(kernel, &[KERNEL], "compaction")?;
-        let n = self.input.len();
-        if n == 0 || n > u32::MAX as usize {
-            return Err(refuse(kernel, format!("compaction takes 1 to 2^32 - 1 values, not {n}")));
-        }
-        require_len(kernel, "the output", self.output, n)?;
-        check_scratch(kernel, (self.input, n), self.output, self.scratch, ("the count", self.count))?;
-        require_aligned(kernel, "the input", self.input, 16)?;
-        tile_config(kernel, n)
-    }
-
-    fn params(&self, _kernel: &str) -> Params {
-        Params::new()
-            .slice(self.input)
-            .value(self.window.low)
-            .value(self.window.high)
-            .pointer(self.output)
-            .pointer(self.scratch)
-            .pointer(self.count)
-    }
-}
-
-impl Scanner {
-    /// Queues the compaction of `input` to the values inside `window`, in order, at the start
-    /// of `output` (at least as long as `input`, disjoint from it; `input` 16-byte aligned,
-    /// `1 <= input.len() <= capacity()`), on the gpu's stream, without waiting. The count lands
-    /// in [`Scanner::count`]; nothing past it in `output` is written.
-    pub fn compact_async(
-        &self,
-        gpu: &Gpu,
-        input: &DeviceSlice<f32>,
-        window: Window,
-        output: &DeviceSlice<f32>,
-    ) -> GpuResult<()> {
-        self.reset(gpu, input.len(), "a compaction")?;
-        gpu.launch(KERNEL, &CompactArgs { input, window, output, scratch: &self.scratch, count: &self.count })
-    }
-
-    /// [`Scanner::compact_async`], then waits and returns how many values were kept.
-    pub fn compact(
-        &self,
-        gpu: &Gpu,
-        input: &DeviceSlice<f32>,
-        window: Window,
-        output: &DeviceSlice<f32>,
-    ) -> GpuResult<usize> {
-        self.compact_async(gpu, input, window, output)?;
-        Ok(gpu.download("the compaction count", &self.count, 1)?[0] as usize)
-    }
-
-    /// The device word the last compaction writes its count to.
-    pub fn count(&self) -> &DeviceSlice<u32> {
-        &self.count
-    }
-}
-
-/// The values inside `window`, in order.
-pub fn cpu_reference(values: &[f32], window: Window) -> Vec<f32> {
-    values.iter().copied().filter(|&v| window.contains(v)).collect()
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -226,17 +139,5 @@ impl Workload for Compact {
         want.push(self.expected.len() as u32);
         let note = format!("kept {} of {} ({:.1}%)", count, n, 100.0 * count as f64 / n as f64);
         Ok(Checked { check: check::exact(&got, &want), note: Some(note) })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reference_keeps_order_and_excludes_bounds_and_nan() {
-        let values = [0.1, -0.3, 0.25, f32::NAN, -0.2, 0.0, f32::INFINITY, -0.25];
-        assert_eq!(cpu_reference(&values, Window::new(-0.25, 0.25)), vec![0.1, -0.2, 0.0]);
-        assert!(cpu_reference(&values, Window::new(0.5, 0.25)).is_empty(), "an empty window keeps nothing");
     }
 }

@@ -1,16 +1,12 @@
-//! Host side of `kernels::counter`: `threads` threads each add 1 to one counter.
-//!
-//! The atomic count must equal `threads`. The racy one is a demonstration: it passes as long
-//! as it is a possible outcome (1 ..= threads), and its verdict says how many increments were
-//! lost.
+//! The command line of the `counter` family: its options and its registry entry.
+
+pub use cuda_kernels::counter::*;
 
 use crate::check;
-use crate::gpu::{
-    require, require_kernel, require_len, CudaContext, Gpu, GpuError, GpuResult, KernelArgs, LaunchConfig, Params,
-};
+use crate::gpu::{require, CudaContext, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use cust::memory::DeviceBuffer;
 use interface::DEFAULT_BLOCK;
 
 #[derive(Debug, clap::Args)]
@@ -21,28 +17,6 @@ pub struct Options {
     /// Threads per block.
     #[arg(long, default_value_t = DEFAULT_BLOCK)]
     pub block: u32,
-}
-
-/// The arguments of `counter_racy` and `counter_atomic`: `threads` threads in blocks of
-/// `block`, each adding 1 to `counter[0]`.
-pub struct CounterArgs<'a> {
-    pub counter: &'a DeviceSlice<u32>,
-    pub threads: u32,
-    pub block: u32,
-}
-
-// SAFETY: the kernels write only `counter[0]`, which is checked to exist; threads past `threads`
-// do nothing, so any block size is correct. The parameters are `counter: *mut u32, threads: u32`.
-unsafe impl KernelArgs for CounterArgs<'_> {
-    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        require_kernel(kernel, &["counter_racy", "counter_atomic"], "counter")?;
-        require_len(kernel, "the counter", self.counter, 1)?;
-        LaunchConfig::linear(self.threads as usize, self.block)
-    }
-
-    fn params(&self, _kernel: &str) -> Params {
-        Params::new().pointer(self.counter).value(self.threads)
-    }
 }
 
 /// A zeroed counter and the launch shape.

@@ -1,41 +1,17 @@
-//! Host side of `kernels::vector_add`: one thread per element. The inputs are random or read
-//! from `.npy` files (`--a`, `--b`); `--output` writes c as `.npy`.
-//!
-//! Tolerance: the GPU performs the same single IEEE addition as the CPU, so the result must be
-//! bit-identical.
+//! The command line of the `vector_add` family: its options and its registry entry.
+
+pub use cuda_kernels::vector_add::*;
 
 use crate::check;
 use crate::data::random_f32;
-use crate::gpu::{
-    require, require_aligned, require_disjoint, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
-};
+use crate::gpu::{require, Gpu, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::{DeviceBuffer, DeviceSlice};
-use interface::vector::QUADS_PER_THREAD;
+use cust::memory::DeviceBuffer;
 use interface::DEFAULT_BLOCK;
 use std::path::{Path, PathBuf};
-
-crate::variants! {
-    pub enum Method {
-        /// One thread per element.
-        Scalar => ("scalar", "vector_add"),
-        /// 16-byte loads and stores, several quads per thread.
-        Vec4 => ("vec4", "vector_add_vec4"),
-    }
-}
-
-impl Method {
-    fn config(self, n: usize, block: u32) -> GpuResult<LaunchConfig> {
-        match self {
-            Method::Scalar => LaunchConfig::linear(n, block),
-            // One more quad slot than whole quads: its thread adds the `n % 4` tail.
-            Method::Vec4 => LaunchConfig::linear((n / 4 + 1).div_ceil(QUADS_PER_THREAD), block),
-        }
-    }
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -46,7 +22,7 @@ pub struct Options {
     #[arg(long, default_value_t = DEFAULT_BLOCK)]
     pub block: u32,
     /// Variants to run (all when omitted).
-    #[arg(long = "variant", value_enum)]
+    #[arg(long = "variant", value_parser = crate::registry::named::<Method>())]
     pub variants: Vec<Method>,
     /// A 1-D f32 .npy file for a (with --b); replaces the random data and --n.
     #[arg(long, requires = "b", conflicts_with = "n")]
@@ -80,44 +56,6 @@ fn inputs_from_files(options: &Options) -> GpuResult<Option<(Vec<f32>, Vec<f32>)
     match (&options.a, &options.b) {
         (Some(a), Some(b)) => read_inputs(a, b).map(Some),
         _ => Ok(None),
-    }
-}
-
-pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
-    a.iter().zip(b).map(|(x, y)| x + y).collect()
-}
-
-/// The arguments of `vector_add` and `vector_add_vec4`: `c = a + b` over `a.len()` elements,
-/// `block` threads per block.
-pub struct AddArgs<'a> {
-    pub a: &'a DeviceSlice<f32>,
-    pub b: &'a DeviceSlice<f32>,
-    pub c: &'a DeviceSlice<f32>,
-    pub block: u32,
-}
-
-// SAFETY: the kernels touch elements below `a.len()` of a, b and c (b and c are checked to be
-// that long), write only c (checked not to overlap a or b), and read quads of all three only in
-// `vector_add_vec4` (checked 16-byte aligned); any grid and block is correct for them. The
-// parameters are `a: &[f32], b: &[f32], c: *mut f32`.
-unsafe impl KernelArgs for AddArgs<'_> {
-    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        let method = Method::named(kernel)?;
-        let n = self.a.len();
-        require_len(kernel, "b", self.b, n)?;
-        require_len(kernel, "c", self.c, n)?;
-        require_disjoint(kernel, ("c", self.c, n), ("a", self.a, n))?;
-        require_disjoint(kernel, ("c", self.c, n), ("b", self.b, n))?;
-        if method == Method::Vec4 {
-            for (what, buffer) in [("a", self.a), ("b", self.b), ("c", self.c)] {
-                require_aligned(kernel, what, buffer, 16)?;
-            }
-        }
-        method.config(n, self.block)
-    }
-
-    fn params(&self, _kernel: &str) -> Params {
-        Params::new().slice(self.a).slice(self.b).pointer(self.c)
     }
 }
 
@@ -159,7 +97,7 @@ impl Kernel for VectorAdd {
     }
 
     fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
-        Ok(Method::variants(&options.variants))
+        Ok(crate::registry::variants(&options.variants))
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {

@@ -14,59 +14,31 @@
 //! (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance); here,
 //! the workload and its CPU reference.
 
-pub mod hopper;
-mod launch;
 mod options;
 mod split;
-mod tensor;
 mod tune;
 
-pub use launch::{tile_label, tile_launch, SgemmArgs, Step, TensorStep};
+pub use cuda_kernels::matmul::*;
 pub use options::Options;
 pub use split::split;
-pub use tensor::{
-    round_bf16, round_f16, round_tf32, ConvertArgs, ConvertTransposedArgs, Dtype, MmaArgs, TensorInput,
-    CONVERT_TRANSPOSED,
-};
 
 use crate::check::{self, product_scale};
 use crate::gpu::{refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::SplitReport;
-use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
+use crate::registry::{Checked, Kernel, Purpose, StepVariant, Variant, Workload};
 use crate::report::{Report, Work};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 use interface::matmul::{DEFAULT_TILE, TILE_CONFIGS};
-use launch::{launch_config, product_launch};
-use ndarray::{Array2, ArrayView2};
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use tensor::Converted;
 use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
 
 /// The types `--dtype` runs on the tensor cores, as the CLI names them.
 const TENSOR_DTYPES: [&str; 3] = ["tf32", "bf16", "f16"];
-
-pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
-    let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
-    let b = ArrayView2::from_shape((k, n), b).expect("b is k×n");
-    a.dot(&b).into_raw_vec_and_offset().0
-}
-
-pub fn tolerance(k: usize) -> f64 {
-    4.0 * k as f64 * f32::EPSILON as f64
-}
-
-/// The reference of the tensor-core steps: f64 products and sums of A and B as rounded to
-/// `dtype`, so that it differs from the GPU's result by the GPU's accumulation alone.
-pub fn rounded_reference(dtype: Dtype, a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
-    let a = Array2::from_shape_fn((m, k), |(i, j)| dtype.round(a[i * k + j]) as f64);
-    let b = Array2::from_shape_fn((k, n), |(i, j)| dtype.round(b[i * n + j]) as f64);
-    a.dot(&b).iter().map(|&x| x as f32).collect()
-}
 
 /// The Hopper kernels' input type for `dtype`, if they take it.
 fn hopper_precision(dtype: Dtype) -> Option<hopper::Precision> {
@@ -109,7 +81,7 @@ pub struct Matmul {
 impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
-        let variants = Step::variants(steps);
+        let variants = crate::registry::variants(steps);
         Self::with_inputs(gpu, shape, Dtype::F32, variants, || random_inputs(shape, seed))
     }
 
@@ -290,7 +262,7 @@ impl Kernel for Matmul {
         Ok(if options.tune || options.all_configs {
             TILE_CONFIGS.iter().map(tile_variant).collect()
         } else {
-            Step::variants(&options.variants)
+            crate::registry::variants(&options.variants)
         })
     }
 

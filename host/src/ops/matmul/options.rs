@@ -17,10 +17,10 @@ pub struct Options {
     pub k: usize,
     /// The inputs' type: f32 runs the SGEMM ladder; tf32, bf16 and f16 the tensor-core step
     /// for that type, on A and B converted once on the GPU (f32 accumulation and output).
-    #[arg(long, value_enum, default_value_t = Dtype::F32)]
+    #[arg(long, value_parser = crate::registry::named::<Dtype>(), default_value_t = Dtype::F32)]
     pub dtype: Dtype,
     /// Variants to run (all when omitted).
-    #[arg(long = "variant", value_enum)]
+    #[arg(long = "variant", value_parser = crate::registry::named::<Step>())]
     pub variants: Vec<Step>,
     /// A 2-D f32 (or f16) .npy file for A, m×k (with --b); replaces the random data, --m and --k.
     #[arg(long, requires = "b", conflicts_with_all = ["m", "k"])]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// What L2 holds when a timed launch starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Cache {
     /// L2 flushed before each launch: the inputs come from DRAM.
     Flushed,
@@ -154,3 +154,5 @@ mod tests {
         assert_eq!(even.median_ms, 1.5);
     }
 }
+
+crate::named!(Cache { Flushed => "flushed", Warm => "warm" });

@@ -22,13 +22,13 @@
 
 use super::clip::{self, Background, Pixels, Round};
 use super::{Found, Settings, Stage};
-use crate::data::timed;
-use crate::gpu::{CudaContext, Gpu, GpuError, GpuResult};
 use crate::io::Image;
-use crate::ops::label::Labeler;
-use crate::ops::measure::Measurer;
-use crate::ops::reduce::{Moments, Reducer};
-use crate::ops::select::{Find, Selector};
+use cuda_kernels::data::timed;
+use cuda_kernels::gpu::{CudaContext, Gpu, GpuError, GpuResult};
+use cuda_kernels::label::Labeler;
+use cuda_kernels::measure::Measurer;
+use cuda_kernels::reduce::{Moments, Reducer};
+use cuda_kernels::select::{Find, Selector};
 use cust::memory::DeviceBuffer;
 use cust::stream::{Stream, StreamFlags};
 use interface::window::Window;

@@ -1,6 +1,5 @@
-//! What the library's unit tests share: scratch directories and the text of an expected error.
+//! What the workspace's unit tests share: scratch directories and the text of an expected error.
 
-use crate::gpu::GpuResult;
 use std::path::PathBuf;
 
 /// A fresh temporary directory per module, test and process, so tests can run in parallel.
@@ -11,7 +10,7 @@ pub fn scratch(module: &str, test: &str) -> PathBuf {
 }
 
 /// The message of the error `result` must be.
-pub fn error_of<T: std::fmt::Debug>(result: GpuResult<T>) -> String {
+pub fn error_of<T: std::fmt::Debug, E: std::fmt::Display>(result: Result<T, E>) -> String {
     match result {
         Ok(value) => panic!("expected an error, got {:?}", value),
         Err(e) => e.to_string(),

@@ -27,12 +27,13 @@ use cust::CudaFlags;
 use std::cell::OnceCell;
 use std::sync::OnceLock;
 
-/// The PTX that host/build.rs compiled from `kernels/` with rustc_codegen_nvvm.
-pub const KERNELS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+/// The PTX of every family's kernels, compiled from `kernels/` by rustc_codegen_nvvm and
+/// shipped in `ptx/` (`build.rs` says how it is rebuilt).
+pub const KERNELS_PTX: &str = include_str!("../../ptx/kernels.ptx");
 
 /// The Hopper module: the kernels on wgmma, TMA and setmaxnreg, PTX for `sm_90a`, which only a
 /// device of compute capability 9.0 loads.
-pub const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
+pub const HOPPER_PTX: &str = include_str!("../../ptx/kernels_sm90a.ptx");
 
 /// The compute capability `sm_90a` code runs on, and no other.
 pub const HOPPER: (i32, i32) = (9, 0);

@@ -2,8 +2,8 @@
 //! background as JSON.
 
 use super::measure::Source;
-use crate::gpu::GpuResult;
 use crate::io::file_error;
+use cuda_kernels::gpu::GpuResult;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! standard deviation of the pixels kept so far, keep those strictly inside median ± κσ, and
 //! repeat until a round clips nothing. That last round's median and σ are the background's.
 
-use super::stats;
-use crate::gpu::{GpuError, GpuResult};
+use cuda_kernels::gpu::{GpuError, GpuResult};
+use cuda_kernels::stats;
 use interface::window::Window;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -100,7 +100,7 @@ impl Pixels for Values {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::error_of;
+    use test_support::error_of;
 
     #[test]
     fn clips_outliers_round_by_round_until_nothing_changes() {

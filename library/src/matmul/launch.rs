@@ -73,12 +73,12 @@ pub fn tile_label(tile: &TileConfig) -> String {
     format!("{}x{}x{}/{}x{}", tile.bm, tile.bn, tile.bk, tile.tm, tile.tn)
 }
 
-pub(super) fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
+pub fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
     TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
 }
 
 /// The launch of any matmul product: a tensor step's, or [`launch_config`]'s.
-pub(super) fn product_launch(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+pub fn product_launch(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
     match TensorStep::named(kernel) {
         Ok(step) => mma_launch(step, m, n),
         Err(_) => launch_config(kernel, m, n),
@@ -86,7 +86,7 @@ pub(super) fn product_launch(kernel: &str, m: usize, n: usize) -> GpuResult<Laun
 }
 
 /// The launch of an f32 product: a tutorial step's or a configuration's.
-pub(super) fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+pub fn launch_config(kernel: &str, m: usize, n: usize) -> GpuResult<LaunchConfig> {
     match (Step::ALL.iter().find(|s| s.kernel() == kernel), tile_of(kernel)) {
         (Some(step), _) => step.launch_config(m, n),
         (None, Some(tile)) => tile_launch(tile, m, n),

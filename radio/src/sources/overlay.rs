@@ -5,8 +5,8 @@
 
 use super::clip::Background;
 use super::measure::Source;
-use crate::gpu::GpuResult;
 use crate::io::{file_error, Image};
+use cuda_kernels::gpu::GpuResult;
 use image::{ImageFormat, RgbImage};
 use rayon::prelude::*;
 use std::path::Path;
@@ -79,7 +79,7 @@ pub fn write(path: &Path, image: &Image, background: &Background, sources: &[Sou
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::scratch;
+    use test_support::scratch;
 
     #[test]
     fn the_overlay_stretches_the_image_and_circles_each_source() {
@@ -126,8 +126,7 @@ mod tests {
         let read = image::open(dir.join("o.png")).unwrap().to_rgb8();
         assert_eq!((read.width(), read.height()), (40, 30));
         assert_eq!(read.into_raw(), rgb);
-        let unwritable =
-            crate::test_support::error_of(write(&dir.join("no-dir").join("o.png"), &image, &background, &[]));
+        let unwritable = test_support::error_of(write(&dir.join("no-dir").join("o.png"), &image, &background, &[]));
         assert!(unwritable.contains("cannot write"), "{}", unwritable);
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -9,8 +9,8 @@
 //! [`GpuError::File`](crate::gpu::GpuError::File) naming the file; nothing here panics on what
 //! a user hands in.
 
-use crate::gpu::GpuResult;
 use crate::io::{file_error, open, require_image_shape, Image};
+use cuda_kernels::gpu::GpuResult;
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -341,7 +341,7 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{error_of, scratch};
+    use test_support::{error_of, scratch};
 
     /// A FITS file made by hand: each card's text padded to 80 bytes, the header to whole
     /// blocks with blanks, then `data` as given (no padding unless the test adds it).

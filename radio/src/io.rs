@@ -4,9 +4,10 @@
 //! [`GpuError::File`] naming the file and what is wrong with it; nothing here panics on what a
 //! user hands in.
 
-use crate::gpu::{GpuError, GpuResult};
+use cuda_kernels::conv2d::filter_side_ok;
+use cuda_kernels::gpu::{GpuError, GpuResult};
 use image::{GrayImage, ImageFormat, ImageReader};
-use interface::conv::MAX_RADIUS;
+
 use ndarray::{ArrayView, IxDyn, ShapeBuilder};
 use ndarray_npy::npy::header::{Header, ParseHeaderError, ReadHeaderError};
 use ndarray_npy::{ReadableElement, WritableElement, WriteNpyExt};
@@ -353,9 +354,6 @@ fn finite_number(word: &str) -> Result<f32, String> {
 
 /// Whether a filter of `side` taps a side fits the kernels: odd (so it has a centre), 3 to
 /// `2·MAX_RADIUS + 1`.
-pub fn filter_side_ok(side: usize) -> bool {
-    side % 2 == 1 && (3..=2 * MAX_RADIUS + 1).contains(&side)
-}
 
 /// A square filter from text: one row per line, numbers separated by white space, blank lines
 /// ignored; 3×3, 5×5 or 7×7. Returns its side and its taps row by row.
@@ -421,7 +419,7 @@ pub fn read_taps(path: &Path) -> GpuResult<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{error_of, scratch};
+    use test_support::{error_of, scratch};
 
     #[test]
     fn npy_round_trips_f32_and_u32_vectors_and_matrices() {

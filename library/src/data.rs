@@ -13,20 +13,13 @@ use std::time::Instant;
 const CHUNK: usize = 1 << 20;
 
 /// The element type of a family that takes either (histogram values, scan input).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Input {
     U32,
     F32,
 }
 
-impl Input {
-    pub fn name(self) -> &'static str {
-        match self {
-            Input::U32 => "u32",
-            Input::F32 => "f32",
-        }
-    }
-}
+impl Input {}
 
 /// `n` values uniform in [low, high).
 pub fn random_in<T>(n: usize, seed: u64, low: T, high: T) -> Vec<T>
@@ -93,3 +86,5 @@ mod tests {
         assert!(mean.abs() < 0.02 && (variance - 1.0).abs() < 0.02, "mean {} variance {}", mean, variance);
     }
 }
+
+crate::named!(Input { U32 => "u32", F32 => "f32" });

@@ -27,7 +27,7 @@ use interface::matmul::{
 use interface::transpose::{WIDE_BLOCK_ROWS, WIDE_TILE};
 
 /// The type the tensor cores read A and B in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dtype {
     /// f32 on the FP32 lanes: the SGEMM ladder.
     #[default]
@@ -41,15 +41,6 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::Tf32 => "tf32",
-            Dtype::Bf16 => "bf16",
-            Dtype::F16 => "f16",
-        }
-    }
-
     /// The tensor-core step for this type (none for f32).
     pub fn step(self) -> Option<TensorStep> {
         match self {
@@ -209,7 +200,7 @@ fn convert_transposed_launch(rows: usize, cols: usize) -> GpuResult<LaunchConfig
 }
 
 /// Each conversion with its launch for a `rows × cols` matrix.
-pub(super) fn conversions(rows: usize, cols: usize) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+pub fn conversions(rows: usize, cols: usize) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
     let written = product("convert", rows, padded("convert", cols)?)?;
     let tf32 = f32::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<f32>(written)?)));
     let half = u16::CONVERSIONS.iter().map(|&kernel| Ok((kernel, convert_launch::<u16>(written)?)));
@@ -219,7 +210,7 @@ pub(super) fn conversions(rows: usize, cols: usize) -> GpuResult<Vec<(&'static s
 
 /// An error when an input lies past the range of `dtype` (f16's largest is 65504): it would
 /// become infinite on the tensor cores.
-pub(super) fn require_in_range(dtype: Dtype, a: &[f32], b: &[f32]) -> GpuResult<()> {
+pub fn require_in_range(dtype: Dtype, a: &[f32], b: &[f32]) -> GpuResult<()> {
     for (name, values) in [("A", a), ("B", b)] {
         if let Some(i) = values.iter().position(|&x| dtype.round(x).is_infinite()) {
             let reason = format!("{name}[{i}] = {} is beyond the range of {}", values[i], dtype.name());
@@ -275,7 +266,7 @@ unsafe impl<T: TensorInput> KernelArgs for MmaArgs<'_, T> {
 }
 
 /// A and B converted on the GPU.
-pub(super) enum Converted {
+pub enum Converted {
     /// A and B rounded to TF32, and Bᵀ for the Hopper steps when they run.
     Tf32 {
         a: DeviceBuffer<f32>,
@@ -300,7 +291,7 @@ fn convert_one<T: TensorInput>(
 
 /// A (m×k) and B (k×n), f32 on the GPU, converted to `dtype`, with Bᵀ for TF32 when `hopper`
 /// steps will run; `None` for f32.
-pub(super) fn convert(
+pub fn convert(
     gpu: &Gpu,
     dtype: Dtype,
     (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
@@ -354,7 +345,7 @@ impl Converted {
     }
 
     /// Encodes the tensor maps of the converted A and B for `precision` into a new buffer.
-    pub(super) fn upload_hopper_maps(
+    pub fn upload_hopper_maps(
         &self,
         precision: Precision,
         dims: (usize, usize, usize),
@@ -380,7 +371,7 @@ impl Converted {
     /// `maps` was written by [`Converted::upload_hopper_maps`] on `self` for `precision` and
     /// `dims`, and neither has changed since.
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn launch_hopper(
+    pub unsafe fn launch_hopper(
         &self,
         gpu: &Gpu,
         stream: &Stream,
@@ -406,7 +397,7 @@ impl Converted {
     }
 
     /// Launches the product `kernel` on these inputs into `c`.
-    pub(super) fn launch_on(
+    pub fn launch_on(
         &self,
         gpu: &Gpu,
         stream: &Stream,
@@ -472,3 +463,5 @@ mod tests {
         }
     }
 }
+
+crate::named!(Dtype { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16", F16 => "f16" });

@@ -62,7 +62,7 @@ impl Params {
 
     /// A pointer to each value, as `cuLaunchKernel` wants them (the first `count`); valid
     /// while `self` is.
-    pub(super) fn pointers(&mut self) -> ([*mut c_void; MAX_PARAMS], usize) {
+    pub fn pointers(&mut self) -> ([*mut c_void; MAX_PARAMS], usize) {
         let mut pointers = [std::ptr::null_mut(); MAX_PARAMS];
         for (pointer, value) in pointers.iter_mut().zip(&mut self.values) {
             *pointer = value.as_mut_ptr() as *mut c_void;

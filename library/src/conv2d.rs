@@ -1,0 +1,182 @@
+//! Host side of `kernels::conv2d`: same-size output, zero padding, odd filters 3×3 to 7×7,
+//! the taps written into the kernels' constant memory. The image is random, a PNG (as
+//! grey-scale in [0, 1]), or a 2-D f32 `.npy` or FITS image (its values as stored); the filter
+//! random, named (box, gaussian, sharpen, sobel-x) or read from a text file; `--out` writes the
+//! GPU's result as an 8-bit PNG, or as f32 `.npy` or FITS (by extension).
+//!
+//! Tolerance: each of the `taps` products has magnitude at most `s = max|x|·max|f|`, below 1
+//! for the random image and filter (uniform in [-1, 1)), up to 5 for a PNG and `sharpen`, any
+//! size for a float image. The GPU (with fused multiply-adds) and the CPU round differently,
+//! each within about `taps·ε·s` of the exact sum. Elements may differ by `4·taps·ε·max(1, s)`.
+
+use crate::gpu::{
+    product, refuse, require, require_disjoint, require_len, CudaContext, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
+use cust::memory::{CopyDestination, DeviceSlice};
+use interface::conv::{BLOCK_ROWS, FILTER_SYMBOL, MAX_RADIUS, MAX_TAPS, NAIVE_BLOCK, TILE};
+use ndarray::{s, Array2, ArrayView2, Zip};
+use std::ffi::CString;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Naive,
+    Tiled,
+}
+
+impl Method {
+    pub const ALL: [Method; 2] = [Method::Naive, Method::Tiled];
+
+    /// The methods chosen with `--variant`, or all of them when none was.
+    pub fn chosen(chosen: &[Method]) -> &[Method] {
+        if chosen.is_empty() {
+            &Method::ALL
+        } else {
+            chosen
+        }
+    }
+
+    pub fn config(self, width: usize, height: usize) -> GpuResult<LaunchConfig> {
+        match self {
+            Method::Naive => naive_config(width, height),
+            Method::Tiled => tiled_config(width, height),
+        }
+    }
+}
+
+/// The filters `--filter` knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// 3×3 mean.
+    Box,
+    /// 5×5 binomial blur.
+    Gaussian,
+    /// 3×3: the centre minus the discrete Laplacian.
+    Sharpen,
+    /// 3×3 horizontal gradient.
+    SobelX,
+}
+
+impl Named {
+    pub const ALL: [Named; 4] = [Named::Box, Named::Gaussian, Named::Sharpen, Named::SobelX];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Named::Box => "box",
+            Named::Gaussian => "gaussian",
+            Named::Sharpen => "sharpen",
+            Named::SobelX => "sobel-x",
+        }
+    }
+
+    /// The side and the taps, row by row.
+    pub fn taps(self) -> (usize, Vec<f32>) {
+        match self {
+            Named::Box => (3, vec![1.0 / 9.0; 9]),
+            Named::Gaussian => {
+                // The outer product of the binomial row 1 4 6 4 1 with itself, over 256.
+                let row = [1.0f32, 4.0, 6.0, 4.0, 1.0];
+                (5, row.iter().flat_map(|a| row.iter().map(move |b| a * b / 256.0)).collect())
+            }
+            Named::Sharpen => (3, vec![0.0, -1.0, 0.0, -1.0, 5.0, -1.0, 0.0, -1.0, 0.0]),
+            Named::SobelX => (3, vec![-1.0, 0.0, 1.0, -2.0, 0.0, 2.0, -1.0, 0.0, 1.0]),
+        }
+    }
+}
+
+crate::named!(Method { Naive => "naive", Tiled => "tiled" });
+
+/// Whether a square filter of `side` taps a side is one the kernels take: odd, 3 to
+/// `2·MAX_RADIUS + 1`.
+pub fn filter_side_ok(side: usize) -> bool {
+    side % 2 == 1 && (3..=2 * MAX_RADIUS + 1).contains(&side)
+}
+
+/// The radius of an odd filter of at most `2·MAX_RADIUS + 1` taps a side.
+pub fn radius(filter: usize) -> GpuResult<usize> {
+    require(filter_side_ok(filter), || format!("the filter must be 3, 5 or 7 wide (got {})", filter))?;
+    Ok(filter / 2)
+}
+
+/// Writes `taps` into the module's constant `FILTER`, which both convolution families read:
+/// the most recently prepared convolution owns it.
+pub fn set_filter(gpu: &Gpu, taps: &[f32]) -> GpuResult<()> {
+    let mut padded = [0.0f32; MAX_TAPS];
+    padded[..taps.len()].copy_from_slice(taps);
+    let name = CString::new(FILTER_SYMBOL).expect("a symbol name without NUL");
+    let mut symbol = gpu.module.get_global::<[f32; MAX_TAPS]>(&name).during("finding FILTER in the module")?;
+    symbol.copy_from(&padded).during("writing the filter to constant memory")
+}
+
+/// Cross-correlation with zero padding, the definition the kernels implement.
+pub fn cpu_reference(image: ArrayView2<f32>, filter: ArrayView2<f32>) -> Array2<f32> {
+    let r = filter.nrows() / 2;
+    let (h, w) = image.dim();
+    let mut padded = Array2::<f32>::zeros((h + 2 * r, w + 2 * r));
+    padded.slice_mut(s![r..r + h, r..r + w]).assign(&image);
+    let mut out = Array2::<f32>::zeros((h, w));
+    Zip::from(&mut out).and(padded.windows(filter.dim())).par_for_each(|o, window| {
+        *o = window.iter().zip(filter.iter()).map(|(x, f)| x * f).sum();
+    });
+    out
+}
+
+pub fn naive_config(width: usize, height: usize) -> GpuResult<LaunchConfig> {
+    let side = NAIVE_BLOCK as usize;
+    LaunchConfig::tiles_2d(width, height, (side, side), (NAIVE_BLOCK, NAIVE_BLOCK), 0)
+}
+
+pub fn tiled_config(width: usize, height: usize) -> GpuResult<LaunchConfig> {
+    LaunchConfig::tiles_2d(width, height, (TILE, TILE), (TILE as u32, BLOCK_ROWS as u32), 0)
+}
+
+/// The tiled kernel of a radius: the radius is a const generic, one entry point each.
+pub fn tiled_kernel(radius: usize) -> &'static str {
+    ["conv2d_tiled_r1", "conv2d_tiled_r2", "conv2d_tiled_r3"][radius - 1]
+}
+
+/// The arguments of the 2D convolutions: `input` and `output` are `height × width`, row-major,
+/// and the filter in constant memory is `2·radius + 1` wide. `conv2d_naive` takes the radius
+/// as a parameter; each `conv2d_tiled_r*` has its own.
+pub struct Conv2dArgs<'a> {
+    pub input: &'a DeviceSlice<f32>,
+    pub output: &'a DeviceSlice<f32>,
+    pub width: usize,
+    pub height: usize,
+    pub radius: usize,
+}
+
+// SAFETY: the kernels read `input[..width·height]` and write `output[..width·height]`, both
+// checked to exist and not to overlap; they read `(2·radius + 1)²` taps of the constant
+// `FILTER`, which holds `MAX_TAPS`, and `radius <= MAX_RADIUS` is checked (a tiled kernel's
+// shared tile is sized by its own radius, which must be the one asked for). The shape is the
+// block and tile each kernel's indexing assumes. The parameters are
+// `input: &[f32], output: *mut f32, width: usize, height: usize`, then `radius: usize` for
+// `conv2d_naive`.
+unsafe impl KernelArgs for Conv2dArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let pixels = product(kernel, self.width, self.height)?;
+        require_len(kernel, "the input", self.input, pixels)?;
+        require_len(kernel, "the output", self.output, pixels)?;
+        require_disjoint(kernel, ("the output", self.output, pixels), ("the input", self.input, pixels))?;
+        if !(1..=MAX_RADIUS).contains(&self.radius) {
+            return Err(refuse(kernel, format!("radius {} is not 1 to {MAX_RADIUS}", self.radius)));
+        }
+        if kernel == "conv2d_naive" {
+            naive_config(self.width, self.height)
+        } else if kernel == tiled_kernel(self.radius) {
+            tiled_config(self.width, self.height)
+        } else {
+            Err(refuse(kernel, format!("it is not a conv2d kernel of radius {}", self.radius)))
+        }
+    }
+
+    fn params(&self, kernel: &str) -> Params {
+        let params = Params::new().slice(self.input).pointer(self.output).value(self.width).value(self.height);
+        if kernel == "conv2d_naive" {
+            params.value(self.radius)
+        } else {
+            params
+        }
+    }
+}

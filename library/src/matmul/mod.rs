@@ -1,0 +1,38 @@
+//! C = A × B on the GPU: the SGEMM ladder (`launch`), the tensor cores' conversions and
+//! mma.sync steps (`tensor`) and Hopper's wgmma steps (`hopper`), with their CPU references.
+//!
+//! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
+//! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
+//! exact value (ε = f32::EPSILON). GPU and CPU sum in different orders, so each element may
+//! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
+//! `max(1, max|a|·max|b|)`, the bound of a product term.
+
+pub mod hopper;
+pub mod launch;
+pub mod tensor;
+
+pub use launch::{launch_config, product_launch, tile_label, tile_launch, tile_of, SgemmArgs, Step, TensorStep};
+pub use tensor::{
+    round_bf16, round_f16, round_tf32, ConvertArgs, ConvertTransposedArgs, Converted, Dtype, MmaArgs, TensorInput,
+    CONVERT_TRANSPOSED,
+};
+
+use ndarray::{Array2, ArrayView2};
+
+pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
+    let b = ArrayView2::from_shape((k, n), b).expect("b is k×n");
+    a.dot(&b).into_raw_vec_and_offset().0
+}
+
+pub fn tolerance(k: usize) -> f64 {
+    4.0 * k as f64 * f32::EPSILON as f64
+}
+
+/// The reference of the tensor-core steps: f64 products and sums of A and B as rounded to
+/// `dtype`, so that it differs from the GPU's result by the GPU's accumulation alone.
+pub fn rounded_reference(dtype: Dtype, a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let a = Array2::from_shape_fn((m, k), |(i, j)| dtype.round(a[i * k + j]) as f64);
+    let b = Array2::from_shape_fn((k, n), |(i, j)| dtype.round(b[i * n + j]) as f64);
+    a.dot(&b).iter().map(|&x| x as f32).collect()
+}

@@ -1,0 +1,400 @@
+//! Per label, what `scipy.ndimage` measures of the image under it: the pixel count, the summed
+//! flux (`sum_labels`), the flux-weighted centre (`center_of_mass`), the brightest pixel
+//! (`maximum`) and the bounding box (`find_objects`).
+//!
+//! SciPy adds each label's values with `np.bincount(labels, weights)`, one pixel after another
+//! in raster order, in f64, and weighs the centre by `data * row` and `data * column` in f64
+//! (exact: an f32 times an integer below 2^24). One sequential pass here adds in that same
+//! order, so the sums are NumPy's to the last bit; it reads the image once, a few
+//! milliseconds at 2048².
+//!
+//! Beside it, the host side of `kernels::measure` ([`Measurer`], the binding [`MeasureArgs`])
+//! and the `measure` family of the registry, whose sources are checked against these: the
+//! same pixels and boxes and peaks, fluxes within 1e-5 relative and centres within 1e-4 pixel
+//! (the GPU adds in another order).
+
+use crate::check::Check;
+use crate::gpu::{
+    product, refuse, require, require_disjoint, require_kernel, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig,
+    Params,
+};
+use cust::memory::{DeviceBuffer, DeviceSlice};
+use interface::measure::{peak_of, BLOCK, ITEMS, PEAK, PIXELS, RECORD_WORDS, X_MAX, X_MIN, Y_MAX, Y_MIN};
+use serde::Serialize;
+use std::cell::RefCell;
+
+/// One source: a connected component of the detection mask.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Source {
+    /// Its label, 1..n in raster order of its first pixel, as `scipy.ndimage.label` numbers it.
+    pub label: u32,
+    /// `center_of_mass(data, labels, label)`, which SciPy returns as (row, column): the
+    /// flux-weighted mean row…
+    pub y: f64,
+    /// …and column, 0-based, a pixel's centre at whole numbers.
+    pub x: f64,
+    /// `sum_labels(data, labels, label)`: the sum of its pixels.
+    pub flux: f64,
+    /// `maximum(data, labels, label)`: its brightest pixel.
+    pub peak: f64,
+    /// How many pixels it has (`np.bincount(labels)[label]`).
+    pub pixels: usize,
+    /// Its bounding box, inclusive: `find_objects(labels)[label - 1]` is
+    /// `(slice(y_min, y_max + 1), slice(x_min, x_max + 1))`.
+    pub y_min: usize,
+    pub y_max: usize,
+    pub x_min: usize,
+    pub x_max: usize,
+}
+
+/// The sums of one label so far.
+#[derive(Clone)]
+struct Sums {
+    pixels: usize,
+    flux: f64,
+    flux_y: f64,
+    flux_x: f64,
+    peak: f32,
+    rows: (usize, usize),
+    cols: (usize, usize),
+}
+
+/// The sources of `count` labels (1..=count, each on at least one pixel; 0 is the background)
+/// over `pixels`, `width` a row.
+pub fn measure(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Vec<Source> {
+    let empty = Sums {
+        pixels: 0,
+        flux: 0.0,
+        flux_y: 0.0,
+        flux_x: 0.0,
+        peak: f32::NEG_INFINITY,
+        rows: (usize::MAX, 0),
+        cols: (usize::MAX, 0),
+    };
+    let mut sums = vec![empty; count + 1];
+    for (row, (labels, values)) in labels.chunks(width).zip(pixels.chunks(width)).enumerate() {
+        for (col, (&label, &value)) in labels.iter().zip(values).enumerate() {
+            if label == 0 {
+                continue;
+            }
+            let s = &mut sums[label as usize];
+            let v = f64::from(value);
+            s.pixels += 1;
+            s.flux += v;
+            s.flux_y += v * row as f64;
+            s.flux_x += v * col as f64;
+            s.peak = s.peak.max(value);
+            s.rows = (s.rows.0.min(row), s.rows.1.max(row));
+            s.cols = (s.cols.0.min(col), s.cols.1.max(col));
+        }
+    }
+    sums.iter()
+        .enumerate()
+        .skip(1)
+        .map(|(label, s)| Source {
+            label: label as u32,
+            y: s.flux_y / s.flux,
+            x: s.flux_x / s.flux,
+            flux: s.flux,
+            peak: f64::from(s.peak),
+            pixels: s.pixels,
+            y_min: s.rows.0,
+            y_max: s.rows.1,
+            x_min: s.cols.0,
+            x_max: s.cols.1,
+        })
+        .collect()
+}
+
+/// Relative tolerance of a source's flux, and absolute one of its centre in pixels.
+pub const FLUX_TOLERANCE: f64 = 1e-5;
+pub const CENTRE_TOLERANCE: f64 = 1e-4;
+
+/// The arguments of `measure_labels`: the pixels of `image` under each label 1..=`count` of
+/// `labels` (`width × height`), added into the zeroed `records`.
+pub struct MeasureArgs<'a> {
+    pub image: &'a DeviceSlice<f32>,
+    pub labels: &'a DeviceSlice<u32>,
+    pub width: usize,
+    pub height: usize,
+    pub records: &'a DeviceSlice<f64>,
+    pub count: u32,
+}
+
+/// Threads of `measure_labels` for a `width × height` image: one per `ITEMS` pixels of a row.
+pub fn threads(kernel: &str, width: usize, height: usize) -> GpuResult<usize> {
+    product(kernel, width.div_ceil(ITEMS), height)
+}
+
+// SAFETY: `measure_labels(image: &[f32], labels: &[u32], width: usize, height: usize,
+// records: *mut f64, count: u32)` reads `image[..n]` and `labels[..n]`, `n = width · height`,
+// checked to hold that much (below 2^32, so rows and columns fit the record's u32 fields),
+// and adds into the records of labels 1..=count only: `records` is checked to hold
+// `count · RECORD_WORDS` values and to overlap neither input. One thread per ITEMS pixels of a
+// row, in one-dimensional blocks.
+unsafe impl KernelArgs for MeasureArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &["measure_labels"], "MeasureArgs")?;
+        let n = product(kernel, self.width, self.height)?;
+        if n == 0 || n > u32::MAX as usize {
+            return Err(refuse(kernel, format!("a {}x{} image: 1 to 2^32 - 1 pixels", self.width, self.height)));
+        }
+        require_len(kernel, "the image", self.image, n)?;
+        require_len(kernel, "the labels", self.labels, n)?;
+        let words = product(kernel, self.count as usize, RECORD_WORDS)?;
+        require_len(kernel, "the records", self.records, words)?;
+        require_disjoint(kernel, ("the records", self.records, words), ("the image", self.image, n))?;
+        require_disjoint(kernel, ("the records", self.records, words), ("the labels", self.labels, n))?;
+        LaunchConfig::linear(threads(kernel, self.width, self.height)?, BLOCK)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new()
+            .slice(self.image)
+            .slice(self.labels)
+            .value(self.width)
+            .value(self.height)
+            .pointer(self.records)
+            .value(self.count)
+    }
+}
+
+/// The u32 field at byte `offset` of a record.
+fn field(record: &[f64], offset: usize) -> u32 {
+    let word = record[offset / 8].to_bits();
+    if offset.is_multiple_of(8) {
+        word as u32
+    } else {
+        (word >> 32) as u32
+    }
+}
+
+/// The source of label `label` from its record.
+pub fn source(label: u32, record: &[f64]) -> Source {
+    let (flux, flux_y, flux_x) = (record[0], record[1], record[2]);
+    Source {
+        label,
+        y: flux_y / flux,
+        x: flux_x / flux,
+        flux,
+        peak: f64::from(peak_of(field(record, PEAK))),
+        pixels: field(record, PIXELS) as usize,
+        y_min: (u32::MAX - field(record, Y_MIN)) as usize,
+        y_max: field(record, Y_MAX) as usize,
+        x_min: (u32::MAX - field(record, X_MIN)) as usize,
+        x_max: field(record, X_MAX) as usize,
+    }
+}
+
+/// Measures the sources of images of one size on the GPU. Its records grow to the most labels
+/// seen, and are reused from call to call.
+pub struct Measurer {
+    width: usize,
+    height: usize,
+    pub records: RefCell<DeviceBuffer<f64>>,
+}
+
+/// Labels the records hold at first.
+const FIRST_CAPACITY: usize = 4096;
+
+impl Measurer {
+    pub fn new(gpu: &Gpu, width: usize, height: usize) -> GpuResult<Self> {
+        let threads = threads("measure_labels", width, height)?;
+        require(width.checked_mul(height).is_some_and(|n| n >= 1 && n <= u32::MAX as usize), || {
+            format!("a {width}x{height} image: 1 to 2^32 - 1 pixels")
+        })?;
+        gpu.validate("measure_labels", &LaunchConfig::linear(threads, BLOCK)?)?;
+        let records = RefCell::new(gpu.poisoned("source records", FIRST_CAPACITY * RECORD_WORDS)?);
+        Ok(Self { width, height, records })
+    }
+
+    /// The sources of labels 1..=`count` of `labels` (as [`measure`] measures them on the CPU).
+    pub fn measure(
+        &self,
+        gpu: &Gpu,
+        image: &DeviceSlice<f32>,
+        labels: &DeviceSlice<u32>,
+        count: u32,
+    ) -> GpuResult<Vec<Source>> {
+        if count == 0 {
+            return Ok(vec![]);
+        }
+        self.launch(gpu, image, labels, count, true)?;
+        let words = count as usize * RECORD_WORDS;
+        let records = gpu.download("source records", &self.records.borrow(), words)?;
+        Ok(records.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
+    }
+
+    /// Records for `count` labels, grown (not shrunk) when there are fewer.
+    pub fn reserve(&self, gpu: &Gpu, count: u32) -> GpuResult<()> {
+        let words = count as usize * RECORD_WORDS;
+        let held = self.records.borrow().len();
+        if held < words {
+            *self.records.borrow_mut() = gpu.poisoned("source records", words.max(2 * held))?;
+        }
+        Ok(())
+    }
+
+    /// Zeroes the records of `count` labels (when `zero`) and queues the kernel.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        image: &DeviceSlice<f32>,
+        labels: &DeviceSlice<u32>,
+        count: u32,
+        zero: bool,
+    ) -> GpuResult<()> {
+        let (width, height) = (self.width, self.height);
+        let n = width * height;
+        require(image.len() == n && labels.len() == n, || {
+            format!("{} pixels and {} labels for a {}x{} measurer", image.len(), labels.len(), width, height)
+        })?;
+        require(count as usize <= n, || format!("{count} labels on {n} pixels"))?;
+        self.reserve(gpu, count)?;
+        let records = self.records.borrow();
+        let words = count as usize * RECORD_WORDS;
+        if zero && words > 0 {
+            gpu.zero("source records", &records.index(..words))?;
+        }
+        gpu.launch("measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count })
+    }
+}
+
+/// `gpu` against `cpu`, source by source: pixels, boxes and peaks exact, fluxes and centres
+/// within the tolerances. Each source's error is in units of its tolerance (1 passes).
+pub fn compare(gpu: &[Source], cpu: &[Source]) -> Check {
+    let errors: Vec<f64> = gpu
+        .iter()
+        .zip(cpu)
+        .map(|(g, c)| {
+            let exact = (g.label, g.pixels, g.y_min, g.y_max, g.x_min, g.x_max, g.peak)
+                == (c.label, c.pixels, c.y_min, c.y_max, c.x_min, c.x_max, c.peak);
+            if !exact {
+                return f64::INFINITY;
+            }
+            let flux = (g.flux - c.flux).abs() / (c.flux.abs() * FLUX_TOLERANCE);
+            let centre = (g.x - c.x).abs().max((g.y - c.y).abs()) / CENTRE_TOLERANCE;
+            // NaN (a record never written) fails.
+            if flux.is_nan() || centre.is_nan() {
+                f64::INFINITY
+            } else {
+                flux.max(centre)
+            }
+        })
+        .collect();
+    let failing = |e: &f64| *e > 1.0;
+    Check {
+        passed: gpu.len() == cpu.len() && !errors.iter().any(failing),
+        worst_error: errors.iter().copied().fold(0.0, f64::max),
+        tolerance: 1.0,
+        mismatches: errors.iter().filter(|e| failing(e)).count(),
+        first_mismatch: errors.iter().position(failing),
+        race: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_centres_and_boxes_are_weighted_by_flux() {
+        // Label 1: 1 at (0, 0), 3 at (0, 1) and 4 at (1, 1). Label 2: 2 and 6 on row 2,
+        // columns 2 and 3. The background's 9s are not counted.
+        #[rustfmt::skip]
+        let pixels = [
+            1.0, 3.0, 9.0, 9.0,
+            9.0, 4.0, 9.0, 9.0,
+            9.0, 9.0, 2.0, 6.0,
+        ];
+        #[rustfmt::skip]
+        let labels = [
+            1, 1, 0, 0,
+            0, 1, 0, 0,
+            0, 0, 2, 2,
+        ];
+        let sources = measure(&pixels, 4, &labels, 2);
+        // Label 1: flux 8; rows weighted (0·1 + 0·3 + 1·4)/8 = 0.5; columns (0·1 + 1·3 + 1·4)/8.
+        // Not the mean of the pixels' positions (1/3, 2/3): that would be unweighted.
+        let one = Source {
+            label: 1,
+            y: 0.5,
+            x: 7.0 / 8.0,
+            flux: 8.0,
+            peak: 4.0,
+            pixels: 3,
+            y_min: 0,
+            y_max: 1,
+            x_min: 0,
+            x_max: 1,
+        };
+        // Label 2: flux 8; row 2; columns (2·2 + 3·6)/8 = 2.75.
+        let two = Source {
+            label: 2,
+            y: 2.0,
+            x: 2.75,
+            flux: 8.0,
+            peak: 6.0,
+            pixels: 2,
+            y_min: 2,
+            y_max: 2,
+            x_min: 2,
+            x_max: 3,
+        };
+        assert_eq!(sources, vec![one, two]);
+        assert_eq!(measure(&pixels, 4, &[0; 12], 0), vec![]);
+    }
+
+    #[test]
+    fn peak_keys_order_as_the_floats_and_decode_back() {
+        use interface::measure::peak_key;
+        let values = [f32::NEG_INFINITY, -3.5, -f32::MIN_POSITIVE, -0.0, 0.0, 1e-30, 2.0, f32::MAX, f32::INFINITY];
+        for pair in values.windows(2) {
+            assert!(peak_key(pair[0]) <= peak_key(pair[1]), "{:?}", pair);
+        }
+        for v in values {
+            assert_eq!(peak_of(peak_key(v)).to_bits(), v.to_bits());
+            assert!(peak_key(v) > 0, "a zeroed record's peak is below every value");
+        }
+    }
+
+    /// A record as `measure_labels` leaves it, from its fields' layout in `interface::measure`.
+    fn record(sums: [f64; 3], fields: [(usize, u32); 6]) -> Vec<f64> {
+        let mut words = sums.iter().map(|s| s.to_bits()).chain([0u64; 3]).collect::<Vec<u64>>();
+        for (offset, value) in fields {
+            words[offset / 8] |= (value as u64) << (32 * (offset % 8 / 4));
+        }
+        words.into_iter().map(f64::from_bits).collect()
+    }
+
+    #[test]
+    fn records_decode_into_the_cpus_sources() {
+        // Label 1 of the hand-made image above: 1 at (0, 0), 3 at (0, 1), 4 at (1, 1).
+        let fields = [
+            (PIXELS, 3),
+            (PEAK, interface::measure::peak_key(4.0)),
+            (Y_MIN, u32::MAX),
+            (Y_MAX, 1),
+            (X_MIN, u32::MAX),
+            (X_MAX, 1),
+        ];
+        let decoded = source(1, &record([8.0, 4.0, 7.0], fields));
+        let pixels = [1.0, 3.0, 9.0, 4.0];
+        assert_eq!(decoded, measure(&pixels, 2, &[1, 1, 0, 1], 1)[0]);
+        let one = std::slice::from_ref(&decoded);
+        assert!(compare(one, one).passed);
+        let moved = Source { x: decoded.x + 2e-4, ..decoded.clone() };
+        assert!(!compare(&[moved], one).passed, "a centre 2e-4 pixel off fails");
+        let brighter = Source { flux: decoded.flux * (1.0 + 2e-5), ..decoded.clone() };
+        assert!(!compare(&[brighter], &[decoded]).passed, "a flux 2e-5 off fails");
+    }
+
+    #[test]
+    fn sums_are_in_f64() {
+        // 2^24 + 1 is not an f32, but 2^24 and 1 are: summed in f32 the 1 would be lost.
+        let pixels = [16_777_216.0f32, 1.0];
+        let source = &measure(&pixels, 2, &[1, 1], 1)[0];
+        assert_eq!(source.flux, 16_777_217.0);
+        assert_eq!(source.x, 1.0 / 16_777_217.0);
+    }
+}

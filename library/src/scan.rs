@@ -1,0 +1,243 @@
+//! Host side of `kernels::scan`: the single-pass exclusive prefix sum of u32 (exact, wrapping
+//! modulo 2^32) and f32 values, and [`Scanner`], the API the source-finding pipeline calls
+//! (label renumbering scans u32 flags; compaction, `ops/compact.rs`, shares its scratch).
+//!
+//! Tolerance of the f32 scan against the f64 reference: a value reaches an output through at
+//! most 32 rounded additions inside its tile (a quad, the lanes' scan, the warp's rows, the
+//! block's warps, the tile's prefix) and 7 for each tile before it (a window of the look-back
+//! is a warp sum and an addition; an inclusive prefix one more), and each rounding changes a
+//! value's contribution by a factor of at most `1 + ε`. So an output lies within
+//! `ε·(32 + 7·tiles)·Σ|x|` of the exact sum, a first-order bound that holds for any order the
+//! look-back takes; rounding the reference to f32 adds `ε·max|prefix|`. The bound is loose,
+//! which is why the u32 scan, the same code path, is checked exactly.
+
+use crate::gpu::{
+    blocks, refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu,
+    GpuResult, KernelArgs, LaunchConfig, Params,
+};
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use interface::scan::{scratch_words, tiles, BLOCK, TILE};
+
+/// A value type the scan kernels take.
+pub trait ScanValue: DeviceCopy + bytemuck::Pod + Default {
+    /// The kernel that scans it.
+    const KERNEL: &'static str;
+}
+
+impl ScanValue for u32 {
+    const KERNEL: &'static str = "scan_exclusive_u32";
+}
+
+impl ScanValue for f32 {
+    const KERNEL: &'static str = "scan_exclusive_f32";
+}
+
+/// One block of [`BLOCK`] threads per tile of [`TILE`] values.
+pub fn tile_config(kernel: &str, n: usize) -> GpuResult<LaunchConfig> {
+    let grid = blocks(n, TILE).map_err(|e| refuse(kernel, e.to_string()))?;
+    Ok(LaunchConfig { grid: (grid, 1, 1), block: (BLOCK as u32, 1, 1), shared_bytes: 0 })
+}
+
+/// Checks the scratch (tile counter and states) and the one-value result word of a tile
+/// kernel over `n` values read from `input` and written to `output`: long enough, and no two
+/// of them, nor any of them and the input, overlapping.
+pub fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
+    kernel: &str,
+    (input, n): (&DeviceSlice<I>, usize),
+    output: &DeviceSlice<O>,
+    scratch: &DeviceSlice<u64>,
+    (result_name, result): (&str, &DeviceSlice<R>),
+) -> GpuResult<()> {
+    let words = scratch_words(n);
+    require_len(kernel, "the scratch", scratch, words)?;
+    require_len(kernel, result_name, result, 1)?;
+    require_disjoint(kernel, ("the output", output, n), ("the input", input, n))?;
+    require_disjoint(kernel, ("the scratch", scratch, words), ("the input", input, n))?;
+    require_disjoint(kernel, ("the scratch", scratch, words), ("the output", output, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the input", input, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the output", output, n))?;
+    require_disjoint(kernel, (result_name, result, 1), ("the scratch", scratch, words))
+}
+
+/// The arguments of `scan_exclusive_u32` and `scan_exclusive_f32`: `output` the exclusive sum
+/// of `input`, `total` the sum of all, `scratch` the zeroed tile counter and states.
+pub struct ScanArgs<'a, T: ScanValue> {
+    pub input: &'a DeviceSlice<T>,
+    pub output: &'a DeviceSlice<T>,
+    pub scratch: &'a DeviceSlice<u64>,
+    pub total: &'a DeviceSlice<T>,
+}
+
+// SAFETY: the kernels read `input` (not empty, 16-byte aligned quads), write `output[..n]`
+// (checked that long, 16-byte aligned), `scratch[..scratch_words(n)]` and `total[0]`, all
+// checked to exist and to overlap nothing else. One block of BLOCK threads per tile; a block
+// whose tile number is past the last tile (scratch not zeroed) returns, and the look-back
+// reads only the words of earlier tiles, so stale scratch gives wrong sums, never an access
+// outside the buffers. The parameters are `input: &[T], output: *mut T, scratch: *mut u64,
+// total: *mut T`.
+unsafe impl<T: ScanValue> KernelArgs for ScanArgs<'_, T> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[T::KERNEL], "these scan")?;
+        let n = self.input.len();
+        if n == 0 {
+            return Err(refuse(kernel, "a scan needs at least one value"));
+        }
+        require_len(kernel, "the output", self.output, n)?;
+        check_scratch(kernel, (self.input, n), self.output, self.scratch, ("the total", self.total))?;
+        require_aligned(kernel, "the input", self.input, 16)?;
+        require_aligned(kernel, "the output", self.output, 16)?;
+        tile_config(kernel, n)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.input).pointer(self.output).pointer(self.scratch).pointer(self.total)
+    }
+}
+
+/// Scratch for scans and compactions of up to `n` values, and the words their results land
+/// in. Each call zeroes the scratch it needs on the stream before its kernel (a few words per
+/// 4096 values), so calls follow each other on [`Gpu::stream`] with no other reset; calls from
+/// two streams at once would share the scratch and must not be made.
+pub struct Scanner {
+    n: usize,
+    pub scratch: DeviceBuffer<u64>,
+    total_u32: DeviceBuffer<u32>,
+    total_f32: DeviceBuffer<f32>,
+    pub count: DeviceBuffer<u32>,
+}
+
+impl Scanner {
+    /// Scratch for inputs of up to `n` values (`n >= 1`).
+    pub fn new(gpu: &Gpu, n: usize) -> GpuResult<Self> {
+        require(n >= 1, || "a scanner needs room for at least one value".into())?;
+        tile_config("scan", n)?;
+        let words = scratch_words(n);
+        gpu.ensure_fits("scan scratch", 8 * words as u64)?;
+        let scratch = DeviceBuffer::<u64>::zeroed(words).during("allocating scan scratch")?;
+        let total_u32 = DeviceBuffer::<u32>::zeroed(1).during("allocating the scan total")?;
+        let total_f32 = DeviceBuffer::<f32>::zeroed(1).during("allocating the scan total")?;
+        let count = DeviceBuffer::<u32>::zeroed(1).during("allocating the compaction count")?;
+        Ok(Self { n, scratch, total_u32, total_f32, count })
+    }
+
+    /// The most values one call takes.
+    pub fn capacity(&self) -> usize {
+        self.n
+    }
+
+    /// Zeroes the counter and tile states a call over `n` values uses, on the stream: part of
+    /// every call, so timing a call counts it.
+    pub fn reset(&self, gpu: &Gpu, n: usize, what: &str) -> GpuResult<()> {
+        require(n >= 1 && n <= self.n, || format!("{what} of {n} values: the scanner holds 1 to {}", self.n))?;
+        gpu.zero("scan scratch", &self.scratch.index(..scratch_words(n)))
+    }
+
+    fn scan<T: ScanValue>(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<T>,
+        output: &DeviceSlice<T>,
+        total: &DeviceSlice<T>,
+    ) -> GpuResult<()> {
+        self.reset(gpu, input.len(), "a scan")?;
+        gpu.launch(T::KERNEL, &ScanArgs { input, output, scratch: &self.scratch, total })
+    }
+
+    /// `output[i] = input[0] + … + input[i-1]`, wrapping modulo 2^32, queued on the gpu's
+    /// stream (no synchronization). `input` and `output` are 16-byte aligned (any buffer from
+    /// an allocation is), disjoint (no in-place scan), `output` at least as long as `input`,
+    /// and `1 <= input.len() <= capacity()`. The sum of all lands in [`Scanner::total_u32`].
+    pub fn exclusive_sum_u32(&self, gpu: &Gpu, input: &DeviceSlice<u32>, output: &DeviceSlice<u32>) -> GpuResult<()> {
+        self.scan(gpu, input, output, &self.total_u32)
+    }
+
+    /// [`Scanner::exclusive_sum_u32`], then waits for it and returns the sum of all the input.
+    pub fn exclusive_sum_u32_total(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<u32>,
+        output: &DeviceSlice<u32>,
+    ) -> GpuResult<u32> {
+        self.exclusive_sum_u32(gpu, input, output)?;
+        Ok(gpu.download("the scan total", &self.total_u32, 1)?[0])
+    }
+
+    /// The device word the last u32 scan writes its total to, for work queued after it.
+    pub fn total_u32(&self) -> &DeviceSlice<u32> {
+        &self.total_u32
+    }
+
+    /// The exclusive sum of f32 values, in f32 (within the tolerance in this module's doc), on
+    /// the stream; as [`Scanner::exclusive_sum_u32`] otherwise. The total lands in
+    /// [`Scanner::total_f32`].
+    pub fn exclusive_sum_f32(&self, gpu: &Gpu, input: &DeviceSlice<f32>, output: &DeviceSlice<f32>) -> GpuResult<()> {
+        self.scan(gpu, input, output, &self.total_f32)
+    }
+
+    /// The device word the last f32 scan writes its total to.
+    pub fn total_f32(&self) -> &DeviceSlice<f32> {
+        &self.total_f32
+    }
+}
+
+/// The exclusive sum of u32 values, wrapping as the kernel does, and the total.
+pub fn cpu_reference_u32(values: &[u32]) -> (Vec<u32>, u32) {
+    let mut sum = 0u32;
+    let out = values
+        .iter()
+        .map(|&v| {
+            let before = sum;
+            sum = sum.wrapping_add(v);
+            before
+        })
+        .collect();
+    (out, sum)
+}
+
+/// The exclusive sum of f32 values, summed in f64 and rounded to f32, the total, and the f32
+/// kernel's tolerance (see the module doc).
+pub fn cpu_reference_f32(values: &[f32]) -> (Vec<f32>, f32, f64) {
+    let (mut sum, mut magnitude, mut largest) = (0f64, 0f64, 0f64);
+    let out = values
+        .iter()
+        .map(|&v| {
+            let before = sum;
+            sum += v as f64;
+            magnitude += (v as f64).abs();
+            largest = largest.max(sum.abs());
+            before as f32
+        })
+        .collect();
+    let roundings = 32.0 + 7.0 * tiles(values.len()) as f64;
+    let tolerance = f32::EPSILON as f64 * (roundings * magnitude + largest);
+    (out, sum as f32, tolerance)
+}
+
+pub use crate::data::Input;
+
+/// The scan kernel of `input`'s values.
+pub fn kernel(input: Input) -> &'static str {
+    match input {
+        Input::U32 => u32::KERNEL,
+        Input::F32 => f32::KERNEL,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u32_reference_is_exclusive_and_wraps() {
+        assert_eq!(cpu_reference_u32(&[3, 1, 4]), (vec![0, 3, 4], 8));
+        assert_eq!(cpu_reference_u32(&[u32::MAX, 2]), (vec![0, u32::MAX], 1));
+    }
+
+    #[test]
+    fn f32_reference_sums_in_f64_and_scales_its_tolerance_with_the_magnitudes() {
+        let (out, total, tolerance) = cpu_reference_f32(&[1.0, -3.0, 0.5]);
+        assert_eq!((out, total), (vec![0.0, 1.0, -2.0], -1.5));
+        // One tile, Σ|x| = 4.5, the largest |prefix| is 2.
+        assert_eq!(tolerance, f32::EPSILON as f64 * (39.0 * 4.5 + 2.0));
+    }
+}

@@ -1,0 +1,6 @@
+//! Radio images on the GPU.
+
+pub mod fits;
+pub mod io;
+pub mod sky;
+pub mod sources;
