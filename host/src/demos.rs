@@ -45,7 +45,7 @@ pub struct StreamsReport {
 /// fewer blocks than SMs), first alone, then on two streams at once. Then the dependency:
 /// stream 2 doubles stream 1's result only after an event recorded on stream 1 says it is done.
 pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
-    let sms = gpu.info.multiprocessors as usize;
+    let sms = gpu.info().multiprocessors as usize;
     // Tiles of 128: a square of side 128·⌊√(SMs/2)⌋ puts at most half the SMs to work.
     let side = 128 * ((sms as f64 / 2.0).sqrt().floor() as usize).max(1);
     let shape = (side, side, 8192);
@@ -165,7 +165,7 @@ pub fn bandwidth(gpu: &Gpu, sizes: &[usize], iters: usize) -> GpuResult<Vec<Band
         let mut pinned = LockedBuffer::new(&0x5Au8, bytes).during("allocating pinned memory")?;
         let mut device = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
         let mut device2 = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
-        let s = &gpu.stream;
+        let s = &gpu.stream();
         let gbs = |moved: usize, copy: &mut dyn FnMut() -> GpuResult<()>| -> GpuResult<f64> {
             let ms = gpu.time(iters, Cache::Warm, || Ok(()), &mut *copy)?.median_ms;
             Ok(moved as f64 / (ms / 1e3) / 1e9)

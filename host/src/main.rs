@@ -264,12 +264,12 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             let kernels = Info::from_arg_matches(options)?.kernels;
             let rows = if kernels { Some(resources::kernel_resources(&gpu)?) } else { None };
             if global.json {
-                print_json(&serde_json::json!({ "device": gpu.info, "kernels": rows }))?;
+                print_json(&serde_json::json!({ "device": gpu.info(), "kernels": rows }))?;
             } else {
-                gpu.info.print();
+                gpu.info().print();
                 if let Some(rows) = rows {
                     println!("{}", resources::table(&rows));
-                    if gpu.hopper.is_none() {
+                    if !gpu.has_hopper() {
                         let hopper: Vec<&str> =
                             host::ops::matmul::hopper::kernels().map(|(kernel, _, _)| kernel).collect();
                         println!("not listed, needs sm_90 (Hopper): {}", hopper.join(", "));
@@ -323,7 +323,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             };
             let timer = Timer { launches: if b.quick { 5 } else { iters }, ..timer };
             let rows = bench::run(&gpu, b.quick, &b.out, peers.as_ref(), seed, timer)?;
-            println!("{}", bench::markdown(&gpu.info, &rows, peers.is_some()));
+            println!("{}", bench::markdown(&gpu.info(), &rows, peers.is_some()));
             println!("wrote {}/report.json, report.md and charts", b.out.display());
             return Ok(rows.into_iter().map(|row| row.report).collect());
         }

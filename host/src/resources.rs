@@ -41,7 +41,7 @@ pub fn of(gpu: &Gpu, family: &'static str, kernel: &'static str, config: &Launch
         local_bytes: attr(FunctionAttribute::LocalSizeBytes)?,
         max_threads_per_block: attr(FunctionAttribute::MaxThreadsPerBlock)?,
         blocks_per_sm,
-        occupancy_percent: 100.0 * resident_threads as f64 / gpu.info.max_threads_per_multiprocessor as f64,
+        occupancy_percent: 100.0 * resident_threads as f64 / gpu.info().max_threads_per_multiprocessor as f64,
     })
 }
 
@@ -49,15 +49,15 @@ pub fn of(gpu: &Gpu, family: &'static str, kernel: &'static str, config: &Launch
 pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<KernelResources>> {
     let mut rows = Vec::new();
     for family in FAMILIES {
-        for (kernel, config) in family.launches(gpu.info.multiprocessors as u32)? {
+        for (kernel, config) in family.launches(gpu.info().multiprocessors as u32)? {
             rows.push(of(gpu, family.name(), kernel, &config)?);
         }
     }
     // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`).
-    if gpu.hopper.is_some() {
+    if gpu.has_hopper() {
         use crate::ops::matmul::hopper;
         for (kernel, step, _) in hopper::kernels() {
-            let config = hopper::launch_config(step, 4096, 4096, gpu.info.multiprocessors as u32)?;
+            let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
             rows.push(of(gpu, "matmul", kernel, &config)?);
         }
     }

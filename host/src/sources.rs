@@ -178,7 +178,7 @@ fn find_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> G
         stages.push(Stage { name: "labels copied back", ms });
     }
     last.stages = stages;
-    Ok((last, gpu.info.name.clone(), median_of(totals)))
+    Ok((last, gpu.info().name.clone(), median_of(totals)))
 }
 
 /// `--catalog`, or `<image stem>-sources.csv` beside the image.

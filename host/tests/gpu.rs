@@ -38,7 +38,7 @@ fn tensor_steps_match_the_cpu_for_every_dtype() {
     }
     expect_error(&gpu, "matmul", "--m 64 --n 64 --k 64 --dtype bf16 --variant async", "pick among the f32 steps");
     // On Hopper the 16-bit dtypes run the wgmma steps beside the mma.sync one (above, checked).
-    if gpu.hopper.is_some() {
+    if gpu.has_hopper() {
         for (dtype, step) in [("bf16", "mma-bf16"), ("f16", "mma-f16")] {
             let reports = run(&gpu, "matmul", &format!("--m 17 --n 31 --k 13 --dtype {dtype}"), 1);
             let names: Vec<&str> = reports.iter().map(|r| r.variant.as_str()).collect();
@@ -72,13 +72,13 @@ fn racy_counter_loses_increments() {
 fn arrays_past_2_32_elements() {
     let Some(gpu) = gpu("arrays_past_2_32_elements") else { return };
     let n: u64 = (1 << 32) + 1000;
-    let needed = 3 * 4 * n + 2 * gpu.info.l2_bytes;
-    if gpu.info.free_memory < needed {
+    let needed = 3 * 4 * n + 2 * gpu.info().l2_bytes;
+    if gpu.info().free_memory < needed {
         let _ = writeln!(
             std::io::stderr(),
             "SKIPPED arrays_past_2_32_elements: needs {} bytes of GPU memory, {} free",
             needed,
-            gpu.info.free_memory
+            gpu.info().free_memory
         );
         return;
     }
@@ -120,7 +120,7 @@ fn bad_input_is_a_clear_error() {
     expect_error(&gpu, "label", "--side 0", "--side must be 1 to");
     expect_error(&gpu, "label", "--side 37 --threshold inf", "--threshold must be finite");
     expect_error(&gpu, "measure", "--side 37 --threshold NaN", "--threshold must be finite");
-    let too_big = gpu.info.total_memory;
+    let too_big = gpu.info().total_memory;
     expect_error(&gpu, "vector-add", &format!("--n {}", too_big), "not enough GPU memory");
     let config = LaunchConfig { grid: (1, 1, 1), block: (32, 32, 2), shared_bytes: 0 };
     expect_gpu_error(gpu.validate("vector_add", &config), "2048 threads per block");
@@ -174,7 +174,7 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
     // keeps the pick under a class of its own: f32 runs of the same shape do not see it.
     let steps = run(&gpu, "matmul", &with_cache("--m 300 --n 200 --k 100 --dtype bf16 --tune"), 3);
     assert_passed(&steps);
-    let hopper_steps = if gpu.hopper.is_some() { host::ops::matmul::hopper::Step::ALL.len() } else { 0 };
+    let hopper_steps = if gpu.has_hopper() { host::ops::matmul::hopper::Step::ALL.len() } else { 0 };
     assert_eq!(steps.len(), 1 + hopper_steps, "{:?}", steps);
     assert_eq!(steps.iter().filter(|r| r.note.as_deref().unwrap_or_default().contains("FASTEST")).count(), 1);
     let later = run(&gpu, "matmul", &with_cache("--m 257 --n 255 --k 120 --dtype bf16"), 1);

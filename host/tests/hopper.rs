@@ -15,7 +15,7 @@ const SHAPES: [(usize, usize, usize); 6] =
 #[test]
 fn wgmma_matches_the_cpu_at_odd_shapes() {
     let Some(gpu) = common::gpu("wgmma_matches_the_cpu_at_odd_shapes") else { return };
-    if gpu.info.compute_capability != HOPPER {
+    if gpu.info().compute_capability != HOPPER {
         let err =
             hopper::run(&gpu, Step::Pipelined.kernel(Precision::Bf16), (64, 64, 64), common::SEED, 1, Cache::Warm)
                 .err()

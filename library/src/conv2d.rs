@@ -104,7 +104,7 @@ pub fn set_filter(gpu: &Gpu, taps: &[f32]) -> GpuResult<()> {
     let mut padded = [0.0f32; MAX_TAPS];
     padded[..taps.len()].copy_from_slice(taps);
     let name = CString::new(FILTER_SYMBOL).expect("a symbol name without NUL");
-    let mut symbol = gpu.module.get_global::<[f32; MAX_TAPS]>(&name).during("finding FILTER in the module")?;
+    let mut symbol = gpu.module().get_global::<[f32; MAX_TAPS]>(&name).during("finding FILTER in the module")?;
     symbol.copy_from(&padded).during("writing the filter to constant memory")
 }
 

@@ -265,7 +265,7 @@ impl Reducer {
     /// correctly, by fewer threads than they could use).
     pub fn new(gpu: &Gpu, n: usize) -> GpuResult<Self> {
         require(n >= 1, || "a reduction needs at least 1 value".into())?;
-        let sms = gpu.info.multiprocessors as usize;
+        let sms = gpu.info().multiprocessors as usize;
         let grid = |per_sm| grid_stride_blocks(n, sms, per_sm) as u32;
         let (sum_grid, moments_grid) = (grid(BLOCKS_PER_SM), grid(MOMENTS_BLOCKS_PER_SM));
         let partials = (sum_grid as usize).max(moments_grid as usize * MOMENTS_FIELDS);
@@ -276,13 +276,13 @@ impl Reducer {
     pub fn sum(&self, gpu: &Gpu, values: &DeviceSlice<f32>) -> GpuResult<f64> {
         let args = ReduceArgs { values, scratch: self.buffers.scratch(), grid: self.sum_grid };
         gpu.launch(Step::Vec4.kernel(), &args)?;
-        Ok(self.buffers.read::<1>(&gpu.stream)?[0])
+        Ok(self.buffers.read::<1>(&gpu.stream())?[0])
     }
 
     /// The moments of the `values` inside `window`.
     pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
-        self.launch_moments(gpu, &gpu.stream, values, window)?;
-        self.read_moments(&gpu.stream)
+        self.launch_moments(gpu, &gpu.stream(), values, window)?;
+        self.read_moments(&gpu.stream())
     }
 
     /// Launches [`Reducer::moments`] on `stream` without waiting: other work can run beside it

@@ -173,7 +173,7 @@ impl Selector {
         let gathered = DeviceBuffer::<f32>::zeroed(GATHER_CAP).during("allocating the select gathering")?;
         gpu.validate(COUNT_KERNEL, &count_config(1))?;
         let readback = Readback::new(STATE_WORDS)?;
-        Ok(Self { state, histogram, gathered, readback, sms: gpu.info.multiprocessors as u32 })
+        Ok(Self { state, histogram, gathered, readback, sms: gpu.info().multiprocessors as u32 })
     }
 
     /// Launches the whole selection of what `find` asks among `values` inside `window`; the
@@ -195,7 +195,7 @@ impl Selector {
     }
 
     fn start_read<'a>(&'a self, gpu: &'a Gpu) -> GpuResult<Pending<'a, u32, STATE_WORDS>> {
-        self.readback.start("the select state", &gpu.stream, &self.state)
+        self.readback.start("the select state", &gpu.stream(), &self.state)
     }
 
     /// The `k`-th smallest (0-based) of the values inside `window`; `None` when `k` is not

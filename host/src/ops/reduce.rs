@@ -132,7 +132,7 @@ impl Kernel for Reduce {
         require((0.0..=1.0).contains(&options.blank), || format!("--blank {} is not a fraction", options.blank))?;
         require(!options.low.is_nan() && !options.high.is_nan(), || "the window's bounds must not be NaN".into())?;
         let steps = options.steps()?;
-        let grids = grids(n, gpu.info.multiprocessors as u32, options.grid);
+        let grids = grids(n, gpu.info().multiprocessors as u32, options.grid);
         gpu.ensure_fits("reduce input", 4 * n as u64)?;
         let mut values = random_in(n, seed, -1.0f32, 1.0);
         if options.offset != 0.0 {
@@ -223,7 +223,7 @@ impl Workload for Reduce {
         let (sum, magnitude, moments) =
             self.expected.ok_or_else(|| GpuError::InvalidInput("reduce: no CPU reference computed".into()))?;
         if Step::named(&variant.kernel)?.is_sum() {
-            let got = self.buffers.read::<1>(&gpu.stream)?[0];
+            let got = self.buffers.read::<1>(&gpu.stream())?[0];
             let tolerance = sum_tolerance(magnitude);
             let error = (got - sum).abs();
             let passed = error <= tolerance;
@@ -237,7 +237,7 @@ impl Workload for Reduce {
             };
             return Ok(Checked { check, note: Some(format!("sum {got:.10e}, CPU {sum:.10e}")) });
         }
-        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(&gpu.stream)?);
+        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(&gpu.stream())?);
         let errors = moments_errors(&got, &moments);
         // NaN is a mismatch.
         let bad = |e: &&f64| e.is_nan() || **e > 1.0;

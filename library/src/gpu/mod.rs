@@ -61,16 +61,21 @@ pub fn device_count() -> GpuResult<usize> {
     Ok(count as usize)
 }
 
+/// One GPU, opened: its context, the kernels' modules loaded into it, and the stream its work
+/// is queued on.
+///
+/// The fields are private: a module swapped for another could be launched with arguments its
+/// kernels do not take, so only [`Gpu::with_ptx`], which is `unsafe`, loads other code.
 pub struct Gpu {
     // Field order is drop order: everything allocated in the context goes before it.
-    pub stream: Stream,
+    stream: Stream,
     /// Written before each cold-cache timed launch to evict the working set from L2.
     flush_buffer: OnceCell<DeviceBuffer<u8>>,
-    pub module: Module,
+    module: Module,
     /// [`HOPPER_PTX`], loaded on compute capability 9.0 only.
-    pub hopper: Option<Module>,
-    pub device: Device,
-    pub info: DeviceInfo,
+    hopper: Option<Module>,
+    device: Device,
+    info: DeviceInfo,
     _context: Context,
 }
 
@@ -130,6 +135,32 @@ impl Gpu {
         module.get_function(name).during(format!("looking up kernel `{}`", name))
     }
 
+    /// The stream this GPU's work is queued on, in order.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The device's facts: name, compute capability, limits, peaks.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The device this GPU was opened on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Whether the Hopper module (wgmma, TMA) is loaded: on compute capability 9.0 only.
+    pub fn has_hopper(&self) -> bool {
+        self.hopper.is_some()
+    }
+
+    /// The module holding the kernels of every family (not the Hopper ones).
+    pub(crate) fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// Waits for everything queued on the stream; an error names `what` was running.
     pub fn synchronize(&self, what: &str) -> GpuResult<()> {
         self.stream.synchronize().during(format!("running {}", what))
     }

@@ -273,7 +273,7 @@ impl Kernel for Matmul {
             Dtype::F32 => shape_class(shape),
             dtype => format!("{} {}", shape_class(shape), dtype.name()),
         };
-        let device = tuning::device_key(&gpu.info);
+        let device = tuning::device_key(&gpu.info());
         // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
         let cache_path = match (&options.tuning_cache, options.tune) {
             (Some(path), _) => Some(path.clone()),
@@ -356,7 +356,7 @@ impl Workload for Matmul {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        self.launch_on(gpu, &gpu.stream, &variant.kernel)
+        self.launch_on(gpu, &gpu.stream(), &variant.kernel)
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
