@@ -1,5 +1,7 @@
 //! CUDA kernels written in Rust.
 
+pub use gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError, GpuResult};
+
 pub mod check;
 pub mod data;
 pub mod gpu;

@@ -4,6 +4,7 @@
 //! the device's facts (`device`).
 
 mod args;
+mod array;
 mod device;
 mod error;
 mod launch;
@@ -11,13 +12,14 @@ mod memory;
 mod timing;
 
 pub use args::{product, refuse, require_aligned, require_disjoint, require_kernel, require_len, KernelArgs, Params};
+pub use array::{DeviceArray, DeviceMatrix, DeviceVector};
 pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
 pub use memory::{Pending, Readback};
 pub use timing::{Cache, Timing};
 
-use cust::context::Context;
+use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::function::Function;
 use cust::memory::DeviceBuffer;
@@ -25,6 +27,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 use std::cell::OnceCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// The PTX of every family's kernels, compiled from `kernels/` by rustc_codegen_nvvm and
@@ -54,6 +57,21 @@ fn init() -> GpuResult<()> {
     cust::init(CudaFlags::empty()).map_err(|e| GpuError::NoGpu(format!("cuInit failed: {}", e)))
 }
 
+/// The GPU a doctest or an example runs on: `None` (after saying why) where this machine has
+/// none, so that the documentation's examples compile and run everywhere; with
+/// `REQUIRE_GPU=1` a missing GPU is an error instead.
+#[doc(hidden)]
+pub fn doctest_gpu() -> GpuResult<Option<Gpu>> {
+    match Gpu::new() {
+        Ok(gpu) => Ok(Some(gpu)),
+        Err(GpuError::NoGpu(why)) if std::env::var_os("REQUIRE_GPU").is_none_or(|v| v != "1") => {
+            eprintln!("SKIPPED: {why}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// GPUs on this machine.
 pub fn device_count() -> GpuResult<usize> {
     init()?;
@@ -76,7 +94,9 @@ pub struct Gpu {
     hopper: Option<Module>,
     device: Device,
     info: DeviceInfo,
-    _context: Context,
+    /// Tells this `Gpu`'s arrays from another's, whose work is queued on another stream.
+    id: u64,
+    context: Context,
 }
 
 impl Gpu {
@@ -115,7 +135,9 @@ impl Gpu {
         } else {
             None
         };
-        Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, _context: context })
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, id, context })
     }
 
     /// The kernel `name`, from the Hopper module for its kernels: on another GPU, an error
@@ -153,6 +175,22 @@ impl Gpu {
     /// Whether the Hopper module (wgmma, TMA) is loaded: on compute capability 9.0 only.
     pub fn has_hopper(&self) -> bool {
         self.hopper.is_some()
+    }
+
+    /// A number no other `Gpu` of this process has.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The context this GPU's memory and modules belong to.
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Makes this GPU's context the thread's current one, so that allocations and copies land
+    /// in it even when another `Gpu` was used last on this thread.
+    pub fn bind(&self) -> GpuResult<()> {
+        CurrentContext::set_current(&self.context).during("making the GPU's context current")
     }
 
     /// The module holding the kernels of every family (not the Hopper ones).
