@@ -7,6 +7,7 @@ use cust::memory::{
 };
 use cust::stream::Stream;
 use std::cell::{RefCell, RefMut};
+use std::mem::ManuallyDrop;
 
 impl Gpu {
     /// Fails with a clear message unless `bytes` more fit in the free GPU memory.
@@ -71,15 +72,19 @@ impl Gpu {
 /// stream alone. A plain copy into pageable memory goes through a staging buffer and, being
 /// synchronous, waits for every stream: where a pipeline reads a small answer between short
 /// kernels, that latency is time the GPU sits idle.
+///
+/// A [`Pending`] copy borrows the page-locked memory until its stream has run the copy. One
+/// that is forgotten (`mem::forget`) never gives it back, and then the `Readback`'s drop leaks
+/// the memory instead of freeing it under a copy that may still be writing it.
 pub struct Readback<T: DeviceCopy> {
-    host: RefCell<LockedBuffer<T>>,
+    host: RefCell<ManuallyDrop<LockedBuffer<T>>>,
 }
 
 impl<T: DeviceCopy + Default> Readback<T> {
     /// Room for `len` values.
     pub fn new(len: usize) -> GpuResult<Self> {
         let host = LockedBuffer::new(&T::default(), len.max(1)).during("allocating page-locked host memory")?;
-        Ok(Self { host: RefCell::new(host) })
+        Ok(Self { host: RefCell::new(ManuallyDrop::new(host)) })
     }
 
     /// The first `N` values of `from`, once `stream` has run everything queued on it.
@@ -108,10 +113,29 @@ impl<T: DeviceCopy + Default> Readback<T> {
     }
 }
 
+impl<T: DeviceCopy> Readback<T> {
+    /// The page-locked memory's address, for the test that a forgotten copy leaks it.
+    #[doc(hidden)]
+    pub fn host_address(&self) -> GpuResult<usize> {
+        let host = self.host.try_borrow().map_err(|_| GpuError::InvalidInput("a copy back is pending".into()))?;
+        Ok(host.as_ptr() as usize)
+    }
+}
+
+impl<T: DeviceCopy> Drop for Readback<T> {
+    fn drop(&mut self) {
+        // Still borrowed only by a forgotten `Pending`, whose copy may be in flight.
+        if let Ok(mut host) = self.host.try_borrow_mut() {
+            // SAFETY: dropped once, here; no `Pending` holds it, so no copy is writing it.
+            unsafe { ManuallyDrop::drop(&mut host) }
+        }
+    }
+}
+
 /// A copy back that [`Readback::start`] queued. It holds the page-locked memory until its
 /// stream has run the copy: dropped without [`Pending::wait`], it still waits for the stream.
 pub struct Pending<'a, T: DeviceCopy, const N: usize> {
-    host: RefMut<'a, LockedBuffer<T>>,
+    host: RefMut<'a, ManuallyDrop<LockedBuffer<T>>>,
     stream: &'a Stream,
     what: &'a str,
     waited: bool,

@@ -84,6 +84,15 @@ pub fn device_count() -> GpuResult<usize> {
 ///
 /// The fields are private: a module swapped for another could be launched with arguments its
 /// kernels do not take, so only [`Gpu::with_ptx`], which is `unsafe`, loads other code.
+///
+/// ```compile_fail
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// let gpu = cuda_kernels::Gpu::new()?;
+/// // error[E0616]: field `module` of struct `Gpu` is private
+/// let module = &gpu.module;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Gpu {
     // Field order is drop order: everything allocated in the context goes before it.
     stream: Stream,

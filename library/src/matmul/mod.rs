@@ -7,10 +7,12 @@
 //! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
 //! `max(1, max|a|·max|b|)`, the bound of a product term.
 
+mod gemm;
 pub mod hopper;
 pub mod launch;
 pub mod tensor;
 
+pub use gemm::{gemm, gemm_array, gemm_with, hopper_precision, GemmKernel};
 pub use launch::{launch_config, product_launch, tile_label, tile_launch, tile_of, SgemmArgs, Step, TensorStep};
 pub use tensor::{
     round_bf16, round_f16, round_tf32, ConvertArgs, ConvertTransposedArgs, Converted, Dtype, MmaArgs, TensorInput,

@@ -40,16 +40,6 @@ use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
 /// The types `--dtype` runs on the tensor cores, as the CLI names them.
 const TENSOR_DTYPES: [&str; 3] = ["tf32", "bf16", "f16"];
 
-/// The Hopper kernels' input type for `dtype`, if they take it.
-fn hopper_precision(dtype: Dtype) -> Option<hopper::Precision> {
-    match dtype {
-        Dtype::Tf32 => Some(hopper::Precision::Tf32),
-        Dtype::Bf16 => Some(hopper::Precision::Bf16),
-        Dtype::F16 => Some(hopper::Precision::F16),
-        Dtype::F32 => None,
-    }
-}
-
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,

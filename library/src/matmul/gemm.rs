@@ -1,0 +1,233 @@
+//! `gemm`: C = A × B for a program's own matrices, with the kernel chosen for it.
+//!
+//! The choice, for each precision and shape, on the GPU at hand:
+//! - the configuration `host matmul --tune` measured fastest for this GPU and shape class,
+//!   where the tuning cache ([`crate::tuning`]) holds one;
+//! - otherwise the default: for f32 the last step of the ladder ([`Step::Async`]); for the
+//!   tensor types the persistent wgmma step on Hopper, and the mma.sync step elsewhere.
+
+use super::hopper::{self, Precision};
+use super::tensor::{self, Dtype};
+use super::{tile_of, SgemmArgs, Step};
+use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
+use crate::tuning::{self, TuningCache};
+use ndarray::{Array2, ArrayView2};
+
+/// The kernel a product runs: a step of the f32 ladder, a tuned f32 tile configuration, a
+/// tensor type's mma.sync step, or a Hopper step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmKernel {
+    /// A step of the f32 ladder.
+    Ladder(Step),
+    /// An f32 tile configuration (`interface::matmul::TILE_CONFIGS`), by kernel name.
+    Tile(&'static str),
+    /// The mma.sync step of the precision's type.
+    Mma,
+    /// A wgmma step (compute capability 9.0 only).
+    Hopper(hopper::Step),
+}
+
+impl GemmKernel {
+    /// The kernel's name in the PTX, for `precision`.
+    pub fn kernel(self, precision: Dtype) -> GpuResult<&'static str> {
+        let tensor_only = |what: &str| {
+            GpuError::InvalidInput(format!("{what} multiplies f32 only; {} needs the tensor cores", precision.name()))
+        };
+        match (self, precision.step(), hopper_precision(precision)) {
+            (GemmKernel::Ladder(step), None, _) => Ok(step.kernel()),
+            (GemmKernel::Tile(kernel), None, _) => Ok(kernel),
+            (GemmKernel::Ladder(step), Some(_), _) => Err(tensor_only(step.name())),
+            (GemmKernel::Tile(kernel), Some(_), _) => Err(tensor_only(kernel)),
+            (GemmKernel::Mma, Some(step), _) => Ok(step.kernel()),
+            (GemmKernel::Hopper(step), _, Some(hopper)) => Ok(step.kernel(hopper)),
+            (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_), _, None) => {
+                Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
+            }
+        }
+    }
+
+    /// The kernel `host matmul --tune` kept for this GPU, precision and shape, if any; an
+    /// unreadable cache file is an error, an absent one is none.
+    pub fn tuned(gpu: &Gpu, precision: Dtype, (m, n, k): (usize, usize, usize)) -> GpuResult<Option<Self>> {
+        let Ok(path) = tuning::default_path() else { return Ok(None) };
+        let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
+        let class = match precision {
+            Dtype::F32 => class,
+            dtype => format!("{class} {}", dtype.name()),
+        };
+        let cache = TuningCache::load(&path)?;
+        let Some(choice) = cache.lookup("matmul", &tuning::device_key(gpu.info()), &class) else { return Ok(None) };
+        let kernel = choice.kernel.as_str();
+        let found = Step::ALL
+            .iter()
+            .find(|s| s.kernel() == kernel)
+            .map(|&s| GemmKernel::Ladder(s))
+            .or_else(|| tile_of(kernel).map(|t| GemmKernel::Tile(t.kernel)))
+            .or_else(|| precision.step().filter(|s| s.kernel() == kernel).map(|_| GemmKernel::Mma))
+            .or_else(|| hopper::kernel_of(kernel).map(|(step, _)| GemmKernel::Hopper(step)));
+        Ok(found.filter(|choice| choice.kernel(precision).is_ok_and(|k| k == kernel)))
+    }
+
+    /// The kernel [`gemm`] runs: the tuned one where the cache has it, else the default for
+    /// `precision` on this GPU.
+    pub fn chosen(gpu: &Gpu, precision: Dtype, dims: (usize, usize, usize)) -> GpuResult<Self> {
+        if let Some(tuned) = Self::tuned(gpu, precision, dims)? {
+            if !matches!(tuned, GemmKernel::Hopper(_)) || gpu.has_hopper() {
+                return Ok(tuned);
+            }
+        }
+        Ok(match precision {
+            Dtype::F32 => GemmKernel::Ladder(Step::Async),
+            _ if gpu.has_hopper() => GemmKernel::Hopper(hopper::Step::Persistent),
+            _ => GemmKernel::Mma,
+        })
+    }
+}
+
+/// The Hopper kernels' input type for `dtype`, if they take it.
+pub fn hopper_precision(dtype: Dtype) -> Option<Precision> {
+    match dtype {
+        Dtype::Tf32 => Some(Precision::Tf32),
+        Dtype::Bf16 => Some(Precision::Bf16),
+        Dtype::F16 => Some(Precision::F16),
+        Dtype::F32 => None,
+    }
+}
+
+/// The shape of `a × b` into `c`, or an error naming the mismatch.
+fn dims(a: &DeviceMatrix<f32>, b: &DeviceMatrix<f32>, c: &DeviceMatrix<f32>) -> GpuResult<(usize, usize, usize)> {
+    let ((m, k), (kb, n)) = (a.dim(), b.dim());
+    let refuse = |what: String| Err(GpuError::InvalidInput(format!("gemm: {what}")));
+    if k != kb {
+        return refuse(format!("A is {m}×{k} and B is {kb}×{n}: their inner dimensions differ"));
+    }
+    if c.dim() != (m, n) {
+        return refuse(format!("C is {}×{}, A × B is {m}×{n}", c.dim().0, c.dim().1));
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return refuse(format!("an empty product ({m}×{n}×{k})"));
+    }
+    Ok((m, n, k))
+}
+
+/// C = A × B, with A m×k, B k×n and C m×n row-major f32 matrices on `gpu`, the inputs read
+/// in `precision` (f32 on the FP32 lanes; tf32, bf16 or f16 on the tensor cores, converted on
+/// the GPU, accumulated in f32), by the kernel [`GemmKernel::chosen`] picks.
+///
+/// f32 products are queued on the GPU's stream and return at once; tensor-core products wait
+/// for their converted copies of A and B to be used before returning. For f16, values beyond
+/// its range (±65504) convert to infinities; [`gemm_array`], which sees them, refuses them.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::matmul::{cpu_reference, gemm, Dtype};
+/// use cuda_kernels::DeviceMatrix;
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let a = Array2::from_shape_fn((67, 33), |(i, j)| ((i * 7 + j) % 11) as f32 - 5.0);
+/// let b = Array2::from_shape_fn((33, 129), |(i, j)| ((i + 3 * j) % 5) as f32 - 2.0);
+/// let (da, db) = (DeviceMatrix::from_array(&gpu, a.view())?, DeviceMatrix::from_array(&gpu, b.view())?);
+/// let mut c = DeviceMatrix::zeros(&gpu, (67, 129))?;
+/// gemm(&gpu, &da, &db, &mut c, Dtype::F32)?;
+/// // Small integers: every product and sum is exact in f32.
+/// let expected = cpu_reference(a.as_slice().unwrap(), b.as_slice().unwrap(), 67, 129, 33);
+/// assert_eq!(c.to_array(&gpu)?.into_raw_vec_and_offset().0, expected);
+/// # Ok(())
+/// # }
+/// ```
+pub fn gemm(
+    gpu: &Gpu,
+    a: &DeviceMatrix<f32>,
+    b: &DeviceMatrix<f32>,
+    c: &mut DeviceMatrix<f32>,
+    precision: Dtype,
+) -> GpuResult<()> {
+    let shape = dims(a, b, c)?;
+    let kernel = GemmKernel::chosen(gpu, precision, shape)?;
+    gemm_with(gpu, a, b, c, precision, kernel)
+}
+
+/// [`gemm`] with the kernel named.
+pub fn gemm_with(
+    gpu: &Gpu,
+    a: &DeviceMatrix<f32>,
+    b: &DeviceMatrix<f32>,
+    c: &mut DeviceMatrix<f32>,
+    precision: Dtype,
+    kernel: GemmKernel,
+) -> GpuResult<()> {
+    let (m, n, k) = dims(a, b, c)?;
+    let name = kernel.kernel(precision)?;
+    gpu.bind()?;
+    let (sa, sb, sc) = (a.slice(gpu)?, b.slice(gpu)?, c.slice(gpu)?);
+    match (kernel, hopper_precision(precision)) {
+        (GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
+            gpu.launch(name, &SgemmArgs { a: sa, b: sb, c: sc, m, n, k })?;
+        }
+        (GemmKernel::Mma, _) => {
+            let converted = converted(gpu, precision, (sa, sb), (m, n, k), false)?;
+            converted.launch_on(gpu, gpu.stream(), name, sc, (m, n, k))?;
+            // The converted copies are dropped on return: the product must have read them.
+            gpu.synchronize("the tensor-core product")?;
+        }
+        (GemmKernel::Hopper(_), Some(hopper)) => {
+            let converted = converted(gpu, precision, (sa, sb), (m, n, k), true)?;
+            let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
+            // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
+            // precision and shape, and neither changes before the launch.
+            unsafe { converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps), sc, (m, n, k)) }?;
+            gpu.synchronize("the wgmma product")?;
+        }
+        (GemmKernel::Hopper(_), None) => unreachable!("GemmKernel::kernel refuses a Hopper step for f32"),
+    }
+    for used in [a, b] {
+        used.record_use(gpu)?;
+    }
+    c.record_use(gpu)
+}
+
+/// A and B converted to `precision` on the GPU, into new buffers padded as the tensor steps
+/// read them (Bᵀ too for TF32 on Hopper).
+fn converted(
+    gpu: &Gpu,
+    precision: Dtype,
+    (a, b): (&cust::memory::DeviceSlice<f32>, &cust::memory::DeviceSlice<f32>),
+    dims: (usize, usize, usize),
+    hopper: bool,
+) -> GpuResult<tensor::Converted> {
+    tensor::convert(gpu, precision, (a, b), dims, hopper)?
+        .ok_or_else(|| GpuError::InvalidInput("f32 products are not converted".into()))
+}
+
+/// A × B for `ndarray` matrices: uploads them, runs [`gemm`] and reads C back.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::matmul::{gemm_array, rounded_reference, Dtype};
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let a = Array2::from_shape_fn((130, 70), |(i, j)| ((i * 13 + j * 7) % 17) as f32 / 16.0 - 0.5);
+/// let b = Array2::from_shape_fn((70, 90), |(i, j)| ((i * 5 + j * 3) % 19) as f32 / 18.0 - 0.5);
+/// let c = gemm_array(&gpu, a.view(), b.view(), Dtype::Bf16)?;
+/// let expected = rounded_reference(Dtype::Bf16, a.as_slice().unwrap(), b.as_slice().unwrap(), 130, 90, 70);
+/// for (got, want) in c.iter().zip(&expected) {
+///     assert!((got - want).abs() <= 1e-4, "{got} vs {want}");
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn gemm_array(gpu: &Gpu, a: ArrayView2<f32>, b: ArrayView2<f32>, precision: Dtype) -> GpuResult<Array2<f32>> {
+    if let Some(bad) = a.iter().chain(b.iter()).find(|v| !v.is_finite()) {
+        return Err(GpuError::InvalidInput(format!("gemm: the inputs hold {bad}, and only finite values multiply")));
+    }
+    if precision == Dtype::F16 {
+        let (a, b): (Vec<f32>, Vec<f32>) = (a.iter().copied().collect(), b.iter().copied().collect());
+        tensor::require_in_range(precision, &a, &b)?;
+    }
+    let (da, db) = (DeviceMatrix::from_array(gpu, a)?, DeviceMatrix::from_array(gpu, b)?);
+    let mut c = DeviceMatrix::zeros(gpu, (a.nrows(), b.ncols()))?;
+    gemm(gpu, &da, &db, &mut c, precision)?;
+    c.to_array(gpu)
+}
