@@ -11,7 +11,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use host::cargo_bench::{benches, Target, MEASUREMENT, SAMPLES, WARM_UP};
 use host::gpu::{Cache, Gpu};
-use host::registry::{Purpose, FAMILIES};
+use host::ops::FAMILIES;
+use host::registry::Purpose;
 use host::report::Work;
 
 const SEED: u64 = 11;

@@ -8,7 +8,8 @@
 use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, DeviceInfo, Gpu, Timing};
-use crate::registry::{Purpose, Timer, FAMILIES};
+use crate::ops::FAMILIES;
+use crate::registry::{Purpose, Timer};
 use crate::report::{Measured, Report, Work};
 use crate::{sky, sources};
 use anyhow::{Context, Result};
@@ -390,7 +391,7 @@ mod tests {
     /// sweep size, and matmul's `tuned` on top of its steps.
     #[test]
     fn every_line_of_a_chart_has_its_own_colour() {
-        for family in crate::registry::FAMILIES {
+        for family in crate::ops::FAMILIES {
             for options in family.sizes(Purpose::Full).into_iter().chain(family.sizes(Purpose::Quick)) {
                 let matches = family.parse(&options).expect("a sweep size parses");
                 let variants = family.variants(&matches).expect("its variants").len() + 1;

@@ -70,7 +70,8 @@ pub fn wall_time(benches: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Purpose, FAMILIES};
+    use crate::ops::FAMILIES;
+    use crate::registry::Purpose;
     use std::collections::HashSet;
 
     /// Every ID `cargo bench` registers, as (family, function, parameter). The CPU reference

@@ -15,21 +15,4 @@ pub mod resources;
 pub mod sky;
 pub mod sources;
 
-/// One module per kernel family (named as in `kernels/src/`): options, launch shapes, CPU
-/// reference, check. [`registry::FAMILIES`] lists them.
-pub mod ops {
-    pub mod compact;
-    pub mod conv1d;
-    pub mod conv2d;
-    pub mod counter;
-    pub mod histogram;
-    pub mod label;
-    pub mod matmul;
-    pub mod measure;
-    pub mod reduce;
-    pub mod saxpy;
-    pub mod scan;
-    pub mod select;
-    pub mod transpose;
-    pub mod vector_add;
-}
+pub mod ops;

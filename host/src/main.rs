@@ -5,7 +5,8 @@
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use host::gpu::{Cache, Gpu};
-use host::registry::{self, Purpose, Timer, FAMILIES};
+use host::ops::{self, FAMILIES};
+use host::registry::{Purpose, Timer};
 use host::report::{self, Report};
 use host::{bench, demos, resources};
 use std::io::Write;
@@ -86,13 +87,13 @@ struct Cases {
 
 impl Cases {
     /// The families chosen, or an error naming one that does not exist.
-    fn families(&self) -> Result<Vec<&'static dyn registry::Family>> {
+    fn families(&self) -> Result<Vec<&'static dyn host::registry::Family>> {
         if self.families.is_empty() {
             return Ok(FAMILIES.to_vec());
         }
         self.families
             .iter()
-            .map(|name| registry::family(name).with_context(|| format!("no kernel family `{}`", name)))
+            .map(|name| ops::family(name).with_context(|| format!("no kernel family `{}`", name)))
             .collect()
     }
 }
@@ -236,7 +237,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         write_stdout(&lines.concat())?;
         return Ok(vec![]);
     }
-    if let Some(split) = registry::family(name).and_then(|f| f.split(options, global.seed, global.iters as usize)) {
+    if let Some(split) = ops::family(name).and_then(|f| f.split(options, global.seed, global.iters as usize)) {
         let report = split?;
         show(global.json, &report, |r| r.print())?;
         if !report.check.passed {
@@ -254,7 +255,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             let mut reports = Vec::new();
             for family in cases.families()? {
                 for options in family.sizes(purpose) {
-                    reports.extend(registry::run_options(&gpu, family, &options, seed, timer)?);
+                    reports.extend(host::registry::run_options(&gpu, family, &options, seed, timer)?);
                 }
             }
             report::print(&reports, global.json);
@@ -302,7 +303,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             let mut reports = Vec::new();
             for family in FAMILIES {
                 for options in family.sizes(Purpose::Default) {
-                    let family_reports = registry::run_options(&gpu, *family, &options, seed, timer)?;
+                    let family_reports = host::registry::run_options(&gpu, *family, &options, seed, timer)?;
                     report::print(&family_reports, global.json);
                     reports.extend(family_reports);
                 }
@@ -328,9 +329,9 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             return Ok(rows.into_iter().map(|row| row.report).collect());
         }
         family => {
-            let family = registry::family(family).with_context(|| format!("no command `{}`", family))?;
+            let family = ops::family(family).with_context(|| format!("no command `{}`", family))?;
             let mut workload = family.prepare(&gpu, options, seed)?;
-            let reports = registry::run(&gpu, family.name(), workload.as_mut(), timer)?;
+            let reports = host::registry::run(&gpu, family.name(), workload.as_mut(), timer)?;
             report::print(&reports, global.json);
             return Ok(reports);
         }

@@ -1,48 +1,23 @@
-//! The registry of kernel families: one list ([`FAMILIES`]) that the CLI, `all`, the size
-//! sweep, `info --kernels`, the criterion benches, the tests and the sanitizer iterate.
+//! What the registry of kernel families knows of each: the traits a family's host file
+//! implements, and [`run`], the one loop that checks and times any workload. The list itself,
+//! [`crate::ops::FAMILIES`], which the CLI, `all`, the size sweep, `info --kernels`, the
+//! criterion benches, the tests and the sanitizer iterate, is in `ops/mod.rs`.
 //!
 //! A family's host file (`ops/<name>.rs`) implements [`Kernel`]: its CLI options, its launch
 //! shapes, its sizes for each purpose, and a prepared [`Workload`] (inputs on the GPU, the
 //! launches, the CPU reference, the check). Adding a family is its kernel file, its host file
-//! and one line in [`FAMILIES`]. [`run`] is the one loop that checks and times any workload.
+//! and one line in [`crate::ops::FAMILIES`]. [`run`] is the one loop that checks and times any workload.
 
 use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
 use crate::multi::SplitReport;
-use crate::ops::{
-    compact, conv1d, conv2d, counter, histogram, label, matmul, measure, reduce, saxpy, scan, select, transpose,
-    vector_add,
-};
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use cuda_kernels::{KernelStep, Named};
 use std::marker::PhantomData;
-
-/// Every kernel family, in the order the CLI lists and `all` runs them.
-pub const FAMILIES: &[&dyn Family] = &[
-    &Entry::<vector_add::VectorAdd>(PhantomData),
-    &Entry::<saxpy::Saxpy>(PhantomData),
-    &Entry::<counter::Counter>(PhantomData),
-    &Entry::<histogram::Histogram>(PhantomData),
-    &Entry::<transpose::Transpose>(PhantomData),
-    &Entry::<matmul::Matmul>(PhantomData),
-    &Entry::<conv2d::Conv2d>(PhantomData),
-    &Entry::<conv1d::Conv1d>(PhantomData),
-    &Entry::<reduce::Reduce>(PhantomData),
-    &Entry::<select::Select>(PhantomData),
-    &Entry::<scan::Scan>(PhantomData),
-    &Entry::<compact::Compact>(PhantomData),
-    &Entry::<label::Label>(PhantomData),
-    &Entry::<measure::Measure>(PhantomData),
-];
-
-/// The family named `name` (its CLI subcommand).
-pub fn family(name: &str) -> Option<&'static dyn Family> {
-    FAMILIES.iter().copied().find(|f| f.name() == name)
-}
 
 /// What a list of sizes is for. Each size is a string of the family's CLI options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,7 +186,8 @@ pub trait Family: Sync {
     }
 }
 
-pub struct Entry<K>(PhantomData<fn() -> K>);
+/// A [`Kernel`] as the registry lists it.
+pub struct Entry<K>(pub PhantomData<fn() -> K>);
 
 impl<K: Kernel> Family for Entry<K> {
     fn name(&self) -> &'static str {
@@ -305,8 +281,8 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_every_size_parses() {
-        for (i, family) in FAMILIES.iter().enumerate() {
-            assert!(FAMILIES[..i].iter().all(|f| f.name() != family.name()), "{} twice", family.name());
+        for (i, family) in crate::ops::FAMILIES.iter().enumerate() {
+            assert!(crate::ops::FAMILIES[..i].iter().all(|f| f.name() != family.name()), "{} twice", family.name());
             let kernels = family.kernels();
             assert!(!kernels.is_empty(), "{} has no kernels", family.name());
             for purpose in [Purpose::Default, Purpose::Check, Purpose::Quick, Purpose::Full, Purpose::Criterion] {

@@ -3,7 +3,7 @@
 //! family uses by default (resident threads per SM over the SM's maximum).
 
 use crate::gpu::{CudaContext, Gpu, GpuResult, LaunchConfig};
-use crate::registry::FAMILIES;
+use crate::ops::FAMILIES;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use cust::function::{BlockSize, FunctionAttribute};
 use serde::Serialize;

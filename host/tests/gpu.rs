@@ -10,7 +10,8 @@ mod common;
 
 use common::{assert_passed, gpu, run, SEED};
 use host::gpu::{Gpu, GpuError, LaunchConfig};
-use host::registry::{family, Purpose, FAMILIES};
+use host::ops::{family, FAMILIES};
+use host::registry::Purpose;
 use std::io::Write;
 
 #[test]

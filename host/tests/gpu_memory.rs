@@ -8,7 +8,8 @@
 mod common;
 
 use common::{gpu, run};
-use host::registry::{Purpose, FAMILIES};
+use host::ops::FAMILIES;
+use host::registry::Purpose;
 use std::io::Write;
 
 #[test]

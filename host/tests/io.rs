@@ -26,7 +26,7 @@ fn scratch(test: &str) -> PathBuf {
 
 /// Prepares and runs `family` with `args`, each one argument (paths may hold spaces).
 fn run_args(gpu: &Gpu, family: &str, args: &[&str]) -> anyhow::Result<Vec<Report>> {
-    let family = registry::family(family).expect("a registered family");
+    let family = host::ops::family(family).expect("a registered family");
     let matches = family.command().try_get_matches_from([&[family.name()], args].concat())?;
     let mut workload = family.prepare(gpu, &matches, SEED)?;
     Ok(registry::run(gpu, family.name(), workload.as_mut(), Timer { launches: 1, cache: Cache::Warm })?)

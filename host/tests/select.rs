@@ -74,7 +74,7 @@ fn equal_values_zeros_and_neighbours_are_exact() {
 #[test]
 fn bad_options_are_clear_errors() {
     let Some(gpu) = gpu("bad_options_are_clear_errors") else { return };
-    let family = registry::family("select").expect("select is registered");
+    let family = host::ops::family("select").expect("select is registered");
     for (options, needle) in [("--n 0", "n >= 1"), ("--n 10 --nan 2", "fraction"), ("--n 10 --low NaN", "numbers")] {
         let error = family.prepare_from(&gpu, options, SEED).err().map(|e| format!("{e:#}"));
         assert!(error.as_deref().is_some_and(|e| e.contains(needle)), "select {options}: {error:?}");

@@ -1,7 +1,7 @@
 //! CPU-only checks of the kernel build; they run everywhere, GPU or not.
 
 use host::gpu::{HOPPER_PTX, KERNELS_PTX};
-use host::registry::FAMILIES;
+use host::ops::FAMILIES;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -24,7 +24,7 @@ pub fn gpu(test: &str) -> Option<Gpu> {
 
 /// Checks and times `family` at `options` with `launches` timed launches.
 pub fn run(gpu: &Gpu, family: &str, options: &str, launches: usize) -> Vec<Report> {
-    let family = registry::family(family).unwrap_or_else(|| panic!("no family {}", family));
+    let family = host::ops::family(family).unwrap_or_else(|| panic!("no family {}", family));
     registry::run_options(gpu, family, options, SEED, Timer { launches, cache: Cache::Flushed })
         .unwrap_or_else(|e| panic!("{} {}: {:#}", family.name(), options, e))
 }

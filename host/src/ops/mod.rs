@@ -1,0 +1,38 @@
+//! One module per kernel family (named as in `kernels/src/`): its command-line options and its
+//! registry entry ([`crate::registry::Kernel`]); the kernels' bindings, API and CPU reference
+//! are the library's (`cuda_kernels::<family>`). [`FAMILIES`] lists them.
+
+use crate::registry::{Entry, Family};
+use std::marker::PhantomData;
+
+/// Declares each family's module and lists its workload in [`FAMILIES`], in one place.
+macro_rules! families {
+    ($($module:ident :: $workload:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// Every kernel family, in the order the CLI lists and `all` runs them.
+        pub const FAMILIES: &[&dyn Family] = &[$(&Entry::<$module::$workload>(PhantomData)),+];
+    };
+}
+
+families! {
+    vector_add::VectorAdd,
+    saxpy::Saxpy,
+    counter::Counter,
+    histogram::Histogram,
+    transpose::Transpose,
+    matmul::Matmul,
+    conv2d::Conv2d,
+    conv1d::Conv1d,
+    reduce::Reduce,
+    select::Select,
+    scan::Scan,
+    compact::Compact,
+    label::Label,
+    measure::Measure,
+}
+
+/// The family named `name` (its CLI subcommand).
+pub fn family(name: &str) -> Option<&'static dyn Family> {
+    FAMILIES.iter().copied().find(|f| f.name() == name)
+}
