@@ -78,6 +78,19 @@ pub fn racy(counted: u64, of: u64) -> Check {
     Check { race: Some(race), ..Check::from_errors(std::iter::once(worst as f64), 0.0, of >= 1) }
 }
 
+/// `1048576` as `1,048,576`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,17 +124,4 @@ mod tests {
             assert_eq!(impossible.worst_error, 1.0);
         }
     }
-}
-
-/// `1048576` as `1,048,576`.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

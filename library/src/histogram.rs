@@ -5,10 +5,13 @@
 //! writes the counts as `.npy`.
 
 use crate::gpu::{
-    refuse, require, require_aligned, require_disjoint, require_len, GpuResult, KernelArgs, LaunchConfig, Params,
+    blocks, refuse, require, require_aligned, require_disjoint, require_len, DeviceArray, DeviceVector, Gpu, GpuError,
+    GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceCopy, DeviceSlice};
 use interface::histogram::{BinRule, F32Bins};
+use interface::DEFAULT_BLOCK;
+use ndarray::{Array1, ArrayView1};
 
 /// Blocks per SM when the grid is left to the host.
 pub const BLOCKS_PER_SM: u32 = 8;
@@ -113,7 +116,7 @@ pub enum Values<'a> {
 /// The arguments of the histogram kernels: `values` counted into `bins` bins of `counts` by a
 /// one-dimensional grid of `grid` blocks of `block` threads (any sizes: the loops are
 /// grid-stride; the shared-memory kernels get their bins' shared memory from
-/// [`Histogram::shaped`]).
+/// [`shaped_launch`]).
 pub struct HistogramArgs<'a> {
     pub values: Values<'a>,
     pub bins: u32,
@@ -189,6 +192,262 @@ pub fn shaped_launch(config: LaunchConfig, method: Method, bins: u32) -> LaunchC
     // Saturating: bins past 2^30 ask for more shared memory than any launch gets, an error.
     let shared_bytes = if method.uses_shared_bins() { bins.saturating_mul(4) } else { 0 };
     LaunchConfig { shared_bytes, ..config }
+}
+
+/// The checks the histogram functions make before anything runs: values to count, and a bin
+/// count (`bins`, the length of the counts) that `range` can hold for `input` values. The bin
+/// count as the kernels take it.
+fn checked_bins(input: Input, values: usize, bins: usize, range: (f64, f64)) -> GpuResult<u32> {
+    require(values > 0, || "histogram: the values are empty: there is nothing to count".into())?;
+    require(bins > 0, || "histogram: the counts hold no bin; a histogram needs at least 1".into())?;
+    let bins = u32::try_from(bins)
+        .ok()
+        .filter(|&b| b <= MAX_BINS)
+        .ok_or_else(|| GpuError::InvalidInput(format!("histogram: {bins} bins; at most {MAX_BINS}")))?;
+    Binning { input, bins, range }.validate().map_err(|err| match err {
+        GpuError::InvalidInput(why) => GpuError::InvalidInput(format!("histogram: {why}")),
+        err => err,
+    })?;
+    Ok(bins)
+}
+
+/// The launch of the histogram functions over `n` values: [`DEFAULT_BLOCK`] threads a block,
+/// [`BLOCKS_PER_SM`] blocks per SM, fewer where the values do not fill them.
+fn api_launch(gpu: &Gpu, n: usize) -> GpuResult<LaunchConfig> {
+    let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
+    LaunchConfig::grid_stride(0, 0, DEFAULT_BLOCK, blocks(n, DEFAULT_BLOCK as usize)?.min(most))
+}
+
+/// The step the plain histogram functions take: [`Method::SharedVec4`] (a block's bins in
+/// shared memory, values read with 16-byte loads) when `bins` counters fit in a block's shared
+/// memory on `gpu`, else [`Method::Global`].
+fn default_method(gpu: &Gpu, input: Input, bins: u32) -> GpuResult<Method> {
+    let config = shaped_launch(api_launch(gpu, 1)?, Method::SharedVec4, bins);
+    match gpu.validate(&Method::SharedVec4.kernel(input), &config) {
+        Ok(()) => Ok(Method::SharedVec4),
+        Err(GpuError::InvalidLaunch { reason, .. }) if reason.contains("shared memory") => Ok(Method::Global),
+        Err(err) => Err(err),
+    }
+}
+
+/// Zeroes `counts` and queues the kernel of `method` counting `n` values into it.
+fn count_into(
+    gpu: &Gpu,
+    values: Values<'_>,
+    n: usize,
+    counts: &DeviceVector<u32>,
+    bins: u32,
+    method: Method,
+) -> GpuResult<()> {
+    let input = match values {
+        Values::U32(_) => Input::U32,
+        Values::F32 { .. } => Input::F32,
+    };
+    let slice = counts.slice(gpu)?;
+    // The kernels add to the counts.
+    gpu.zero("the histogram's counts", slice)?;
+    counts.record_use(gpu)?;
+    let config = api_launch(gpu, n)?;
+    let args = HistogramArgs { values, bins, counts: slice, grid: config.grid.0, block: config.block.0 };
+    gpu.launch(&method.kernel(input), &args)?;
+    counts.record_use(gpu)
+}
+
+/// The histogram of u32 `values` on `gpu`, into `counts`: one bin per element of `counts`, value
+/// `v` counted in bin `v`, values of `counts.len()` and above counted nowhere (as
+/// `np.bincount(values, minlength=bins)[:bins]`). The counts are zeroed first, then counted.
+/// The step is [`Method::SharedVec4`] where a block's bins fit in the device's shared memory
+/// (4 bytes a bin: about 58 000 bins on an H100), else [`Method::Global`].
+///
+/// Checked before anything runs: the values are not empty, `counts` holds 1 to [`MAX_BINS`]
+/// bins, and both arrays live on `gpu`.
+///
+/// Asynchronous: the zeroing and the kernel are queued on `gpu`'s stream and the function
+/// returns without waiting. [`DeviceArray::to_array`] waits for them, and dropping an array
+/// waits for the work that uses it.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_u32};
+/// use cuda_kernels::DeviceArray;
+/// use interface::histogram::U32Bins;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values: Vec<u32> = (0..10_007).map(|i| (i * 7919) % 300).collect();
+/// let device_values = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut counts = DeviceArray::zeros(&gpu, 256)?;
+/// histogram_u32(&gpu, &device_values, &mut counts)?;
+/// assert_eq!(counts.to_array(&gpu)?.to_vec(), cpu_reference(values, U32Bins::new(256)));
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_u32(gpu: &Gpu, values: &DeviceVector<u32>, counts: &mut DeviceVector<u32>) -> GpuResult<()> {
+    let bins = checked_bins(Input::U32, values.len(), counts.len(), (0.0, 0.0))?;
+    gpu.bind()?;
+    let method = default_method(gpu, Input::U32, bins)?;
+    histogram_u32_with(gpu, values, counts, method)
+}
+
+/// [`histogram_u32`] with the step `method`. The shared-memory steps need `4 · bins` bytes of a
+/// block's shared memory: more is an error of the launch (after the counts were zeroed).
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_u32_with, Method};
+/// use cuda_kernels::DeviceArray;
+/// use interface::histogram::U32Bins;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values: Vec<u32> = (0..1021).map(|i| (i * i) % 13).collect();
+/// let device_values = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut counts = DeviceArray::zeros(&gpu, 11)?;
+/// for method in Method::ALL {
+///     histogram_u32_with(&gpu, &device_values, &mut counts, method)?;
+///     assert_eq!(counts.to_array(&gpu)?.to_vec(), cpu_reference(values.iter().copied(), U32Bins::new(11)));
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_u32_with(
+    gpu: &Gpu,
+    values: &DeviceVector<u32>,
+    counts: &mut DeviceVector<u32>,
+    method: Method,
+) -> GpuResult<()> {
+    let bins = checked_bins(Input::U32, values.len(), counts.len(), (0.0, 0.0))?;
+    gpu.bind()?;
+    count_into(gpu, Values::U32(values.slice(gpu)?), values.len(), counts, bins, method)?;
+    values.record_use(gpu)
+}
+
+/// The histogram of f32 `values` on `gpu`, into `counts`: `counts.len()` equal bins over
+/// `range = (min, max)`, each value in the bin `np.histogram(values, bins, range=(min, max))`
+/// puts it in (against NumPy's edges rounded to f32, the last bin holding `max`); values
+/// outside the range, infinities and NaN count nowhere. The counts are zeroed first, then
+/// counted. The step is [`Method::SharedVec4`] where a block's bins fit in the device's shared
+/// memory, else [`Method::Global`].
+///
+/// Checked before anything runs: the values are not empty, `counts` holds 1 to [`MAX_BINS`]
+/// bins, the range is finite with `min < max` still apart as f32 ([`f32_range_holds`]), and both
+/// arrays live on `gpu`.
+///
+/// Asynchronous: the zeroing and the kernel are queued on `gpu`'s stream and the function
+/// returns without waiting. [`DeviceArray::to_array`] waits for them, and dropping an array
+/// waits for the work that uses it.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_f32};
+/// use cuda_kernels::DeviceArray;
+/// use interface::histogram::F32Bins;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = cuda_kernels::data::random_normal(100_003, 7);
+/// let device_values = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut counts = DeviceArray::zeros(&gpu, 150)?;
+/// histogram_f32(&gpu, &device_values, (-4.0, 4.0), &mut counts)?;
+/// let expected = cpu_reference(values.iter().copied(), F32Bins::new(-4.0, 4.0, 150));
+/// assert_eq!(counts.to_array(&gpu)?.to_vec(), expected);
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_f32(
+    gpu: &Gpu,
+    values: &DeviceVector<f32>,
+    range: (f64, f64),
+    counts: &mut DeviceVector<u32>,
+) -> GpuResult<()> {
+    let bins = checked_bins(Input::F32, values.len(), counts.len(), range)?;
+    gpu.bind()?;
+    let method = default_method(gpu, Input::F32, bins)?;
+    histogram_f32_with(gpu, values, range, counts, method)
+}
+
+/// [`histogram_f32`] with the step `method`. The shared-memory steps need `4 · bins` bytes of a
+/// block's shared memory: more is an error of the launch (after the counts were zeroed).
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_f32_with, Method};
+/// use cuda_kernels::DeviceArray;
+/// use interface::histogram::F32Bins;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = [0.0f32, 0.1, 0.7, 0.7000001, 1.0, 1.5, -0.1, f32::NAN, f32::INFINITY];
+/// let device_values = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut counts = DeviceArray::zeros(&gpu, 3)?;
+/// for method in Method::ALL {
+///     histogram_f32_with(&gpu, &device_values, (0.7, 1.0), &mut counts, method)?;
+///     let expected = cpu_reference(values, F32Bins::new(0.7, 1.0, 3));
+///     assert_eq!(counts.to_array(&gpu)?.to_vec(), expected);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_f32_with(
+    gpu: &Gpu,
+    values: &DeviceVector<f32>,
+    range: (f64, f64),
+    counts: &mut DeviceVector<u32>,
+    method: Method,
+) -> GpuResult<()> {
+    let bins = checked_bins(Input::F32, values.len(), counts.len(), range)?;
+    gpu.bind()?;
+    let (min, max) = range;
+    count_into(gpu, Values::F32 { values: values.slice(gpu)?, min, max }, values.len(), counts, bins, method)?;
+    values.record_use(gpu)
+}
+
+/// `np.histogram(values, bins, range)`'s counts, computed on `gpu`: copies the values to the
+/// GPU, runs [`histogram_f32`], and returns the `bins` counts once the GPU has finished. Empty
+/// values, no bins or a range that cannot hold them are an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_array};
+/// use interface::histogram::F32Bins;
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = array![-4.0f32, -3.99, 0.0, 3.99, 4.0, 4.5, f32::NAN];
+/// let counts = histogram_array(&gpu, values.view(), 4, (-4.0, 4.0))?;
+/// assert_eq!(counts, array![2u32, 0, 1, 2]);
+/// assert_eq!(counts.to_vec(), cpu_reference(values.iter().copied(), F32Bins::new(-4.0, 4.0, 4)));
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_array(gpu: &Gpu, values: ArrayView1<f32>, bins: u32, range: (f64, f64)) -> GpuResult<Array1<u32>> {
+    checked_bins(Input::F32, values.len(), bins as usize, range)?;
+    let values = DeviceArray::from_array(gpu, values)?;
+    let mut counts = DeviceArray::zeros(gpu, bins as usize)?;
+    histogram_f32(gpu, &values, range, &mut counts)?;
+    counts.to_array(gpu)
+}
+
+/// The `bins` counts of u32 `values` (value `v` in bin `v`, values of `bins` and above
+/// nowhere), computed on `gpu`: copies the values to the GPU, runs [`histogram_u32`], and
+/// returns the counts once the GPU has finished. Empty values or no bins are an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::histogram::{cpu_reference, histogram_u32_array};
+/// use interface::histogram::U32Bins;
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = array![0u32, 5, 5, 2, 9, 1000];
+/// let counts = histogram_u32_array(&gpu, values.view(), 6)?;
+/// assert_eq!(counts, array![1u32, 0, 1, 0, 0, 2]);
+/// assert_eq!(counts.to_vec(), cpu_reference(values.iter().copied(), U32Bins::new(6)));
+/// # Ok(())
+/// # }
+/// ```
+pub fn histogram_u32_array(gpu: &Gpu, values: ArrayView1<u32>, bins: u32) -> GpuResult<Array1<u32>> {
+    checked_bins(Input::U32, values.len(), bins as usize, (0.0, 0.0))?;
+    let values = DeviceArray::from_array(gpu, values)?;
+    let mut counts = DeviceArray::zeros(gpu, bins as usize)?;
+    histogram_u32(gpu, &values, &mut counts)?;
+    counts.to_array(gpu)
 }
 
 #[cfg(test)]
@@ -282,6 +541,23 @@ mod tests {
         let binning = Binning { input: Input::F32, bins: 4, range: (1.0, 1.0 + 1e-12) };
         let message = binning.validate().unwrap_err().to_string();
         assert!(message.contains("the f32 range [1, 1.000000000001] cannot hold 4 bins"), "{message}");
+    }
+
+    #[test]
+    fn api_inputs_are_checked() {
+        assert_eq!(checked_bins(Input::U32, 1, 1, (0.0, 0.0)).unwrap(), 1);
+        assert_eq!(checked_bins(Input::F32, 5, 150, (-4.0, 4.0)).unwrap(), 150);
+        let refused = |input, values, bins, range| checked_bins(input, values, bins, range).unwrap_err().to_string();
+        let message = refused(Input::U32, 0, 4, (0.0, 0.0));
+        assert!(message.contains("histogram: the values are empty"), "{message}");
+        let message = refused(Input::F32, 3, 0, (0.0, 1.0));
+        assert!(message.contains("histogram: the counts hold no bin"), "{message}");
+        let message = refused(Input::U32, 3, MAX_BINS as usize + 1, (0.0, 0.0));
+        assert!(message.contains(&format!("histogram: {} bins; at most {MAX_BINS}", MAX_BINS as usize + 1)));
+        for range in [(1.0, 0.0), (1.0, 1.0 + 1e-12), (f64::NAN, 1.0), (0.0, f64::INFINITY)] {
+            let message = refused(Input::F32, 3, 4, range);
+            assert!(message.contains("histogram: the f32 range"), "{message}");
+        }
     }
 
     #[test]

@@ -3,9 +3,13 @@
 //! with a device-to-device copy of the same bytes, timed the same way in the same run: the
 //! ceiling a transpose can reach.
 
-use crate::gpu::{product, require_disjoint, require_len, GpuResult, KernelArgs, LaunchConfig, Params};
+use crate::gpu::{
+    product, require, require_disjoint, require_len, DeviceArray, DeviceMatrix, Gpu, GpuResult, KernelArgs,
+    LaunchConfig, Params,
+};
 use cust::memory::DeviceSlice;
 use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
+use ndarray::{Array2, ArrayView2};
 
 crate::variants! {
     pub enum Method {
@@ -62,6 +66,112 @@ unsafe impl KernelArgs for TransposeArgs<'_> {
     }
 }
 
+/// The step [`transpose`] takes: [`Method::Padded`], 32 × 32 tiles padded against bank
+/// conflicts. [`Method::Padded64`] is a few percent faster on large square matrices, but its
+/// 64 × 64 tiles leave more threads idle on thin or small ones.
+pub const DEFAULT_METHOD: Method = Method::Padded;
+
+/// An error unless the input has elements and the output its transposed shape.
+fn check_shapes(input: (usize, usize), output: (usize, usize)) -> GpuResult<()> {
+    let ((rows, cols), (out_rows, out_cols)) = (input, output);
+    require(rows > 0 && cols > 0, || format!("transpose: the input is {rows}×{cols}, with no element"))?;
+    require(output == (cols, rows), || {
+        format!("transpose: the output is {out_rows}×{out_cols}, the input {rows}×{cols} needs {cols}×{rows}")
+    })
+}
+
+/// `output = inputᵀ` on `gpu` with the default step ([`DEFAULT_METHOD`]): `input` is
+/// `rows × cols`, `output` must be `cols × rows` (both row-major f32); `output[c][r] =
+/// input[r][c]`, exactly.
+///
+/// Checked before anything runs: the input has at least one element, the output has the
+/// transposed shape, and both arrays live on `gpu`; an error says what is wrong, e.g.
+/// "transpose: the output is 3×5, the input 4×3 needs 3×4".
+///
+/// Asynchronous: the kernel is queued on `gpu`'s stream and the function returns without
+/// waiting. [`DeviceArray::to_array`] waits for it, and dropping either array waits for the
+/// kernel that uses it.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::transpose::{cpu_reference, transpose};
+/// use cuda_kernels::DeviceArray;
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let host = Array2::from_shape_fn((3, 5), |(r, c)| (10 * r + c) as f32);
+/// let input = DeviceArray::from_array(&gpu, host.view())?;
+/// let mut output = DeviceArray::zeros(&gpu, (5, 3))?;
+/// transpose(&gpu, &input, &mut output)?;
+/// let expected = cpu_reference(host.as_slice().unwrap(), 3, 5);
+/// assert_eq!(output.to_array(&gpu)?.as_slice(), Some(&expected[..]));
+/// # Ok(())
+/// # }
+/// ```
+pub fn transpose(gpu: &Gpu, input: &DeviceMatrix<f32>, output: &mut DeviceMatrix<f32>) -> GpuResult<()> {
+    transpose_with(gpu, input, output, DEFAULT_METHOD)
+}
+
+/// [`transpose`] with the step `method` (every step computes the same, exact result).
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::transpose::{transpose_with, Method};
+/// use cuda_kernels::DeviceArray;
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let host = Array2::from_shape_fn((67, 2), |(r, c)| (r * 2 + c) as f32);
+/// let input = DeviceArray::from_array(&gpu, host.view())?;
+/// let mut output = DeviceArray::zeros(&gpu, (2, 67))?;
+/// for method in Method::ALL.iter().copied() {
+///     transpose_with(&gpu, &input, &mut output, method)?;
+///     assert_eq!(output.to_array(&gpu)?, host.t());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn transpose_with(
+    gpu: &Gpu,
+    input: &DeviceMatrix<f32>,
+    output: &mut DeviceMatrix<f32>,
+    method: Method,
+) -> GpuResult<()> {
+    check_shapes(input.dim(), output.dim())?;
+    let (rows, cols) = input.dim();
+    gpu.bind()?;
+    let args = TransposeArgs { input: input.slice(gpu)?, output: output.slice(gpu)?, rows, cols };
+    gpu.launch(method.kernel(), &args)?;
+    input.record_use(gpu)?;
+    output.record_use(gpu)
+}
+
+/// `inputᵀ`, computed on `gpu`: copies `input` (any memory layout) to the GPU, runs
+/// [`transpose`], and returns the `cols × rows` result once the GPU has finished. An empty
+/// input is an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::transpose::{cpu_reference, transpose_array};
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let input = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+/// let output = transpose_array(&gpu, input.view())?;
+/// assert_eq!(output, array![[1.0f32, 4.0], [2.0, 5.0], [3.0, 6.0]]);
+/// assert_eq!(output.as_slice(), Some(&cpu_reference(input.as_slice().unwrap(), 2, 3)[..]));
+/// # Ok(())
+/// # }
+/// ```
+pub fn transpose_array(gpu: &Gpu, input: ArrayView2<f32>) -> GpuResult<Array2<f32>> {
+    let (rows, cols) = input.dim();
+    check_shapes((rows, cols), (cols, rows))?;
+    let input = DeviceArray::from_array(gpu, input)?;
+    let mut output = DeviceArray::zeros(gpu, (cols, rows))?;
+    transpose(gpu, &input, &mut output)?;
+    output.to_array(gpu)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +181,17 @@ mod tests {
         // [[1, 2, 3], [4, 5, 6]] → [[1, 4], [2, 5], [3, 6]]
         assert_eq!(cpu_reference(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
         assert_eq!(cpu_reference(&[7.0, 8.0], 1, 2), vec![7.0, 8.0]);
+    }
+
+    #[test]
+    fn shapes_are_checked() {
+        assert!(check_shapes((4, 3), (3, 4)).is_ok());
+        assert!(check_shapes((1, 1), (1, 1)).is_ok());
+        let message = check_shapes((4, 3), (3, 5)).unwrap_err().to_string();
+        assert!(message.contains("transpose: the output is 3×5, the input 4×3 needs 3×4"), "{message}");
+        let message = check_shapes((4, 3), (4, 3)).unwrap_err().to_string();
+        assert!(message.contains("the output is 4×3, the input 4×3 needs 3×4"), "{message}");
+        let message = check_shapes((0, 3), (3, 0)).unwrap_err().to_string();
+        assert!(message.contains("transpose: the input is 0×3, with no element"), "{message}");
     }
 }

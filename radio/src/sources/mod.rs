@@ -121,6 +121,26 @@ fn all_blanked(pixels: usize) -> GpuError {
     GpuError::InvalidInput(format!("all {} pixels are NaN (blanked): there is no background to measure", pixels))
 }
 
+/// Runs the four steps on `image` on `gpu`: the image goes up once, and only the answers of
+/// each step and the catalog come back ([`gpu::Pipeline`], which can also run them again on the
+/// same image). The result equals [`find`]'s, the CPU's, within the tolerances above.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use radio::sources::{find, find_on_gpu, Settings};
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let image = radio::sky::default_sky(256, false, 7)?;
+/// let (on_gpu, on_cpu) = (find_on_gpu(&gpu, &image, &Settings::LESSON)?, find(&image, &Settings::LESSON)?);
+/// assert_eq!(on_gpu.labels, on_cpu.labels);
+/// assert_eq!(on_gpu.sources.len(), on_cpu.sources.len());
+/// # Ok(())
+/// # }
+/// ```
+pub fn find_on_gpu(gpu: &cuda_kernels::Gpu, image: &Image, settings: &Settings) -> GpuResult<Found> {
+    gpu::Pipeline::new(gpu, image)?.find(image, settings)
+}
+
 /// Runs the four steps on `image` on the CPU. An error is about the settings or the image's
 /// pixels.
 pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
