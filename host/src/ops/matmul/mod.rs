@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_dtype_selects_its_tensor_step_and_nothing_else() {
-        let matmul = crate::registry::family("matmul").expect("the matmul family");
+        let matmul = crate::ops::family("matmul").expect("the matmul family");
         let variants = |options: &str| matmul.variants(&matmul.parse(options).expect("options that parse"));
         for (dtype, step) in [("tf32", TensorStep::MmaTf32), ("bf16", TensorStep::MmaBf16), ("f16", TensorStep::MmaF16)]
         {
