@@ -6,12 +6,17 @@
 //! [`Gpu::launch`] on real (short, misaligned, overlapping) buffers. Every case must be refused
 //! with [`GpuError::InvalidLaunch`], and each family's well-formed arguments must be accepted,
 //! so that a check that refuses everything cannot pass.
+//!
+//! The scan and compaction bindings are the exception: only the library's `Scanner` builds
+//! them, on scratch it zeroes before each launch (their look-back hangs on any other), so code
+//! here cannot. Their checks on made-up addresses are unit tests beside them
+//! (`library/src/scan.rs`, `compact.rs`); on the GPU, `Scanner`'s calls with bad buffers are
+//! refused here.
 
 mod common;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use host::gpu::{Gpu, GpuError, KernelArgs, HOPPER_PTX, KERNELS_PTX};
-use host::ops::compact::CompactArgs;
 use host::ops::conv1d::Conv1dArgs;
 use host::ops::conv2d::Conv2dArgs;
 use host::ops::counter::CounterArgs;
@@ -22,13 +27,12 @@ use host::ops::matmul::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, 
 use host::ops::measure::MeasureArgs;
 use host::ops::reduce::{MomentsArgs, ReduceArgs, Scratch};
 use host::ops::saxpy::SaxpyArgs;
-use host::ops::scan::{ScanArgs, ScanValue};
+use host::ops::scan::Scanner;
 use host::ops::select::{Find, SelectCountArgs};
 use host::ops::transpose::TransposeArgs;
 use host::ops::vector_add::AddArgs;
-use host::registry::FAMILIES;
+use host::ops::FAMILIES;
 use interface::reduce::MOMENTS_FIELDS;
-use interface::scan::scratch_words;
 use interface::select::{GATHER_CAP, HISTOGRAM_LEN, PASSES, STATE_WORDS};
 use interface::window::Window;
 use std::collections::BTreeSet;
@@ -98,10 +102,17 @@ struct Cases {
 /// four-element groups), so its binding must refuse misaligned ones.
 fn vector_access(kernel: &str) -> bool {
     let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async", "matmul_mma"];
-    let tiles = ["scan_", "compact_"];
     kernel.contains("vec4")
         || kernel == "reduce_moments"
-        || sgemm_from_step_4a.iter().chain(&tiles).any(|prefix| kernel.starts_with(prefix))
+        || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
+}
+
+/// The families whose bindings only the library builds (see the module doc).
+const BUILT_BY_SCANNER: [&str; 2] = ["scan", "compact"];
+
+/// The families whose arguments this file builds: every kernel but [`BUILT_BY_SCANNER`]'s.
+fn kernels_with_cases() -> Vec<(&'static str, &'static str)> {
+    kernels().into_iter().filter(|(family, _)| !BUILT_BY_SCANNER.contains(family)).collect()
 }
 
 fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
@@ -385,25 +396,6 @@ fn cases(family: &str, kernel: &str, memory: &mut Memory) -> Cases {
             refused.push(("dimensions overflow".into(), with(image, labels, records, usize::MAX, 2, count)));
             with(image, labels, records, width, height, count)
         }
-        "scan" if kernel.ends_with("u32") => scan_cases::<u32>(memory, &mut refused),
-        "scan" => scan_cases::<f32>(memory, &mut refused),
-        "compact" => {
-            let n = 5000;
-            let window = Window::new(-0.25, 0.25);
-            let (input, output) = (memory.f32s(n), memory.f32s(n));
-            let (scratch, count) = (memory.slice::<u64>(scratch_words(n)), memory.u32s(1));
-            let with = |input, output, scratch, count| -> Args {
-                Box::new(CompactArgs { input, window, output, scratch, count })
-            };
-            refused.push(("output short".into(), with(input, memory.f32s(n - 1), scratch, count)));
-            refused.push(("output is input".into(), with(input, input, scratch, count)));
-            refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), count)));
-            refused.push(("no count".into(), with(input, output, scratch, memory.u32s(0))));
-            refused.push(("count inside the output".into(), with(input, output, scratch, output_word(output))));
-            refused.push(("empty input".into(), with(memory.f32s(0), output, scratch, count)));
-            refused.push(("input misaligned".into(), with(shifted(memory.f32s(n + 1)), output, scratch, count)));
-            with(input, output, scratch, count)
-        }
         other => panic!("no launch-check cases for the family `{other}`: add them here"),
     };
     Cases { valid, refused }
@@ -440,24 +432,7 @@ fn convert_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String,
     with(src, dst, rows, cols)
 }
 
-/// The scan of `T`'s cases: short and overlapping buffers, too little scratch, misalignment.
-fn scan_cases<T: ScanValue>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
-    let n = 5000;
-    let (input, output) = (memory.slice::<T>(n), memory.slice::<T>(n));
-    let (scratch, total) = (memory.slice::<u64>(scratch_words(n)), memory.slice::<T>(1));
-    let with = |input, output, scratch, total| -> Args { Box::new(ScanArgs { input, output, scratch, total }) };
-    refused.push(("output short".into(), with(input, memory.slice(n - 1), scratch, total)));
-    refused.push(("output is input".into(), with(input, input, scratch, total)));
-    refused.push(("scratch short".into(), with(input, output, memory.slice(scratch_words(n) - 1), total)));
-    refused.push(("scratch inside the output".into(), with(input, output, output_word(output), total)));
-    refused.push(("no total".into(), with(input, output, scratch, memory.slice(0))));
-    refused.push(("empty input".into(), with(memory.slice(0), output, scratch, total)));
-    refused.push(("input misaligned".into(), with(shifted(memory.slice(n + 1)), output, scratch, total)));
-    refused.push(("output misaligned".into(), with(input, shifted(memory.slice(n + 1)), scratch, total)));
-    with(input, output, scratch, total)
-}
-
-/// `buffer`'s memory seen as `U`s: scratch or a result word that overlaps it.
+/// `buffer`'s memory seen as `U`s: a buffer of another type over it.
 fn output_word<T: DeviceCopy, U: DeviceCopy>(buffer: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
     let len = buffer.len() * std::mem::size_of::<T>() / std::mem::size_of::<U>();
     // SAFETY: the same memory as `buffer` (made up or kept alive by `Memory`), which the checks
@@ -514,7 +489,7 @@ fn assert_refused<T: std::fmt::Debug>(result: Result<T, GpuError>, family: &str,
 #[test]
 fn every_kernel_has_a_binding_whose_parameters_match_its_ptx_entry() {
     let mut memory = Memory::Fake { next: 0 };
-    for (family, kernel) in kernels() {
+    for (family, kernel) in kernels_with_cases() {
         let Cases { valid, .. } = cases(family, kernel, &mut memory);
         valid.checked_config(kernel).unwrap_or_else(|e| panic!("{family} {kernel}: valid arguments refused: {e}"));
         assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
@@ -535,8 +510,8 @@ fn every_kernel_has_a_binding_whose_parameters_match_its_ptx_entry() {
 #[test]
 fn every_binding_refuses_short_buffers_mismatched_dimensions_and_aliasing() {
     let mut memory = Memory::Fake { next: 0 };
-    let mut families = BTreeSet::new();
-    for (family, kernel) in kernels() {
+    let mut families: BTreeSet<&str> = BUILT_BY_SCANNER.into_iter().collect();
+    for (family, kernel) in kernels_with_cases() {
         families.insert(family);
         let Cases { valid, refused } = cases(family, kernel, &mut memory);
         assert!(!refused.is_empty(), "{kernel}: no refused cases");
@@ -553,7 +528,7 @@ fn every_binding_refuses_short_buffers_mismatched_dimensions_and_aliasing() {
 fn bad_launches_are_refused_on_the_gpu() {
     let Some(gpu) = common::gpu("bad_launches_are_refused_on_the_gpu") else { return };
     let mut memory = Memory::Real { _gpu: &gpu, buffers: Vec::new() };
-    for (family, kernel) in kernels() {
+    for (family, kernel) in kernels_with_cases() {
         let Cases { valid, refused } = cases(family, kernel, &mut memory);
         let foreign = foreign_kernel(family);
         assert_refused(gpu.launch(foreign, &*valid), family, foreign, &format!("{kernel}'s arguments"));
@@ -561,7 +536,43 @@ fn bad_launches_are_refused_on_the_gpu() {
             assert_refused(gpu.launch(kernel, &*args), family, kernel, &what);
         }
     }
+    let n = 5000;
+    let scanner = Scanner::new(&gpu, n).expect("a scanner");
+    for (what, input, output) in bad_scan_buffers::<u32>(&mut memory, n) {
+        assert_refused(scanner.exclusive_sum_u32(&gpu, input, output), "scan", "scan_exclusive_u32", what);
+    }
+    let window = Window::new(-0.25, 0.25);
+    for (what, input, output) in bad_scan_buffers::<f32>(&mut memory, n) {
+        assert_refused(scanner.exclusive_sum_f32(&gpu, input, output), "scan", "scan_exclusive_f32", what);
+        if what != "output misaligned" {
+            assert_refused(scanner.compact_async(&gpu, input, window, output), "compact", "compact_window_f32", what);
+        }
+    }
+    // Its scratch is reset and used on its own Gpu's stream alone.
+    let (input, output) = (memory.u32s(n), memory.u32s(n));
+    let other = Gpu::new().expect("a second Gpu on the device");
+    match scanner.exclusive_sum_u32(&other, input, output) {
+        Err(GpuError::InvalidInput(reason)) if reason.contains("another Gpu") => {}
+        result => panic!("a scan with another Gpu: expected a refusal, got {result:?}"),
+    }
+    drop(other);
+    gpu.bind().expect("the first Gpu's context back");
     gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
+}
+
+/// Inputs and outputs of `n` values that [`Scanner`]'s scans must refuse, and its compaction
+/// too but for the misaligned output (which it writes one value at a time).
+fn bad_scan_buffers<T: DeviceCopy>(
+    memory: &mut Memory,
+    n: usize,
+) -> [(&'static str, &'static DeviceSlice<T>, &'static DeviceSlice<T>); 4] {
+    let (input, output) = (memory.slice(n), memory.slice(n));
+    [
+        ("output short", input, memory.slice(n - 1)),
+        ("output is input", input, input),
+        ("input misaligned", shifted(memory.slice(n + 1)), output),
+        ("output misaligned", input, shifted(memory.slice(n + 1))),
+    ]
 }
 
 /// The Hopper kernels' cases: maps over A and B (TF32: Bᵀ) in the kernel's precision and the
@@ -599,6 +610,8 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
             "B misaligned".into(),
             with(maps(Operands { b: shifted(memory.slice(k * n + 1)), ..operands }, device), c, (m, n, k)),
         ),
+        // n is a multiple of 4: the epilogue stores four floats at once.
+        ("C misaligned".into(), with(valid, shifted(memory.f32s(m * n + 1)), (m, n, k))),
         (
             "a row stride TMA cannot take".into(),
             with(maps(Operands { lda: k + 1, a: memory.slice(m * (k + 1)), ..operands }, device), c, (m, n, k)),
@@ -640,6 +653,57 @@ fn bad_hopper_launches_are_refused_on_the_gpu() {
         for (what, args) in hopper_cases(step, precision, &mut memory).refused {
             assert_refused(gpu.launch(kernel, &*args), "wgmma", kernel, &what);
         }
+    }
+    gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
+}
+
+/// The reason of a refused launch, or a panic naming `kernel` and what came instead.
+fn refusal<T: std::fmt::Debug>(result: Result<T, GpuError>, kernel: &str) -> String {
+    match result {
+        Err(GpuError::InvalidLaunch { reason, .. }) => reason,
+        other => panic!("{kernel} with C misaligned: expected a refused launch, got {other:?}"),
+    }
+}
+
+/// Arguments of `precision` with `n = 70`, for which the wgmma epilogue stores one float at a
+/// time, and C one float past a 16-byte boundary.
+fn wgmma_args_storing_floats<T: DeviceCopy + 'static>(precision: Precision, memory: &mut Memory) -> Args {
+    let (m, n, k) = (200, 70, 40);
+    let (b_rows, b_cols) = precision.b_shape(n, k);
+    let ldb = hopper::tma_stride(b_cols, precision.bytes());
+    let (a, b) = (memory.slice::<T>(m * k), memory.slice::<T>(b_rows * ldb));
+    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k };
+    // SAFETY: no launch with these maps runs: the case is only checked.
+    let maps = Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) }));
+    Box::new(WgmmaArgs { maps, c: shifted(memory.f32s(m * n + 1)), m, n, k, blocks: 132 })
+}
+
+/// The wgmma epilogue (`store_quad`) stores four floats at once wherever `n` is a multiple of 4.
+/// There a C that starts one float past a 16-byte boundary, as a sub-slice of a buffer does,
+/// must be refused, on made-up addresses and through `Gpu::launch`, by an error that names the
+/// alignment; with another `n` every store is of one float, and the same C is accepted.
+#[test]
+fn the_wgmma_binding_refuses_a_c_misaligned_for_its_16_byte_stores() {
+    let misaligned_c = |cases: Cases| {
+        let (_, args) = cases.refused.into_iter().find(|(what, _)| what == "C misaligned").expect("a misaligned C");
+        args
+    };
+    let mut memory = Memory::Fake { next: 0 };
+    for (kernel, step, precision) in hopper::kernels() {
+        let reason = refusal(misaligned_c(hopper_cases(step, precision, &mut memory)).checked_config(kernel), kernel);
+        assert!(reason.contains("C at") && reason.contains("16-byte aligned"), "{kernel}: {reason}");
+        let storing_floats = match precision {
+            Precision::Tf32 => wgmma_args_storing_floats::<f32>(precision, &mut memory),
+            Precision::Bf16 | Precision::F16 => wgmma_args_storing_floats::<u16>(precision, &mut memory),
+        };
+        storing_floats.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}, n = 70: C refused: {e}"));
+    }
+    let Some(gpu) = common::gpu("the_wgmma_binding_refuses_a_c_misaligned_for_its_16_byte_stores") else { return };
+    let mut memory = Memory::Real { _gpu: &gpu, buffers: Vec::new() };
+    for (kernel, step, precision) in hopper::kernels() {
+        let args = misaligned_c(hopper_cases(step, precision, &mut memory));
+        let reason = refusal(gpu.launch(kernel, &*args), kernel);
+        assert!(reason.contains("16-byte aligned"), "{kernel} on the GPU: {reason}");
     }
     gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
 }

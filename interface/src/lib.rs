@@ -3,10 +3,14 @@
 //! binning rule, so that the CPU reference bins exactly as the GPU does.
 //!
 //! `no_std` with no dependencies: the pinned nightly builds it for the GPU and the stable
-//! toolchain builds it for the host.
+//! toolchain builds it for the host, where `std` also gives the host-only parts what `core`
+//! lacks (the square root of `reduce::Moments::std`).
 #![no_std]
 // The histogram's exact edges need explicitly rounded PTX arithmetic (`histogram::F32Bins`).
 #![cfg_attr(target_os = "cuda", feature(asm, asm_experimental_arch))]
+
+#[cfg(not(target_os = "cuda"))]
+extern crate std;
 
 pub mod conv;
 pub mod histogram;

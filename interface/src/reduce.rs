@@ -1,5 +1,5 @@
-//! Launch shapes of the reduction kernels (`kernels/src/reduce/`), and the layout of the
-//! moments they write.
+//! Launch shapes of the reduction kernels (`kernels/src/reduce/`), and the moments they
+//! compute: their layout in memory and how two sets' moments merge.
 
 /// Threads per block of every reduction kernel: the shared trees and the warp-sum stage are
 /// sized for it (a power of two, a whole number of warps).
@@ -42,8 +42,8 @@ pub const fn finish_tickets(blocks: usize) -> usize {
 pub const VALUES_PER_PASS: usize = 4 * QUADS_PER_PASS * BLOCK;
 
 /// `reduce_moments` writes each block's moments, and the result, as `MOMENTS_FIELDS` f64 in
-/// this order. Every field is exact in f64: the counts stay below 2^53 (the host checks), and
-/// min and max are f32 values.
+/// this order ([`Moments::fields`]). Every field is exact in f64: the counts stay below 2^53
+/// (the host checks), and min and max are f32 values.
 pub const MOMENTS_FIELDS: usize = 6;
 pub const MOMENTS_COUNT: usize = 0;
 pub const MOMENTS_NAN: usize = 1;
@@ -51,6 +51,78 @@ pub const MOMENTS_MEAN: usize = 2;
 pub const MOMENTS_M2: usize = 3;
 pub const MOMENTS_MIN: usize = 4;
 pub const MOMENTS_MAX: usize = 5;
+
+/// The moments of the values inside a window: how many, how many values were NaN (in no
+/// window), the members' mean and M2 (the sum of their squared deviations from the mean), and
+/// their minimum and maximum (+∞ and −∞ when there are none). `reduce_moments` merges them
+/// over threads, warps and blocks, and the host reads the result's [`Moments::fields`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moments {
+    pub count: u64,
+    pub nan: u64,
+    pub mean: f64,
+    pub m2: f64,
+    pub min: f32,
+    pub max: f32,
+}
+
+impl Moments {
+    /// The moments of no values, which a merge leaves the other side unchanged by.
+    pub const EMPTY: Moments =
+        Moments { count: 0, nan: 0, mean: 0.0, m2: 0.0, min: f32::INFINITY, max: f32::NEG_INFINITY };
+
+    /// Chan's merge of two sets' moments: `δ = mean_b − mean_a`, `mean = mean_a + δ·n_b/n`,
+    /// `M2 = M2_a + M2_b + δ²·n_a·n_b/n`. An empty side leaves the other unchanged.
+    /// `mul_add(a, b, c)` is `a·b + c` rounded once, which `no_std` has no function for: the
+    /// GPU passes its `fma`, the host `f64::mul_add`.
+    #[inline(always)]
+    pub fn merge<F: Fn(f64, f64, f64) -> f64>(self, other: Moments, mul_add: F) -> Moments {
+        let count = self.count + other.count;
+        let share = if count == 0 { 0.0 } else { other.count as f64 / count as f64 };
+        let delta = other.mean - self.mean;
+        Moments {
+            count,
+            nan: self.nan + other.nan,
+            mean: mul_add(delta, share, self.mean),
+            m2: mul_add(delta * delta, self.count as f64 * share, self.m2 + other.m2),
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
+    }
+
+    /// The fields as `reduce_moments` writes them, each at its `MOMENTS_*` index.
+    #[inline(always)]
+    pub fn fields(self) -> [f64; MOMENTS_FIELDS] {
+        let mut fields = [0.0; MOMENTS_FIELDS];
+        fields[MOMENTS_COUNT] = self.count as f64;
+        fields[MOMENTS_NAN] = self.nan as f64;
+        fields[MOMENTS_MEAN] = self.mean;
+        fields[MOMENTS_M2] = self.m2;
+        fields[MOMENTS_MIN] = self.min as f64;
+        fields[MOMENTS_MAX] = self.max as f64;
+        fields
+    }
+
+    /// The moments whose [`Moments::fields`] are `f`.
+    #[inline(always)]
+    pub fn from_fields(f: [f64; MOMENTS_FIELDS]) -> Moments {
+        Moments {
+            count: f[MOMENTS_COUNT] as u64,
+            nan: f[MOMENTS_NAN] as u64,
+            mean: f[MOMENTS_MEAN],
+            m2: f[MOMENTS_M2],
+            min: f[MOMENTS_MIN] as f32,
+            max: f[MOMENTS_MAX] as f32,
+        }
+    }
+
+    /// The standard deviation with ddof 0 (`np.std`), `None` when there are no members. Host
+    /// only: the GPU's `no_std` has no square root.
+    #[cfg(not(target_os = "cuda"))]
+    pub fn std(&self) -> Option<f64> {
+        (self.count > 0).then(|| (self.m2 / self.count as f64).sqrt())
+    }
+}
 
 /// Blocks of a grid-stride kernel over `n` values on `sms` SMs: `per_sm` per SM, or fewer when
 /// `n` does not give every block a pass (a small image should not wake a thousand blocks to

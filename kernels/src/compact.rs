@@ -40,10 +40,11 @@ use interface::window::Window;
 /// order, at the start of `output`, and writes how many to `*count`.
 ///
 /// # Safety
-/// The launcher (`CompactArgs` on the host) guarantees: `input` is not empty, holds fewer than
-/// 2^32 values and starts 16-byte aligned; `output` holds `input.len()` values and overlaps
-/// neither `input` nor `scratch`; `scratch` holds `interface::scan::scratch_words(input.len())`
-/// words (zeroed, or the result is wrong: no access depends on it); `count` is one writable
+/// The launcher (`CompactArgs` on the host, which only `Scanner` builds) guarantees: `input` is
+/// not empty, holds fewer than 2^32 values and starts 16-byte aligned; `output` holds
+/// `input.len()` values and overlaps neither `input` nor `scratch`; `scratch` holds
+/// `interface::scan::scratch_words(input.len())` words, zeroed (as for `scan_exclusive_u32`:
+/// else a hang or a wrong result, though no access depends on it); `count` is one writable
 /// word apart from the others; the grid is one block of `interface::scan::BLOCK` threads per
 /// tile, one-dimensional.
 #[kernel]

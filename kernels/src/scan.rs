@@ -179,7 +179,8 @@ pub(crate) fn quad_index(tile: usize, j: usize) -> usize {
 /// This block's tile: thread 0 takes the next number from the counter (`scratch`'s first
 /// word), and the block reads it from shared memory. `None` past the last tile, which only a
 /// counter not zeroed before the launch gives: the block then has nothing to do, and no access
-/// depends on the scratch having been zeroed.
+/// depends on the scratch having been zeroed. (Progress does: the tiles below such a counter
+/// are never taken, and the tiles after them wait for their words forever.)
 ///
 /// # Safety
 /// `scratch` is the launch's scratch; every thread of the block calls this once.
@@ -457,12 +458,13 @@ unsafe fn scan_exclusive<T: Sum>(input: &[T], output: *mut T, scratch: *mut u64,
 /// `output[i] = input[0] + … + input[i-1]` (wrapping), and `*total` the sum of all.
 ///
 /// # Safety
-/// The launcher (`ScanArgs` on the host) guarantees: `input` is not empty and starts 16-byte
-/// aligned; `output` holds `input.len()` values, is 16-byte aligned and overlaps neither
-/// `input` nor `scratch`; `scratch` holds `interface::scan::scratch_words(input.len())` words
-/// (zeroed, or the sums are wrong: no access depends on it); `total` is one writable value
-/// apart from the others; the grid is one block of `interface::scan::BLOCK` threads per tile,
-/// one-dimensional.
+/// The launcher (`ScanArgs` on the host, which only `Scanner` builds) guarantees: `input` is
+/// not empty and starts 16-byte aligned; `output` holds `input.len()` values, is 16-byte
+/// aligned and overlaps neither `input` nor `scratch`; `scratch` holds
+/// `interface::scan::scratch_words(input.len())` words, zeroed (no access depends on it, but a
+/// non-zero counter leaves tiles untaken and the tiles after them waiting forever, and stale
+/// states give wrong sums); `total` is one writable value apart from the others; the grid is
+/// one block of `interface::scan::BLOCK` threads per tile, one-dimensional.
 #[kernel]
 pub unsafe fn scan_exclusive_u32(input: &[u32], output: *mut u32, scratch: *mut u64, total: *mut u32) {
     scan_exclusive(input, output, scratch, total);

@@ -12,8 +12,7 @@ use crate::stats;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::stream::Stream;
 use interface::reduce::{
-    finish_tickets, grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_COUNT, MOMENTS_FIELDS,
-    MOMENTS_M2, MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
+    finish_tickets, grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_FIELDS,
 };
 use interface::window::Window;
 use rayon::prelude::*;
@@ -221,36 +220,9 @@ impl ScratchBuffers {
     }
 }
 
-/// The moments of the values inside a window: how many, how many values were NaN (in no
-/// window), the members' mean and M2 (the sum of their squared deviations from the mean),
-/// and their minimum and maximum (+∞ and −∞ when there are none).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Moments {
-    pub count: u64,
-    pub nan: u64,
-    pub mean: f64,
-    pub m2: f64,
-    pub min: f32,
-    pub max: f32,
-}
-
-impl Moments {
-    /// The standard deviation with ddof 0 (`np.std`), `None` when there are no members.
-    pub fn std(&self) -> Option<f64> {
-        (self.count > 0).then(|| (self.m2 / self.count as f64).sqrt())
-    }
-
-    pub fn from_fields(f: [f64; MOMENTS_FIELDS]) -> Self {
-        Self {
-            count: f[MOMENTS_COUNT] as u64,
-            nan: f[MOMENTS_NAN] as u64,
-            mean: f[MOMENTS_MEAN],
-            m2: f[MOMENTS_M2],
-            min: f[MOMENTS_MIN] as f32,
-            max: f[MOMENTS_MAX] as f32,
-        }
-    }
-}
+// The moments of the values inside a window: one definition, with their fields in the result
+// and Chan's merge, for the kernel and the host.
+pub use interface::reduce::Moments;
 
 /// Sums and moments of f32 values on the GPU, one launch and one small copy back each; the
 /// scratch is allocated once, for values of up to `n` elements.
@@ -276,13 +248,13 @@ impl Reducer {
     pub fn sum(&self, gpu: &Gpu, values: &DeviceSlice<f32>) -> GpuResult<f64> {
         let args = ReduceArgs { values, scratch: self.buffers.scratch(), grid: self.sum_grid };
         gpu.launch(Step::Vec4.kernel(), &args)?;
-        Ok(self.buffers.read::<1>(&gpu.stream())?[0])
+        Ok(self.buffers.read::<1>(gpu.stream())?[0])
     }
 
     /// The moments of the `values` inside `window`.
     pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
-        self.launch_moments(gpu, &gpu.stream(), values, window)?;
-        self.read_moments(&gpu.stream())
+        self.launch_moments(gpu, gpu.stream(), values, window)?;
+        self.read_moments(gpu.stream())
     }
 
     /// Launches [`Reducer::moments`] on `stream` without waiting: other work can run beside it
@@ -348,4 +320,26 @@ pub fn moments_errors(gpu: &Moments, cpu: &Moments) -> [f64; 6] {
         exact(gpu.min as f64, cpu.min as f64),
         exact(gpu.max as f64, cpu.max as f64),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_merge_of_two_parts_gives_the_moments_of_the_whole() {
+        let values: Vec<f32> = (0..1000).map(|i| 1000.0 + ((i * 37) % 101) as f32 * 0.25).chain([f32::NAN]).collect();
+        let window = Window::new(1001.0, 1020.0);
+        let whole = cpu_moments(&values, window);
+        for split in [1, 300, 999] {
+            let (left, right) = values.split_at(split);
+            let merged = cpu_moments(left, window).merge(cpu_moments(right, window), f64::mul_add);
+            let errors = moments_errors(&merged, &whole);
+            assert!(errors.iter().all(|&e| e <= 1.0), "split at {split}: {merged:?} vs {whole:?}: {errors:?}");
+        }
+        // An empty side changes nothing, exactly.
+        assert_eq!(whole.merge(Moments::EMPTY, f64::mul_add), whole);
+        assert_eq!(Moments::EMPTY.merge(whole, f64::mul_add), whole);
+        assert_eq!(Moments::from_fields(whole.fields()), whole);
+    }
 }

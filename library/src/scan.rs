@@ -41,7 +41,7 @@ pub fn tile_config(kernel: &str, n: usize) -> GpuResult<LaunchConfig> {
 /// Checks the scratch (tile counter and states) and the one-value result word of a tile
 /// kernel over `n` values read from `input` and written to `output`: long enough, and no two
 /// of them, nor any of them and the input, overlapping.
-pub fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
+pub(crate) fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
     kernel: &str,
     (input, n): (&DeviceSlice<I>, usize),
     output: &DeviceSlice<O>,
@@ -61,20 +61,41 @@ pub fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
 
 /// The arguments of `scan_exclusive_u32` and `scan_exclusive_f32`: `output` the exclusive sum
 /// of `input`, `total` the sum of all, `scratch` the zeroed tile counter and states.
+///
+/// Only [`Scanner`] builds them, on its own scratch, which it zeroes on the stream before each
+/// launch. The look-back needs that, and no check of the arguments can see it: a tile counter
+/// left at 1 gives two blocks tiles 1 and 2 of two, and tile 1 waits forever for tile 0's word,
+/// a hang. So the fields are private to this crate, and code outside cannot bring its own
+/// scratch:
+///
+/// ```compile_fail,E0451
+/// use cuda_kernels::scan::ScanArgs;
+/// use cust::memory::DeviceSlice;
+///
+/// fn with_own_scratch<'a>(
+///     input: &'a DeviceSlice<u32>,
+///     output: &'a DeviceSlice<u32>,
+///     scratch: &'a DeviceSlice<u64>,
+///     total: &'a DeviceSlice<u32>,
+/// ) -> ScanArgs<'a, u32> {
+///     ScanArgs { input, output, scratch, total }
+/// }
+/// ```
 pub struct ScanArgs<'a, T: ScanValue> {
-    pub input: &'a DeviceSlice<T>,
-    pub output: &'a DeviceSlice<T>,
-    pub scratch: &'a DeviceSlice<u64>,
-    pub total: &'a DeviceSlice<T>,
+    pub(crate) input: &'a DeviceSlice<T>,
+    pub(crate) output: &'a DeviceSlice<T>,
+    pub(crate) scratch: &'a DeviceSlice<u64>,
+    pub(crate) total: &'a DeviceSlice<T>,
 }
 
 // SAFETY: the kernels read `input` (not empty, 16-byte aligned quads), write `output[..n]`
 // (checked that long, 16-byte aligned), `scratch[..scratch_words(n)]` and `total[0]`, all
-// checked to exist and to overlap nothing else. One block of BLOCK threads per tile; a block
-// whose tile number is past the last tile (scratch not zeroed) returns, and the look-back
-// reads only the words of earlier tiles, so stale scratch gives wrong sums, never an access
-// outside the buffers. The parameters are `input: &[T], output: *mut T, scratch: *mut u64,
-// total: *mut T`.
+// checked to exist and to overlap nothing else. One block of BLOCK threads per tile. The
+// scratch is a `Scanner`'s, zeroed on the stream before every launch (only this crate builds
+// these arguments, and only `Scanner::scan` launches them), so every tile number is taken once
+// and each tile's look-back ends at tile 0's word; a block whose number is past the last tile
+// returns, and the look-back reads only earlier tiles' words, so no access leaves the buffers.
+// The parameters are `input: &[T], output: *mut T, scratch: *mut u64, total: *mut T`.
 unsafe impl<T: ScanValue> KernelArgs for ScanArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[T::KERNEL], "these scan")?;
@@ -96,14 +117,18 @@ unsafe impl<T: ScanValue> KernelArgs for ScanArgs<'_, T> {
 
 /// Scratch for scans and compactions of up to `n` values, and the words their results land
 /// in. Each call zeroes the scratch it needs on the stream before its kernel (a few words per
-/// 4096 values), so calls follow each other on [`Gpu::stream`] with no other reset; calls from
-/// two streams at once would share the scratch and must not be made.
+/// 4096 values), so calls follow each other on [`Gpu::stream`] with no other reset. The
+/// kernels hang on scratch that is not zero ([`ScanArgs`]), so the scratch is private, and a
+/// scanner serves only the [`Gpu`] it was made with: calls on two streams could run one's
+/// kernel between the other's reset and kernel.
 pub struct Scanner {
     n: usize,
-    pub scratch: DeviceBuffer<u64>,
+    /// The [`Gpu::id`] of the one GPU whose stream every call queues on.
+    gpu: u64,
+    pub(crate) scratch: DeviceBuffer<u64>,
     total_u32: DeviceBuffer<u32>,
     total_f32: DeviceBuffer<f32>,
-    pub count: DeviceBuffer<u32>,
+    pub(crate) count: DeviceBuffer<u32>,
 }
 
 impl Scanner {
@@ -117,7 +142,7 @@ impl Scanner {
         let total_u32 = DeviceBuffer::<u32>::zeroed(1).during("allocating the scan total")?;
         let total_f32 = DeviceBuffer::<f32>::zeroed(1).during("allocating the scan total")?;
         let count = DeviceBuffer::<u32>::zeroed(1).during("allocating the compaction count")?;
-        Ok(Self { n, scratch, total_u32, total_f32, count })
+        Ok(Self { n, gpu: gpu.id(), scratch, total_u32, total_f32, count })
     }
 
     /// The most values one call takes.
@@ -128,6 +153,7 @@ impl Scanner {
     /// Zeroes the counter and tile states a call over `n` values uses, on the stream: part of
     /// every call, so timing a call counts it.
     pub fn reset(&self, gpu: &Gpu, n: usize, what: &str) -> GpuResult<()> {
+        require(gpu.id() == self.gpu, || format!("{what}: the scanner was made for another Gpu"))?;
         require(n >= 1 && n <= self.n, || format!("{what} of {n} values: the scanner holds 1 to {}", self.n))?;
         gpu.zero("scan scratch", &self.scratch.index(..scratch_words(n)))
     }
@@ -224,8 +250,115 @@ pub fn kernel(input: Input) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::gpu::{GpuError, KERNELS_PTX};
+    use cust::memory::DevicePointer;
+
+    /// Device slices at made-up addresses, each 1 MiB past the last (so disjoint and 256-byte
+    /// aligned), which the checks measure and never dereference: the launch checks of the
+    /// bindings that only this crate builds, as `host/tests/launch_checks.rs` runs them for
+    /// the others.
+    pub(crate) struct FakeMemory(u64);
+
+    impl FakeMemory {
+        pub(crate) fn new() -> Self {
+            Self(0)
+        }
+
+        pub(crate) fn slice<T: DeviceCopy>(&mut self, len: usize) -> &'static DeviceSlice<T> {
+            self.0 += 1 << 20;
+            view(self.0, len)
+        }
+    }
+
+    /// `len` elements of `T` at `address`.
+    fn view<T: DeviceCopy>(address: u64, len: usize) -> &'static DeviceSlice<T> {
+        // SAFETY: only the checks look at it (its address and length); no test launches it.
+        Box::leak(Box::new(unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(address), len) }))
+    }
+
+    /// The same elements one `T` further on: misaligned for 16-byte accesses.
+    pub(crate) fn shifted<T: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
+        Box::leak(Box::new(slice.index(1..)))
+    }
+
+    /// `buffer`'s memory seen as `U`s: scratch or a result word that overlaps it.
+    pub(crate) fn same_memory<T: DeviceCopy, U: DeviceCopy>(buffer: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+        view(buffer.as_device_ptr().as_raw(), buffer.len() * size_of::<T>() / size_of::<U>())
+    }
+
+    /// The PTX entry of `kernel`, from its name to the next entry.
+    fn ptx_entry(kernel: &str) -> &'static str {
+        let start =
+            KERNELS_PTX.find(&format!(".entry {kernel}(")).unwrap_or_else(|| panic!("{kernel} is not in the PTX"));
+        let rest = &KERNELS_PTX[start..];
+        &rest[..rest[1..].find(".entry ").map_or(rest.len(), |end| end + 1)]
+    }
+
+    /// The size in bytes of each parameter of the PTX entry `kernel` (all 64- or 32-bit here).
+    fn ptx_parameters(kernel: &str) -> Vec<usize> {
+        let entry = ptx_entry(kernel);
+        let list = &entry[..entry.find(')').expect("a parameter list")];
+        let sizes = list.split(',').filter(|p| p.contains(".param")).map(|p| {
+            let bits = [64, 32]
+                .into_iter()
+                .find(|bits| ["u", "s", "b", "f"].iter().any(|t| p.contains(&format!(".{t}{bits} "))));
+            bits.unwrap_or_else(|| panic!("{kernel}: a parameter of unknown size: {p}")) / 8
+        });
+        sizes.collect()
+    }
+
+    /// Checks a binding as `launch_checks.rs` does: `valid` is accepted for `kernel` with the
+    /// PTX entry's parameter sizes and refused for another family's kernel, every one of
+    /// `refused` is refused, and where the entry moves 16 bytes at a time through global
+    /// memory a misaligned buffer is among them.
+    pub(crate) fn check_binding(kernel: &str, valid: &dyn KernelArgs, refused: &[(&str, Box<dyn KernelArgs>)]) {
+        valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
+        assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
+        let is_refused = |result: GpuResult<LaunchConfig>, what: &str| match result {
+            Err(GpuError::InvalidLaunch { .. }) => {}
+            other => panic!("{kernel} with {what}: expected a refused launch, got {other:?}"),
+        };
+        is_refused(valid.checked_config("transpose_naive"), "its arguments for transpose_naive");
+        for (what, args) in refused {
+            is_refused(args.checked_config(kernel), what);
+        }
+        let wide = ptx_entry(kernel).lines().any(|l| {
+            let l = l.trim_start();
+            (l.starts_with("ld.global") || l.starts_with("st.global")) && l.contains(".v4")
+        });
+        let misaligned = refused.iter().any(|(what, _)| what.contains("misaligned"));
+        assert!(!wide || misaligned, "{kernel} has 16-byte global accesses but no alignment case");
+    }
+
+    /// The scan of `T`'s cases: short and overlapping buffers, too little scratch, misalignment.
+    fn check_scan<T: ScanValue>() {
+        let mut memory = FakeMemory::new();
+        let n = 5000;
+        let (input, output) = (memory.slice::<T>(n), memory.slice::<T>(n));
+        let (scratch, total) = (memory.slice::<u64>(scratch_words(n)), memory.slice::<T>(1));
+        let with = |input, output, scratch, total| -> Box<dyn KernelArgs> {
+            Box::new(ScanArgs { input, output, scratch, total })
+        };
+        let refused = [
+            ("output short", with(input, memory.slice(n - 1), scratch, total)),
+            ("output is input", with(input, input, scratch, total)),
+            ("scratch short", with(input, output, memory.slice(scratch_words(n) - 1), total)),
+            ("scratch inside the output", with(input, output, same_memory(output), total)),
+            ("no total", with(input, output, scratch, memory.slice(0))),
+            ("empty input", with(memory.slice(0), output, scratch, total)),
+            ("input misaligned", with(shifted(memory.slice(n + 1)), output, scratch, total)),
+            ("output misaligned", with(input, shifted(memory.slice(n + 1)), scratch, total)),
+        ];
+        check_binding(T::KERNEL, &*with(input, output, scratch, total), &refused);
+    }
+
+    #[test]
+    fn the_scan_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
+        check_scan::<u32>();
+        check_scan::<f32>();
+    }
 
     #[test]
     fn u32_reference_is_exclusive_and_wraps() {

@@ -195,7 +195,7 @@ impl Selector {
     }
 
     fn start_read<'a>(&'a self, gpu: &'a Gpu) -> GpuResult<Pending<'a, u32, STATE_WORDS>> {
-        self.readback.start("the select state", &gpu.stream(), &self.state)
+        self.readback.start("the select state", gpu.stream(), &self.state)
     }
 
     /// The `k`-th smallest (0-based) of the values inside `window`; `None` when `k` is not

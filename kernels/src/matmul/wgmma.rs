@@ -159,6 +159,9 @@ struct Quad([f32; 4]);
 
 /// Stores `v` at `C[row][col..col + 4]`, the elements inside C: one 16-byte store when all four
 /// are and the row keeps them 16-byte aligned (`n` a multiple of 4; `col` always is).
+///
+/// # Safety
+/// `c` is valid for `m·n` writes and, when `n` is a multiple of 4, 16-byte aligned.
 #[inline(always)]
 unsafe fn store_quad(c: *mut f32, row: usize, col: usize, m: usize, n: usize, v: [u32; 4]) {
     if row >= m {
@@ -339,8 +342,9 @@ pub(super) unsafe fn consume<T: Input>(
 /// C, four columns per store (see the module's epilogue), the elements inside C only.
 ///
 /// # Safety
-/// `c` is valid for `m·n` writes; the accumulators are complete (`wgmma_wait`); every thread of
-/// the warp calls it (the quads trade values).
+/// `c` is valid for `m·n` writes and 16-byte aligned when `n` is a multiple of 4; the
+/// accumulators are complete (`wgmma_wait`); every thread of the warp calls it (the quads trade
+/// values).
 #[inline(always)]
 pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
     let tid = thread::thread_idx_x() as usize;
@@ -390,7 +394,8 @@ unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, 
 /// `maps` is the address, in global memory and 64-byte aligned, of two tensor maps: A's (bf16,
 /// dimensions {k, m}, rows padded to a multiple of 16 bytes, box {BK, BM}) and B's (bf16,
 /// {n, k}, box {BOX_N, BK}), both with the 128-byte swizzle, over readable memory. `c` is
-/// valid for `m·n` f32 writes and overlaps neither. Launch: on an sm_90a device, blocks of
+/// valid for `m·n` f32 writes, overlaps neither, and starts 16-byte aligned when `n` is a
+/// multiple of 4 (the epilogue then stores four floats at once). Launch: on an sm_90a device, blocks of
 /// `THREADS` threads, a grid of `⌈n / BN⌉ × ⌈m / BM⌉`, `SHARED_BYTES` of dynamic shared memory.
 #[kernel]
 pub unsafe fn matmul_wgmma_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {

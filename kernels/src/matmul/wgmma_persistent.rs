@@ -77,7 +77,8 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
 }
 
 /// # Safety
-/// As `matmul_wgmma_bf16` (the same tensor maps, C and dimensions), except for the launch:
+/// As `matmul_wgmma_bf16` (the same tensor maps, C and dimensions: C 16-byte aligned when `n`
+/// is a multiple of 4), except for the launch:
 /// blocks of `THREADS` threads, any number of them in a 1D grid (the host gives one per SM, at
 /// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]

@@ -33,45 +33,20 @@ use crate::{global_index, grid_threads, load_quad, unroll, Quad};
 use cuda_std::prelude::*;
 use cuda_std::shared_array;
 use cuda_std::GpuFloat;
-use interface::reduce::{
-    BLOCK, MOMENTS_COUNT, MOMENTS_FIELDS, MOMENTS_M2, MOMENTS_MAX, MOMENTS_MEAN, MOMENTS_MIN, MOMENTS_NAN,
-    MOMENTS_QUADS_PER_PASS, WARPS,
-};
+use interface::reduce::{Moments, BLOCK, MOMENTS_FIELDS, MOMENTS_QUADS_PER_PASS, WARPS};
 use interface::window::Window;
 
-// The pass below unrolls over a literal list of this length.
-const _: () = assert!(MOMENTS_QUADS_PER_PASS == 4);
+// The pass below unrolls over a literal list of this length, and the fields' stores and loads
+// over one of `MOMENTS_FIELDS`.
+const _: () = assert!(MOMENTS_QUADS_PER_PASS == 4 && MOMENTS_FIELDS == 6);
 
-/// The moments of some values: what threads, warps and blocks merge.
-#[derive(Clone, Copy)]
-pub struct Moments {
-    pub count: u64,
-    pub nan: u64,
-    pub mean: f64,
-    pub m2: f64,
-    pub min: f32,
-    pub max: f32,
+/// Chan's merge ([`Moments::merge`]) with the GPU's fused multiply-add.
+#[inline(always)]
+fn merge(a: Moments, b: Moments) -> Moments {
+    a.merge(b, <f64 as GpuFloat>::mul_add)
 }
 
-impl Moments {
-    const EMPTY: Moments = Moments { count: 0, nan: 0, mean: 0.0, m2: 0.0, min: f32::INFINITY, max: f32::NEG_INFINITY };
-
-    /// Chan's merge of two sets' moments. An empty side leaves the other unchanged.
-    #[inline(always)]
-    fn merge(self, other: Moments) -> Moments {
-        let count = self.count + other.count;
-        let share = if count == 0 { 0.0 } else { other.count as f64 / count as f64 };
-        let delta = other.mean - self.mean;
-        Moments {
-            count,
-            nan: self.nan + other.nan,
-            mean: delta.mul_add(share, self.mean),
-            m2: (delta * delta).mul_add(self.count as f64 * share, self.m2 + other.m2),
-            min: self.min.min(other.min),
-            max: self.max.max(other.max),
-        }
-    }
-
+impl Shuffle for Moments {
     #[inline(always)]
     unsafe fn shuffle_down(self, delta: u32) -> Moments {
         Moments {
@@ -83,59 +58,53 @@ impl Moments {
             max: self.max.shuffle_down(delta),
         }
     }
+}
 
-    /// Merged over the warp, in lane 0 (the shuffle tree of [`super::warp_sum`]).
-    #[inline(always)]
-    unsafe fn warp_merge(self) -> Moments {
-        let mut m = self;
-        unroll!([16, 8, 4, 2, 1], |delta| {
-            m = m.merge(m.shuffle_down(delta as u32));
-        });
-        m
-    }
+/// `m` merged over the warp, in lane 0 (the shuffle tree of [`super::warp_sum`]).
+#[inline(always)]
+unsafe fn warp_merge(m: Moments) -> Moments {
+    let mut m = m;
+    unroll!([16, 8, 4, 2, 1], |delta| {
+        m = merge(m, m.shuffle_down(delta as u32));
+    });
+    m
+}
 
-    /// Merged over the block, in thread 0 (as [`super::block_sum`]).
-    #[inline(always)]
-    unsafe fn block_merge(self, totals: *mut Moments) -> Moments {
-        let tid = thread::thread_idx_x() as usize;
-        let (warp, lane) = (tid / 32, tid % 32);
-        let m = self.warp_merge();
-        if lane == 0 {
-            *totals.add(warp) = m;
-        }
-        thread::sync_threads();
-        let mut total = Moments::EMPTY;
-        if warp == 0 {
-            total = (if lane < WARPS { *totals.add(lane) } else { Moments::EMPTY }).warp_merge();
-        }
-        total
+/// `m` merged over the block, in thread 0 (as [`super::block_sum`]).
+#[inline(always)]
+unsafe fn block_merge(m: Moments, totals: *mut Moments) -> Moments {
+    let tid = thread::thread_idx_x() as usize;
+    let (warp, lane) = (tid / 32, tid % 32);
+    let m = warp_merge(m);
+    if lane == 0 {
+        *totals.add(warp) = m;
     }
+    thread::sync_threads();
+    let mut total = Moments::EMPTY;
+    if warp == 0 {
+        total = warp_merge(if lane < WARPS { *totals.add(lane) } else { Moments::EMPTY });
+    }
+    total
+}
 
-    /// Writes the fields to `out[0..MOMENTS_FIELDS]` as f64.
-    #[inline(always)]
-    unsafe fn store(self, out: *mut f64) {
-        *out.add(MOMENTS_COUNT) = self.count as f64;
-        *out.add(MOMENTS_NAN) = self.nan as f64;
-        *out.add(MOMENTS_MEAN) = self.mean;
-        *out.add(MOMENTS_M2) = self.m2;
-        *out.add(MOMENTS_MIN) = self.min as f64;
-        *out.add(MOMENTS_MAX) = self.max as f64;
-    }
+/// Writes the fields of `m` to `out[0..MOMENTS_FIELDS]` as f64.
+#[inline(always)]
+unsafe fn store(m: Moments, out: *mut f64) {
+    let fields = m.fields();
+    unroll!([0, 1, 2, 3, 4, 5], |i| {
+        *out.add(i) = fields[i];
+    });
+}
 
-    /// Reads what [`Moments::store`] wrote in another block during this launch (volatile: not
-    /// from a stale cache line).
-    #[inline(always)]
-    unsafe fn load(from: *const f64) -> Moments {
-        let field = |i: usize| core::ptr::read_volatile(from.add(i));
-        Moments {
-            count: field(MOMENTS_COUNT) as u64,
-            nan: field(MOMENTS_NAN) as u64,
-            mean: field(MOMENTS_MEAN),
-            m2: field(MOMENTS_M2),
-            min: field(MOMENTS_MIN) as f32,
-            max: field(MOMENTS_MAX) as f32,
-        }
-    }
+/// Reads what [`store`] wrote in another block during this launch (volatile: not from a stale
+/// cache line).
+#[inline(always)]
+unsafe fn load(from: *const f64) -> Moments {
+    let mut fields = [0.0; MOMENTS_FIELDS];
+    unroll!([0, 1, 2, 3, 4, 5], |i| {
+        fields[i] = core::ptr::read_volatile(from.add(i));
+    });
+    Moments::from_fields(fields)
 }
 
 /// One thread's running sums: its members' count, `Σd` and `Σd²` with `d = v − shift`, the
@@ -235,10 +204,10 @@ pub unsafe fn reduce_moments(
         own.add(*values.get_unchecked(tail), window);
     }
 
-    let block = own.moments().block_merge(totals);
+    let block = block_merge(own.moments(), totals);
     let tid = thread::thread_idx_x() as usize;
     if tid == 0 {
-        block.store(partials.add(thread::block_idx_x() as usize * MOMENTS_FIELDS));
+        store(block, partials.add(thread::block_idx_x() as usize * MOMENTS_FIELDS));
     }
     if !last_block(ticket) {
         return;
@@ -248,11 +217,11 @@ pub unsafe fn reduce_moments(
     let mut acc = Moments::EMPTY;
     let mut b = tid;
     while b < blocks {
-        acc = acc.merge(Moments::load(partials.add(b * MOMENTS_FIELDS)));
+        acc = merge(acc, load(partials.add(b * MOMENTS_FIELDS)));
         b += BLOCK;
     }
-    let total = acc.block_merge(merged);
+    let total = block_merge(acc, merged);
     if tid == 0 {
-        total.store(result);
+        store(total, result);
     }
 }

@@ -381,8 +381,9 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
     }
 }
 
-/// The arguments of the Hopper kernels: the tensor maps of A and B, C, and the dimensions;
-/// `blocks`, the persistent kernels' grid (one per SM; fewer when there are fewer tiles).
+/// The arguments of the Hopper kernels: the tensor maps of A and B, C (16-byte aligned when `n`
+/// is a multiple of 4, as any allocation is), and the dimensions; `blocks`, the persistent
+/// kernels' grid (one per SM; fewer when there are fewer tiles).
 pub struct WgmmaArgs<'a, T: DeviceCopy> {
     pub maps: &'a TensorMaps<'a, T>,
     pub c: &'a DeviceSlice<f32>,
@@ -395,10 +396,11 @@ pub struct WgmmaArgs<'a, T: DeviceCopy> {
 // SAFETY: the maps describe A and B (`TensorMaps` is built by encoding them, or by an unsafe
 // promise that it was), which `Operands::check` verified long enough, 16-byte aligned, with
 // strides TMA takes, for the dimensions `m`, `n`, `k` checked equal to these; the kernel's
-// precision is the maps' (and their element type its). C holds `m·n` floats and overlaps
-// neither matrix. The maps' buffer
-// holds two, 64-byte aligned. The shape is the one the kernels are written for. The
-// parameters are `maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize`.
+// precision is the maps' (and their element type its). C holds `m·n` floats, overlaps neither
+// matrix, and starts 16-byte aligned wherever the epilogue stores four floats at once (`n` a
+// multiple of 4). The maps' buffer holds two, 64-byte aligned. The shape is the one the
+// kernels are written for. The parameters are `maps: *const TensorMap, c: *mut f32, m: usize,
+// n: usize, k: usize`.
 unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let operands = &self.maps.operands;
@@ -417,6 +419,11 @@ unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
         let (a_len, b_len) = operands.spans(kernel)?;
         let c_len = product(kernel, self.m, self.n)?;
         require_len(kernel, "C", self.c, c_len)?;
+        // The epilogue's 16-byte stores (`store_quad`): every row of C starts on a multiple of
+        // 4 floats then, so only C's own start can break their alignment.
+        if self.n.is_multiple_of(4) {
+            require_aligned(kernel, "C", self.c, 16)?;
+        }
         crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("A", operands.a, a_len))?;
         crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("B", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
@@ -484,7 +491,7 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
 
 /// Runs `body` with the arguments of `C = A × B` on the Hopper kernel `kernel`, A (`m×k`) and B
 /// (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of the kernel's precision, C `m×n`
-/// f32: rows whose length TMA cannot stride over are padded into copies first, and the tensor
+/// f32 (16-byte aligned when `n` is a multiple of 4): rows whose length TMA cannot stride over are padded into copies first, and the tensor
 /// maps encoded and uploaded, once for all of `body`'s launches.
 #[allow(clippy::too_many_arguments)]
 pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
