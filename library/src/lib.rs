@@ -1,4 +1,71 @@
-//! CUDA kernels written in Rust.
+//! CUDA kernels written in Rust, behind a small typed API, each checked against a CPU
+//! reference that sits beside it.
+//!
+//! The kernels are Rust too (`kernels/` in the repository, `no_std` on `cuda_std`), compiled
+//! to PTX by `rustc_codegen_nvvm`; the PTX ships with this crate, so it builds on stable Rust
+//! with the CUDA driver alone.
+//!
+//! # What is here
+//!
+//! One module per kernel family, each with one function per job. Every function comes in two
+//! forms: over [`DeviceArray`]s that stay on the GPU between calls, and over `ndarray` views
+//! (`*_array`: upload, run, read back).
+//!
+//! | job | functions |
+//! |---|---|
+//! | C = A × B in f32, tf32, bf16 or f16 (f32 out) | [`matmul::gemm`], [`matmul::gemm_array`] |
+//! | sum; count, mean, M2, min, max inside a window | [`reduce::sum`], [`reduce::moments`] |
+//! | median, k-th smallest | [`select::median`], [`select::kth`] |
+//! | exclusive prefix sum | [`scan::exclusive_scan`] |
+//! | the values inside a window, in order | [`compact::compact`] |
+//! | histogram (u32, or f32 as `np.histogram` bins) | [`histogram::histogram_u32`], [`histogram::histogram_f32`] |
+//! | transpose | [`transpose::transpose`] |
+//! | 2-D and 1-D filters (cross-correlation, zero padding) | [`conv2d::conv2d`], [`conv1d::conv1d`] |
+//! | connected components, as `scipy.ndimage.label` | [`label::label`] |
+//! | per-component pixels, flux, centroid, peak, box | [`measure::measure`] |
+//! | c = a + b, y = a·x + y | [`vector_add::vector_add`], [`saxpy::saxpy`] |
+//!
+//! A radio source finder built on these families is the `radio` crate of the same repository.
+//!
+//! # How to call it
+//!
+//! ```
+//! # fn main() -> cuda_kernels::GpuResult<()> {
+//! use cuda_kernels::matmul::{gemm, Dtype};
+//! use cuda_kernels::{DeviceMatrix, Gpu};
+//! use ndarray::Array2;
+//!
+//! # let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+//! // let gpu = Gpu::new()?;                                  // device 0; Gpu::on(i) for another
+//! let a = DeviceMatrix::from_array(&gpu, Array2::<f32>::eye(64).view())?;
+//! let b = DeviceMatrix::from_array(&gpu, Array2::from_elem((64, 32), 2.0f32).view())?;
+//! let mut c = DeviceMatrix::zeros(&gpu, (64, 32))?;
+//! gemm(&gpu, &a, &b, &mut c, Dtype::Bf16)?;                  // queued on the GPU's stream
+//! assert_eq!(c.to_array(&gpu)?, Array2::from_elem((64, 32), 2.0f32)); // waits, copies back
+//! # let _: Option<Gpu> = None;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors are [`GpuError`]s that say what was being done: no GPU, a shape that does not fit,
+//! an array of another GPU, a launch the device cannot run. Nothing panics on bad input.
+//!
+//! # What runs where
+//!
+//! - A [`Gpu`] is one device's context, the kernels' modules loaded into it, and one stream.
+//!   Every function queues its work on that stream, in order, and returns; only functions
+//!   that return host values (a sum, a median, a count) and `to_array` wait.
+//! - A [`DeviceArray`] belongs to the `Gpu` that made it, and is refused by another. Outputs
+//!   are `&mut`, so no output aliases an input. Dropping an array waits for the last work
+//!   that uses it before its memory is freed.
+//! - Each function picks its kernel itself: the step that is fastest in general for its
+//!   family, or for products the one `host matmul --tune` recorded for this GPU and shape
+//!   class. Its `*_with` form takes the step as a typed enum.
+//! - The Hopper kernels (wgmma, TMA) load on compute capability 9.0 only; elsewhere products
+//!   run on mma.sync.
+//! - Below the functions are the bindings: one struct per kernel signature that checks its
+//!   buffers' lengths, alignment and overlap and the launch shape before [`Gpu::launch`]
+//!   launches it. The `host` command line runs every step of every family through them.
 
 pub use gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError, GpuResult};
 
