@@ -5,15 +5,16 @@
 //! Stokes axes, so NAXIS 3 or more is read when every axis past the second has length 1.
 //!
 //! Rows are kept in file order, as NumPy (through astropy) reads them: row 0 holds the first
-//! NAXIS1 values of the file, which a FITS viewer shows at the bottom. Every failure is a
-//! [`GpuError::File`](crate::gpu::GpuError::File) naming the file; nothing here panics on what
-//! a user hands in.
+//! NAXIS1 values of the file, which a FITS viewer shows at the bottom. The reader parses bytes
+//! in memory ([`read_image_bytes`], which [`read_image`] calls on the file's). Every failure is
+//! a [`GpuError::File`](cuda_kernels::gpu::GpuError::File) naming the file; nothing here panics
+//! on what a user hands in, and no header makes it allocate more than the file holds.
 
-use crate::io::{file_error, open, require_image_shape, Image};
+use crate::image::{file_error, read_file, require_image_shape, Image};
 use cuda_kernels::gpu::GpuResult;
 use rayon::prelude::*;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// Headers and data are padded to whole blocks of this many bytes.
@@ -92,10 +93,11 @@ fn parse_value(field: &str) -> Value {
         "F" => Value::Logical(false),
         _ if numeric => match value.parse::<i64>() {
             Ok(v) => Value::Integer(v),
-            // Fortran writes double-precision exponents with D.
+            // Fortran writes double-precision exponents with D. A header real is a decimal
+            // number: one past f64's range is malformed, not infinite.
             Err(_) => match value.replace(['D', 'd'], "E").parse::<f64>() {
-                Ok(v) => Value::Real(v),
-                Err(_) => Value::Other(value.to_string()),
+                Ok(v) if v.is_finite() => Value::Real(v),
+                _ => Value::Other(value.to_string()),
             },
         },
         _ => Value::Other(value.to_string()),
@@ -134,28 +136,22 @@ impl Header {
     }
 }
 
-/// The primary header and its length in bytes (whole blocks, so the data starts there).
-fn read_header(reader: &mut impl Read) -> Result<(Header, usize), String> {
+/// The primary header of the FITS file `bytes` and its length in bytes (whole blocks, so the
+/// data starts there).
+fn read_header(bytes: &[u8]) -> Result<(Header, usize), String> {
+    if !bytes.starts_with(b"SIMPLE  =") {
+        return Err("not a FITS file (it does not start with `SIMPLE  =`)".into());
+    }
     let mut cards = Vec::new();
-    let mut blocks = 0;
-    loop {
-        let mut block = Vec::with_capacity(BLOCK);
-        reader.by_ref().take(BLOCK as u64).read_to_end(&mut block).map_err(|e| format!("cannot read: {}", e))?;
-        if blocks == 0 && !block.starts_with(b"SIMPLE  =") {
-            return Err("not a FITS file (it does not start with `SIMPLE  =`)".into());
-        }
-        if block.len() < BLOCK {
-            let read = blocks * BLOCK + block.len();
-            return Err(format!("is truncated: its header ends after {} bytes, without an END card", read));
-        }
-        blocks += 1;
+    for (blocks, block) in bytes.as_chunks::<BLOCK>().0.iter().enumerate() {
         for card in block.as_chunks::<CARD>().0.iter().map(|card| parse_card(card)) {
             if card.keyword == "END" {
-                return Ok((Header { cards }, blocks * BLOCK));
+                return Ok((Header { cards }, (blocks + 1) * BLOCK));
             }
             cards.push(card);
         }
     }
+    Err(format!("is truncated: its header ends after {} bytes, without an END card", bytes.len()))
 }
 
 /// The pixel types read: those telescopes and imagers write.
@@ -275,33 +271,37 @@ fn decode(data: &[u8], layout: &Layout) -> Vec<f32> {
     }
 }
 
-/// The image in the primary HDU of the FITS file at `path`, as f32. A file may end without
-/// the zero padding of its last block (some writers omit it), but not short of the data.
-pub fn read_image(path: &Path) -> GpuResult<Image> {
-    let file = open(path)?;
-    let size = file.metadata().map_err(|e| file_error(path, format!("cannot read: {}", e)))?.len();
-    let mut reader = BufReader::new(file);
-    let (header, start) = read_header(&mut reader).map_err(|reason| file_error(path, reason))?;
+/// The image in the primary HDU of the FITS file `bytes`, as f32 (`path` names the file in
+/// errors). A file may end without the zero padding of its last block (some writers omit it),
+/// but not short of the data.
+pub fn read_image_bytes(path: &Path, bytes: &[u8]) -> GpuResult<Image> {
+    let (header, start) = read_header(bytes).map_err(|reason| file_error(path, reason))?;
     let layout = layout(&header).map_err(|reason| file_error(path, reason))?;
     let (width, height) = (layout.width, layout.height);
-    let Some(bytes) = width.checked_mul(height).and_then(|n| n.checked_mul(layout.bitpix.bytes())) else {
+    let Some(size) = width.checked_mul(height).and_then(|n| n.checked_mul(layout.bitpix.bytes())) else {
         return Err(file_error(path, format!("has an impossible size ({}x{})", width, height)));
     };
-    let present = size.saturating_sub(start as u64);
-    if present < bytes as u64 {
+    // The header lies within `bytes`; the data must too, checked before anything its size is
+    // allocated.
+    let rest = &bytes[start..];
+    let Some(data) = rest.get(..size) else {
         let reason = format!(
             "is truncated: a {}x{} image of {}-byte pixels needs {} bytes of data, the file holds {}",
             width,
             height,
             layout.bitpix.bytes(),
-            bytes,
-            present
+            size,
+            rest.len()
         );
         return Err(file_error(path, reason));
-    }
-    let mut data = vec![0u8; bytes];
-    reader.read_exact(&mut data).map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
-    Ok(Image { width, height, pixels: decode(&data, &layout) })
+    };
+    Ok(Image { width, height, pixels: decode(data, &layout) })
+}
+
+/// The image in the primary HDU of the FITS file at `path`, as f32: [`read_image_bytes`] on
+/// the whole file (extensions after the image included).
+pub fn read_image(path: &Path) -> GpuResult<Image> {
+    read_image_bytes(path, &read_file(path)?)
 }
 
 /// One header card: keyword, a value right-aligned in columns 11-30 (the fixed format every
@@ -393,6 +393,7 @@ mod tests {
         assert_eq!(card("OPEN    = 'no closing quote").value, Some(Value::Other("'no closing quote".into())));
         assert_eq!(card("CPLX    = (1.0, 2.0)").value, Some(Value::Other("(1.0, 2.0)".into())));
         assert_eq!(card("WORD    = inf").value, Some(Value::Other("inf".into())), "not a FITS number");
+        assert_eq!(card("BSCALE  = 1E999").value, Some(Value::Other("1E999".into())), "past f64, not infinite");
         // Commentary: no value even where `= ` appears.
         assert_eq!(card("COMMENT = not a value").value, None);
         assert_eq!(card("HISTORY   made by hand").value, None);
@@ -551,10 +552,30 @@ mod tests {
             error("scale.fits", &image_cards(16, 2, 1, &["BSCALE  = 'two'"]), &four),
             "BSCALE = 'two' is not a number",
         );
+        // Past f64's range: not read as an infinite scale, which makes every pixel inf or NaN.
+        contains(
+            error("inf.fits", &image_cards(16, 2, 1, &["BSCALE  = 1E999"]), &four),
+            "BSCALE = 1E999 is not a number",
+        );
         // A header that promises far more than the file holds is an error, not an allocation.
         contains(error("huge.fits", &image_cards(-64, 4_000_000, 4_000_000, &[]), &four), "is truncated");
         contains(error("overflow.fits", &image_cards(-64, usize::MAX / 2, 4, &[]), &four), "impossible size");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn images_are_read_from_memory_and_sized_by_the_bytes_present() {
+        let path = Path::new("memory.fits");
+        let read = |cards: &[String], data: &[u8]| {
+            read_image_bytes(path, &fits_bytes(&cards.iter().map(String::as_str).collect::<Vec<_>>(), data))
+        };
+        let image = read(&image_cards(16, 2, 1, &[]), &[0x00, 0x01, 0xFF, 0xFF]).unwrap();
+        assert_eq!((image.width, image.height, image.pixels), (2, 1, vec![1.0, -1.0]));
+        // NAXIS1 = 10^12: refused by the 16 bytes present, before 4 TB are allocated.
+        let huge = error_of(read(&image_cards(-32, 1_000_000_000_000, 1, &[]), &[0; 16]));
+        assert!(huge.contains("memory.fits: is truncated: a 1000000000000x1 image"), "{}", huge);
+        assert!(huge.contains("needs 4000000000000 bytes of data, the file holds 16"), "{}", huge);
+        assert!(error_of(read_image_bytes(path, b"")).contains("memory.fits: not a FITS file"));
     }
 
     #[test]

@@ -1,24 +1,23 @@
-//! Real data in and out: NumPy `.npy` arrays (f32 or u32, 1-D or 2-D; f16 matrices widened to
-//! f32), 2-D images (grey-scale
-//! PNG, f32 `.npy`, FITS through [`crate::fits`]), and filter and tap files. Every failure is a
-//! [`GpuError::File`] naming the file and what is wrong with it; nothing here panics on what a
-//! user hands in.
+//! Real data in and out: NumPy `.npy` arrays (f32, u32 or i32, 1-D or 2-D; f16 matrices
+//! widened to f32), 2-D images (grey-scale PNG, f32 `.npy`, FITS through [`crate::fits`]), and
+//! filter and tap files. The `.npy` readers parse bytes in memory (`read_*_bytes`, which the
+//! file readers call), so they can be fed bytes that never touched the disk. Every failure is
+//! a [`GpuError::File`](cuda_kernels::gpu::GpuError::File) naming the file and what is wrong
+//! with it; nothing here panics on what a user hands in.
 
+pub use crate::image::{file_error, Image};
+
+use crate::image::{open, read_file, require_image_shape};
 use cuda_kernels::conv2d::filter_side_ok;
-use cuda_kernels::gpu::{GpuError, GpuResult};
+use cuda_kernels::gpu::GpuResult;
 use image::{GrayImage, ImageFormat, ImageReader};
 
 use ndarray::{ArrayView, IxDyn, ShapeBuilder};
 use ndarray_npy::npy::header::{Header, ParseHeaderError, ReadHeaderError};
 use ndarray_npy::{ReadableElement, WritableElement, WriteNpyExt};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, ErrorKind, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, ErrorKind, Write};
 use std::path::Path;
-
-/// The error for a file the user named: `<path>: <reason>`.
-pub fn file_error(path: &Path, reason: impl Into<String>) -> GpuError {
-    GpuError::File { path: path.display().to_string(), reason: reason.into() }
-}
 
 /// An element type of the `.npy` files read and written here.
 pub trait NpyElement: ReadableElement + WritableElement + Copy {
@@ -41,13 +40,6 @@ impl NpyElement for u32 {
 impl NpyElement for i32 {
     const DTYPES: [&'static str; 2] = ["<i4", ">i4"];
     const NAME: &'static str = "i32";
-}
-
-pub(crate) fn open(path: &Path) -> GpuResult<File> {
-    File::open(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => file_error(path, "no such file"),
-        _ => file_error(path, format!("cannot open: {}", e)),
-    })
 }
 
 /// How a report names a file the user gave: its name without the directories.
@@ -94,25 +86,89 @@ fn header_reason(error: ReadHeaderError) -> String {
     }
 }
 
-/// An `.npy` file checked up to its data (dtype, dimensions, size), positioned at the data.
-struct NpyData {
-    reader: BufReader<File>,
+/// NumPy's `max_header_size`: it refuses longer headers unless told they are safe (a long one
+/// costs the dictionary parser time and stack); those of the arrays read here are ~100 bytes.
+const MAX_NPY_HEADER: u64 = 10_000;
+
+/// Brackets nested deeper than this in an `.npy` header are refused: the dictionary parser
+/// backtracks, in time exponential in the depth (12 braces take a second, 20 would take
+/// hours). The arrays read here nest 2 deep (a dictionary holding the shape), a structured
+/// dtype 3 or 4.
+const MAX_NPY_DEPTH: usize = 4;
+
+/// Unless the header of the `.npy` file `bytes` is present, at most [`MAX_NPY_HEADER`] bytes
+/// and [`MAX_NPY_DEPTH`] deep, why not: [`Header::from_reader`] allocates the length the file
+/// declares before reading it (a version 2 header could ask for 4 GiB), then parses what it
+/// reads. Files without the magic string or of an unknown version pass, for it to name what
+/// is wrong.
+fn check_header(bytes: &[u8]) -> Result<(), String> {
+    let little_endian = |range| bytes.get(range).map(|b: &[u8]| b.iter().rev().fold(0, |n, &b| n << 8 | u64::from(b)));
+    let declared = match bytes.get(..8) {
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', 1, 0]) => little_endian(8..10).map(|len| (10, len)),
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', 2 | 3, 0]) => little_endian(8..12).map(|len| (12, len)),
+        _ => None,
+    };
+    let Some((prefix, len)) = declared else { return Ok(()) };
+    if len > MAX_NPY_HEADER {
+        return Err(format!(
+            "has a header of {} bytes: NumPy reads at most {} unless told it is safe",
+            len, MAX_NPY_HEADER
+        ));
+    }
+    let Some(header) = bytes.get(prefix..prefix + len as usize) else {
+        return Err(format!(
+            "is truncated: its header needs {} bytes, the file holds {}",
+            prefix + len as usize,
+            bytes.len()
+        ));
+    };
+    // Brackets in strings count too: no header read here has any.
+    let depth = |depth: &mut usize, &byte: &u8| {
+        match byte {
+            b'(' | b'[' | b'{' => *depth += 1,
+            b')' | b']' | b'}' => *depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        Some(*depth)
+    };
+    let deepest = header.iter().scan(0, depth).max().unwrap_or(0);
+    if deepest > MAX_NPY_DEPTH {
+        return Err(format!("nests brackets {} deep in its header: at most {} are read", deepest, MAX_NPY_DEPTH));
+    }
+    Ok(())
+}
+
+/// The header of the `.npy` file `bytes`, and the bytes after it.
+fn npy_header<'a>(path: &Path, bytes: &'a [u8]) -> GpuResult<(Header, &'a [u8])> {
+    check_header(bytes).map_err(|reason| file_error(path, reason))?;
+    let mut rest = bytes;
+    let header = Header::from_reader(&mut rest).map_err(|e| file_error(path, header_reason(e)))?;
+    Ok((header, rest))
+}
+
+/// An `.npy` array checked up to its data: dtype, dimensions, and size against the bytes present.
+struct NpyData<'a> {
     header: Header,
     shape: Vec<usize>,
     len: usize,
+    /// Exactly the array's bytes.
+    data: &'a [u8],
 }
 
-/// Opens the `ndim`-dimensional array in `path` whose dtype is one of `dtypes` (`expected`
-/// names them in errors) and elements `size` bytes. Everything is checked before the data is
-/// read, so a bad header cannot ask for more memory than the file holds.
-fn open_npy(path: &Path, ndim: usize, dtypes: &[&str], expected: &str, size: usize) -> GpuResult<NpyData> {
-    let file = open(path)?;
-    let file_size = file.metadata().map_err(|e| file_error(path, format!("cannot read: {}", e)))?.len();
-    let mut reader = BufReader::new(file);
-    let header = Header::from_reader(&mut reader).map_err(|e| file_error(path, header_reason(e)))?;
-    let descriptor = header.type_descriptor.as_string().map(String::as_str);
-    match descriptor {
-        Some(d) if dtypes.contains(&d) => {}
+/// The `ndim`-dimensional array of `header` and `data` (the bytes after the header), whose
+/// dtype is one of `dtypes` (`expected` names them in errors) and elements `size` bytes.
+/// Everything is checked before the data is read, so a bad header cannot ask for more memory
+/// than the file holds.
+fn check_npy<'a>(
+    path: &Path,
+    (header, data): (Header, &'a [u8]),
+    ndim: usize,
+    dtypes: &[&str],
+    expected: &str,
+    size: usize,
+) -> GpuResult<NpyData<'a>> {
+    match header.type_descriptor.as_string() {
+        Some(d) if dtypes.contains(&d.as_str()) => {}
         Some(d) => return Err(file_error(path, format!("holds {} values, expected {}", dtype_text(d), expected))),
         None => return Err(file_error(path, format!("holds a structured dtype, expected {}", expected))),
     }
@@ -122,22 +178,21 @@ fn open_npy(path: &Path, ndim: usize, dtypes: &[&str], expected: &str, size: usi
         return Err(file_error(path, reason));
     }
     let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    let bytes = len.and_then(|n| n.checked_mul(size)).map(|b| b as u64);
+    let bytes = len.and_then(|n| n.checked_mul(size));
     let (Some(len), Some(bytes)) = (len, bytes) else {
         return Err(file_error(path, format!("has an impossible shape {}", shape_text(&shape))));
     };
     if len == 0 {
         return Err(file_error(path, format!("is empty (shape {})", shape_text(&shape))));
     }
-    let start = reader.stream_position().map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
-    let present = file_size.saturating_sub(start);
+    let present = data.len();
     if present != bytes {
         let what = if present < bytes { "is truncated" } else { "has bytes past its data" };
         let shape = shape_text(&shape);
         let reason = format!("{what}: shape {shape} needs {bytes} bytes of data, the file holds {present}");
         return Err(file_error(path, reason));
     }
-    Ok(NpyData { reader, header, shape, len })
+    Ok(NpyData { header, shape, len, data })
 }
 
 /// `data`, read in the file's order, in row-major order.
@@ -150,14 +205,25 @@ fn row_major<T: Copy>(path: &Path, npy: &NpyData, data: Vec<T>) -> GpuResult<Vec
     Ok(array.iter().copied().collect())
 }
 
-/// The `ndim`-dimensional array in `path`: its shape and its elements in row-major order.
-fn read_npy<T: NpyElement>(path: &Path, ndim: usize) -> GpuResult<(Vec<usize>, Vec<T>)> {
-    let expected = format!("{} ('{}')", T::NAME, T::DTYPES[0]);
-    let mut npy = open_npy(path, ndim, &T::DTYPES, &expected, size_of::<T>())?;
-    let data = T::read_to_end_exact_vec(&mut npy.reader, &npy.header.type_descriptor, npy.len)
+/// The `ndim`-dimensional array of `T` of a parsed `.npy` header and the bytes after it: its
+/// shape and its elements in row-major order. `expected` names the dtypes accepted.
+fn decode_npy<T: NpyElement>(
+    path: &Path,
+    parsed: (Header, &[u8]),
+    ndim: usize,
+    expected: &str,
+) -> GpuResult<(Vec<usize>, Vec<T>)> {
+    let npy = check_npy(path, parsed, ndim, &T::DTYPES, expected, size_of::<T>())?;
+    let mut reader = npy.data;
+    let data = T::read_to_end_exact_vec(&mut reader, &npy.header.type_descriptor, npy.len)
         .map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
     let data = row_major(path, &npy, data)?;
     Ok((npy.shape, data))
+}
+
+/// `T`'s dtype, as errors name the one expected.
+fn expected_dtype<T: NpyElement>() -> String {
+    format!("{} ('{}')", T::NAME, T::DTYPES[0])
 }
 
 /// An IEEE half's value: sign, 5-bit exponent (bias 15; 0 for subnormals, 31 for infinities
@@ -177,20 +243,22 @@ pub fn f16_to_f32(bits: u16) -> f32 {
     }
 }
 
-/// A 2-D f32 array, or an f16 one widened to f32 (exactly), from an `.npy` file.
-pub fn read_matrix_f32_or_f16(path: &Path) -> GpuResult<((usize, usize), Vec<f32>)> {
-    let descriptor = {
-        let mut reader = BufReader::new(open(path)?);
-        Header::from_reader(&mut reader).ok().and_then(|h| h.type_descriptor.as_string().cloned())
+/// A 2-D f32 array, or an f16 one widened to f32 (exactly), from the `.npy` file `bytes`
+/// (`path` names it in errors).
+pub fn read_matrix_f32_or_f16_bytes(path: &Path, bytes: &[u8]) -> GpuResult<((usize, usize), Vec<f32>)> {
+    let parsed = npy_header(path, bytes)?;
+    let expected = "f32 ('<f4') or f16 ('<f2')";
+    let big_endian = match parsed.0.type_descriptor.as_string().map(String::as_str) {
+        Some("<f2") => false,
+        Some(">f2") => true,
+        _ => {
+            let (shape, data) = decode_npy::<f32>(path, parsed, 2, expected)?;
+            return Ok(((shape[0], shape[1]), data));
+        }
     };
-    if !matches!(descriptor.as_deref(), Some("<f2" | ">f2")) {
-        return read_matrix::<f32>(path);
-    }
-    let mut npy = open_npy(path, 2, &["<f2", ">f2"], "f16 ('<f2') or f32 ('<f4')", 2)?;
-    let mut bytes = vec![0u8; 2 * npy.len];
-    npy.reader.read_exact(&mut bytes).map_err(|e| file_error(path, format!("cannot read the data: {}", e)))?;
-    let big_endian = descriptor.as_deref() == Some(">f2");
-    let halves = bytes
+    let npy = check_npy(path, parsed, 2, &["<f2", ">f2"], expected, 2)?;
+    let halves = npy
+        .data
         .as_chunks::<2>()
         .0
         .iter()
@@ -199,15 +267,31 @@ pub fn read_matrix_f32_or_f16(path: &Path) -> GpuResult<((usize, usize), Vec<f32
     Ok(((npy.shape[0], npy.shape[1]), data))
 }
 
+/// A 2-D f32 array, or an f16 one widened to f32 (exactly), from an `.npy` file.
+pub fn read_matrix_f32_or_f16(path: &Path) -> GpuResult<((usize, usize), Vec<f32>)> {
+    read_matrix_f32_or_f16_bytes(path, &read_file(path)?)
+}
+
+/// A 1-D array of `T` from the `.npy` file `bytes` (`path` names it in errors).
+pub fn read_vector_bytes<T: NpyElement>(path: &Path, bytes: &[u8]) -> GpuResult<Vec<T>> {
+    Ok(decode_npy(path, npy_header(path, bytes)?, 1, &expected_dtype::<T>())?.1)
+}
+
 /// A 1-D array of `T` from an `.npy` file.
 pub fn read_vector<T: NpyElement>(path: &Path) -> GpuResult<Vec<T>> {
-    Ok(read_npy(path, 1)?.1)
+    read_vector_bytes(path, &read_file(path)?)
+}
+
+/// A 2-D array of `T` from the `.npy` file `bytes` (`path` names it in errors): its (rows,
+/// columns) and its elements row by row.
+pub fn read_matrix_bytes<T: NpyElement>(path: &Path, bytes: &[u8]) -> GpuResult<((usize, usize), Vec<T>)> {
+    let (shape, data) = decode_npy(path, npy_header(path, bytes)?, 2, &expected_dtype::<T>())?;
+    Ok(((shape[0], shape[1]), data))
 }
 
 /// A 2-D array of `T` from an `.npy` file: its (rows, columns) and its elements row by row.
 pub fn read_matrix<T: NpyElement>(path: &Path) -> GpuResult<((usize, usize), Vec<T>)> {
-    let (shape, data) = read_npy(path, 2)?;
-    Ok(((shape[0], shape[1]), data))
+    read_matrix_bytes(path, &read_file(path)?)
 }
 
 /// Fails unless every value is finite: a NaN or infinity in an input makes the GPU and CPU
@@ -235,15 +319,6 @@ pub fn write_vector<T: NpyElement>(path: &Path, data: &[T]) -> GpuResult<()> {
 /// Writes `data`, row by row, as a `rows`×`cols` `.npy` array.
 pub fn write_matrix<T: NpyElement>(path: &Path, (rows, cols): (usize, usize), data: &[T]) -> GpuResult<()> {
     write_npy(path, &[rows, cols], data)
-}
-
-/// A 2-D image of f32, row by row: a PNG's luminance in [0, 1] (its top row first), or the
-/// values of an `.npy` or FITS image as stored (row 0 is its first row).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Image {
-    pub width: usize,
-    pub height: usize,
-    pub pixels: Vec<f32>,
 }
 
 /// A PNG of any colour type and bit depth as luminance in [0, 1] (alpha dropped).
@@ -321,15 +396,6 @@ pub fn read_image(path: &Path) -> GpuResult<Image> {
     }
 }
 
-/// Before writing `pixels` as a `width`×`height` image: fails unless they make one.
-pub(crate) fn require_image_shape(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
-    if pixels.is_empty() || width.checked_mul(height) != Some(pixels.len()) {
-        let reason = format!("cannot write: {} pixels do not make a {}x{} image", pixels.len(), width, height);
-        return Err(file_error(path, reason));
-    }
-    Ok(())
-}
-
 /// Writes `pixels` (row by row, `width` a row) in the format the extension names: f32 for
 /// `.npy` and FITS, else an 8-bit grey PNG clamped to [0, 1].
 pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
@@ -351,9 +417,6 @@ fn finite_number(word: &str) -> Result<f32, String> {
         Err(_) => Err(format!("`{}` is not a number", word)),
     }
 }
-
-/// Whether a filter of `side` taps a side fits the kernels: odd (so it has a centre), 3 to
-/// `2·MAX_RADIUS + 1`.
 
 /// A square filter from text: one row per line, numbers separated by white space, blank lines
 /// ignored; 3×3, 5×5 or 7×7. Returns its side and its taps row by row.
@@ -438,10 +501,11 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// A version 1.0 `.npy` file as NumPy writes it, for headers this crate would not write.
+    /// A version 1.0 `.npy` file as NumPy writes it, for headers this crate would not write;
+    /// `descr` is the dtype's Python literal.
     fn npy_bytes(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
         let order = if fortran { "True" } else { "False" };
-        let dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+        let dict = format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, }}");
         let mut header = dict.into_bytes();
         while (10 + header.len() + 1) % 64 != 0 {
             header.push(b' ');
@@ -463,7 +527,7 @@ mod tests {
         let dir = scratch("io", "fortran");
         let path = dir.join("f.npy");
         // [[1, 2, 3], [4, 5, 6]] stored column by column.
-        std::fs::write(&path, npy_bytes("<f4", true, "(2, 3)", &f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]))).unwrap();
+        std::fs::write(&path, npy_bytes("'<f4'", true, "(2, 3)", &f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]))).unwrap();
         assert_eq!(read_matrix::<f32>(&path).unwrap(), ((2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -476,8 +540,8 @@ mod tests {
         let widened = [1.0, -2.0, 0.5, 65504.0, 2f32.powi(-24), -0.0];
         let little: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
         let big: Vec<u8> = halves.iter().flat_map(|h| h.to_be_bytes()).collect();
-        std::fs::write(dir.join("le.npy"), npy_bytes("<f2", false, "(2, 3)", &little)).unwrap();
-        std::fs::write(dir.join("be.npy"), npy_bytes(">f2", false, "(2, 3)", &big)).unwrap();
+        std::fs::write(dir.join("le.npy"), npy_bytes("'<f2'", false, "(2, 3)", &little)).unwrap();
+        std::fs::write(dir.join("be.npy"), npy_bytes("'>f2'", false, "(2, 3)", &big)).unwrap();
         for name in ["le.npy", "be.npy"] {
             let (shape, values) = read_matrix_f32_or_f16(&dir.join(name)).unwrap();
             assert_eq!(shape, (2, 3), "{name}");
@@ -485,14 +549,17 @@ mod tests {
         }
         // [[1, 65504], [-2, 2^-24], [0.5, -0]] stored column by column.
         let columns: Vec<u8> = [0, 1, 2, 3, 4, 5].iter().flat_map(|&i| halves[i].to_le_bytes()).collect();
-        std::fs::write(dir.join("f.npy"), npy_bytes("<f2", true, "(3, 2)", &columns)).unwrap();
+        std::fs::write(dir.join("f.npy"), npy_bytes("'<f2'", true, "(3, 2)", &columns)).unwrap();
         let (shape, values) = read_matrix_f32_or_f16(&dir.join("f.npy")).unwrap();
         assert_eq!((shape, values), ((3, 2), vec![1.0, 65504.0, -2.0, 2f32.powi(-24), 0.5, -0.0]));
         assert!(f16_to_f32(0x7c00).is_infinite() && f16_to_f32(0x7e00).is_nan());
         // f32 files read as before; other types name both accepted ones.
         write_matrix(&dir.join("f32.npy"), (1, 2), &[1.5f32, 2.5]).unwrap();
         assert_eq!(read_matrix_f32_or_f16(&dir.join("f32.npy")).unwrap(), ((1, 2), vec![1.5, 2.5]));
-        std::fs::write(dir.join("short.npy"), npy_bytes("<f2", false, "(2, 3)", &little[..10])).unwrap();
+        let f8 = npy_bytes("'<f8'", false, "(1, 1)", &1.0f64.to_le_bytes());
+        let f8 = error_of(read_matrix_f32_or_f16_bytes(Path::new("f8.npy"), &f8));
+        assert!(f8.contains("holds f64 ('<f8') values, expected f32 ('<f4') or f16 ('<f2')"), "{}", f8);
+        std::fs::write(dir.join("short.npy"), npy_bytes("'<f2'", false, "(2, 3)", &little[..10])).unwrap();
         assert!(error_of(read_matrix_f32_or_f16(&dir.join("short.npy"))).contains("is truncated"));
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -509,28 +576,53 @@ mod tests {
         std::fs::write(path("tiny.npy"), "ab").unwrap();
         assert!(error_of(read_vector::<f32>(&path("tiny.npy"))).contains("not a .npy file"));
 
-        let whole = npy_bytes("<f4", false, "(4,)", &f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+        let whole = npy_bytes("'<f4'", false, "(4,)", &f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
         std::fs::write(path("short.npy"), &whole[..whole.len() - 3]).unwrap();
         let short = error_of(read_vector::<f32>(&path("short.npy")));
         assert!(short.contains("is truncated") && short.contains("needs 16 bytes"), "{}", short);
         // A header that promises far more than the file holds is an error, not an allocation.
-        std::fs::write(path("huge.npy"), npy_bytes("<f4", false, "(4000000000000,)", &[])).unwrap();
+        std::fs::write(path("huge.npy"), npy_bytes("'<f4'", false, "(4000000000000,)", &[])).unwrap();
         assert!(error_of(read_vector::<f32>(&path("huge.npy"))).contains("is truncated"));
 
         write_vector(&path("f.npy"), &[1.0f32, 2.0]).unwrap();
         let dtype = error_of(read_vector::<u32>(&path("f.npy")));
         assert!(dtype.contains("holds f32 ('<f4') values, expected u32 ('<u4')"), "{}", dtype);
-        std::fs::write(path("f8.npy"), npy_bytes("<f8", false, "(1,)", &1.0f64.to_le_bytes())).unwrap();
+        std::fs::write(path("f8.npy"), npy_bytes("'<f8'", false, "(1,)", &1.0f64.to_le_bytes())).unwrap();
         assert!(error_of(read_vector::<f32>(&path("f8.npy"))).contains("holds f64 ('<f8') values"));
 
         let ndim = error_of(read_matrix::<f32>(&path("f.npy")));
         assert!(ndim.contains("is 1-D (shape 2), expected a 2-D array"), "{}", ndim);
-        std::fs::write(path("empty.npy"), npy_bytes("<f4", false, "(0, 3)", &[])).unwrap();
+        std::fs::write(path("empty.npy"), npy_bytes("'<f4'", false, "(0, 3)", &[])).unwrap();
         assert!(error_of(read_matrix::<f32>(&path("empty.npy"))).contains("is empty (shape 0x3)"));
 
         let unwritable = error_of(write_vector(&dir.join("no-such-dir").join("out.npy"), &[1.0f32]));
         assert!(unwritable.contains("cannot write"), "{}", unwritable);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn npy_headers_are_checked_before_they_are_parsed() {
+        let path = Path::new("memory.npy");
+        let error = |bytes: &[u8]| error_of(read_vector_bytes::<f32>(path, bytes));
+        // A version 2 header declaring 4 GiB, which the header parser would allocate first.
+        let huge = error(b"\x93NUMPY\x02\x00\xff\xff\xff\xff{'descr': '<f4'");
+        assert!(huge.contains("memory.npy: has a header of 4294967295 bytes: NumPy reads at most 10000"), "{}", huge);
+        let cut = error(b"\x93NUMPY\x01\x00\xc8\x00{'descr': '<f4'");
+        assert!(cut.contains("is truncated: its header needs 210 bytes, the file holds 25"), "{}", cut);
+        // Brackets 30 deep: the dictionary parser backtracks, in time exponential in the depth.
+        let nested = format!("{}{}", "[".repeat(30), "]".repeat(30));
+        let deep = error(&npy_bytes(&nested, false, "(1,)", &[0; 4]));
+        assert!(deep.contains("nests brackets 31 deep in its header: at most 4 are read"), "{}", deep);
+        // A structured dtype is still named as one.
+        let fields = npy_bytes("[('x', '<f4', (2,))]", false, "(1,)", &[0; 8]);
+        assert!(error(&fields).contains("holds a structured dtype"));
+        // The in-memory readers read what the file readers do.
+        let bytes = npy_bytes("'<f4'", true, "(2, 1)", &f32_bytes(&[1.0, 2.0]));
+        assert_eq!(read_matrix_bytes::<f32>(path, &bytes).unwrap(), ((2, 1), vec![1.0, 2.0]));
+        assert_eq!(
+            read_vector_bytes::<f32>(path, &npy_bytes("'<f4'", false, "(1,)", &f32_bytes(&[3.0]))).unwrap(),
+            [3.0]
+        );
     }
 
     #[test]

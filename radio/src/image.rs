@@ -1,0 +1,47 @@
+//! What every image format shares: the [`Image`] its reader returns, the errors that name the
+//! user's file, and the checks before reading or writing one. [`crate::io`] (PNG, `.npy`, and
+//! dispatch by extension) and [`crate::fits`] both build on this module, which imports neither,
+//! so that io can hand FITS files to fits without the two importing each other.
+
+use cuda_kernels::gpu::{GpuError, GpuResult};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+
+/// A 2-D image of f32, row by row: a PNG's luminance in [0, 1] (its top row first), or the
+/// values of an `.npy` or FITS image as stored (row 0 is its first row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+    pub pixels: Vec<f32>,
+}
+
+/// The error for a file the user named: `<path>: <reason>`.
+pub fn file_error(path: &Path, reason: impl Into<String>) -> GpuError {
+    GpuError::File { path: path.display().to_string(), reason: reason.into() }
+}
+
+/// The file at `path`, opened for reading; a missing file is said to be so.
+pub(crate) fn open(path: &Path) -> GpuResult<File> {
+    File::open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => file_error(path, "no such file"),
+        _ => file_error(path, format!("cannot open: {}", e)),
+    })
+}
+
+/// The whole of the file at `path`, for the readers that parse bytes in memory.
+pub(crate) fn read_file(path: &Path) -> GpuResult<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
+    Ok(bytes)
+}
+
+/// Before writing `pixels` as a `width`×`height` image: fails unless they make one.
+pub(crate) fn require_image_shape(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    if pixels.is_empty() || width.checked_mul(height) != Some(pixels.len()) {
+        let reason = format!("cannot write: {} pixels do not make a {}x{} image", pixels.len(), width, height);
+        return Err(file_error(path, reason));
+    }
+    Ok(())
+}
