@@ -5,12 +5,16 @@
 //! count may be written.
 
 use crate::gpu::{
-    refuse, require_aligned, require_kernel, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
+    refuse, require, require_aligned, require_kernel, require_len, DeviceArray, DeviceVector, Gpu, GpuResult,
+    KernelArgs, LaunchConfig, Params,
 };
+use crate::reduce::check_window;
 use crate::scan::{check_scratch, tile_config, Scanner};
 use cust::memory::DeviceSlice;
 use interface::window::Window;
+use ndarray::{Array1, ArrayView1};
 
+/// The compaction kernel.
 pub const KERNEL: &str = "compact_window_f32";
 
 /// The arguments of `compact_window_f32`: the values of `input` inside `window`, packed in
@@ -114,6 +118,100 @@ pub fn cpu_reference(values: &[f32], window: Window) -> Vec<f32> {
     values.iter().copied().filter(|&v| window.contains(v)).collect()
 }
 
+/// An error unless the input has values, fewer than 2^32 (the kernel counts in u32), and the
+/// output room for all of them.
+fn check_shapes(input: usize, output: usize) -> GpuResult<()> {
+    require(input > 0, || "compact: the input is empty".into())?;
+    require(u32::try_from(input).is_ok(), || {
+        format!("compact: {input} values; the compaction counts fewer than 2^32")
+    })?;
+    require(output >= input, || {
+        format!("compact: the output holds {output} elements, the input {input} needs at least {input}")
+    })
+}
+
+/// Stream compaction on `gpu`: the values of `input` inside `window` (`low < v < high`, compared
+/// in f64; NaN and the infinities lie in no window, [`Window::FINITE`] keeps every finite
+/// value), in their order (stable), at the start of `output`; returns how many, `count`. As
+/// `input[(input > low) & (input < high)]` in NumPy, and [`cpu_reference`] here, bit for bit.
+/// `output[count..]` is left as it was.
+///
+/// `output` must hold at least as many elements as `input` (any number may be kept); `input`
+/// is not empty and holds fewer than 2^32 values; neither window bound is NaN; both arrays
+/// live on `gpu`. All checked before anything runs.
+///
+/// Synchronous: the compaction's scratch (a [`Scanner`], zeroed before the launch) is made for
+/// the call and freed at its return, so the function waits for the kernel, and brings the
+/// count back with it.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::compact::{compact, cpu_reference};
+/// use cuda_kernels::{DeviceArray, Window};
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let mut values = cuda_kernels::data::random_normal(100_003, 3);
+/// values[10] = f32::NAN;
+/// let input = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut output = DeviceArray::zeros(&gpu, values.len())?;
+/// let window = Window::new(-0.5, 1.5);
+/// let count = compact(&gpu, &input, window, &mut output)?;
+/// let expected = cpu_reference(&values, window);
+/// assert_eq!(count, expected.len());
+/// assert_eq!(output.to_array(&gpu)?.as_slice().unwrap()[..count], expected[..]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn compact(
+    gpu: &Gpu,
+    input: &DeviceVector<f32>,
+    window: Window,
+    output: &mut DeviceVector<f32>,
+) -> GpuResult<usize> {
+    check_shapes(input.len(), output.len())?;
+    check_window("compact", window)?;
+    gpu.bind()?;
+    let (source, destination) = (input.slice(gpu)?, output.slice(gpu)?);
+    let scanner = Scanner::new(gpu, input.len())?;
+    scanner.compact_async(gpu, source, window, destination)?;
+    input.record_use(gpu)?;
+    output.record_use(gpu)?;
+    gpu.synchronize("the compaction")?;
+    Ok(gpu.download("the compaction count", scanner.count(), 1)?[0] as usize)
+}
+
+/// The values of `input` inside `window`, in order, computed on `gpu`: copies `input` (any
+/// memory layout) to the GPU, runs [`compact`], and copies back the kept values alone. An
+/// empty input or a NaN window bound is an error; a window that keeps nothing gives an empty
+/// array.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::compact::{compact_array, cpu_reference};
+/// use cuda_kernels::Window;
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = array![3.1f32, -7.0, 0.4, f32::NAN, 2.2, 9.9, 5.0, f32::INFINITY];
+/// let kept = compact_array(&gpu, values.view(), Window::new(0.0, 5.0))?;
+/// assert_eq!(kept, array![3.1f32, 0.4, 2.2], "5 is a bound: outside");
+/// assert_eq!(kept.to_vec(), cpu_reference(values.as_slice().unwrap(), Window::new(0.0, 5.0)));
+/// assert!(compact_array(&gpu, values.view(), Window::new(10.0, 20.0))?.is_empty());
+/// # Ok(())
+/// # }
+/// ```
+pub fn compact_array(gpu: &Gpu, input: ArrayView1<f32>, window: Window) -> GpuResult<Array1<f32>> {
+    check_shapes(input.len(), input.len())?;
+    check_window("compact", window)?;
+    let input = DeviceArray::from_array(gpu, input)?;
+    let mut output = DeviceArray::zeros(gpu, input.len())?;
+    let count = compact(gpu, &input, window, &mut output)?;
+    if count == 0 {
+        return Ok(Array1::zeros(0));
+    }
+    Ok(Array1::from(gpu.download("the kept values", output.slice(gpu)?, count)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +246,18 @@ mod tests {
         let values = [0.1, -0.3, 0.25, f32::NAN, -0.2, 0.0, f32::INFINITY, -0.25];
         assert_eq!(cpu_reference(&values, Window::new(-0.25, 0.25)), vec![0.1, -0.2, 0.0]);
         assert!(cpu_reference(&values, Window::new(0.5, 0.25)).is_empty(), "an empty window keeps nothing");
+    }
+
+    #[test]
+    fn api_shapes_are_checked() {
+        assert!(check_shapes(1, 1).is_ok());
+        assert!(check_shapes(5, 6).is_ok(), "a longer output is fine");
+        assert!(check_shapes(u32::MAX as usize, u32::MAX as usize).is_ok());
+        let message = check_shapes(0, 3).unwrap_err().to_string();
+        assert!(message.contains("compact: the input is empty"), "{message}");
+        let message = check_shapes(5, 4).unwrap_err().to_string();
+        assert!(message.contains("compact: the output holds 4 elements, the input 5 needs at least 5"), "{message}");
+        let message = check_shapes(1 << 32, 1 << 32).unwrap_err().to_string();
+        assert!(message.contains("compact: 4294967296 values; the compaction counts fewer than 2^32"), "{message}");
     }
 }

@@ -68,6 +68,7 @@
 //!   launches it. The `host` command line runs every step of every family through them.
 
 pub use gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError, GpuResult};
+pub use interface::window::Window;
 
 pub mod check;
 pub mod data;

@@ -5,8 +5,8 @@
 //! beside it.
 
 use crate::gpu::{
-    blocks, refuse, require, require_aligned, require_disjoint, require_len, CudaContext, Gpu, GpuResult, KernelArgs,
-    LaunchConfig, Params, Readback,
+    blocks, refuse, require, require_aligned, require_disjoint, require_len, CudaContext, DeviceArray, Gpu, GpuResult,
+    KernelArgs, LaunchConfig, Params, Readback,
 };
 use crate::stats;
 use cust::memory::{DeviceBuffer, DeviceSlice};
@@ -15,6 +15,7 @@ use interface::reduce::{
     finish_tickets, grid_stride_blocks, BLOCK, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, MOMENTS_FIELDS,
 };
 use interface::window::Window;
+use ndarray::{ArrayView, Dimension};
 use rayon::prelude::*;
 
 crate::variants! {
@@ -55,6 +56,7 @@ impl Step {
         }
     }
 
+    /// Whether this step computes the sum: every step but [`Step::Moments`].
     pub fn is_sum(self) -> bool {
         self != Step::Moments
     }
@@ -73,11 +75,13 @@ fn result_fields(step: Step) -> usize {
 /// that find the last blocks (`kernels/src/reduce/mod.rs`).
 #[derive(Clone, Copy)]
 pub struct Scratch<'a> {
+    /// One partial per block: an f64 for the sum kernels, `MOMENTS_FIELDS` for the moments.
     pub partials: &'a DeviceSlice<f64>,
     /// `u32`s at 0 (the sum kernels take `finish_tickets(grid)` of them, the moments one): the
     /// kernels leave them at 0, and [`ScratchBuffers`] allocates them zeroed. Other values give
     /// a wrong result, never an access out of bounds.
     pub tickets: &'a DeviceSlice<u32>,
+    /// The result: the sum in `result[0]`, or the moments' `MOMENTS_FIELDS` fields.
     pub result: &'a DeviceSlice<f64>,
 }
 
@@ -122,18 +126,22 @@ impl Scratch<'_> {
 /// `scratch.result[0]`. Steps 1 to 4 launch a block per `BLOCK` or `2·BLOCK` values; `grid` is
 /// the block count of `reduce_vec4`, whose loop is grid-stride.
 pub struct ReduceArgs<'a> {
+    /// The values summed.
     pub values: &'a DeviceSlice<f32>,
+    /// The partials, tickets and result.
     pub scratch: Scratch<'a>,
+    /// The blocks of `reduce_vec4`'s grid-stride launch; steps 1 to 4 take one block per
+    /// `BLOCK` or `2·BLOCK` values instead.
     pub grid: u32,
 }
 
 // SAFETY: the kernels read `values`, write one f64 per block to `partials`, draw from the
 // tickets and write the sum to `result[0]`: the checks above give the lengths (a partial per
-// block of the launch returned here, `finish_tickets` of its grid), a 16-byte aligned start for `reduce_vec4`, and no two
-// buffers overlapping. Blocks are one-dimensional of `BLOCK` threads, the size of the kernels'
-// shared trees; steps 1 to 4 get one block per `BLOCK` (or `2·BLOCK`) values, as their index
-// arithmetic assumes. The parameters are `values: &[f32], partials: *mut f64, tickets: *mut u32,
-// sum: *mut f64`.
+// block of the launch returned here, `finish_tickets` of its grid), a 16-byte aligned start
+// for `reduce_vec4`, and no two buffers overlapping. Blocks are one-dimensional of `BLOCK`
+// threads, the size of the kernels' shared trees; steps 1 to 4 get one block per `BLOCK` (or
+// `2·BLOCK`) values, as their index arithmetic assumes. The parameters are `values: &[f32],
+// partials: *mut f64, tickets: *mut u32, sum: *mut f64`.
 unsafe impl KernelArgs for ReduceArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let step = Step::named(kernel)?;
@@ -154,9 +162,13 @@ unsafe impl KernelArgs for ReduceArgs<'_> {
 /// The arguments of `reduce_moments`: the moments of the `values` inside `window`, written to
 /// `scratch.result[..MOMENTS_FIELDS]` by `grid` blocks.
 pub struct MomentsArgs<'a> {
+    /// The values (16-byte aligned, fewer than 2^53).
     pub values: &'a DeviceSlice<f32>,
+    /// The values that count: `low < v < high`; neither bound may be NaN.
     pub window: Window,
+    /// The partials, ticket and result.
     pub scratch: Scratch<'a>,
+    /// The blocks of the grid-stride launch, at least 1.
     pub grid: u32,
 }
 
@@ -194,6 +206,7 @@ unsafe impl KernelArgs for MomentsArgs<'_> {
 pub struct ScratchBuffers {
     partials: DeviceBuffer<f64>,
     tickets: DeviceBuffer<u32>,
+    /// What the last kernel wrote (the sum, or the moments' fields), for work queued after it.
     pub result: DeviceBuffer<f64>,
     readback: Readback<f64>,
 }
@@ -210,6 +223,7 @@ impl ScratchBuffers {
         Ok(Self { partials, tickets, result, readback: Readback::new(MOMENTS_FIELDS)? })
     }
 
+    /// The buffers as the kernels' arguments take them.
     pub fn scratch(&self) -> Scratch<'_> {
         Scratch { partials: &self.partials, tickets: &self.tickets, result: &self.result }
     }
@@ -322,6 +336,157 @@ pub fn moments_errors(gpu: &Moments, cpu: &Moments) -> [f64; 6] {
     ]
 }
 
+/// An error unless there are values to reduce: at least one, and fewer than 2^53 (the moments'
+/// counts travel as f64, exact below that). `function` prefixes the message.
+fn check_values(function: &str, n: usize) -> GpuResult<()> {
+    require(n > 0, || format!("{function}: the values are empty"))?;
+    require((n as u64) < 1 << 53, || format!("{function}: {n} values; fewer than 2^53 are counted exactly"))
+}
+
+/// An error unless both bounds of `window` are numbers: a NaN bound keeps nothing (NaN compares
+/// false), and comes from a mistake upstream, such as a κσ window around the median of no
+/// values. `function` prefixes the message. The typed APIs of reduce, select and compact
+/// check their windows with it.
+pub(crate) fn check_window(function: &str, window: Window) -> GpuResult<()> {
+    require(!window.low.is_nan() && !window.high.is_nan(), || {
+        format!("{function}: the window ({}, {}) has a NaN bound", window.low, window.high)
+    })
+}
+
+/// The sum of f32 `values` on `gpu`, in f64, by the ladder's last step ([`Step::Vec4`], what
+/// [`Reducer::sum`] launches): each run of four values `a, b, c, d` is added as the f32 tree
+/// `(a + b) + (c + d)`, and everything after that (the last `n mod 4` values, each thread's
+/// running sum, the blocks' partials) in f64. So each value is rounded by at most two f32
+/// additions: the result lies within about `ε·Σ|v|` (ε = `f32::EPSILON`) of the exact sum, and
+/// always within [`sum_tolerance`]`(Σ|v|)` of it (that bound, `9ε·Σ|v|`, covers every step of
+/// the ladder) and of [`cpu_sum`]. No atomics add values: on one GPU the same values give the
+/// same sum. NaN if any value is NaN; an infinity as IEEE addition gives it (NaN for +∞ and −∞).
+///
+/// Any shape: the elements are summed whatever their dimension. Checked before anything runs:
+/// the values are not empty (an error, not 0) and live on `gpu`.
+///
+/// Synchronous: it waits for the kernel and returns the sum.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::reduce::{cpu_sum, sum, sum_tolerance};
+/// use cuda_kernels::DeviceArray;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let values = cuda_kernels::data::random_f32(100_003, 1);
+/// let total = sum(&gpu, &DeviceArray::from_slice(&gpu, &values)?)?;
+/// let magnitude: f64 = values.iter().map(|v| f64::from(v.abs())).sum();
+/// assert!((total - cpu_sum(&values)).abs() <= sum_tolerance(magnitude));
+/// // Small integers add exactly.
+/// let integers: Vec<f32> = (1..=1001).map(|i| i as f32).collect();
+/// assert_eq!(sum(&gpu, &DeviceArray::from_slice(&gpu, &integers)?)?, 501_501.0);
+/// # Ok(())
+/// # }
+/// ```
+pub fn sum<D: Dimension>(gpu: &Gpu, values: &DeviceArray<f32, D>) -> GpuResult<f64> {
+    check_values("sum", values.len())?;
+    gpu.bind()?;
+    let slice = values.slice(gpu)?;
+    let reducer = Reducer::new(gpu, values.len())?;
+    let sum = reducer.sum(gpu, slice)?;
+    values.record_use(gpu)?;
+    Ok(sum)
+}
+
+/// The moments of the f32 `values` inside `window` on `gpu`, in one pass ([`Step::Moments`],
+/// what [`Reducer::moments`] launches): `count`, the values `v` with `low < v < high` (compared
+/// in f64; NaN and the infinities lie in no window, [`Window::FINITE`] holds every finite
+/// value); `nan`, the NaN values among all of them; and over the values inside, `mean`, `m2`
+/// (`Σ(v − mean)²`, so `np.std` of them is `sqrt(m2 / count)`, [`Moments::std`]), `min` and
+/// `max`. A window that holds none gives count 0, mean and M2 0, min +∞ and max −∞ (and the NaN
+/// count). Every field is accumulated in f64 (shifted sums per thread, Chan's merge across
+/// threads and blocks): counts, min and max are exact, mean and M2 agree with [`cpu_moments`]'s
+/// two passes to [`MOMENTS_RELATIVE`] as [`moments_errors`] measures.
+///
+/// Any shape: the elements are reduced whatever their dimension. Checked before anything runs:
+/// the values are not empty, neither window bound is NaN, and the values live on `gpu`.
+///
+/// Synchronous: it waits for the kernel and returns the moments.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::reduce::{cpu_moments, moments, moments_errors};
+/// use cuda_kernels::{DeviceArray, Window};
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let mut values = cuda_kernels::data::random_normal(100_003, 2);
+/// values[17] = f32::NAN;
+/// let device_values = DeviceArray::from_slice(&gpu, &values)?;
+/// let window = Window::new(-3.0, 3.0);
+/// let found = moments(&gpu, &device_values, window)?;
+/// let expected = cpu_moments(&values, window);
+/// assert_eq!((found.count, found.nan), (expected.count, 1));
+/// assert!(moments_errors(&found, &expected).iter().all(|&e| e <= 1.0), "{found:?} vs {expected:?}");
+/// # Ok(())
+/// # }
+/// ```
+pub fn moments<D: Dimension>(gpu: &Gpu, values: &DeviceArray<f32, D>, window: Window) -> GpuResult<Moments> {
+    check_values("moments", values.len())?;
+    check_window("moments", window)?;
+    gpu.bind()?;
+    let slice = values.slice(gpu)?;
+    let reducer = Reducer::new(gpu, values.len())?;
+    reducer.launch_moments(gpu, gpu.stream(), slice, window)?;
+    values.record_use(gpu)?;
+    reducer.read_moments(gpu.stream())
+}
+
+/// The sum of the elements of `values` (any dimension, any memory layout), computed on `gpu`:
+/// copies them to the GPU and runs [`sum`], with its accuracy ([`sum_tolerance`]). Empty values
+/// are an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::reduce::{cpu_sum, sum_array, sum_tolerance};
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let image = Array2::from_shape_fn((67, 131), |(r, c)| ((r * 31 + c * 17) % 101) as f32 / 100.0 - 0.5);
+/// let total = sum_array(&gpu, image.view())?;
+/// let values = image.as_slice().unwrap();
+/// let magnitude: f64 = values.iter().map(|v| f64::from(v.abs())).sum();
+/// assert!((total - cpu_sum(values)).abs() <= sum_tolerance(magnitude));
+/// // A transposed view holds the same elements, so the same sum to the tolerance.
+/// assert!((sum_array(&gpu, image.t())? - total).abs() <= 2.0 * sum_tolerance(magnitude));
+/// # Ok(())
+/// # }
+/// ```
+pub fn sum_array<D: Dimension>(gpu: &Gpu, values: ArrayView<f32, D>) -> GpuResult<f64> {
+    check_values("sum", values.len())?;
+    sum(gpu, &DeviceArray::from_array(gpu, values)?)
+}
+
+/// The moments of the elements of `values` (any dimension, any memory layout) inside `window`,
+/// computed on `gpu`: copies them to the GPU and runs [`moments`]. Empty values or a NaN window
+/// bound are an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::reduce::{cpu_moments, moments_array, moments_errors};
+/// use cuda_kernels::Window;
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let noise = cuda_kernels::data::random_normal(61 * 83, 3);
+/// let image = Array2::from_shape_vec((61, 83), noise.clone()).unwrap();
+/// let found = moments_array(&gpu, image.view(), Window::FINITE)?;
+/// let expected = cpu_moments(&noise, Window::FINITE);
+/// assert_eq!((found.count, found.nan, found.min, found.max), (5063, 0, expected.min, expected.max));
+/// assert!(moments_errors(&found, &expected).iter().all(|&e| e <= 1.0));
+/// # Ok(())
+/// # }
+/// ```
+pub fn moments_array<D: Dimension>(gpu: &Gpu, values: ArrayView<f32, D>, window: Window) -> GpuResult<Moments> {
+    check_values("moments", values.len())?;
+    check_window("moments", window)?;
+    moments(gpu, &DeviceArray::from_array(gpu, values)?, window)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,5 +506,22 @@ mod tests {
         assert_eq!(whole.merge(Moments::EMPTY, f64::mul_add), whole);
         assert_eq!(Moments::EMPTY.merge(whole, f64::mul_add), whole);
         assert_eq!(Moments::from_fields(whole.fields()), whole);
+    }
+
+    #[test]
+    fn api_inputs_are_checked() {
+        assert!(check_values("sum", 1).is_ok());
+        assert!(check_values("sum", (1 << 53) - 1).is_ok());
+        let message = check_values("sum", 0).unwrap_err().to_string();
+        assert!(message.contains("sum: the values are empty"), "{message}");
+        let message = check_values("moments", 1 << 53).unwrap_err().to_string();
+        assert!(message.contains("moments: 9007199254740992 values; fewer than 2^53"), "{message}");
+        for window in [Window::FINITE, Window::new(1.0, -1.0), Window::new(0.5, 0.5)] {
+            assert!(check_window("moments", window).is_ok(), "{window:?}");
+        }
+        let message = check_window("moments", Window::new(f64::NAN, 1.0)).unwrap_err().to_string();
+        assert!(message.contains("moments: the window (NaN, 1) has a NaN bound"), "{message}");
+        let message = check_window("compact", Window::new(-0.5, f64::NAN)).unwrap_err().to_string();
+        assert!(message.contains("compact: the window (-0.5, NaN) has a NaN bound"), "{message}");
     }
 }

@@ -12,16 +12,40 @@
 //! which is why the u32 scan, the same code path, is checked exactly.
 
 use crate::gpu::{
-    blocks, refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, Gpu,
-    GpuResult, KernelArgs, LaunchConfig, Params,
+    blocks, refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, DeviceArray,
+    DeviceVector, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use interface::scan::{scratch_words, tiles, BLOCK, TILE};
+use ndarray::{Array1, ArrayView1};
 
-/// A value type the scan kernels take.
-pub trait ScanValue: DeviceCopy + bytemuck::Pod + Default {
+/// A value type the scan kernels take: `u32` and `f32`, and no other.
+///
+/// Sealed: the binding trusts `KERNEL` to scan values of this type's size, so no other crate
+/// may implement it.
+///
+/// ```compile_fail,E0277
+/// // A byte scanned by the u32 kernel would read four times past its buffer.
+/// #[derive(Clone, Copy, Default)]
+/// #[repr(transparent)]
+/// struct Byte(u8);
+/// unsafe impl bytemuck::Zeroable for Byte {}
+/// unsafe impl bytemuck::Pod for Byte {}
+/// unsafe impl cust::memory::DeviceCopy for Byte {}
+/// impl cuda_kernels::scan::ScanValue for Byte {
+///     const KERNEL: &'static str = "scan_exclusive_u32";
+/// }
+/// ```
+pub trait ScanValue: sealed::Sealed + DeviceCopy + bytemuck::Pod + Default {
     /// The kernel that scans it.
     const KERNEL: &'static str;
+}
+
+/// Keeps [`ScanValue`] to the types whose kernels exist.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for f32 {}
 }
 
 impl ScanValue for u32 {
@@ -249,6 +273,98 @@ pub fn kernel(input: Input) -> &'static str {
     }
 }
 
+/// An error unless the input has values and the output exactly as many. `function` prefixes
+/// the message.
+fn check_shapes(function: &str, input: usize, output: usize) -> GpuResult<()> {
+    require(input > 0, || format!("{function}: the input is empty"))?;
+    require(output == input, || {
+        format!("{function}: the output holds {output} elements, the input {input} needs {input}")
+    })
+}
+
+/// The exclusive prefix sum of `input` on `gpu`, into `output`: `output[i] = input[0] + … +
+/// input[i-1]` (`output[0]` is 0), as `np.concatenate([[0], np.cumsum(input)[:-1]])`, in one
+/// pass (decoupled look-back). Returns the total, the sum of all of `input`.
+///
+/// - u32: exact, wrapping modulo 2^32 as `wrapping_add` does ([`cpu_reference_u32`]).
+/// - f32: added in f32, in an order that depends on the look-back, so within the tolerance
+///   that [`cpu_reference_f32`] returns beside its f64 sums rounded to f32 (about
+///   `ε·(32 + 7·tiles)·Σ|x|`, as this module's doc derives); the total too. No output depends
+///   on a later input: a NaN makes every later output and the total NaN.
+///
+/// `input` and `output` must have the same length, at least 1 (an empty input is an error, not
+/// an empty scan); both live on `gpu`; an in-place scan is ruled out by the borrows.
+///
+/// Synchronous: the scan's scratch (a [`Scanner`], zeroed before the launch) is made for the
+/// call and freed at its return, so the function waits for the kernel, and brings the total
+/// back with it.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::scan::{cpu_reference_f32, cpu_reference_u32, exclusive_scan};
+/// use cuda_kernels::DeviceArray;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let flags: Vec<u32> = (0..100_003u32).map(|i| (i * 7919 % 3 == 0) as u32).collect();
+/// let input = DeviceArray::from_slice(&gpu, &flags)?;
+/// let mut places = DeviceArray::zeros(&gpu, flags.len())?;
+/// let total = exclusive_scan(&gpu, &input, &mut places)?;
+/// let (expected, expected_total) = cpu_reference_u32(&flags);
+/// assert_eq!((places.to_array(&gpu)?.to_vec(), total), (expected, expected_total));
+///
+/// let values = cuda_kernels::data::random_f32(5003, 2);
+/// let input = DeviceArray::from_slice(&gpu, &values)?;
+/// let mut output = DeviceArray::zeros(&gpu, values.len())?;
+/// let total = exclusive_scan(&gpu, &input, &mut output)?;
+/// let (expected, expected_total, tolerance) = cpu_reference_f32(&values);
+/// for (got, want) in output.to_array(&gpu)?.iter().zip(&expected) {
+///     assert!(f64::from((got - want).abs()) <= tolerance, "{got} vs {want}");
+/// }
+/// assert!(f64::from((total - expected_total).abs()) <= tolerance);
+/// # Ok(())
+/// # }
+/// ```
+pub fn exclusive_scan<T: ScanValue>(gpu: &Gpu, input: &DeviceVector<T>, output: &mut DeviceVector<T>) -> GpuResult<T> {
+    check_shapes("exclusive_scan", input.len(), output.len())?;
+    gpu.bind()?;
+    let (source, destination) = (input.slice(gpu)?, output.slice(gpu)?);
+    let scanner = Scanner::new(gpu, input.len())?;
+    let total = DeviceVector::<T>::zeros(gpu, 1)?;
+    scanner.scan(gpu, source, destination, total.slice(gpu)?)?;
+    input.record_use(gpu)?;
+    output.record_use(gpu)?;
+    total.record_use(gpu)?;
+    Ok(total.to_array(gpu)?[0])
+}
+
+/// The exclusive prefix sum of `input` and its total, computed on `gpu`: copies `input` (any
+/// memory layout) to the GPU, runs [`exclusive_scan`], and returns the output, as long as the
+/// input, with the total. An empty input is an error.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::scan::{cpu_reference_u32, exclusive_scan_array};
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let input = array![3u32, 1, 4, 1, 5, u32::MAX];
+/// let (output, total) = exclusive_scan_array(&gpu, input.view())?;
+/// assert_eq!(output, array![0u32, 3, 4, 8, 9, 14]);
+/// assert_eq!(total, 13, "14 + (2^32 - 1), modulo 2^32");
+/// assert_eq!((output.to_vec(), total), cpu_reference_u32(input.as_slice().unwrap()));
+/// let (output, total) = exclusive_scan_array(&gpu, array![0.5f32, -2.0, 0.25].view())?;
+/// assert_eq!((output, total), (array![0.0f32, 0.5, -1.5], -1.25));
+/// # Ok(())
+/// # }
+/// ```
+pub fn exclusive_scan_array<T: ScanValue>(gpu: &Gpu, input: ArrayView1<T>) -> GpuResult<(Array1<T>, T)> {
+    check_shapes("exclusive_scan", input.len(), input.len())?;
+    let input = DeviceArray::from_array(gpu, input)?;
+    let mut output = DeviceArray::zeros(gpu, input.len())?;
+    let total = exclusive_scan(gpu, &input, &mut output)?;
+    Ok((output.to_array(gpu)?, total))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -372,5 +488,17 @@ pub(crate) mod tests {
         assert_eq!((out, total), (vec![0.0, 1.0, -2.0], -1.5));
         // One tile, Σ|x| = 4.5, the largest |prefix| is 2.
         assert_eq!(tolerance, f32::EPSILON as f64 * (39.0 * 4.5 + 2.0));
+    }
+
+    #[test]
+    fn api_shapes_are_checked() {
+        assert!(check_shapes("exclusive_scan", 1, 1).is_ok());
+        assert!(check_shapes("exclusive_scan", 8193, 8193).is_ok());
+        let message = check_shapes("exclusive_scan", 0, 0).unwrap_err().to_string();
+        assert!(message.contains("exclusive_scan: the input is empty"), "{message}");
+        let message = check_shapes("exclusive_scan", 5, 4).unwrap_err().to_string();
+        assert!(message.contains("exclusive_scan: the output holds 4 elements, the input 5 needs 5"), "{message}");
+        let message = check_shapes("exclusive_scan", 5, 6).unwrap_err().to_string();
+        assert!(message.contains("the output holds 6 elements, the input 5 needs 5"), "{message}");
     }
 }
