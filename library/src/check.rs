@@ -3,13 +3,18 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
+/// The verdict of a GPU result against its CPU reference.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Check {
+    /// Whether the lengths match and every element is within the tolerance.
     pub passed: bool,
     /// Largest |gpu - cpu| over all elements (infinite where the GPU gave NaN).
     pub worst_error: f64,
+    /// The largest error that passes, in the units of `worst_error`.
     pub tolerance: f64,
+    /// How many elements are beyond the tolerance (NaN errors included).
     pub mismatches: usize,
+    /// The index of the first of them, if any.
     pub first_mismatch: Option<usize>,
     /// Set by [`racy`]: the result is a race shown on purpose, and this is what it lost.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -19,8 +24,11 @@ pub struct Check {
 /// What a racy count lost: `of` increments were made, `counted` survived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Race {
+    /// The count the racing increments left.
     pub counted: u64,
+    /// The increments lost: `of - counted` (0 when the count is above `of`).
     pub lost: u64,
+    /// The increments made.
     pub of: u64,
 }
 

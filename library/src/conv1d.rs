@@ -25,6 +25,8 @@ crate::variants! {
 }
 
 impl Method {
+    /// The launch of this step over a signal of `n` values: blocks of `CONV1D_BLOCK` threads,
+    /// each covering `CONV1D_BLOCK` outputs (`Tiled`) or `CONV1D_VEC4_SPAN` (`Vec4`).
     pub fn config(self, n: usize) -> GpuResult<LaunchConfig> {
         let per_block = match self {
             Method::Tiled => CONV1D_BLOCK,
@@ -37,8 +39,11 @@ impl Method {
 /// The arguments of `conv1d` and `conv1d_vec4`: `output` is as long as `input`, and the filter
 /// in constant memory is `2·radius + 1` taps long.
 pub struct Conv1dArgs<'a> {
+    /// The signal.
     pub input: &'a DeviceSlice<f32>,
+    /// The filtered signal, at least as long as `input`.
     pub output: &'a DeviceSlice<f32>,
+    /// The filter's radius: `(taps - 1) / 2`, at most `MAX_RADIUS`.
     pub radius: usize,
 }
 
@@ -67,6 +72,9 @@ unsafe impl KernelArgs for Conv1dArgs<'_> {
     }
 }
 
+/// Cross-correlation of `signal` with an odd-length `filter`, zero padding, the output as long
+/// as the signal: `out[i] = Σ filter[k] · signal[i + k - r]`, `r = filter.len() / 2`, the
+/// definition the kernels implement.
 pub fn cpu_reference(signal: ArrayView1<f32>, filter: ArrayView1<f32>) -> Array1<f32> {
     let r = filter.len() / 2;
     let mut padded = Array1::<f32>::zeros(signal.len() + 2 * r);

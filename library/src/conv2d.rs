@@ -18,13 +18,18 @@ use interface::conv::{BLOCK_ROWS, FILTER_SYMBOL, MAX_RADIUS, MAX_TAPS, NAIVE_BLO
 use ndarray::{s, Array2, ArrayView2, Zip};
 use std::ffi::CString;
 
+/// The conv2d kernel steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// One thread per output pixel, every tap read from global memory (`conv2d_naive`).
     Naive,
+    /// 64 × 64 output tiles, the input tile and its halo staged in shared memory
+    /// (`conv2d_tiled_r1`, `_r2`, `_r3`, one per radius).
     Tiled,
 }
 
 impl Method {
+    /// Every step, in ladder order.
     pub const ALL: [Method; 2] = [Method::Naive, Method::Tiled];
 
     /// The methods chosen with `--variant`, or all of them when none was.
@@ -36,6 +41,8 @@ impl Method {
         }
     }
 
+    /// The launch of this step over a `width × height` image ([`naive_config`] or
+    /// [`tiled_config`]).
     pub fn config(self, width: usize, height: usize) -> GpuResult<LaunchConfig> {
         match self {
             Method::Naive => naive_config(width, height),
@@ -58,8 +65,10 @@ pub enum Named {
 }
 
 impl Named {
+    /// Every named filter.
     pub const ALL: [Named; 4] = [Named::Box, Named::Gaussian, Named::Sharpen, Named::SobelX];
 
+    /// The name `--filter` takes.
     pub fn name(self) -> &'static str {
         match self {
             Named::Box => "box",
@@ -138,11 +147,15 @@ pub fn cpu_reference(image: ArrayView2<f32>, filter: ArrayView2<f32>) -> Array2<
     out
 }
 
+/// The launch of `conv2d_naive` over a `width × height` image: one thread per pixel, in
+/// blocks of `NAIVE_BLOCK × NAIVE_BLOCK`.
 pub fn naive_config(width: usize, height: usize) -> GpuResult<LaunchConfig> {
     let side = NAIVE_BLOCK as usize;
     LaunchConfig::tiles_2d(width, height, (side, side), (NAIVE_BLOCK, NAIVE_BLOCK), 0)
 }
 
+/// The launch of the tiled kernels over a `width × height` image: one block of
+/// `TILE × BLOCK_ROWS` threads per `TILE × TILE` output tile.
 pub fn tiled_config(width: usize, height: usize) -> GpuResult<LaunchConfig> {
     LaunchConfig::tiles_2d(width, height, (TILE, TILE), (TILE as u32, BLOCK_ROWS as u32), 0)
 }
@@ -156,10 +169,15 @@ pub fn tiled_kernel(radius: usize) -> &'static str {
 /// and the filter in constant memory is `2·radius + 1` wide. `conv2d_naive` takes the radius
 /// as a parameter; each `conv2d_tiled_r*` has its own.
 pub struct Conv2dArgs<'a> {
+    /// The image, `height × width`.
     pub input: &'a DeviceSlice<f32>,
+    /// The filtered image, the same shape.
     pub output: &'a DeviceSlice<f32>,
+    /// Pixels a row.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// The filter's radius: `(side - 1) / 2`, 1 to `MAX_RADIUS`.
     pub radius: usize,
 }
 

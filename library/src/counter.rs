@@ -10,8 +10,11 @@ use cust::memory::DeviceSlice;
 /// The arguments of `counter_racy` and `counter_atomic`: `threads` threads in blocks of
 /// `block`, each adding 1 to `counter[0]`.
 pub struct CounterArgs<'a> {
+    /// The counter: its first element is added to.
     pub counter: &'a DeviceSlice<u32>,
+    /// How many threads add 1.
     pub threads: u32,
+    /// Threads per block.
     pub block: u32,
 }
 

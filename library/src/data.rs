@@ -15,7 +15,9 @@ const CHUNK: usize = 1 << 20;
 /// The element type of a family that takes either (histogram values, scan input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Input {
+    /// `u32` values.
     U32,
+    /// `f32` values.
     F32,
 }
 

@@ -9,7 +9,7 @@ use crate::gpu::{
     GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceCopy, DeviceSlice};
-use interface::histogram::{BinRule, F32Bins};
+pub use interface::histogram::{BinRule, F32Bins, U32Bins};
 use interface::DEFAULT_BLOCK;
 use ndarray::{Array1, ArrayView1};
 
@@ -27,6 +27,7 @@ pub enum Data {
     Normal,
 }
 
+/// The histogram kernel steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// One global atomic per value.
@@ -38,12 +39,14 @@ pub enum Method {
 }
 
 impl Method {
+    /// Every step, in ladder order.
     pub const ALL: [Method; 3] = [Method::Global, Method::Shared, Method::SharedVec4];
 
     fn uses_shared_bins(self) -> bool {
         self != Method::Global
     }
 
+    /// The kernel of this step for `input` values: `histogram_{step}_{u32|f32}`.
     pub fn kernel(self, input: Input) -> String {
         format!("histogram_{}_{}", self.name(), input.name())
     }
@@ -78,12 +81,18 @@ pub fn f32_range_holds(min: f64, max: f64, bins: u32) -> bool {
 /// The binning of one histogram: input type, bin count, f32 range.
 #[derive(Debug, Clone, Copy)]
 pub struct Binning {
+    /// The values' type.
     pub input: Input,
+    /// How many bins.
     pub bins: u32,
+    /// `(min, max)` of the f32 bins, both edges included (unused for u32 values, binned by
+    /// value).
     pub range: (f64, f64),
 }
 
 impl Binning {
+    /// An error unless there are 1 to [`MAX_BINS`] bins and, for f32 values, the range
+    /// [`f32_range_holds`] them.
     pub fn validate(&self) -> GpuResult<()> {
         require(self.bins >= 1, || "a histogram needs at least 1 bin".into())?;
         require(self.bins <= MAX_BINS, || format!("at most {} bins (got {})", MAX_BINS, self.bins))?;
@@ -96,6 +105,7 @@ impl Binning {
         })
     }
 
+    /// The rule that bins f32 values over `range` as `np.histogram` does.
     pub fn f32_rule(&self) -> F32Bins {
         F32Bins::new(self.range.0, self.range.1, self.bins)
     }
@@ -104,11 +114,15 @@ impl Binning {
 /// The values of a histogram as its kernels take them.
 #[derive(Clone, Copy)]
 pub enum Values<'a> {
+    /// u32 values, value `v` counted in bin `v` (none at `bins` and above).
     U32(&'a DeviceSlice<u32>),
     /// f32 values, counted over `[min, max]` with NumPy's edges.
     F32 {
+        /// The values.
         values: &'a DeviceSlice<f32>,
+        /// The lower edge of the first bin.
         min: f64,
+        /// The upper edge of the last bin, which holds it.
         max: f64,
     },
 }
@@ -118,10 +132,15 @@ pub enum Values<'a> {
 /// grid-stride; the shared-memory kernels get their bins' shared memory from
 /// [`shaped_launch`]).
 pub struct HistogramArgs<'a> {
+    /// The values and how they are binned.
     pub values: Values<'a>,
+    /// How many bins.
     pub bins: u32,
+    /// The counts, at least `bins` long, added to (not zeroed by the kernels).
     pub counts: &'a DeviceSlice<u32>,
+    /// Blocks in the grid.
     pub grid: u32,
+    /// Threads per block.
     pub block: u32,
 }
 

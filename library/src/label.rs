@@ -1,6 +1,7 @@
-//! Connected components of the detection mask, as `scipy.ndimage.label` numbers them: the CPU
-//! reference ([`detect`], [`label`]), the host side of `kernels::label` ([`Labeler`], the
-//! bindings of its kernels), and the `label` family of the registry.
+//! Connected components of the detection mask, as `scipy.ndimage.label` numbers them: the
+//! typed API ([`label_device`] over device arrays, [`label_array`] over `ndarray` views), the
+//! CPU reference ([`detect`], [`label`]), the host side of `kernels::label` ([`Labeler`],
+//! the bindings of its kernels), and the `label` family of the registry.
 //!
 //! The CPU reference: the image is cut into bands of rows, labelled in parallel, each with
 //! union-find: a pixel takes the provisional label of its neighbours already visited (left and
@@ -15,12 +16,13 @@
 //! times the noise.
 
 use crate::gpu::{
-    product, refuse, require, require_disjoint, require_kernel, require_len, CudaContext, Gpu, GpuResult, KernelArgs,
-    LaunchConfig, Params,
+    product, refuse, require, require_disjoint, require_kernel, require_len, CudaContext, DeviceArray, DeviceMatrix,
+    Gpu, GpuError, GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use crate::scan::Scanner;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::label::{BACKGROUND, BLOCK, MERGE_BLOCK, TILE_HEIGHT, TILE_WIDTH};
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 /// Rows per band: enough bands to keep every core busy at 2048², few enough that joining
@@ -150,13 +152,25 @@ fn label_band(mask: &[bool], width: usize, connectivity: Connectivity, labels: &
     numbers.iter().copied().max().unwrap_or(0)
 }
 
-/// `scipy.ndimage.label(mask)` (with 8 neighbours, `structure=np.ones((3, 3))`) of a mask of
-/// `width` columns: each pixel's label, 0 for the background, and the number of labels.
-/// `mask.len()` must fit in u32 (SciPy's labels are int32).
+/// `scipy.ndimage.label(mask)` of a row-major mask of `width` columns, on the CPU: each
+/// pixel's label (1..n in raster order of each component's first pixel, 0 for the
+/// background) and the number of labels n. [`Connectivity::Four`] is SciPy's default
+/// structure, [`Connectivity::Eight`] `structure=np.ones((3, 3))`. `mask.len()` must be a
+/// multiple of `width`, and below `u32::MAX`.
+///
+/// ```
+/// use cuda_kernels::label::{detect, label, Connectivity};
+///
+/// let pixels = [5.0, 0.0, 5.0, 0.0, 0.0, 5.0];
+/// let (labels, n) = label(&detect(&pixels, 1.0), 3, Connectivity::Four);
+/// assert_eq!((labels, n), (vec![1, 0, 2, 0, 0, 2], 2));
+/// ```
 pub fn label(mask: &[bool], width: usize, connectivity: Connectivity) -> (Vec<u32>, usize) {
     label_in_bands(mask, width, connectivity, BAND_ROWS)
 }
 
+/// [`label`] with bands of `band_rows` rows (at least 1) labelled in parallel, then
+/// joined: the labels are the same for every band height, which the tests check.
 pub fn label_in_bands(mask: &[bool], width: usize, connectivity: Connectivity, band_rows: usize) -> (Vec<u32>, usize) {
     let mut labels = vec![0u32; mask.len()];
     if mask.is_empty() {
@@ -207,11 +221,18 @@ pub fn label_in_bands(mask: &[bool], width: usize, connectivity: Connectivity, b
 /// The arguments of `label_tiles`: the detection mask of `image` (`width × height`, pixels
 /// above `level`) labelled tile by tile into `labels`, as parents.
 pub struct TilesArgs<'a> {
+    /// The image, `height × width`, row-major.
     pub image: &'a DeviceSlice<f32>,
+    /// Pixels a row.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Pixels strictly above it (compared in f64) are detected.
     pub level: f64,
+    /// Which neighbours join.
     pub connectivity: Connectivity,
+    /// Written: each pixel's root within its tile, as a raster index into the whole image
+    /// (never above the pixel's own), `BACKGROUND` for the background.
     pub labels: &'a DeviceSlice<u32>,
 }
 
@@ -258,9 +279,13 @@ unsafe impl KernelArgs for TilesArgs<'_> {
 /// The arguments of `label_merge`: the parents in `labels` (`width × height`) joined across
 /// the tiles' edges.
 pub struct MergeArgs<'a> {
+    /// Pixels a row.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Which neighbours join.
     pub connectivity: Connectivity,
+    /// The parents `label_tiles` wrote, joined in place.
     pub labels: &'a DeviceSlice<u32>,
 }
 
@@ -284,8 +309,11 @@ unsafe impl KernelArgs for MergeArgs<'_> {
 /// The arguments of `label_flatten`: the first `n` parents of `labels` compressed to their
 /// roots, and `roots[i] = 1` where pixel `i` is one.
 pub struct FlattenArgs<'a> {
+    /// The merged parents, each replaced by its root.
     pub labels: &'a DeviceSlice<u32>,
+    /// Written: 1 where the pixel is a root, else 0.
     pub roots: &'a DeviceSlice<u32>,
+    /// Pixels.
     pub n: usize,
 }
 
@@ -311,9 +339,13 @@ unsafe impl KernelArgs for FlattenArgs<'_> {
 /// The arguments of `label_renumber`: each of the first `n` flattened parents of `labels`
 /// becomes its root's rank (the first `n` of `ranks`) + 1, and `count` the number of roots.
 pub struct RenumberArgs<'a> {
+    /// The flattened parents, replaced by the labels (0 for the background).
     pub labels: &'a DeviceSlice<u32>,
+    /// The exclusive sum of the root marks: each root's rank in raster order.
     pub ranks: &'a DeviceSlice<u32>,
+    /// Written: the number of labels, in its first element.
     pub count: &'a DeviceSlice<u32>,
+    /// Pixels.
     pub n: usize,
 }
 
@@ -344,9 +376,11 @@ unsafe impl KernelArgs for RenumberArgs<'_> {
 pub struct Labeler {
     width: usize,
     height: usize,
+    /// Each pixel's label after [`Labeler::label`], row-major, 0 for the background.
     pub labels: DeviceBuffer<u32>,
     roots: DeviceBuffer<u32>,
     ranks: DeviceBuffer<u32>,
+    /// The number of labels after [`Labeler::label`], one value.
     pub count: DeviceBuffer<u32>,
     scanner: Scanner,
 }
@@ -385,9 +419,23 @@ impl Labeler {
 
     /// The kernels of [`Labeler::label`], queued on the stream.
     pub fn launch(&self, gpu: &Gpu, image: &DeviceSlice<f32>, level: f64, connectivity: Connectivity) -> GpuResult<()> {
+        self.launch_into(gpu, image, level, connectivity, &self.labels)
+    }
+
+    /// [`Labeler::launch`], writing the labels into `labels` (as long as the image) instead of
+    /// the labeler's own.
+    fn launch_into(
+        &self,
+        gpu: &Gpu,
+        image: &DeviceSlice<f32>,
+        level: f64,
+        connectivity: Connectivity,
+        labels: &DeviceSlice<u32>,
+    ) -> GpuResult<()> {
         require(!level.is_nan(), || "the detection level is NaN".into())?;
-        let (width, height, labels, n) = (self.width, self.height, &*self.labels, self.labels.len());
+        let (width, height, n) = (self.width, self.height, self.labels.len());
         require(image.len() == n, || format!("{} pixels for a {}x{} labeler", image.len(), width, height))?;
+        require(labels.len() == n, || format!("{} labels for a {}x{} labeler", labels.len(), width, height))?;
         gpu.launch("label_tiles", &TilesArgs { image, width, height, level, connectivity, labels })?;
         gpu.launch("label_merge", &MergeArgs { width, height, connectivity, labels })?;
         gpu.launch("label_flatten", &FlattenArgs { labels, roots: &self.roots, n })?;
@@ -400,3 +448,148 @@ impl Labeler {
 // comment: a doc comment here would replace the help's about line of every family using it.)
 
 crate::named!(Connectivity { Four => "4", Eight => "8" });
+
+/// The most pixels an image to label may have: every pixel's index stays below
+/// `interface::label::BACKGROUND` (`u32::MAX`), the parent the kernels give the background.
+pub const MAX_PIXELS: usize = BACKGROUND as usize - 1;
+
+/// The pixel count of a `image`-shaped image labelled into `labels`-shaped labels, or an error
+/// unless the shapes are equal, the image has 1 to [`MAX_PIXELS`] pixels and `level` is a
+/// number.
+fn check_label(image: (usize, usize), labels: (usize, usize), level: f64) -> GpuResult<usize> {
+    let ((rows, cols), (label_rows, label_cols)) = (image, labels);
+    require(labels == image, || format!("label: the labels are {label_rows}×{label_cols}, the image {rows}×{cols}"))?;
+    require(rows > 0 && cols > 0, || format!("label: the image is {rows}×{cols}, with no pixel"))?;
+    let n = rows.checked_mul(cols).filter(|&n| n <= MAX_PIXELS).ok_or_else(|| {
+        GpuError::InvalidInput(format!(
+            "label: the image is {rows}×{cols}, {} pixels; u32 labels number at most {MAX_PIXELS}",
+            rows as u128 * cols as u128
+        ))
+    })?;
+    require(!level.is_nan(), || "label: the level is NaN, which no pixel is above".into())?;
+    Ok(n)
+}
+
+/// Labels the connected components of the pixels of `image` strictly above `level` into
+/// `labels`, on `gpu`, as `scipy.ndimage.label(image > level, structure)` numbers them: 1..n
+/// in raster order of each component's first pixel, 0 for the background; returns n.
+///
+/// Pixels are compared with `level` in f64, so `level` need not be an f32 number; a NaN pixel
+/// is never above it. [`Connectivity::Four`] joins pixels sharing an edge (SciPy's default
+/// structure), [`Connectivity::Eight`] also those sharing a corner
+/// (`structure=np.ones((3, 3))`). The labels equal [`label`]'s (the CPU's) of [`detect`]'s mask
+/// exactly.
+///
+/// Checked before anything runs: `labels` has the image's shape, the image has 1 to
+/// [`MAX_PIXELS`] pixels, `level` is not NaN, and both arrays live on `gpu`; an error says
+/// what is wrong, e.g. "label: the labels are 3×5, the image 4×3". An image taller than the
+/// device's grid can tile (more than 65535 · 16 rows) is refused by the launch check.
+///
+/// It waits for the GPU, since it returns the count; the labels stay on the GPU. Each call
+/// allocates a [`Labeler`]'s buffers (about 12 bytes a pixel); to label images of one size
+/// again and again, keep a `Labeler`.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::label::{detect, label, label_device, Connectivity};
+/// use cuda_kernels::DeviceMatrix;
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let host = array![[2.0f32, 0.0, 3.0, 3.0], [0.0, 2.0, 0.0, f32::NAN], [4.0, 0.0, 0.0, 5.0]];
+/// let image = DeviceMatrix::from_array(&gpu, host.view())?;
+/// let mut labels = DeviceMatrix::zeros(&gpu, (3, 4))?;
+///
+/// let n = label_device(&gpu, &image, 1.0, Connectivity::Four, &mut labels)?;
+/// assert_eq!(n, 5);
+/// assert_eq!(labels.to_array(&gpu)?, array![[1u32, 0, 2, 2], [0, 3, 0, 0], [4, 0, 0, 5]]);
+///
+/// // Through the corners, the diagonal joins the first four.
+/// let n = label_device(&gpu, &image, 1.0, Connectivity::Eight, &mut labels)?;
+/// let labels = labels.to_array(&gpu)?;
+/// assert_eq!((&labels, n), (&array![[1u32, 0, 1, 1], [0, 1, 0, 0], [1, 0, 0, 2]], 2));
+/// let mask = detect(host.as_slice().unwrap(), 1.0);
+/// assert_eq!(label(&mask, 4, Connectivity::Eight), (labels.into_raw_vec_and_offset().0, n));
+/// # Ok(())
+/// # }
+/// ```
+pub fn label_device(
+    gpu: &Gpu,
+    image: &DeviceMatrix<f32>,
+    level: f64,
+    connectivity: Connectivity,
+    labels: &mut DeviceMatrix<u32>,
+) -> GpuResult<usize> {
+    check_label(image.dim(), labels.dim(), level)?;
+    let (height, width) = image.dim();
+    gpu.bind()?;
+    let (pixels, output) = (image.slice(gpu)?, labels.slice(gpu)?);
+    let labeler = Labeler::new(gpu, width, height)?;
+    labeler.launch_into(gpu, pixels, level, connectivity, output)?;
+    image.record_use(gpu)?;
+    labels.record_use(gpu)?;
+    // A copy on the legacy stream, which waits for this GPU's (blocking) stream.
+    let count = gpu.download("the label count", &labeler.count, 1)?[0];
+    Ok(count as usize)
+}
+
+/// `scipy.ndimage.label(image > level, structure)`, computed on `gpu`: copies `image` (any
+/// memory layout) to the GPU, runs [`label_device`], and returns the labels (the image's shape)
+/// and their number n once the GPU has finished. The same inputs as [`label_device`]'s are
+/// errors: an empty image, more than [`MAX_PIXELS`] pixels, a NaN level.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::label::{detect, label, label_array, Connectivity};
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let image = array![[0.5f32, 2.0, 2.0], [f32::NAN, 0.0, 2.0], [7.0, 0.0, 0.0]];
+/// let (labels, n) = label_array(&gpu, image.view(), 1.0, Connectivity::Four)?;
+/// assert_eq!((&labels, n), (&array![[0u32, 1, 1], [0, 0, 1], [2, 0, 0]], 2));
+/// let mask = detect(image.as_slice().unwrap(), 1.0);
+/// assert_eq!(label(&mask, 3, Connectivity::Four), (labels.into_raw_vec_and_offset().0, n));
+/// // Above +∞ nothing is, so no label.
+/// let (labels, n) = label_array(&gpu, image.view(), f64::INFINITY, Connectivity::Eight)?;
+/// assert_eq!((labels, n), (ndarray::Array2::zeros((3, 3)), 0));
+/// # Ok(())
+/// # }
+/// ```
+pub fn label_array(
+    gpu: &Gpu,
+    image: ArrayView2<f32>,
+    level: f64,
+    connectivity: Connectivity,
+) -> GpuResult<(Array2<u32>, usize)> {
+    check_label(image.dim(), image.dim(), level)?;
+    let device_image = DeviceArray::from_array(gpu, image)?;
+    let mut labels = DeviceArray::zeros(gpu, image.dim())?;
+    let count = label_device(gpu, &device_image, level, connectivity, &mut labels)?;
+    Ok((labels.to_array(gpu)?, count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_inputs_are_checked() {
+        assert_eq!(check_label((1, 1), (1, 1), 0.0).unwrap(), 1);
+        assert_eq!(check_label((3, 7), (3, 7), f64::NEG_INFINITY).unwrap(), 21);
+        assert_eq!(check_label((1, MAX_PIXELS), (1, MAX_PIXELS), 0.0).unwrap(), MAX_PIXELS);
+        let refused = |image, labels, level| check_label(image, labels, level).unwrap_err().to_string();
+        let message = refused((4, 3), (3, 4), 0.0);
+        assert!(message.contains("label: the labels are 3×4, the image 4×3"), "{message}");
+        let message = refused((0, 3), (0, 3), 0.0);
+        assert!(message.contains("label: the image is 0×3, with no pixel"), "{message}");
+        let message = refused((65536, 65536), (65536, 65536), 0.0);
+        let expected = "label: the image is 65536×65536, 4294967296 pixels; u32 labels number at most 4294967294";
+        assert!(message.contains(expected), "{message}");
+        let message = refused((1, MAX_PIXELS + 1), (1, MAX_PIXELS + 1), 0.0);
+        assert!(message.contains("4294967295 pixels"), "{message}");
+        let message = refused((usize::MAX, 2), (usize::MAX, 2), 0.0);
+        assert!(message.contains(&format!("{} pixels", usize::MAX as u128 * 2)), "{message}");
+        let message = refused((2, 2), (2, 2), f64::NAN);
+        assert!(message.contains("label: the level is NaN"), "{message}");
+    }
+}

@@ -1,6 +1,8 @@
 //! Per label, what `scipy.ndimage` measures of the image under it: the pixel count, the summed
 //! flux (`sum_labels`), the flux-weighted centre (`center_of_mass`), the brightest pixel
-//! (`maximum`) and the bounding box (`find_objects`).
+//! (`maximum`) and the bounding box (`find_objects`). [`measure_device`] (device arrays) and
+//! [`measure_array`] (`ndarray` views) measure on the GPU, [`measure`] on the CPU;
+//! [`measure_device`] gives the definitions.
 //!
 //! SciPy adds each label's values with `np.bincount(labels, weights)`, one pixel after another
 //! in raster order, in f64, and weighs the centre by `data * row` and `data * column` in f64
@@ -15,11 +17,12 @@
 
 use crate::check::Check;
 use crate::gpu::{
-    product, refuse, require, require_disjoint, require_kernel, require_len, Gpu, GpuResult, KernelArgs, LaunchConfig,
-    Params,
+    product, refuse, require, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, Gpu, GpuError,
+    GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::measure::{peak_of, BLOCK, ITEMS, PEAK, PIXELS, RECORD_WORDS, X_MAX, X_MIN, Y_MAX, Y_MIN};
+use ndarray::ArrayView2;
 use serde::Serialize;
 use std::cell::RefCell;
 
@@ -40,10 +43,13 @@ pub struct Source {
     /// How many pixels it has (`np.bincount(labels)[label]`).
     pub pixels: usize,
     /// Its bounding box, inclusive: `find_objects(labels)[label - 1]` is
-    /// `(slice(y_min, y_max + 1), slice(x_min, x_max + 1))`.
+    /// `(slice(y_min, y_max + 1), slice(x_min, x_max + 1))`. Its first row…
     pub y_min: usize,
+    /// …its last row…
     pub y_max: usize,
+    /// …its first column…
     pub x_min: usize,
+    /// …and its last column.
     pub x_max: usize,
 }
 
@@ -59,8 +65,23 @@ struct Sums {
     cols: (usize, usize),
 }
 
-/// The sources of `count` labels (1..=count, each on at least one pixel; 0 is the background)
-/// over `pixels`, `width` a row.
+/// The sources of labels 1..=`count` of `labels` over `pixels` (both row-major, `width` a
+/// row), measured on the CPU in SciPy's order: one [`Source`] per label, in label order. 0 is
+/// the background, and labels above `count` are left out. A label no pixel carries gets the
+/// empty sums: 0 pixels and flux, a NaN centre, a peak of −∞ and a box of `usize::MAX` minima
+/// and 0 maxima.
+///
+/// ```
+/// use cuda_kernels::measure::measure;
+///
+/// let pixels = [1.0, 3.0, 9.0, 0.0, 4.0, 9.0];
+/// let labels = [1, 1, 0, 0, 1, 0];
+/// let source = &measure(&pixels, 3, &labels, 1)[0];
+/// assert_eq!((source.pixels, source.flux, source.peak), (3, 8.0, 4.0));
+/// // Weighted by flux: rows (0·1 + 0·3 + 1·4) / 8, columns (0·1 + 1·3 + 1·4) / 8.
+/// assert_eq!((source.y, source.x), (0.5, 0.875));
+/// assert_eq!((source.y_min, source.y_max, source.x_min, source.x_max), (0, 1, 0, 1));
+/// ```
 pub fn measure(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Vec<Source> {
     let empty = Sums {
         pixels: 0,
@@ -74,7 +95,7 @@ pub fn measure(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Ve
     let mut sums = vec![empty; count + 1];
     for (row, (labels, values)) in labels.chunks(width).zip(pixels.chunks(width)).enumerate() {
         for (col, (&label, &value)) in labels.iter().zip(values).enumerate() {
-            if label == 0 {
+            if label == 0 || label as usize > count {
                 continue;
             }
             let s = &mut sums[label as usize];
@@ -106,18 +127,26 @@ pub fn measure(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Ve
         .collect()
 }
 
-/// Relative tolerance of a source's flux, and absolute one of its centre in pixels.
+/// Relative tolerance of a source's flux against the CPU's…
 pub const FLUX_TOLERANCE: f64 = 1e-5;
+/// …and absolute one of its centre, in pixels.
 pub const CENTRE_TOLERANCE: f64 = 1e-4;
 
 /// The arguments of `measure_labels`: the pixels of `image` under each label 1..=`count` of
 /// `labels` (`width × height`), added into the zeroed `records`.
 pub struct MeasureArgs<'a> {
+    /// The image, `height × width`, row-major.
     pub image: &'a DeviceSlice<f32>,
+    /// Each pixel's label, the same shape; 0 is the background.
     pub labels: &'a DeviceSlice<u32>,
+    /// Pixels a row.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// `count` records of `RECORD_WORDS` words (`interface::measure` lays them out), zeroed
+    /// before the launch and added into.
     pub records: &'a DeviceSlice<f64>,
+    /// Labels 1..=`count` are measured; pixels of larger labels are left out.
     pub count: u32,
 }
 
@@ -191,6 +220,7 @@ pub fn source(label: u32, record: &[f64]) -> Source {
 pub struct Measurer {
     width: usize,
     height: usize,
+    /// One record of `RECORD_WORDS` words per label, grown by [`Measurer::reserve`].
     pub records: RefCell<DeviceBuffer<f64>>,
 }
 
@@ -198,6 +228,8 @@ pub struct Measurer {
 const FIRST_CAPACITY: usize = 4096;
 
 impl Measurer {
+    /// Records for `width × height` images (1 to 2^32 - 1 pixels), room for 4096 labels at
+    /// first; checks the launch against the device.
     pub fn new(gpu: &Gpu, width: usize, height: usize) -> GpuResult<Self> {
         let threads = threads("measure_labels", width, height)?;
         require(width.checked_mul(height).is_some_and(|n| n >= 1 && n <= u32::MAX as usize), || {
@@ -261,7 +293,8 @@ impl Measurer {
 }
 
 /// `gpu` against `cpu`, source by source: pixels, boxes and peaks exact, fluxes and centres
-/// within the tolerances. Each source's error is in units of its tolerance (1 passes).
+/// within the tolerances (a label on no pixel has no flux or centre to compare; a NaN flux or
+/// centre fails). Each source's error is in units of its tolerance (1 passes).
 pub fn compare(gpu: &[Source], cpu: &[Source]) -> Check {
     let errors: Vec<f64> = gpu
         .iter()
@@ -271,6 +304,10 @@ pub fn compare(gpu: &[Source], cpu: &[Source]) -> Check {
                 == (c.label, c.pixels, c.y_min, c.y_max, c.x_min, c.x_max, c.peak);
             if !exact {
                 return f64::INFINITY;
+            }
+            // A label no pixel carries: no flux, no centre, nothing more to compare.
+            if c.pixels == 0 {
+                return 0.0;
             }
             let flux = (g.flux - c.flux).abs() / (c.flux.abs() * FLUX_TOLERANCE);
             let centre = (g.x - c.x).abs().max((g.y - c.y).abs()) / CENTRE_TOLERANCE;
@@ -291,6 +328,133 @@ pub fn compare(gpu: &[Source], cpu: &[Source]) -> Check {
         first_mismatch: errors.iter().position(failing),
         race: None,
     }
+}
+
+/// The most pixels an image to measure may have: a record keeps rows, columns and pixel
+/// counts as u32.
+pub const MAX_PIXELS: usize = u32::MAX as usize;
+
+/// `count` as the kernel takes it, or an error unless the labels have the image's shape, the
+/// image has 1 to [`MAX_PIXELS`] pixels, and there are no more labels than pixels.
+fn check_measure(image: (usize, usize), labels: (usize, usize), count: usize) -> GpuResult<u32> {
+    let ((rows, cols), (label_rows, label_cols)) = (image, labels);
+    require(labels == image, || format!("measure: the labels are {label_rows}×{label_cols}, the image {rows}×{cols}"))?;
+    require(rows > 0 && cols > 0, || format!("measure: the image is {rows}×{cols}, with no pixel"))?;
+    let n = rows.checked_mul(cols).filter(|&n| n <= MAX_PIXELS).ok_or_else(|| {
+        GpuError::InvalidInput(format!(
+            "measure: the image is {rows}×{cols}, {} pixels; at most {MAX_PIXELS}",
+            rows as u128 * cols as u128
+        ))
+    })?;
+    require(count <= n, || format!("measure: {count} labels on {n} pixels; at most one label a pixel"))?;
+    Ok(count as u32)
+}
+
+/// A source as [`measure`] gives it: a label no pixel carries has the empty sums (a
+/// peak of −∞ and a box of `usize::MAX` minima and 0 maxima), where its zeroed record reads
+/// as NaN and `u32::MAX`.
+fn settled(source: Source) -> Source {
+    if source.pixels > 0 {
+        return source;
+    }
+    Source { peak: f64::NEG_INFINITY, y_min: usize::MAX, y_max: 0, x_min: usize::MAX, x_max: 0, ..source }
+}
+
+/// What `scipy.ndimage` measures of `image` under each label 1..=`count` of `labels`, on
+/// `gpu`: one [`Source`] per label, in label order. `labels` is typically
+/// [`label_device`](crate::label::label_device)'s output, and `count` the number it returned.
+///
+/// For label ℓ, over the pixels (row r, column c, value v) whose label is ℓ:
+/// - `pixels`: how many there are (`np.bincount(labels)[ℓ]`);
+/// - `flux`: Σ v, in f64 (`sum_labels(image, labels, ℓ)`);
+/// - `(y, x)`: (Σ v·r / Σ v, Σ v·c / Σ v), 0-based with a pixel's centre at whole numbers
+///   (`center_of_mass(image, labels, ℓ)`, which returns (row, column));
+/// - `peak`: the largest v (`maximum(image, labels, ℓ)`), NaN pixels left out;
+/// - `y_min..=y_max`, `x_min..=x_max`: the bounding box (`find_objects(labels)[ℓ - 1]`).
+///
+/// Pixels labelled 0 are the background and pixels labelled above `count` are left out. A
+/// label no pixel carries gets the empty sums, as [`measure`] gives them. The GPU adds
+/// with f64 atomics in no fixed order: pixels, peaks and boxes equal [`measure`]'s
+/// exactly, fluxes within [`FLUX_TOLERANCE`] relative and centres within
+/// [`CENTRE_TOLERANCE`] pixel ([`compare`] checks both); on whole-number pixels every sum is
+/// exact, so all of it is equal.
+///
+/// Checked before anything runs: `labels` has the image's shape, the image has 1 to
+/// [`MAX_PIXELS`] pixels, `count` is at most the number of pixels, and both arrays live on
+/// `gpu`; an error says what is wrong, e.g. "measure: the labels are 3×5, the image 4×3".
+/// It waits for the GPU, since it returns the sources.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::label::{label_device, Connectivity};
+/// use cuda_kernels::measure::{measure, measure_device};
+/// use cuda_kernels::DeviceMatrix;
+/// use ndarray::array;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let host = array![[1.0f32, 3.0, 0.0, 0.0], [0.0, 4.0, 0.0, 0.0], [0.0, 0.0, 2.0, 6.0]];
+/// let image = DeviceMatrix::from_array(&gpu, host.view())?;
+/// let mut labels = DeviceMatrix::zeros(&gpu, (3, 4))?;
+/// let count = label_device(&gpu, &image, 0.5, Connectivity::Four, &mut labels)?;
+/// let sources = measure_device(&gpu, &image, &labels, count)?;
+/// // Label 2: 2 at column 2 and 6 at column 3 of row 2.
+/// assert_eq!((sources[1].flux, sources[1].y, sources[1].x), (8.0, 2.0, 2.75));
+/// // Whole-number pixels: every sum is exact in any order, so the GPU's equal the CPU's.
+/// let labels = labels.to_array(&gpu)?;
+/// assert_eq!(sources, measure(host.as_slice().unwrap(), 4, labels.as_slice().unwrap(), count));
+/// # Ok(())
+/// # }
+/// ```
+pub fn measure_device(
+    gpu: &Gpu,
+    image: &DeviceMatrix<f32>,
+    labels: &DeviceMatrix<u32>,
+    count: usize,
+) -> GpuResult<Vec<Source>> {
+    let count = check_measure(image.dim(), labels.dim(), count)?;
+    let (height, width) = image.dim();
+    gpu.bind()?;
+    let (pixels, label_slice) = (image.slice(gpu)?, labels.slice(gpu)?);
+    let measurer = Measurer::new(gpu, width, height)?;
+    let sources = measurer.measure(gpu, pixels, label_slice, count)?;
+    image.record_use(gpu)?;
+    labels.record_use(gpu)?;
+    Ok(sources.into_iter().map(settled).collect())
+}
+
+/// [`measure_device`] of `ndarray` arrays: copies `image` and `labels` (any memory layout) to
+/// `gpu`, measures labels 1..=`count`, and returns their sources. The same inputs as
+/// [`measure_device`]'s are errors.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::label::{detect, label, Connectivity};
+/// use cuda_kernels::measure::{compare, measure, measure_array};
+/// use ndarray::{Array2, ArrayView2};
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let image = Array2::from_shape_fn((9, 13), |(r, c)| ((r * 13 + c) % 7) as f32 * 0.3 - 0.4);
+/// let pixels = image.as_slice().unwrap();
+/// let (labels, count) = label(&detect(pixels, 0.5), 13, Connectivity::Eight);
+/// let label_view = ArrayView2::from_shape((9, 13), &labels).unwrap();
+/// let sources = measure_array(&gpu, image.view(), label_view, count)?;
+/// let expected = measure(pixels, 13, &labels, count);
+/// assert_eq!(sources.len(), count);
+/// // The same pixels, peaks and boxes; fluxes and centres within the tolerances.
+/// assert!(compare(&sources, &expected).passed);
+/// # Ok(())
+/// # }
+/// ```
+pub fn measure_array(
+    gpu: &Gpu,
+    image: ArrayView2<f32>,
+    labels: ArrayView2<u32>,
+    count: usize,
+) -> GpuResult<Vec<Source>> {
+    check_measure(image.dim(), labels.dim(), count)?;
+    let device_image = DeviceArray::from_array(gpu, image)?;
+    let device_labels = DeviceArray::from_array(gpu, labels)?;
+    measure_device(gpu, &device_image, &device_labels, count)
 }
 
 #[cfg(test)]
@@ -387,6 +551,47 @@ mod tests {
         assert!(!compare(&[moved], one).passed, "a centre 2e-4 pixel off fails");
         let brighter = Source { flux: decoded.flux * (1.0 + 2e-5), ..decoded.clone() };
         assert!(!compare(&[brighter], &[decoded]).passed, "a flux 2e-5 off fails");
+    }
+
+    #[test]
+    fn api_inputs_are_checked() {
+        assert_eq!(check_measure((1, 1), (1, 1), 0).unwrap(), 0);
+        assert_eq!(check_measure((3, 7), (3, 7), 21).unwrap(), 21);
+        assert_eq!(check_measure((1, MAX_PIXELS), (1, MAX_PIXELS), MAX_PIXELS).unwrap(), u32::MAX);
+        let refused = |image, labels, count| check_measure(image, labels, count).unwrap_err().to_string();
+        let message = refused((4, 3), (3, 4), 1);
+        assert!(message.contains("measure: the labels are 3×4, the image 4×3"), "{message}");
+        let message = refused((3, 0), (3, 0), 0);
+        assert!(message.contains("measure: the image is 3×0, with no pixel"), "{message}");
+        let message = refused((65536, 65536), (65536, 65536), 1);
+        assert!(message.contains("measure: the image is 65536×65536, 4294967296 pixels; at most 4294967295"));
+        let message = refused((3, 4), (3, 4), 13);
+        assert!(message.contains("measure: 13 labels on 12 pixels"), "{message}");
+    }
+
+    #[test]
+    fn empty_labels_and_labels_above_the_count() {
+        // Label 2 is on no pixel; label 3 is above the count.
+        let sources = measure(&[1.0, 2.0, 5.0], 3, &[1, 0, 3], 2);
+        let empty = Source {
+            label: 2,
+            y: f64::NAN,
+            x: f64::NAN,
+            flux: 0.0,
+            peak: f64::NEG_INFINITY,
+            pixels: 0,
+            y_min: usize::MAX,
+            y_max: 0,
+            x_min: usize::MAX,
+            x_max: 0,
+        };
+        assert_eq!((sources.len(), sources[0].flux, sources[0].pixels), (2, 1.0, 1));
+        assert!(sources[1].y.is_nan() && sources[1].x.is_nan());
+        assert_eq!(Source { y: 0.0, x: 0.0, ..sources[1].clone() }, Source { y: 0.0, x: 0.0, ..empty });
+        // The GPU's zeroed record of label 2 reads back as the same empty source.
+        let zeroed = settled(source(2, &[0.0; RECORD_WORDS]));
+        assert_eq!(Source { y: 0.0, x: 0.0, ..zeroed }, Source { y: 0.0, x: 0.0, ..sources[1].clone() });
+        assert!(compare(&sources[1..], &sources[1..]).passed, "empty labels compare equal");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use cust::memory::DeviceSlice;
 use interface::DEFAULT_BLOCK;
 use ndarray::{Array1, ArrayView1};
 
+/// The scale `a` of the command line's `y = a·x + y`, which the tolerance above assumes.
 pub const A: f32 = 2.5;
 /// Blocks per SM when the grid is left to the host: with 256 threads, a full SM.
 pub const BLOCKS_PER_SM: u32 = 8;
@@ -26,6 +27,7 @@ crate::variants! {
     }
 }
 
+/// `a·x[i] + y[i]` for each `i`, rounded twice (the GPU may fuse it into one rounding).
 pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
     x.iter().zip(y).map(|(x, y)| a * x + y).collect()
 }
@@ -33,10 +35,15 @@ pub fn cpu_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
 /// The arguments of `saxpy` and `saxpy_vec4`: `y = a·x + y` over `x.len()` elements, by a
 /// one-dimensional grid of `grid` blocks of `block` threads (any sizes: the loop is grid-stride).
 pub struct SaxpyArgs<'a> {
+    /// The scale of `x`.
     pub a: f32,
+    /// The input.
     pub x: &'a DeviceSlice<f32>,
+    /// The input and output, at least as long as `x`.
     pub y: &'a DeviceSlice<f32>,
+    /// Blocks in the grid.
     pub grid: u32,
+    /// Threads per block.
     pub block: u32,
 }
 

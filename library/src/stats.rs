@@ -33,7 +33,8 @@ pub fn median(values: &mut [f32]) -> Option<f64> {
     Some((f64::from(lower) + upper) / 2.0)
 }
 
-/// Σ f(v) over `values` in f64, chunk by chunk (see [`CHUNK`]).
+/// Σ f(v) over `values` in f64: partial sums of 65536 values each, then the partials in
+/// order, so the result does not depend on the number of threads.
 pub fn sum(values: &[f32], f: impl Fn(f32) -> f64 + Sync) -> f64 {
     let partials: Vec<f64> = values.par_chunks(CHUNK).map(|chunk| chunk.iter().map(|&v| f(v)).sum()).collect();
     partials.iter().sum()
@@ -43,7 +44,7 @@ pub fn sum(values: &[f32], f: impl Fn(f32) -> f64 + Sync) -> f64 {
 ///
 /// Two passes: the mean, then the mean squared deviation from it, as NumPy computes it. The
 /// values are in memory, so the second pass costs one more read, and it sums small squares
-/// instead of subtracting E[x]² from E[x²], which loses every digit when the mean is large
+/// instead of subtracting E\[x\]² from E\[x²\], which loses every digit when the mean is large
 /// against the spread. Welford's update (or Chan's merge of partial counts, means and squared
 /// deviations) is for a single pass over data seen once, which the GPU's reduction is; its
 /// divide per value buys nothing here. In f64, sums of 2^16-value chunks and then of the
@@ -55,7 +56,7 @@ pub fn std(values: &[f32]) -> Option<f64> {
 }
 
 /// The mean of `values` and their M2, the sum of squared deviations from it (`n·σ²`), in f64
-/// and in two passes as [`std`] explains; `None` when there are none.
+/// and in two passes as [`std()`] explains; `None` when there are none.
 pub fn mean_and_m2(values: &[f32]) -> Option<(f64, f64)> {
     if values.is_empty() {
         return None;

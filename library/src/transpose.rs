@@ -25,6 +25,8 @@ crate::variants! {
 }
 
 impl Method {
+    /// The launch of this step over a `rows × cols` input: one block per tile of the input,
+    /// 32 × 8 threads a 32 × 32 tile, or 64 × 4 threads a 64 × 64 tile for `Padded64`.
     pub fn config(self, rows: usize, cols: usize) -> GpuResult<LaunchConfig> {
         let (side, block_rows) = match self {
             Method::Padded64 => (WIDE_TILE, WIDE_BLOCK_ROWS),
@@ -34,6 +36,7 @@ impl Method {
     }
 }
 
+/// The transpose of the row-major `rows × cols` `input`: `cols × rows`, row-major.
 pub fn cpu_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let input = ndarray::ArrayView2::from_shape((rows, cols), input).expect("rows×cols");
     input.t().iter().copied().collect()
@@ -41,9 +44,13 @@ pub fn cpu_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// The arguments of the transpose kernels: `input` is `rows × cols`, `output` `cols × rows`.
 pub struct TransposeArgs<'a> {
+    /// The input, `rows × cols`.
     pub input: &'a DeviceSlice<f32>,
+    /// The output, `cols × rows`.
     pub output: &'a DeviceSlice<f32>,
+    /// Rows of the input.
     pub rows: usize,
+    /// Columns of the input.
     pub cols: usize,
 }
 

@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 /// Bumped when the file's layout changes; a file of another version is refused.
 const VERSION: u32 = 1;
 
+/// One measured choice: the fastest kernel of a family for one GPU and shape class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
+    /// The kernel family it was tuned for (`matmul`).
     pub family: String,
     /// [`device_key`] of the GPU it was measured on.
     pub device: String,
@@ -24,7 +26,9 @@ pub struct Choice {
     pub kernel: String,
     /// The shape it was timed at, and the median times of the pick and of the default.
     pub shape: String,
+    /// The median time of `kernel` at `shape`, in milliseconds.
     pub ms: f64,
+    /// The median time of the default kernel at `shape`, in milliseconds.
     pub default_ms: f64,
 }
 
@@ -34,7 +38,9 @@ struct File {
     choices: Vec<Choice>,
 }
 
+/// The choices of one tuning cache file, as loaded.
 pub struct TuningCache {
+    /// The file it was loaded from and [`TuningCache::record`] writes.
     pub path: PathBuf,
     choices: Vec<Choice>,
 }
@@ -94,6 +100,8 @@ impl TuningCache {
         Ok(Self { path: path.to_path_buf(), choices: file.choices })
     }
 
+    /// The choice recorded for `family` on the GPU whose [`device_key`] is `device`, at the
+    /// [`shape_class`] `class`, if any.
     pub fn lookup(&self, family: &str, device: &str, class: &str) -> Option<&Choice> {
         self.choices.iter().find(|c| c.family == family && c.device == device && c.class == class)
     }

@@ -23,6 +23,8 @@ crate::variants! {
 }
 
 impl Method {
+    /// The launch of this step over `n` elements, `block` threads per block: a thread per
+    /// element (`Scalar`), or per `QUADS_PER_THREAD` quads (`Vec4`).
     pub fn config(self, n: usize, block: u32) -> GpuResult<LaunchConfig> {
         match self {
             Method::Scalar => LaunchConfig::linear(n, block),
@@ -32,6 +34,7 @@ impl Method {
     }
 }
 
+/// `a[i] + b[i]` for each `i`: the GPU's single IEEE addition, bit for bit.
 pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
     a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
@@ -39,9 +42,13 @@ pub fn cpu_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
 /// The arguments of `vector_add` and `vector_add_vec4`: `c = a + b` over `a.len()` elements,
 /// `block` threads per block.
 pub struct AddArgs<'a> {
+    /// The first input.
     pub a: &'a DeviceSlice<f32>,
+    /// The second input, at least as long as `a`.
     pub b: &'a DeviceSlice<f32>,
+    /// The output, at least as long as `a`.
     pub c: &'a DeviceSlice<f32>,
+    /// Threads per block.
     pub block: u32,
 }
 

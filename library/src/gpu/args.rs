@@ -31,6 +31,7 @@ impl Default for Params {
 }
 
 impl Params {
+    /// An empty parameter list.
     pub fn new() -> Self {
         Self::default()
     }

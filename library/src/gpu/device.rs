@@ -5,28 +5,44 @@ use cust::device::{Device, DeviceAttribute};
 use cust::memory::mem_get_info;
 use serde::Serialize;
 
+/// What the driver says of one device, read once when it is opened.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceInfo {
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
     pub name: String,
+    /// (major, minor): (9, 0) for Hopper.
     pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors (SMs).
     pub multiprocessors: i32,
+    /// The SM clock, in MHz.
     pub clock_mhz: f64,
+    /// The memory clock, in MHz.
     pub memory_clock_mhz: f64,
+    /// The width of the memory bus, in bits.
     pub memory_bus_bits: i32,
+    /// The L2 cache, in bytes.
     pub l2_bytes: u64,
+    /// The device memory, in bytes.
     pub total_memory: u64,
+    /// The device memory free when it was queried (just after the context was made), in bytes.
     pub free_memory: u64,
+    /// The most threads a block may have.
     pub max_threads_per_block: i32,
+    /// The most threads resident on one SM.
     pub max_threads_per_multiprocessor: i32,
+    /// The shared memory a block gets without opting in, in bytes.
     pub max_shared_per_block: i32,
     /// What a kernel may ask for with `cuFuncSetAttribute` (the tensor-core steps and the Hopper
-    /// kernels do).
+    /// kernels do), in bytes.
     pub max_shared_per_block_optin: i32,
+    /// The most threads a block may have along x, y and z.
     pub max_block_dims: (i32, i32, i32),
+    /// The most blocks a grid may have along x, y and z.
     pub max_grid_dims: (i32, i32, i32),
-    /// 2 transfers per memory clock (DDR) over the whole bus.
+    /// The memory's peak bandwidth in GB/s: 2 transfers per memory clock (DDR) over the whole
+    /// bus.
     pub peak_bandwidth_gbs: f64,
-    /// FP32 lanes × 2 flops (FMA) × clock.
+    /// The peak FP32 rate in GFLOP/s: FP32 lanes × 2 flops (FMA) × clock.
     pub peak_fp32_gflops: f64,
 }
 
@@ -39,6 +55,7 @@ fn fp32_lanes_per_sm(major: i32, minor: i32) -> i32 {
 }
 
 impl DeviceInfo {
+    /// Reads the facts of `device`; its free memory is that of the current context's device.
     pub fn query(device: Device) -> GpuResult<Self> {
         let attr = |a: DeviceAttribute| device.get_attribute(a).during("reading device attributes");
         let (major, minor) =
@@ -78,6 +95,7 @@ impl DeviceInfo {
         })
     }
 
+    /// Prints the facts to stdout, one per line, for `host info`.
     pub fn print(&self) {
         let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
         println!("device              {}", self.name);

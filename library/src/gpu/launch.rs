@@ -39,8 +39,11 @@ fn dynamic_shared_limit(function: &Function, kernel: &str) -> GpuResult<i64> {
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Blocks along x, y and z.
     pub grid: (u32, u32, u32),
+    /// Threads a block along x, y and z.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory a block, in bytes.
     pub shared_bytes: u32,
 }
 
@@ -80,6 +83,7 @@ impl LaunchConfig {
         })
     }
 
+    /// Threads in one block: the product of the block's three dimensions.
     pub fn threads_per_block(&self) -> u64 {
         self.block.0 as u64 * self.block.1 as u64 * self.block.2 as u64
     }

@@ -24,6 +24,8 @@ impl Gpu {
         Ok(())
     }
 
+    /// A new buffer holding a copy of `data`, once [`Gpu::ensure_fits`] says it fits; `what`
+    /// names it in errors.
     pub fn upload<T: DeviceCopy>(&self, what: &str, data: &[T]) -> GpuResult<DeviceBuffer<T>> {
         self.ensure_fits(what, std::mem::size_of_val(data) as u64)?;
         DeviceBuffer::from_slice(data).during(format!("copying {} to the GPU", what))

@@ -24,16 +24,23 @@ pub enum Cache {
 /// Event-timed launches of one kernel: min, median and spread.
 #[derive(Debug, Clone, Serialize)]
 pub struct Timing {
+    /// Timed launches (the warm-up not counted).
     pub launches: usize,
+    /// The fastest launch, in milliseconds.
     pub min_ms: f64,
+    /// The median launch, in milliseconds.
     pub median_ms: f64,
+    /// The slowest launch, in milliseconds.
     pub max_ms: f64,
     /// Interquartile range over the median, in percent: how much launches vary.
     pub spread_percent: f64,
+    /// What L2 held as each launch started.
     pub cache: Cache,
 }
 
 impl Timing {
+    /// The timing of launches that took `samples` milliseconds each (at least one), with the
+    /// quartiles interpolated linearly between samples.
     pub fn from_samples(mut samples: Vec<f64>, cache: Cache) -> Self {
         assert!(!samples.is_empty(), "a timing needs at least one launch");
         samples.sort_by(f64::total_cmp);

@@ -25,7 +25,9 @@ use std::ffi::c_void;
 pub enum Precision {
     /// f32 values rounded to TF32, B given transposed.
     Tf32,
+    /// bfloat16 values (8 exponent bits, 8 significant), as u16 bits.
     Bf16,
+    /// IEEE half-precision values (5 exponent bits, 11 significant), as u16 bits.
     F16,
 }
 
@@ -39,8 +41,10 @@ pub enum Step {
 }
 
 impl Step {
+    /// Every step, in ladder order.
     pub const ALL: [Step; 2] = [Step::Pipelined, Step::Persistent];
 
+    /// The kernel of this step for `precision`, e.g. `matmul_wgmma_persistent_bf16`.
     pub fn kernel(self, precision: Precision) -> &'static str {
         match (self, precision) {
             (Step::Pipelined, Precision::Tf32) => "matmul_wgmma_tf32",
@@ -64,8 +68,10 @@ pub fn kernel_of(kernel: &str) -> Option<(Step, Precision)> {
 }
 
 impl Precision {
+    /// Every precision.
     pub const ALL: [Precision; 3] = [Precision::Tf32, Precision::Bf16, Precision::F16];
 
+    /// `tf32`, `bf16` or `f16`, as the kernels' names end.
     pub fn name(self) -> &'static str {
         match self {
             Precision::Tf32 => "tf32",
@@ -120,11 +126,14 @@ impl Precision {
 /// A 16-bit input type, as bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Half {
+    /// bfloat16: f32's exponent, 8 significant bits.
     Bf16,
+    /// IEEE half precision: 5 exponent bits, 11 significant bits.
     F16,
 }
 
 impl Half {
+    /// Both types.
     pub const ALL: [Half; 2] = [Half::Bf16, Half::F16];
 
     /// `x` rounded to this type (to nearest, ties to even), as its bits.
@@ -208,13 +217,21 @@ pub fn tma_stride(cols: usize, bytes: usize) -> usize {
 /// f32 for TF32) with row strides `lda` and `ldb` (elements), A m×k and B k×n, or for TF32
 /// Bᵀ n×k ([`Precision::b_shape`]).
 pub struct Operands<'a, T: DeviceCopy> {
+    /// The input type, which `T` holds.
     pub precision: Precision,
+    /// A, m rows of `lda` elements, the first k of each used.
     pub a: &'a DeviceSlice<T>,
+    /// A's row stride, in elements.
     pub lda: usize,
+    /// B (k × n), or for TF32 Bᵀ (n × k), rows of `ldb` elements.
     pub b: &'a DeviceSlice<T>,
+    /// B's row stride, in elements.
     pub ldb: usize,
+    /// Rows of A and C.
     pub m: usize,
+    /// Columns of B and C.
     pub n: usize,
+    /// Columns of A, rows of B: the inner dimension.
     pub k: usize,
 }
 
@@ -385,11 +402,18 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
 /// is a multiple of 4, as any allocation is), and the dimensions; `blocks`, the persistent
 /// kernels' grid (one per SM; fewer when there are fewer tiles).
 pub struct WgmmaArgs<'a, T: DeviceCopy> {
+    /// The tensor maps of A and B, in device memory, and the operands they describe.
     pub maps: &'a TensorMaps<'a, T>,
+    /// C, m × n row-major f32, written.
     pub c: &'a DeviceSlice<f32>,
+    /// Rows of A and C; must equal the maps'.
     pub m: usize,
+    /// Columns of B and C; must equal the maps'.
     pub n: usize,
+    /// The inner dimension; must equal the maps'.
     pub k: usize,
+    /// Blocks of the persistent kernels' grid (at least 1); the pipelined ones take one per
+    /// tile and ignore it.
     pub blocks: u32,
 }
 
@@ -581,7 +605,10 @@ pub fn checked_rows(m: usize, n: usize, k: usize) -> Vec<usize> {
 
 /// What [`run`] measured: the worst error found relative to its tolerance, and the time.
 pub struct Outcome {
+    /// The largest error of the checked elements over its tolerance ([`tolerance`]): at most
+    /// 1 passes; infinite for a NaN.
     pub worst: f64,
+    /// The product's timing.
     pub timing: crate::gpu::Timing,
 }
 

@@ -14,15 +14,25 @@ use interface::matmul::{
 crate::variants! {
     /// The steps of the ladder (`kernels/src/matmul/`), each adding one idea to the one before.
     pub enum Step {
+        /// 1: one thread per output.
         Naive => ("naive", "matmul_naive"),
+        /// 2: shared-memory tiles, 16×16.
         Tiled16 => ("tiled16", "matmul_tiled_16"),
+        /// 2: shared-memory tiles, 32×32.
         Tiled32 => ("tiled32", "matmul_tiled_32"),
+        /// 3: 8×8 outputs per thread, in registers, on 128×128 tiles.
         Blocked => ("blocked", "matmul_blocked_128x128"),
+        /// 4a: 16-byte global loads and stores.
         Vload => ("vload", "matmul_vload_128x128"),
+        /// 4b: conflict-free 16-byte shared loads.
         Vshared => ("vshared", "matmul_vshared_128x128"),
+        /// 4c: double buffering through registers.
         Vec4 => ("vec4", "matmul_vec4_128x128"),
+        /// 5a: `cp.async` copies, two stages.
         CpAsync => ("cp-async", "matmul_cp_async_128x128"),
+        /// 5b: three stages, warp tiles, 8×16 outputs per thread on 128×256 tiles.
         Warps => ("warps", "matmul_warps_128x256"),
+        /// 5c: step 5b scheduled for ptxas.
         Async => ("async", "matmul_async_128x256"),
     }
 }
@@ -30,13 +40,18 @@ crate::variants! {
 crate::variants! {
     /// The tensor-core steps, one per `--dtype` other than f32 (`kernels/src/matmul/mma_*.rs`).
     pub enum TensorStep {
+        /// `mma.sync` in TF32 (6a).
         MmaTf32 => ("mma-tf32", "matmul_mma_tf32_128x256"),
+        /// `mma.sync` in BF16, with `ldmatrix` (6b).
         MmaBf16 => ("mma-bf16", "matmul_mma_bf16_128x256"),
+        /// `mma.sync` in FP16, with `ldmatrix` (6b).
         MmaF16 => ("mma-f16", "matmul_mma_f16_128x256"),
     }
 }
 
 impl Step {
+    /// The launch of this step for an `m × n` C: one block per tile of C, with the threads
+    /// and shared memory its kernel is written for (`interface::matmul`).
     pub fn launch_config(self, m: usize, n: usize) -> GpuResult<LaunchConfig> {
         let square =
             |tile: usize, shared: usize| LaunchConfig::tiles_2d(n, m, (tile, tile), (tile as u32, tile as u32), shared);
@@ -73,6 +88,7 @@ pub fn tile_label(tile: &TileConfig) -> String {
     format!("{}x{}x{}/{}x{}", tile.bm, tile.bn, tile.bk, tile.tm, tile.tn)
 }
 
+/// The tile configuration (`interface::matmul::TILE_CONFIGS`) whose kernel is `kernel`, if any.
 pub fn tile_of(kernel: &str) -> Option<&'static TileConfig> {
     TILE_CONFIGS.iter().find(|t| t.kernel == kernel)
 }
@@ -101,11 +117,17 @@ fn vector_access(kernel: &str) -> bool {
 
 /// The arguments of every SGEMM kernel: `C = A × B` with A m×k, B k×n and C m×n, row-major.
 pub struct SgemmArgs<'a> {
+    /// A, m × k.
     pub a: &'a DeviceSlice<f32>,
+    /// B, k × n.
     pub b: &'a DeviceSlice<f32>,
+    /// C, m × n, written.
     pub c: &'a DeviceSlice<f32>,
+    /// Rows of A and C.
     pub m: usize,
+    /// Columns of B and C.
     pub n: usize,
+    /// Columns of A, rows of B: the inner dimension.
     pub k: usize,
 }
 

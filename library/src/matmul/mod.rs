@@ -21,12 +21,16 @@ pub use tensor::{
 
 use ndarray::{Array2, ArrayView2};
 
+/// `A × B` for row-major A (m × k) and B (k × n), in f32 by `ndarray`'s `dot`: C, m × n
+/// row-major.
 pub fn cpu_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let a = ArrayView2::from_shape((m, k), a).expect("a is m×k");
     let b = ArrayView2::from_shape((k, n), b).expect("b is k×n");
     a.dot(&b).into_raw_vec_and_offset().0
 }
 
+/// How far an f32 product's element may be from [`cpu_reference`]'s for inputs in [-1, 1):
+/// `4·k·ε` (the module's doc says why).
 pub fn tolerance(k: usize) -> f64 {
     4.0 * k as f64 * f32::EPSILON as f64
 }

@@ -103,8 +103,9 @@ pub fn tolerance(k: usize) -> f64 {
 
 /// An element type the tensor-core kernels read, and their kernels that read it.
 pub trait TensorInput: DeviceCopy + bytemuck::Pod {
-    /// The products that read it, and the conversions that write it.
+    /// The products that read it…
     const PRODUCTS: &'static [&'static str];
+    /// …and the conversions that write it.
     const CONVERSIONS: &'static [&'static str];
     /// Elements each conversion thread writes: f32 one, 16-bit types a pair.
     const PER_THREAD: usize;
@@ -130,9 +131,13 @@ fn padded(kernel: &str, cols: usize) -> GpuResult<usize> {
 
 /// The arguments of the conversions: `src` (rows × cols f32) into `dst` (rows × padded cols).
 pub struct ConvertArgs<'a, T: TensorInput> {
+    /// The f32 matrix, `rows × cols` row-major.
     pub src: &'a DeviceSlice<f32>,
+    /// The converted matrix, rows `cols` padded to `MMA_ROW_ALIGN` elements apart.
     pub dst: &'a DeviceSlice<T>,
+    /// Rows of the matrix.
     pub rows: usize,
+    /// Columns of the matrix.
     pub cols: usize,
 }
 
@@ -168,9 +173,13 @@ pub const CONVERT_TRANSPOSED: &str = "convert_tf32_transposed";
 /// The arguments of [`CONVERT_TRANSPOSED`]: `src` (rows × cols f32) into `dst`, its transpose
 /// rounded to TF32 (cols × rows, rows `padded(rows)` apart; the padding is left unwritten).
 pub struct ConvertTransposedArgs<'a> {
+    /// The f32 matrix, `rows × cols` row-major.
     pub src: &'a DeviceSlice<f32>,
+    /// Its transpose rounded to TF32, `cols` rows of `padded(rows)` elements.
     pub dst: &'a DeviceSlice<f32>,
+    /// Rows of `src`.
     pub rows: usize,
+    /// Columns of `src`.
     pub cols: usize,
 }
 
@@ -229,11 +238,17 @@ pub fn mma_launch(step: TensorStep, m: usize, n: usize) -> GpuResult<LaunchConfi
 /// The arguments of the tensor-core products: `C = A × B` with A m×k and B k×n as the
 /// conversions write them (rows padded), C m×n f32.
 pub struct MmaArgs<'a, T: TensorInput> {
+    /// A, m rows of k elements padded to `MMA_ROW_ALIGN`.
     pub a: &'a DeviceSlice<T>,
+    /// B, k rows of n elements padded to `MMA_ROW_ALIGN`.
     pub b: &'a DeviceSlice<T>,
+    /// C, m × n row-major f32, written.
     pub c: &'a DeviceSlice<f32>,
+    /// Rows of A and C.
     pub m: usize,
+    /// Columns of B and C.
     pub n: usize,
+    /// Columns of A, rows of B: the inner dimension.
     pub k: usize,
 }
 
@@ -269,10 +284,14 @@ unsafe impl<T: TensorInput> KernelArgs for MmaArgs<'_, T> {
 pub enum Converted {
     /// A and B rounded to TF32, and Bᵀ for the Hopper steps when they run.
     Tf32 {
+        /// A (m × k), rows padded to `MMA_ROW_ALIGN` elements.
         a: DeviceBuffer<f32>,
+        /// B (k × n), rows padded.
         b: DeviceBuffer<f32>,
+        /// Bᵀ (n × k), rows padded, when the Hopper steps run.
         bt: Option<DeviceBuffer<f32>>,
     },
+    /// A and B as the bits of BF16 or FP16 values, rows padded to `MMA_ROW_ALIGN` elements.
     Half(DeviceBuffer<u16>, DeviceBuffer<u16>),
 }
 
