@@ -161,7 +161,7 @@ fn median_of(mut values: Vec<f64>) -> f64 {
 
 /// Runs the pipeline on the GPU `runs` times; the result of the last, each stage's time the
 /// median, and the median total. Copies the labels back when `labels`.
-fn find_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> GpuResult<(Found, String, f64)> {
+fn run_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> GpuResult<(Found, String, f64)> {
     let gpu = Gpu::new()?;
     let (pipeline, upload_ms) = timed(|| gpu::Pipeline::new(&gpu, image));
     let pipeline = pipeline?;
@@ -240,7 +240,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         (find(&image, &settings).map_err(about_image)?, "CPU".to_string(), None)
     } else {
         let labels = options.labels.is_some() || !options.no_check;
-        let (found, device, total) = find_on_gpu(&image, &settings, options.runs, labels).map_err(about_image)?;
+        let (found, device, total) = run_on_gpu(&image, &settings, options.runs, labels).map_err(about_image)?;
         (found, device, Some(total))
     };
     stages.extend(found.stages.iter().cloned());

@@ -8,7 +8,6 @@ use common::{gpu, SEED};
 use host::data::{random_in, random_normal};
 use host::gpu::Gpu;
 use host::ops::select::{cpu_reference, Find, Median, Selector};
-use host::registry;
 use interface::window::Window;
 
 /// Every rank the test asks for, and the median, on `values` inside `window`.

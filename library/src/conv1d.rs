@@ -16,6 +16,7 @@ use interface::conv::{CONV1D_BLOCK, CONV1D_VEC4_SPAN, MAX_RADIUS};
 use ndarray::{s, Array1, ArrayView1, Zip};
 
 crate::variants! {
+    /// The steps of the 1-D filter.
     pub enum Method {
         /// One output per thread, a block's inputs staged in shared memory.
         Tiled => ("tiled", "conv1d"),

@@ -21,8 +21,8 @@
 //! | histogram (u32, or f32 as `np.histogram` bins) | [`histogram::histogram_u32`], [`histogram::histogram_f32`] |
 //! | transpose | [`transpose::transpose`] |
 //! | 2-D and 1-D filters (cross-correlation, zero padding) | [`conv2d::conv2d`], [`conv1d::conv1d`] |
-//! | connected components, as `scipy.ndimage.label` | [`label::label`] |
-//! | per-component pixels, flux, centroid, peak, box | [`measure::measure`] |
+//! | connected components, as `scipy.ndimage.label` | [`label::label_device`], [`label::label_array`] |
+//! | per-component pixels, flux, centroid, peak, box | [`measure::measure_device`], [`measure::measure_array`] |
 //! | c = a + b, y = a·x + y | [`vector_add::vector_add`], [`saxpy::saxpy`] |
 //!
 //! A radio source finder built on these families is the `radio` crate of the same repository.
@@ -66,6 +66,8 @@
 //! - Below the functions are the bindings: one struct per kernel signature that checks its
 //!   buffers' lengths, alignment and overlap and the launch shape before [`Gpu::launch`]
 //!   launches it. The `host` command line runs every step of every family through them.
+
+#![deny(missing_docs)]
 
 pub use gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError, GpuResult};
 pub use interface::window::Window;

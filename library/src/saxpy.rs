@@ -19,6 +19,7 @@ pub const A: f32 = 2.5;
 pub const BLOCKS_PER_SM: u32 = 8;
 
 crate::variants! {
+    /// The steps of y = a·x + y.
     pub enum Method {
         /// One element per pass of the loop.
         Gridstride => ("gridstride", "saxpy"),

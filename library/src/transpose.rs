@@ -12,6 +12,7 @@ use interface::transpose::{BLOCK_ROWS, TILE, WIDE_BLOCK_ROWS, WIDE_TILE};
 use ndarray::{Array2, ArrayView2};
 
 crate::variants! {
+    /// The steps of the transpose, each adding one idea.
     pub enum Method {
         /// Coalesced reads, strided writes.
         Naive => ("naive", "transpose_naive"),

@@ -14,6 +14,7 @@ use interface::DEFAULT_BLOCK;
 use ndarray::{Array1, ArrayView1};
 
 crate::variants! {
+    /// The steps of c = a + b.
     pub enum Method {
         /// One thread per element.
         Scalar => ("scalar", "vector_add"),

@@ -9,7 +9,7 @@ use crate::io;
 use crate::registry::{one_per_element_sizes, Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
 use cust::memory::DeviceBuffer;
-use interface::histogram::{U32Bins, DEFAULT_BINS};
+use interface::histogram::DEFAULT_BINS;
 use interface::DEFAULT_BLOCK;
 use std::path::{Path, PathBuf};
 
