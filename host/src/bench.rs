@@ -81,7 +81,7 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
     let date = utc(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
     let json = serde_json::json!({ "device": gpu.info(), "date": date, "quick": quick, "peers": peers, "rows": rows });
     std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&json)?)?;
-    std::fs::write(out.join("report.md"), markdown(&gpu.info(), &rows, peers.is_some()))?;
+    std::fs::write(out.join("report.md"), markdown(gpu.info(), &rows, peers.is_some()))?;
     let peaks = Peaks { bandwidth_gbs: gpu.info().peak_bandwidth_gbs, fp32_gflops: gpu.info().peak_fp32_gflops };
     for family in FAMILIES {
         let file = format!("{}.svg", family.name());
@@ -138,7 +138,7 @@ fn pipeline_rows(gpu: &Gpu, quick: bool, peers: Option<&Value>, seed: u64) -> Re
             check,
             note: Some(note),
         };
-        let report = Report::new(&gpu.info(), measured);
+        let report = Report::new(gpu.info(), measured);
         let key = format!("sources_cupy_32_{side}");
         let peer = match (peers, report.throughput) {
             (Some(peers), Some(ours)) => peer_rate(peers, &key, side as u64, report.unit())

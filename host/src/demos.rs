@@ -165,7 +165,7 @@ pub fn bandwidth(gpu: &Gpu, sizes: &[usize], iters: usize) -> GpuResult<Vec<Band
         let mut pinned = LockedBuffer::new(&0x5Au8, bytes).during("allocating pinned memory")?;
         let mut device = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
         let mut device2 = DeviceBuffer::<u8>::zeroed(bytes).during("allocating device memory")?;
-        let s = &gpu.stream();
+        let s = gpu.stream();
         let gbs = |moved: usize, copy: &mut dyn FnMut() -> GpuResult<()>| -> GpuResult<f64> {
             let ms = gpu.time(iters, Cache::Warm, || Ok(()), &mut *copy)?.median_ms;
             Ok(moved as f64 / (ms / 1e3) / 1e9)

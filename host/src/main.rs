@@ -263,7 +263,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         }
         "info" => {
             let kernels = Info::from_arg_matches(options)?.kernels;
-            let rows = if kernels { Some(resources::kernel_resources(&gpu)?) } else { None };
+            let rows = if kernels { Some(ops::kernel_resources(&gpu)?) } else { None };
             if global.json {
                 print_json(&serde_json::json!({ "device": gpu.info(), "kernels": rows }))?;
             } else {
@@ -324,7 +324,7 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
             };
             let timer = Timer { launches: if b.quick { 5 } else { iters }, ..timer };
             let rows = bench::run(&gpu, b.quick, &b.out, peers.as_ref(), seed, timer)?;
-            println!("{}", bench::markdown(&gpu.info(), &rows, peers.is_some()));
+            println!("{}", bench::markdown(gpu.info(), &rows, peers.is_some()));
             println!("wrote {}/report.json, report.md and charts", b.out.display());
             return Ok(rows.into_iter().map(|row| row.report).collect());
         }

@@ -74,7 +74,7 @@ impl Share {
         for (host, device) in &mut self.inputs {
             // SAFETY: `host` is pinned and as long as `device` (both made from the same slice),
             // and both live in `self`, which `run` keeps until its stream is synchronized.
-            unsafe { device.async_copy_from(&host[..], &gpu.stream()) }.during("copying an input in")?;
+            unsafe { device.async_copy_from(&host[..], gpu.stream()) }.during("copying an input in")?;
         }
         Ok(())
     }
@@ -83,7 +83,7 @@ impl Share {
         let (host, device) = &mut self.output;
         // SAFETY: as in `copy_in`: pinned, equally long, and alive until the stream is synchronized;
         // the host copy is read only after that.
-        unsafe { device.async_copy_to(&mut host[..], &gpu.stream()) }.during("copying the output back")
+        unsafe { device.async_copy_to(&mut host[..], gpu.stream()) }.during("copying the output back")
     }
 }
 

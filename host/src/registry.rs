@@ -254,7 +254,7 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
             check,
             note,
         };
-        reports.push(Report::new(&gpu.info(), measured));
+        reports.push(Report::new(gpu.info(), measured));
     }
     workload.finish(gpu, &mut reports)?;
     for (variant, why) in workload.unavailable() {

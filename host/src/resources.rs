@@ -3,7 +3,6 @@
 //! family uses by default (resident threads per SM over the SM's maximum).
 
 use crate::gpu::{CudaContext, Gpu, GpuResult, LaunchConfig};
-use crate::ops::FAMILIES;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use cust::function::{BlockSize, FunctionAttribute};
 use serde::Serialize;
@@ -43,25 +42,6 @@ pub fn of(gpu: &Gpu, family: &'static str, kernel: &'static str, config: &Launch
         blocks_per_sm,
         occupancy_percent: 100.0 * resident_threads as f64 / gpu.info().max_threads_per_multiprocessor as f64,
     })
-}
-
-/// Every kernel of every family, at its family's default launch shape.
-pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<KernelResources>> {
-    let mut rows = Vec::new();
-    for family in FAMILIES {
-        for (kernel, config) in family.launches(gpu.info().multiprocessors as u32)? {
-            rows.push(of(gpu, family.name(), kernel, &config)?);
-        }
-    }
-    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`).
-    if gpu.has_hopper() {
-        use crate::ops::matmul::hopper;
-        for (kernel, step, _) in hopper::kernels() {
-            let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
-            rows.push(of(gpu, "matmul", kernel, &config)?);
-        }
-    }
-    Ok(rows)
 }
 
 pub fn table(rows: &[KernelResources]) -> Table {

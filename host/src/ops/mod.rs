@@ -2,7 +2,10 @@
 //! registry entry ([`crate::registry::Kernel`]); the kernels' bindings, API and CPU reference
 //! are the library's (`cuda_kernels::<family>`). [`FAMILIES`] lists them.
 
+use crate::gpu::{Gpu, GpuResult};
 use crate::registry::{Entry, Family};
+use crate::resources;
+use matmul::hopper;
 use std::marker::PhantomData;
 
 /// Declares each family's module and lists its workload in [`FAMILIES`], in one place.
@@ -35,4 +38,22 @@ families! {
 /// The family named `name` (its CLI subcommand).
 pub fn family(name: &str) -> Option<&'static dyn Family> {
     FAMILIES.iter().copied().find(|f| f.name() == name)
+}
+
+/// Every kernel of every family, at its family's default launch shape.
+pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>> {
+    let mut rows = Vec::new();
+    for family in FAMILIES {
+        for (kernel, config) in family.launches(gpu.info().multiprocessors as u32)? {
+            rows.push(resources::of(gpu, family.name(), kernel, &config)?);
+        }
+    }
+    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`).
+    if gpu.has_hopper() {
+        for (kernel, step, _) in hopper::kernels() {
+            let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
+            rows.push(resources::of(gpu, "matmul", kernel, &config)?);
+        }
+    }
+    Ok(rows)
 }

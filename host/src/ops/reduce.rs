@@ -223,7 +223,7 @@ impl Workload for Reduce {
         let (sum, magnitude, moments) =
             self.expected.ok_or_else(|| GpuError::InvalidInput("reduce: no CPU reference computed".into()))?;
         if Step::named(&variant.kernel)?.is_sum() {
-            let got = self.buffers.read::<1>(&gpu.stream())?[0];
+            let got = self.buffers.read::<1>(gpu.stream())?[0];
             let tolerance = sum_tolerance(magnitude);
             let error = (got - sum).abs();
             let passed = error <= tolerance;
@@ -237,7 +237,7 @@ impl Workload for Reduce {
             };
             return Ok(Checked { check, note: Some(format!("sum {got:.10e}, CPU {sum:.10e}")) });
         }
-        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(&gpu.stream())?);
+        let got = Moments::from_fields(self.buffers.read::<MOMENTS_FIELDS>(gpu.stream())?);
         let errors = moments_errors(&got, &moments);
         // NaN is a mismatch.
         let bad = |e: &&f64| e.is_nan() || **e > 1.0;

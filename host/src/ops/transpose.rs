@@ -42,7 +42,7 @@ impl Transpose {
         let copy = || {
             // SAFETY: both buffers belong to `self` and hold `rows·cols` elements, and `gpu.time`
             // waits for every copy before returning, so neither is freed or read while in flight.
-            unsafe { self.output.index(..).async_copy_from(&self.input, &gpu.stream()) }.during("copying on the GPU")
+            unsafe { self.output.index(..).async_copy_from(&self.input, gpu.stream()) }.during("copying on the GPU")
         };
         let ms = gpu.time(10, Cache::Flushed, || Ok(()), copy)?.median_ms;
         self.copy_ms.set(Some(ms));

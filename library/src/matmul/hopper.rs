@@ -666,7 +666,7 @@ pub fn run(
             (values(&a16), values(&b16), timing)
         }
         None => {
-            let round = |x: &[f32]| -> Vec<f32> { x.iter().map(|&v| super::tensor::round_tf32(v)).collect() };
+            let round = |x: &[f32]| -> Vec<f32> { x.iter().map(|&v| super::rounding::round_tf32(v)).collect() };
             let (a, b) = (round(&a), round(&b));
             let bt: Vec<f32> = (0..n * k).map(|e| b[e % k * n + e / k]).collect();
             let timing = time.run(&*gpu.upload("A", &a)?, &*gpu.upload("Bᵀ", &bt)?)?;

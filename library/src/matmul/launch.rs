@@ -1,14 +1,14 @@
 //! Each SGEMM kernel's launch shape, and the binding of the signature they all share.
 
-use super::tensor::mma_launch;
 use crate::gpu::{
     product, refuse, require_aligned, require_disjoint, require_len, GpuResult, KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::DeviceSlice;
 use interface::matmul::{
     TileConfig, ASYNC_BM, ASYNC_BN, ASYNC_SHARED_BYTES, ASYNC_THREADS, BLOCKED_SHARED_BYTES, BLOCKED_THREADS, BM, BN,
-    CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_SHARED_BYTES, CP_ASYNC_THREADS, DEFAULT_TILE, LARGE_TILE,
-    LARGE_TILE_SHARED_BYTES, NAIVE_BLOCK, SMALL_TILE, SMALL_TILE_SHARED_BYTES, TILE_CONFIGS,
+    CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_SHARED_BYTES, CP_ASYNC_THREADS, DEFAULT_TILE, HALF_SHARED_BYTES, LARGE_TILE,
+    LARGE_TILE_SHARED_BYTES, MMA_BM, MMA_BN, MMA_THREADS, NAIVE_BLOCK, SMALL_TILE, SMALL_TILE_SHARED_BYTES,
+    TF32_SHARED_BYTES, TILE_CONFIGS,
 };
 
 crate::variants! {
@@ -156,4 +156,10 @@ unsafe impl KernelArgs for SgemmArgs<'_> {
     fn params(&self, _kernel: &str) -> Params {
         Params::new().slice(self.a).slice(self.b).pointer(self.c).value(self.m).value(self.n).value(self.k)
     }
+}
+
+/// The launch of a tensor-core product: one block of `MMA_THREADS` per 128×256 tile of C.
+pub fn mma_launch(step: TensorStep, m: usize, n: usize) -> GpuResult<LaunchConfig> {
+    let shared = if step == TensorStep::MmaTf32 { TF32_SHARED_BYTES } else { HALF_SHARED_BYTES };
+    LaunchConfig::tiles_2d(n, m, (MMA_BN, MMA_BM), (MMA_THREADS as u32, 1), shared)
 }

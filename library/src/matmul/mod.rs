@@ -10,14 +10,13 @@
 mod gemm;
 pub mod hopper;
 pub mod launch;
+mod rounding;
 pub mod tensor;
 
 pub use gemm::{gemm, gemm_array, gemm_with, hopper_precision, GemmKernel};
 pub use launch::{launch_config, product_launch, tile_label, tile_launch, tile_of, SgemmArgs, Step, TensorStep};
-pub use tensor::{
-    round_bf16, round_f16, round_tf32, ConvertArgs, ConvertTransposedArgs, Converted, Dtype, MmaArgs, TensorInput,
-    CONVERT_TRANSPOSED,
-};
+pub use rounding::{round_bf16, round_f16, round_tf32};
+pub use tensor::{ConvertArgs, ConvertTransposedArgs, Converted, Dtype, MmaArgs, TensorInput, CONVERT_TRANSPOSED};
 
 use ndarray::{Array2, ArrayView2};
 

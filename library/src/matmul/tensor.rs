@@ -14,16 +14,15 @@
 //! (`convert_tf32_transposed`) writes Bᵀ beside the B that mma.sync reads.
 
 use super::hopper::{self, Precision, TensorMap, TensorMaps, WgmmaArgs};
-use super::launch::TensorStep;
+use super::launch::{mma_launch, TensorStep};
+use super::rounding::{round_bf16, round_f16, round_tf32};
 use crate::gpu::{
     product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuError, GpuResult,
     KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
-use interface::matmul::{
-    CONVERT_THREADS, HALF_SHARED_BYTES, MMA_BM, MMA_BN, MMA_ROW_ALIGN, MMA_THREADS, TF32_SHARED_BYTES,
-};
+use interface::matmul::{CONVERT_THREADS, MMA_ROW_ALIGN};
 use interface::transpose::{WIDE_BLOCK_ROWS, WIDE_TILE};
 
 /// The type the tensor cores read A and B in.
@@ -60,40 +59,6 @@ impl Dtype {
             Dtype::F16 => round_f16(x),
         }
     }
-}
-
-/// TF32 as `cvt.rna.tf32.f32` rounds: to nearest, ties away from zero, on the magnitude's bits
-/// (adding half of the 13 dropped bits' weight carries into the kept ones exactly when the
-/// dropped part is at least half).
-pub fn round_tf32(x: f32) -> f32 {
-    if !x.is_finite() {
-        return x;
-    }
-    f32::from_bits((x.to_bits() + 0x1000) & !0x1fff)
-}
-
-/// bfloat16 as `cvt.rn.bf16x2.f32` rounds: to nearest, ties to even (the kept last bit decides
-/// whether a tie carries).
-pub fn round_bf16(x: f32) -> f32 {
-    if !x.is_finite() {
-        return x;
-    }
-    let bits = x.to_bits();
-    f32::from_bits((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff_0000)
-}
-
-/// IEEE half as `cvt.rn.f16x2.f32` rounds: to nearest, ties to even, in steps of `2^(e - 10)`
-/// for a binary exponent `e >= -14` and of `2^-24` below (half's subnormals); past the largest
-/// half, 65504, to infinity.
-pub fn round_f16(x: f32) -> f32 {
-    if !x.is_finite() {
-        return x;
-    }
-    let exponent = ((x.to_bits() >> 23) & 0xff) as i32 - 127;
-    let step = 2f64.powi(exponent.max(-14) - 10);
-    let rounded = (x.abs() as f64 / step).round_ties_even() * step;
-    let rounded = if rounded > 65504.0 { f64::INFINITY } else { rounded };
-    (rounded as f32).copysign(x)
 }
 
 /// The reference's tolerance for the tensor-core steps (the module's doc derives it).
@@ -227,12 +192,6 @@ pub fn require_in_range(dtype: Dtype, a: &[f32], b: &[f32]) -> GpuResult<()> {
         }
     }
     Ok(())
-}
-
-/// The launch of a tensor-core product: one block of `MMA_THREADS` per 128×256 tile of C.
-pub fn mma_launch(step: TensorStep, m: usize, n: usize) -> GpuResult<LaunchConfig> {
-    let shared = if step == TensorStep::MmaTf32 { TF32_SHARED_BYTES } else { HALF_SHARED_BYTES };
-    LaunchConfig::tiles_2d(n, m, (MMA_BN, MMA_BM), (MMA_THREADS as u32, 1), shared)
 }
 
 /// The arguments of the tensor-core products: `C = A × B` with A m×k and B k×n as the

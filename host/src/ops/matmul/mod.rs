@@ -173,7 +173,7 @@ impl Kernel for Matmul {
         let steps = Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?)));
         // The default configuration is the vec4 step; the others are listed once each.
         let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
-        let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), tensor::mma_launch(*s, 4096, 4096)?)));
+        let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), launch::mma_launch(*s, 4096, 4096)?)));
         let kernels: GpuResult<Vec<_>> = steps.chain(tiles).chain(tensor).collect();
         Ok(kernels?.into_iter().chain(tensor::conversions(4096, 4096)?).collect())
     }
@@ -263,7 +263,7 @@ impl Kernel for Matmul {
             Dtype::F32 => shape_class(shape),
             dtype => format!("{} {}", shape_class(shape), dtype.name()),
         };
-        let device = tuning::device_key(&gpu.info());
+        let device = tuning::device_key(gpu.info());
         // Only --tune and an explicit --tuning-cache insist on a cache file being locatable.
         let cache_path = match (&options.tuning_cache, options.tune) {
             (Some(path), _) => Some(path.clone()),
@@ -346,7 +346,7 @@ impl Workload for Matmul {
     }
 
     fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        self.launch_on(gpu, &gpu.stream(), &variant.kernel)
+        self.launch_on(gpu, gpu.stream(), &variant.kernel)
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {

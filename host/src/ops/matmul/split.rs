@@ -27,7 +27,7 @@ fn share(
     let class = shape_class((m, n, k));
     let tuned = match cache {
         // An f32 pick is a tile configuration: no other variants apply.
-        Some(path) => cached_kernel(path, &tuning::device_key(&gpu.info()), &class, &[])?,
+        Some(path) => cached_kernel(path, &tuning::device_key(gpu.info()), &class, &[])?,
         None => None,
     };
     let kernel = tuned.and_then(|(kernel, _)| tile_of(&kernel)).map_or(DEFAULT_TILE.kernel, |tile| tile.kernel);
