@@ -130,7 +130,10 @@ fn all_blanked(pixels: usize) -> GpuError {
 /// use radio::sources::{find, find_on_gpu, Settings};
 ///
 /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
-/// let image = radio::sky::default_sky(256, false, 7)?;
+/// // A small sky: ten point sources on noise.
+/// let components = radio::sky::components(256, 10, false, 7)?;
+/// let (pixels, _) = radio::sky::render(256, &components, radio::sky::NOISE, false, 8);
+/// let image = radio::io::Image { width: 256, height: 256, pixels };
 /// let (on_gpu, on_cpu) = (find_on_gpu(&gpu, &image, &Settings::LESSON)?, find(&image, &Settings::LESSON)?);
 /// assert_eq!(on_gpu.labels, on_cpu.labels);
 /// assert_eq!(on_gpu.sources.len(), on_cpu.sources.len());
