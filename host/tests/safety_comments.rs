@@ -1,6 +1,7 @@
 //! Every `unsafe` says why: each `pub unsafe fn` under `kernels/src` has a `# Safety` section in
-//! its doc comment, and each `unsafe` block or impl in the host (`host/src`, `host/tests`,
-//! `host/benches`) has a `SAFETY:` comment on the lines just above it or on its own line.
+//! its doc comment, and each `unsafe` block or impl on the host side (the sources, tests,
+//! benches and examples of `host`, `library`, `radio` and `dependent`) has a `SAFETY:` comment
+//! on the lines just above it or on its own line.
 
 use std::path::{Path, PathBuf};
 
@@ -50,10 +51,11 @@ fn every_unsafe_kernel_function_has_a_safety_section() {
 
 #[test]
 fn every_unsafe_block_in_the_host_says_why_it_is_sound() {
-    let host = root().join("host");
     let mut missing = Vec::new();
-    for dir in ["src", "tests", "benches"] {
-        for file in rust_files(&host.join(dir)) {
+    let crates = ["host", "library", "radio", "dependent"];
+    let dirs = crates.iter().flat_map(|c| ["src", "tests", "benches", "examples"].map(|d| root().join(c).join(d)));
+    for dir in dirs.filter(|d| d.is_dir()) {
+        for file in rust_files(&dir) {
             let text = std::fs::read_to_string(&file).expect("a readable source file");
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {

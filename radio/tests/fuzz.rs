@@ -54,23 +54,29 @@ fn note(size: usize) {
     let _ = LARGEST.try_with(|largest| largest.set(largest.get().max(size)));
 }
 
+// SAFETY: every call is handed to the system allocator unchanged; `note` only records a size
+// in a thread-local cell and never allocates.
 unsafe impl GlobalAlloc for Watched {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note(layout.size());
+        // SAFETY: the caller's promises for this call are the system allocator's.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note(layout.size());
+        // SAFETY: the caller's promises for this call are the system allocator's.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note(new_size);
+        // SAFETY: the caller's promises for this call are the system allocator's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's promises for this call are the system allocator's.
         unsafe { System.dealloc(ptr, layout) }
     }
 }

@@ -1,12 +1,12 @@
-//! `host sources`: finds the sources in a radio image as the CuPy lesson does, in four steps.
+//! Finding the sources in a radio image as the CuPy lesson does, in four steps.
 //!
-//! 1. κσ clipping ([`clip`]): the median and standard deviation of the pixels ([`stats`]),
+//! 1. κσ clipping ([`clip`]): the median and standard deviation of the pixels (`cuda_kernels::stats`),
 //!    those strictly inside median ± κσ kept, repeated until nothing more is clipped; the
 //!    last round's σ is the noise.
 //! 2. A threshold: pixels strictly above threshold·σ, relative to zero as in the lesson
 //!    (`data > 5 * stddev_`).
-//! 3. Connected components (`ops::label`), numbered as `scipy.ndimage.label` numbers them.
-//! 4. Per source (`ops::measure`): its pixels, `sum_labels`, `center_of_mass` and bounding box.
+//! 3. Connected components (`cuda_kernels::label`), numbered as `scipy.ndimage.label` numbers them.
+//! 4. Per source (`cuda_kernels::measure`): its pixels, `sum_labels`, `center_of_mass` and bounding box.
 //!
 //! NaN pixels (radio images blank the area outside the primary beam) are left out of the
 //! statistics, as `nanmedian` and `nanstd` leave them, counted, and never detected. The steps
