@@ -3,35 +3,14 @@
 //! step of the `_with` forms, and each shape error. Without a GPU each test says `SKIPPED` and
 //! passes (with `REQUIRE_GPU=1` a missing GPU fails instead).
 
+mod common;
+
+use common::{assert_refused, gpu};
 use cuda_kernels::data::{random_f32, random_in, random_normal};
-use cuda_kernels::gpu::{doctest_gpu, DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError};
+use cuda_kernels::gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError};
 use cuda_kernels::{conv1d, conv2d, histogram, saxpy, transpose, vector_add};
 use interface::histogram::{F32Bins, U32Bins};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
-use std::io::Write;
-
-/// The GPU, or `None` after saying on stderr (past the harness's capture) that `test` skipped.
-fn gpu(test: &str) -> Option<Gpu> {
-    let gpu = doctest_gpu().unwrap_or_else(|e| panic!("{test}: {e}"));
-    if gpu.is_none() {
-        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no usable GPU");
-    }
-    gpu
-}
-
-/// The message of an [`GpuError::InvalidInput`], or a panic naming what came instead.
-fn invalid_input<T: std::fmt::Debug>(result: Result<T, GpuError>) -> String {
-    match result {
-        Err(GpuError::InvalidInput(message)) => message,
-        other => panic!("expected an invalid input error, got {other:?}"),
-    }
-}
-
-/// Asserts that the `InvalidInput` error of `result` contains `expected`.
-fn assert_refused<T: std::fmt::Debug>(result: Result<T, GpuError>, expected: &str) {
-    let message = invalid_input(result);
-    assert!(message.contains(expected), "{message:?} does not contain {expected:?}");
-}
 
 fn random_matrix(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
     Array2::from_shape_vec((rows, cols), random_f32(rows * cols, seed)).unwrap()

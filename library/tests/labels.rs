@@ -6,34 +6,17 @@
 //! `REQUIRE_GPU=1` a missing GPU fails instead); the CPU references' own properties run
 //! everywhere.
 
+mod common;
+
+use common::{assert_refused, gpu};
 use cuda_kernels::data::{random_f32, random_in};
-use cuda_kernels::gpu::{doctest_gpu, DeviceArray, DeviceMatrix, Gpu, GpuError};
+use cuda_kernels::gpu::{DeviceArray, DeviceMatrix, Gpu, GpuError};
 use cuda_kernels::label::{self, detect, label_in_bands, Connectivity};
 use cuda_kernels::measure::{self, compare, Source};
 use ndarray::{arr0, Array2, ArrayView2};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::VecDeque;
-use std::io::Write;
-
-/// The GPU, or `None` after saying on stderr (past the harness's capture) that `test` skipped.
-fn gpu(test: &str) -> Option<Gpu> {
-    let gpu = doctest_gpu().unwrap_or_else(|e| panic!("{test}: {e}"));
-    if gpu.is_none() {
-        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no usable GPU");
-    }
-    gpu
-}
-
-/// Asserts that `result` is an [`GpuError::InvalidInput`] whose message contains `expected`.
-fn assert_refused<T: std::fmt::Debug>(result: Result<T, GpuError>, expected: &str) {
-    match result {
-        Err(GpuError::InvalidInput(message)) => {
-            assert!(message.contains(expected), "{message:?} does not contain {expected:?}")
-        }
-        other => panic!("expected an invalid input error containing {expected:?}, got {other:?}"),
-    }
-}
 
 const CONNECTIVITIES: [Connectivity; 2] = [Connectivity::Four, Connectivity::Eight];
 
