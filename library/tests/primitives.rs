@@ -12,6 +12,8 @@ use cuda_kernels::data::{random_f32, random_in, random_normal};
 use cuda_kernels::gpu::{DeviceArray, DeviceVector, Gpu};
 use cuda_kernels::{compact, reduce, scan, select, stats, Window};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
 
 /// One value, each tail of a quad, primes, both sides of a scan tile (8192 values), and primes
 /// past 2^20 and 2^21.
@@ -546,4 +548,75 @@ fn compact_refuses_bad_inputs() {
     let mut foreign_output: DeviceVector<f32> = DeviceArray::zeros(&other, 5).unwrap();
     assert_refused(compact::compact(&gpu, &input, Window::FINITE, &mut foreign_output), "was passed to GPU");
     assert_eq!(compact::compact(&other, &foreign, Window::new(1.5, 3.0), &mut foreign_output).unwrap(), 1);
+}
+
+// ---------------------------------------------------------------------------------- properties
+
+/// Random values (normal, with NaN at random places when `nan` is set) and a random window,
+/// for the properties below.
+fn property_case() -> impl Strategy<Value = (Vec<f32>, Window)> {
+    let values = (1usize..20_000, any::<u64>(), 0usize..50).prop_map(|(n, seed, nan_every)| {
+        let values = random_normal(n, seed);
+        if nan_every > 1 && n > 1 {
+            salted(values, nan_every, seed)
+        } else {
+            values
+        }
+    });
+    let bound = prop_oneof![Just(f64::NEG_INFINITY), Just(f64::INFINITY), -3.0f64..3.0];
+    (values, bound.clone(), bound).prop_map(|(values, low, high)| (values, Window { low, high }))
+}
+
+/// Every primitive's typed API against its CPU reference on the same random values: sum,
+/// moments in the window, median and a k-th of the finite values, the exclusive scan, the
+/// compaction of the window.
+#[test]
+fn the_primitives_match_their_references_for_random_sizes_nan_and_windows() {
+    let Some(gpu) = gpu("the_primitives_match_their_references_for_random_sizes_nan_and_windows") else { return };
+    let mut runner = TestRunner::new(Config { cases: 128, ..Config::default() });
+    let outcome = runner.run(&property_case(), |(values, window)| {
+        let what = format!("n={} window ({}, {})", values.len(), window.low, window.high);
+        let device = DeviceArray::from_slice(&gpu, &values).unwrap();
+        let finite: Vec<f32> = values.iter().copied().filter(|v| v.is_finite()).collect();
+
+        let sum = reduce::sum(&gpu, &device).unwrap();
+        if finite.len() == values.len() {
+            let tolerance = reduce::sum_tolerance(magnitude(&values));
+            prop_assert!((sum - reduce::cpu_sum(&values)).abs() <= tolerance, "{what}: sum {sum}");
+        } else {
+            prop_assert!(sum.is_nan(), "{what}: a NaN makes the sum NaN, not {sum}");
+        }
+        let moments = reduce::moments(&gpu, &device, window).unwrap();
+        let want = reduce::cpu_moments(&values, window);
+        prop_assert_eq!((moments.count, moments.nan), (want.count, want.nan), "{}", what);
+        prop_assert!(reduce::moments_errors(&moments, &want).iter().all(|&e| e <= 1.0), "{what}: {moments:?}");
+
+        let median = select::median(&gpu, &device).unwrap();
+        let want_median = stats::median(&mut finite.clone()).unwrap_or(f64::NAN);
+        prop_assert!(median == want_median || (median.is_nan() && want_median.is_nan()), "{what}: median {median}");
+        if !finite.is_empty() {
+            let k = (finite.len() / 3) as u64;
+            let mut sorted = finite.clone();
+            sorted.sort_by(f32::total_cmp);
+            prop_assert_eq!(select::kth(&gpu, &device, k).unwrap(), sorted[k as usize], "{}: k={}", what, k);
+        }
+
+        let clean: Vec<f32> = values.iter().map(|v| if v.is_nan() { 0.5 } else { *v }).collect();
+        let mut scanned = DeviceArray::zeros(&gpu, clean.len()).unwrap();
+        let total = scan::exclusive_scan(&gpu, &DeviceArray::from_slice(&gpu, &clean).unwrap(), &mut scanned).unwrap();
+        assert_f32_scan(scanned.to_array(&gpu).unwrap().as_slice().unwrap(), total, &clean, &what);
+
+        let kept = compact::compact_array(&gpu, ArrayView1::from(&values), window).unwrap();
+        let want_kept = compact::cpu_reference(&values, window);
+        prop_assert_eq!(
+            kept.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want_kept.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{}",
+            what
+        );
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
 }
