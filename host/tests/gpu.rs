@@ -221,8 +221,8 @@ fn jobs_divided_among_gpus_match_the_cpu() {
 /// every result against the CPU, since a race between joins would show only now and then.
 #[test]
 fn labeler_and_measurer_match_the_cpu_every_time() {
-    use host::ops::label::{detect, label, Connectivity, Input, Labeler};
-    use host::ops::measure::{compare, measure, Measurer};
+    use host::ops::label::{cpu_reference as label, detect, Connectivity, Input, Labeler};
+    use host::ops::measure::{compare, cpu_reference as measure, Measurer};
     let Some(gpu) = gpu("labeler_and_measurer_match_the_cpu_every_time") else { return };
     for (side, blank, threshold) in [(509, false, 0.0), (1031, true, 3.0), (2048, false, 5.0), (2048, true, 0.5)] {
         let input = Input { side, blank, image: None, threshold };

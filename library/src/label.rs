@@ -1,6 +1,6 @@
 //! Connected components of the detection mask, as `scipy.ndimage.label` numbers them: the
-//! typed API ([`label_device`] over device arrays, [`label_array`] over `ndarray` views), the
-//! CPU reference ([`detect`], [`label`]), the host side of `kernels::label` ([`Labeler`],
+//! typed API ([`label`] over device arrays, [`label_array`] over `ndarray` views), the
+//! CPU reference ([`detect`], [`cpu_reference`]), the host side of `kernels::label` ([`Labeler`],
 //! the bindings of its kernels), and the `label` family of the registry.
 //!
 //! The CPU reference: the image is cut into bands of rows, labelled in parallel, each with
@@ -121,7 +121,7 @@ fn shifted(col: usize, dc: isize, width: usize) -> Option<usize> {
     col.checked_add_signed(dc).filter(|&c| c < width)
 }
 
-/// Labels the rows of `mask` (`width` a row) on their own, as [`label`] numbers them, into
+/// Labels the rows of `mask` (`width` a row) on their own, as [`cpu_reference`] numbers them, into
 /// `labels`; returns how many components there are.
 fn label_band(mask: &[bool], width: usize, connectivity: Connectivity, labels: &mut [u32]) -> u32 {
     let mut sets = Sets::new(1);
@@ -159,17 +159,17 @@ fn label_band(mask: &[bool], width: usize, connectivity: Connectivity, labels: &
 /// multiple of `width`, and below `u32::MAX`.
 ///
 /// ```
-/// use cuda_kernels::label::{detect, label, Connectivity};
+/// use cuda_kernels::label::{detect, cpu_reference, Connectivity};
 ///
 /// let pixels = [5.0, 0.0, 5.0, 0.0, 0.0, 5.0];
-/// let (labels, n) = label(&detect(&pixels, 1.0), 3, Connectivity::Four);
+/// let (labels, n) = cpu_reference(&detect(&pixels, 1.0), 3, Connectivity::Four);
 /// assert_eq!((labels, n), (vec![1, 0, 2, 0, 0, 2], 2));
 /// ```
-pub fn label(mask: &[bool], width: usize, connectivity: Connectivity) -> (Vec<u32>, usize) {
+pub fn cpu_reference(mask: &[bool], width: usize, connectivity: Connectivity) -> (Vec<u32>, usize) {
     label_in_bands(mask, width, connectivity, BAND_ROWS)
 }
 
-/// [`label`] with bands of `band_rows` rows (at least 1) labelled in parallel, then
+/// [`cpu_reference`] with bands of `band_rows` rows (at least 1) labelled in parallel, then
 /// joined: the labels are the same for every band height, which the tests check.
 pub fn label_in_bands(mask: &[bool], width: usize, connectivity: Connectivity, band_rows: usize) -> (Vec<u32>, usize) {
     let mut labels = vec![0u32; mask.len()];
@@ -477,7 +477,7 @@ fn check_label(image: (usize, usize), labels: (usize, usize), level: f64) -> Gpu
 /// Pixels are compared with `level` in f64, so `level` need not be an f32 number; a NaN pixel
 /// is never above it. [`Connectivity::Four`] joins pixels sharing an edge (SciPy's default
 /// structure), [`Connectivity::Eight`] also those sharing a corner
-/// (`structure=np.ones((3, 3))`). The labels equal [`label`]'s (the CPU's) of [`detect`]'s mask
+/// (`structure=np.ones((3, 3))`). The labels equal [`cpu_reference`]'s (the CPU's) of [`detect`]'s mask
 /// exactly.
 ///
 /// Checked before anything runs: `labels` has the image's shape, the image has 1 to
@@ -491,7 +491,7 @@ fn check_label(image: (usize, usize), labels: (usize, usize), level: f64) -> Gpu
 ///
 /// ```
 /// # fn main() -> cuda_kernels::GpuResult<()> {
-/// use cuda_kernels::label::{detect, label, label_device, Connectivity};
+/// use cuda_kernels::label::{detect, cpu_reference, label, Connectivity};
 /// use cuda_kernels::DeviceMatrix;
 /// use ndarray::array;
 ///
@@ -500,20 +500,20 @@ fn check_label(image: (usize, usize), labels: (usize, usize), level: f64) -> Gpu
 /// let image = DeviceMatrix::from_array(&gpu, host.view())?;
 /// let mut labels = DeviceMatrix::zeros(&gpu, (3, 4))?;
 ///
-/// let n = label_device(&gpu, &image, 1.0, Connectivity::Four, &mut labels)?;
+/// let n = label(&gpu, &image, 1.0, Connectivity::Four, &mut labels)?;
 /// assert_eq!(n, 5);
 /// assert_eq!(labels.to_array(&gpu)?, array![[1u32, 0, 2, 2], [0, 3, 0, 0], [4, 0, 0, 5]]);
 ///
 /// // Through the corners, the diagonal joins the first four.
-/// let n = label_device(&gpu, &image, 1.0, Connectivity::Eight, &mut labels)?;
+/// let n = label(&gpu, &image, 1.0, Connectivity::Eight, &mut labels)?;
 /// let labels = labels.to_array(&gpu)?;
 /// assert_eq!((&labels, n), (&array![[1u32, 0, 1, 1], [0, 1, 0, 0], [1, 0, 0, 2]], 2));
 /// let mask = detect(host.as_slice().unwrap(), 1.0);
-/// assert_eq!(label(&mask, 4, Connectivity::Eight), (labels.into_raw_vec_and_offset().0, n));
+/// assert_eq!(cpu_reference(&mask, 4, Connectivity::Eight), (labels.into_raw_vec_and_offset().0, n));
 /// # Ok(())
 /// # }
 /// ```
-pub fn label_device(
+pub fn label(
     gpu: &Gpu,
     image: &DeviceMatrix<f32>,
     level: f64,
@@ -534,13 +534,13 @@ pub fn label_device(
 }
 
 /// `scipy.ndimage.label(image > level, structure)`, computed on `gpu`: copies `image` (any
-/// memory layout) to the GPU, runs [`label_device`], and returns the labels (the image's shape)
-/// and their number n once the GPU has finished. The same inputs as [`label_device`]'s are
+/// memory layout) to the GPU, runs [`label`], and returns the labels (the image's shape)
+/// and their number n once the GPU has finished. The same inputs as [`label`]'s are
 /// errors: an empty image, more than [`MAX_PIXELS`] pixels, a NaN level.
 ///
 /// ```
 /// # fn main() -> cuda_kernels::GpuResult<()> {
-/// use cuda_kernels::label::{detect, label, label_array, Connectivity};
+/// use cuda_kernels::label::{detect, cpu_reference, label_array, Connectivity};
 /// use ndarray::array;
 ///
 /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
@@ -548,7 +548,7 @@ pub fn label_device(
 /// let (labels, n) = label_array(&gpu, image.view(), 1.0, Connectivity::Four)?;
 /// assert_eq!((&labels, n), (&array![[0u32, 1, 1], [0, 0, 1], [2, 0, 0]], 2));
 /// let mask = detect(image.as_slice().unwrap(), 1.0);
-/// assert_eq!(label(&mask, 3, Connectivity::Four), (labels.into_raw_vec_and_offset().0, n));
+/// assert_eq!(cpu_reference(&mask, 3, Connectivity::Four), (labels.into_raw_vec_and_offset().0, n));
 /// // Above +∞ nothing is, so no label.
 /// let (labels, n) = label_array(&gpu, image.view(), f64::INFINITY, Connectivity::Eight)?;
 /// assert_eq!((labels, n), (ndarray::Array2::zeros((3, 3)), 0));
@@ -564,7 +564,7 @@ pub fn label_array(
     check_label(image.dim(), image.dim(), level)?;
     let device_image = DeviceArray::from_array(gpu, image)?;
     let mut labels = DeviceArray::zeros(gpu, image.dim())?;
-    let count = label_device(gpu, &device_image, level, connectivity, &mut labels)?;
+    let count = label(gpu, &device_image, level, connectivity, &mut labels)?;
     Ok((labels.to_array(gpu)?, count))
 }
 

@@ -21,8 +21,8 @@
 //! | histogram (u32, or f32 as `np.histogram` bins) | [`histogram::histogram_u32`], [`histogram::histogram_f32`] |
 //! | transpose | [`transpose::transpose`] |
 //! | 2-D and 1-D filters (cross-correlation, zero padding) | [`conv2d::conv2d`], [`conv1d::conv1d`] |
-//! | connected components, as `scipy.ndimage.label` | [`label::label_device`], [`label::label_array`] |
-//! | per-component pixels, flux, centroid, peak, box | [`measure::measure_device`], [`measure::measure_array`] |
+//! | connected components, as `scipy.ndimage.label` | [`label::label`], [`label::label_array`] |
+//! | per-component pixels, flux, centroid, peak, box | [`measure::measure`], [`measure::measure_array`] |
 //! | c = a + b, y = a·x + y | [`vector_add::vector_add`], [`saxpy::saxpy`] |
 //!
 //! A radio source finder built on these families is the `radio` crate of the same repository.

@@ -1,8 +1,8 @@
 //! Per label, what `scipy.ndimage` measures of the image under it: the pixel count, the summed
 //! flux (`sum_labels`), the flux-weighted centre (`center_of_mass`), the brightest pixel
-//! (`maximum`) and the bounding box (`find_objects`). [`measure_device`] (device arrays) and
-//! [`measure_array`] (`ndarray` views) measure on the GPU, [`measure`] on the CPU;
-//! [`measure_device`] gives the definitions.
+//! (`maximum`) and the bounding box (`find_objects`). [`measure`] (device arrays) and
+//! [`measure_array`] (`ndarray` views) measure on the GPU, [`cpu_reference`] on the CPU;
+//! [`measure`] gives the definitions.
 //!
 //! SciPy adds each label's values with `np.bincount(labels, weights)`, one pixel after another
 //! in raster order, in f64, and weighs the centre by `data * row` and `data * column` in f64
@@ -72,17 +72,17 @@ struct Sums {
 /// and 0 maxima.
 ///
 /// ```
-/// use cuda_kernels::measure::measure;
+/// use cuda_kernels::measure::cpu_reference;
 ///
 /// let pixels = [1.0, 3.0, 9.0, 0.0, 4.0, 9.0];
 /// let labels = [1, 1, 0, 0, 1, 0];
-/// let source = &measure(&pixels, 3, &labels, 1)[0];
+/// let source = &cpu_reference(&pixels, 3, &labels, 1)[0];
 /// assert_eq!((source.pixels, source.flux, source.peak), (3, 8.0, 4.0));
 /// // Weighted by flux: rows (0·1 + 0·3 + 1·4) / 8, columns (0·1 + 1·3 + 1·4) / 8.
 /// assert_eq!((source.y, source.x), (0.5, 0.875));
 /// assert_eq!((source.y_min, source.y_max, source.x_min, source.x_max), (0, 1, 0, 1));
 /// ```
-pub fn measure(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Vec<Source> {
+pub fn cpu_reference(pixels: &[f32], width: usize, labels: &[u32], count: usize) -> Vec<Source> {
     let empty = Sums {
         pixels: 0,
         flux: 0.0,
@@ -240,7 +240,7 @@ impl Measurer {
         Ok(Self { width, height, records })
     }
 
-    /// The sources of labels 1..=`count` of `labels` (as [`measure`] measures them on the CPU).
+    /// The sources of labels 1..=`count` of `labels` (as [`cpu_reference`] measures them on the CPU).
     pub fn measure(
         &self,
         gpu: &Gpu,
@@ -350,7 +350,7 @@ fn check_measure(image: (usize, usize), labels: (usize, usize), count: usize) ->
     Ok(count as u32)
 }
 
-/// A source as [`measure`] gives it: a label no pixel carries has the empty sums (a
+/// A source as [`cpu_reference`] gives it: a label no pixel carries has the empty sums (a
 /// peak of −∞ and a box of `usize::MAX` minima and 0 maxima), where its zeroed record reads
 /// as NaN and `u32::MAX`.
 fn settled(source: Source) -> Source {
@@ -362,7 +362,7 @@ fn settled(source: Source) -> Source {
 
 /// What `scipy.ndimage` measures of `image` under each label 1..=`count` of `labels`, on
 /// `gpu`: one [`Source`] per label, in label order. `labels` is typically
-/// [`label_device`](crate::label::label_device)'s output, and `count` the number it returned.
+/// [`label`](crate::label::label)'s output, and `count` the number it returned.
 ///
 /// For label ℓ, over the pixels (row r, column c, value v) whose label is ℓ:
 /// - `pixels`: how many there are (`np.bincount(labels)[ℓ]`);
@@ -373,8 +373,8 @@ fn settled(source: Source) -> Source {
 /// - `y_min..=y_max`, `x_min..=x_max`: the bounding box (`find_objects(labels)[ℓ - 1]`).
 ///
 /// Pixels labelled 0 are the background and pixels labelled above `count` are left out. A
-/// label no pixel carries gets the empty sums, as [`measure`] gives them. The GPU adds
-/// with f64 atomics in no fixed order: pixels, peaks and boxes equal [`measure`]'s
+/// label no pixel carries gets the empty sums, as [`cpu_reference`] gives them. The GPU adds
+/// with f64 atomics in no fixed order: pixels, peaks and boxes equal [`cpu_reference`]'s
 /// exactly, fluxes within [`FLUX_TOLERANCE`] relative and centres within
 /// [`CENTRE_TOLERANCE`] pixel ([`compare`] checks both); on whole-number pixels every sum is
 /// exact, so all of it is equal.
@@ -386,8 +386,8 @@ fn settled(source: Source) -> Source {
 ///
 /// ```
 /// # fn main() -> cuda_kernels::GpuResult<()> {
-/// use cuda_kernels::label::{label_device, Connectivity};
-/// use cuda_kernels::measure::{measure, measure_device};
+/// use cuda_kernels::label::{label, Connectivity};
+/// use cuda_kernels::measure::{cpu_reference, measure};
 /// use cuda_kernels::DeviceMatrix;
 /// use ndarray::array;
 ///
@@ -395,17 +395,17 @@ fn settled(source: Source) -> Source {
 /// let host = array![[1.0f32, 3.0, 0.0, 0.0], [0.0, 4.0, 0.0, 0.0], [0.0, 0.0, 2.0, 6.0]];
 /// let image = DeviceMatrix::from_array(&gpu, host.view())?;
 /// let mut labels = DeviceMatrix::zeros(&gpu, (3, 4))?;
-/// let count = label_device(&gpu, &image, 0.5, Connectivity::Four, &mut labels)?;
-/// let sources = measure_device(&gpu, &image, &labels, count)?;
+/// let count = label(&gpu, &image, 0.5, Connectivity::Four, &mut labels)?;
+/// let sources = measure(&gpu, &image, &labels, count)?;
 /// // Label 2: 2 at column 2 and 6 at column 3 of row 2.
 /// assert_eq!((sources[1].flux, sources[1].y, sources[1].x), (8.0, 2.0, 2.75));
 /// // Whole-number pixels: every sum is exact in any order, so the GPU's equal the CPU's.
 /// let labels = labels.to_array(&gpu)?;
-/// assert_eq!(sources, measure(host.as_slice().unwrap(), 4, labels.as_slice().unwrap(), count));
+/// assert_eq!(sources, cpu_reference(host.as_slice().unwrap(), 4, labels.as_slice().unwrap(), count));
 /// # Ok(())
 /// # }
 /// ```
-pub fn measure_device(
+pub fn measure(
     gpu: &Gpu,
     image: &DeviceMatrix<f32>,
     labels: &DeviceMatrix<u32>,
@@ -422,23 +422,23 @@ pub fn measure_device(
     Ok(sources.into_iter().map(settled).collect())
 }
 
-/// [`measure_device`] of `ndarray` arrays: copies `image` and `labels` (any memory layout) to
+/// [`measure`] of `ndarray` arrays: copies `image` and `labels` (any memory layout) to
 /// `gpu`, measures labels 1..=`count`, and returns their sources. The same inputs as
-/// [`measure_device`]'s are errors.
+/// [`measure`]'s are errors.
 ///
 /// ```
 /// # fn main() -> cuda_kernels::GpuResult<()> {
-/// use cuda_kernels::label::{detect, label, Connectivity};
-/// use cuda_kernels::measure::{compare, measure, measure_array};
+/// use cuda_kernels::label::{self, detect, Connectivity};
+/// use cuda_kernels::measure::{compare, cpu_reference, measure_array};
 /// use ndarray::{Array2, ArrayView2};
 ///
 /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
 /// let image = Array2::from_shape_fn((9, 13), |(r, c)| ((r * 13 + c) % 7) as f32 * 0.3 - 0.4);
 /// let pixels = image.as_slice().unwrap();
-/// let (labels, count) = label(&detect(pixels, 0.5), 13, Connectivity::Eight);
+/// let (labels, count) = label::cpu_reference(&detect(pixels, 0.5), 13, Connectivity::Eight);
 /// let label_view = ArrayView2::from_shape((9, 13), &labels).unwrap();
 /// let sources = measure_array(&gpu, image.view(), label_view, count)?;
-/// let expected = measure(pixels, 13, &labels, count);
+/// let expected = cpu_reference(pixels, 13, &labels, count);
 /// assert_eq!(sources.len(), count);
 /// // The same pixels, peaks and boxes; fluxes and centres within the tolerances.
 /// assert!(compare(&sources, &expected).passed);
@@ -454,7 +454,7 @@ pub fn measure_array(
     check_measure(image.dim(), labels.dim(), count)?;
     let device_image = DeviceArray::from_array(gpu, image)?;
     let device_labels = DeviceArray::from_array(gpu, labels)?;
-    measure_device(gpu, &device_image, &device_labels, count)
+    measure(gpu, &device_image, &device_labels, count)
 }
 
 #[cfg(test)]
@@ -477,7 +477,7 @@ mod tests {
             0, 1, 0, 0,
             0, 0, 2, 2,
         ];
-        let sources = measure(&pixels, 4, &labels, 2);
+        let sources = cpu_reference(&pixels, 4, &labels, 2);
         // Label 1: flux 8; rows weighted (0·1 + 0·3 + 1·4)/8 = 0.5; columns (0·1 + 1·3 + 1·4)/8.
         // Not the mean of the pixels' positions (1/3, 2/3): that would be unweighted.
         let one = Source {
@@ -506,7 +506,7 @@ mod tests {
             x_max: 3,
         };
         assert_eq!(sources, vec![one, two]);
-        assert_eq!(measure(&pixels, 4, &[0; 12], 0), vec![]);
+        assert_eq!(cpu_reference(&pixels, 4, &[0; 12], 0), vec![]);
     }
 
     #[test]
@@ -544,7 +544,7 @@ mod tests {
         ];
         let decoded = source(1, &record([8.0, 4.0, 7.0], fields));
         let pixels = [1.0, 3.0, 9.0, 4.0];
-        assert_eq!(decoded, measure(&pixels, 2, &[1, 1, 0, 1], 1)[0]);
+        assert_eq!(decoded, cpu_reference(&pixels, 2, &[1, 1, 0, 1], 1)[0]);
         let one = std::slice::from_ref(&decoded);
         assert!(compare(one, one).passed);
         let moved = Source { x: decoded.x + 2e-4, ..decoded.clone() };
@@ -572,7 +572,7 @@ mod tests {
     #[test]
     fn empty_labels_and_labels_above_the_count() {
         // Label 2 is on no pixel; label 3 is above the count.
-        let sources = measure(&[1.0, 2.0, 5.0], 3, &[1, 0, 3], 2);
+        let sources = cpu_reference(&[1.0, 2.0, 5.0], 3, &[1, 0, 3], 2);
         let empty = Source {
             label: 2,
             y: f64::NAN,
@@ -598,7 +598,7 @@ mod tests {
     fn sums_are_in_f64() {
         // 2^24 + 1 is not an f32, but 2^24 and 1 are: summed in f32 the 1 would be lost.
         let pixels = [16_777_216.0f32, 1.0];
-        let source = &measure(&pixels, 2, &[1, 1], 1)[0];
+        let source = &cpu_reference(&pixels, 2, &[1, 1], 1)[0];
         assert_eq!(source.flux, 16_777_217.0);
         assert_eq!(source.x, 1.0 / 16_777_217.0);
     }

@@ -38,7 +38,7 @@ fn random_image(rows: usize, cols: usize, seed: u64, nan_every: u32) -> Array2<f
 /// [`label::label`] of the pixels of `image` above `level`.
 fn cpu_labels(image: ArrayView2<f32>, level: f64, connectivity: Connectivity) -> (Vec<u32>, usize) {
     let pixels: Vec<f32> = image.iter().copied().collect();
-    label::label(&detect(&pixels, level), image.ncols(), connectivity)
+    label::cpu_reference(&detect(&pixels, level), image.ncols(), connectivity)
 }
 
 /// The GPU's labels of `image` by both forms, each asserted equal to the CPU's; the count.
@@ -48,7 +48,7 @@ fn assert_labels_match(gpu: &Gpu, image: ArrayView2<f32>, level: f64, connectivi
     let device_image = DeviceArray::from_array(gpu, image).unwrap();
     // Labels that are not zero: every one must be written.
     let mut labels = DeviceArray::from_array(gpu, Array2::from_elem(image.dim(), u32::MAX).view()).unwrap();
-    let n = label::label_device(gpu, &device_image, level, connectivity, &mut labels).unwrap();
+    let n = label::label(gpu, &device_image, level, connectivity, &mut labels).unwrap();
     assert_eq!(n, count, "{what}: the count");
     assert_eq!(labels.to_array(gpu).unwrap().into_raw_vec_and_offset().0, expected, "{what}: the labels");
     let (array, n) = label::label_array(gpu, image, level, connectivity).unwrap();
@@ -143,10 +143,10 @@ fn assert_measures_match(gpu: &Gpu, image: ArrayView2<f32>, labels: ArrayView2<u
     let what = format!("{:?} {count} labels", image.dim());
     let pixels: Vec<f32> = image.iter().copied().collect();
     let flat: Vec<u32> = labels.iter().copied().collect();
-    let expected = measure::measure(&pixels, image.ncols(), &flat, count);
+    let expected = measure::cpu_reference(&pixels, image.ncols(), &flat, count);
     let device_image = DeviceArray::from_array(gpu, image).unwrap();
     let device_labels = DeviceArray::from_array(gpu, labels).unwrap();
-    let by_arrays = measure::measure_device(gpu, &device_image, &device_labels, count).unwrap();
+    let by_arrays = measure::measure(gpu, &device_image, &device_labels, count).unwrap();
     let by_views = measure::measure_array(gpu, image, labels, count).unwrap();
     for sources in [by_arrays, by_views] {
         assert_eq!(sources.len(), count, "{what}: the number of sources");
@@ -175,10 +175,10 @@ fn measure_matches_the_reference_at_odd_shapes() {
                 // Labelled on the GPU, measured on it.
                 let device_image = DeviceArray::from_array(&gpu, image.view()).unwrap();
                 let mut device_labels = DeviceArray::zeros(&gpu, (rows, cols)).unwrap();
-                let n = label::label_device(&gpu, &device_image, level, connectivity, &mut device_labels).unwrap();
-                let sources = measure::measure_device(&gpu, &device_image, &device_labels, n).unwrap();
+                let n = label::label(&gpu, &device_image, level, connectivity, &mut device_labels).unwrap();
+                let sources = measure::measure(&gpu, &device_image, &device_labels, n).unwrap();
                 let pixels = image.as_slice().unwrap();
-                let check = compare(&sources, &measure::measure(pixels, cols, labels.as_slice().unwrap(), count));
+                let check = compare(&sources, &measure::cpu_reference(pixels, cols, labels.as_slice().unwrap(), count));
                 assert!(check.passed, "{rows}×{cols} level {level} {connectivity:?}: {check:?}");
             }
             // Whole numbers, of either sign, and any level: exactly the CPU's sums.
@@ -218,7 +218,7 @@ fn measure_takes_any_labels() {
     assert_eq!((empty.label, empty.pixels, empty.flux, empty.peak), (3, 0, 0.0, f64::NEG_INFINITY));
     assert_eq!((empty.y_min, empty.y_max, empty.x_min, empty.x_max), (usize::MAX, 0, usize::MAX, 0));
     // `compare` fails the NaN flux and passes the empty label.
-    let check = compare(&sources, &measure::measure(&[f32::NAN, 1.0, f32::NAN, 2.0], 2, &[1, 2, 1, 0], 3));
+    let check = compare(&sources, &measure::cpu_reference(&[f32::NAN, 1.0, f32::NAN, 2.0], 2, &[1, 2, 1, 0], 3));
     assert_eq!((check.mismatches, check.first_mismatch), (1, Some(0)));
 }
 
@@ -228,22 +228,16 @@ fn label_refuses_bad_inputs() {
     let image: DeviceMatrix<f32> = DeviceArray::zeros(&gpu, (4, 3)).unwrap();
     let mut wrong = DeviceArray::zeros(&gpu, (3, 5)).unwrap();
     let four = Connectivity::Four;
-    assert_refused(
-        label::label_device(&gpu, &image, 0.0, four, &mut wrong),
-        "label: the labels are 3×5, the image 4×3",
-    );
+    assert_refused(label::label(&gpu, &image, 0.0, four, &mut wrong), "label: the labels are 3×5, the image 4×3");
     let mut transposed = DeviceArray::zeros(&gpu, (3, 4)).unwrap();
-    assert_refused(label::label_device(&gpu, &image, 0.0, four, &mut transposed), "the labels are 3×4, the image 4×3");
+    assert_refused(label::label(&gpu, &image, 0.0, four, &mut transposed), "the labels are 3×4, the image 4×3");
     let empty: DeviceMatrix<f32> = DeviceArray::zeros(&gpu, (0, 3)).unwrap();
     let mut empty_labels = DeviceArray::zeros(&gpu, (0, 3)).unwrap();
-    assert_refused(
-        label::label_device(&gpu, &empty, 0.0, four, &mut empty_labels),
-        "label: the image is 0×3, with no pixel",
-    );
+    assert_refused(label::label(&gpu, &empty, 0.0, four, &mut empty_labels), "label: the image is 0×3, with no pixel");
     assert_refused(label::label_array(&gpu, Array2::<f32>::zeros((5, 0)).view(), 0.0, four), "the image is 5×0");
     let mut labels = DeviceArray::zeros(&gpu, (4, 3)).unwrap();
     let nan = "label: the level is NaN, which no pixel is above";
-    assert_refused(label::label_device(&gpu, &image, f64::NAN, four, &mut labels), nan);
+    assert_refused(label::label(&gpu, &image, f64::NAN, four, &mut labels), nan);
     assert_refused(label::label_array(&gpu, Array2::<f32>::zeros((2, 2)).view(), f64::NAN, four), nan);
     // 2^32 pixels (one value, broadcast: nothing is allocated), refused before any copy.
     let zero = arr0(0.0f32);
@@ -265,9 +259,9 @@ fn label_refuses_bad_inputs() {
     let other = Gpu::new().unwrap();
     let mut foreign = DeviceArray::zeros(&other, (4, 3)).unwrap();
     let message = "arrays are used on the GPU that made them";
-    assert_refused(label::label_device(&gpu, &image, 0.0, four, &mut foreign), message);
+    assert_refused(label::label(&gpu, &image, 0.0, four, &mut foreign), message);
     let foreign_image: DeviceMatrix<f32> = DeviceArray::zeros(&other, (4, 3)).unwrap();
-    assert_refused(label::label_device(&gpu, &foreign_image, 0.0, four, &mut labels), message);
+    assert_refused(label::label(&gpu, &foreign_image, 0.0, four, &mut labels), message);
 }
 
 #[test]
@@ -275,7 +269,7 @@ fn measure_refuses_bad_inputs() {
     let Some(gpu) = gpu("measure_refuses_bad_inputs") else { return };
     let image: DeviceMatrix<f32> = DeviceArray::zeros(&gpu, (4, 3)).unwrap();
     let wrong: DeviceMatrix<u32> = DeviceArray::zeros(&gpu, (3, 4)).unwrap();
-    assert_refused(measure::measure_device(&gpu, &image, &wrong, 1), "measure: the labels are 3×4, the image 4×3");
+    assert_refused(measure::measure(&gpu, &image, &wrong, 1), "measure: the labels are 3×4, the image 4×3");
     let (four_by_three, three_by_four) = (Array2::<f32>::zeros((4, 3)), Array2::<u32>::zeros((3, 4)));
     assert_refused(
         measure::measure_array(&gpu, four_by_three.view(), three_by_four.view(), 1),
@@ -283,9 +277,9 @@ fn measure_refuses_bad_inputs() {
     );
     let empty: DeviceMatrix<f32> = DeviceArray::zeros(&gpu, (3, 0)).unwrap();
     let empty_labels: DeviceMatrix<u32> = DeviceArray::zeros(&gpu, (3, 0)).unwrap();
-    assert_refused(measure::measure_device(&gpu, &empty, &empty_labels, 0), "measure: the image is 3×0, with no pixel");
+    assert_refused(measure::measure(&gpu, &empty, &empty_labels, 0), "measure: the image is 3×0, with no pixel");
     let labels: DeviceMatrix<u32> = DeviceArray::zeros(&gpu, (4, 3)).unwrap();
-    assert_refused(measure::measure_device(&gpu, &image, &labels, 13), "measure: 13 labels on 12 pixels");
+    assert_refused(measure::measure(&gpu, &image, &labels, 13), "measure: 13 labels on 12 pixels");
     assert_refused(
         measure::measure_array(&gpu, four_by_three.view(), four_by_three.mapv(|_| 0u32).view(), usize::MAX),
         &format!("measure: {} labels on 12 pixels", usize::MAX),
@@ -298,7 +292,7 @@ fn measure_refuses_bad_inputs() {
     );
     let other = Gpu::new().unwrap();
     let foreign: DeviceMatrix<u32> = DeviceArray::zeros(&other, (4, 3)).unwrap();
-    assert_refused(measure::measure_device(&gpu, &image, &foreign, 1), "arrays are used on the GPU that made them");
+    assert_refused(measure::measure(&gpu, &image, &foreign, 1), "arrays are used on the GPU that made them");
 }
 
 /// Random cases: a shape (often one row or one column), whole-number pixels in [-3, 9] with
@@ -342,7 +336,7 @@ fn measure_agrees_with_the_cpu_on_random_images() {
         let pixels: Vec<f32> = image.iter().copied().collect();
         let (labels, count) = cpu_labels(image.view(), level, connectivity);
         let count = count.saturating_add_signed(extra).min(pixels.len());
-        let expected = measure::measure(&pixels, image.ncols(), &labels, count);
+        let expected = measure::cpu_reference(&pixels, image.ncols(), &labels, count);
         let labels = Array2::from_shape_vec(image.dim(), labels).unwrap();
         let sources = measure::measure_array(&gpu, image.view(), labels.view(), count).unwrap();
         prop_assert_eq!(sources.len(), count);
@@ -395,7 +389,7 @@ proptest! {
         let pixels: Vec<f32> = image.iter().copied().collect();
         let mask = detect(&pixels, level);
         let expected = flood_fill(&mask, image.ncols(), connectivity);
-        prop_assert_eq!(&label::label(&mask, image.ncols(), connectivity), &expected);
+        prop_assert_eq!(&label::cpu_reference(&mask, image.ncols(), connectivity), &expected);
         prop_assert_eq!(&label_in_bands(&mask, image.ncols(), connectivity, band_rows), &expected);
     }
 
@@ -405,7 +399,7 @@ proptest! {
         let pixels: Vec<f32> = image.iter().copied().collect();
         let (labels, count) = cpu_labels(image.view(), level, connectivity);
         let count = count.saturating_add_signed(extra).min(pixels.len());
-        let sources = measure::measure(&pixels, cols, &labels, count);
+        let sources = measure::cpu_reference(&pixels, cols, &labels, count);
         prop_assert_eq!(sources.len(), count);
         for (i, source) in sources.iter().enumerate() {
             let ours: Vec<(usize, usize, f32)> = (0..rows * cols)

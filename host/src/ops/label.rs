@@ -205,7 +205,7 @@ impl Workload for Label {
 
     fn compute_reference(&mut self) {
         let d = &self.detection;
-        let (mut labels, count) = label(&detect(&d.pixels, d.level), d.width, self.connectivity);
+        let (mut labels, count) = cpu_reference(&detect(&d.pixels, d.level), d.width, self.connectivity);
         labels.push(count as u32);
         self.expected = labels;
     }
@@ -301,9 +301,9 @@ mod tests {
     #[test]
     fn a_diagonal_pair_is_one_source_with_8_neighbours_and_two_with_4() {
         let (m, width) = mask(&["#..", ".#.", "..."]);
-        let (four, n4) = label(&m, width, Connectivity::Four);
+        let (four, n4) = cpu_reference(&m, width, Connectivity::Four);
         assert_eq!((grid(&four, width), n4), (vec![vec![1, 0, 0], vec![0, 2, 0], vec![0, 0, 0]], 2));
-        let (eight, n8) = label(&m, width, Connectivity::Eight);
+        let (eight, n8) = cpu_reference(&m, width, Connectivity::Eight);
         assert_eq!((grid(&eight, width), n8), (vec![vec![1, 0, 0], vec![0, 1, 0], vec![0, 0, 0]], 1));
     }
 
@@ -318,7 +318,7 @@ mod tests {
             "###...###.", //
             ".........#",
         ]);
-        let (four, n4) = label(&m, width, Connectivity::Four);
+        let (four, n4) = cpu_reference(&m, width, Connectivity::Four);
         let want = vec![
             vec![1, 0, 1, 0, 2, 0, 3, 0, 3, 0],
             vec![1, 0, 1, 0, 0, 0, 3, 0, 3, 0],
@@ -326,14 +326,14 @@ mod tests {
             vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 4],
         ];
         assert_eq!((grid(&four, width), n4), (want.clone(), 4));
-        let (eight, n8) = label(&m, width, Connectivity::Eight);
+        let (eight, n8) = cpu_reference(&m, width, Connectivity::Eight);
         let mut want = want;
         want[3][9] = 3;
         assert_eq!((grid(&eight, width), n8), (want, 3), "the corner joins the pixel to the second U");
         // The first pixel decides, not the first label opened: the left arm of this ⅃ opens
         // a label after the dot's, and joins its right arm, which came before the dot.
         let (m, width) = mask(&["..#.#", "#.#..", "###.."]);
-        let (labels, n) = label(&m, width, Connectivity::Four);
+        let (labels, n) = cpu_reference(&m, width, Connectivity::Four);
         assert_eq!((grid(&labels, width), n), (vec![vec![0, 0, 1, 0, 2], vec![1, 0, 1, 0, 0], vec![1, 1, 1, 0, 0]], 2));
     }
 
@@ -350,7 +350,7 @@ mod tests {
                     let got = label_in_bands(&m, width, connectivity, band_rows);
                     assert_eq!(got, want, "{}x{} {:?}, bands of {} rows", height, width, connectivity, band_rows);
                 }
-                assert_eq!(label(&m, width, connectivity), want);
+                assert_eq!(cpu_reference(&m, width, connectivity), want);
             }
         }
         // A snake that crosses every band edge several times is one component.
@@ -367,6 +367,6 @@ mod tests {
             .collect();
         let (m, width) = mask(&rows.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(label_in_bands(&m, width, Connectivity::Four, 1).1, 1);
-        assert_eq!(label(&[], 4, Connectivity::Four), (vec![], 0));
+        assert_eq!(cpu_reference(&[], 4, Connectivity::Four), (vec![], 0));
     }
 }

@@ -3,7 +3,7 @@
 pub use cuda_kernels::measure::*;
 
 use crate::gpu::{refuse, Gpu, GpuResult, LaunchConfig};
-use crate::ops::label::{detect, label, Connectivity, Detection, Input};
+use crate::ops::label::{cpu_reference as label, detect, Connectivity, Detection, Input};
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
@@ -114,7 +114,7 @@ impl Workload for Measure {
 
     fn compute_reference(&mut self) {
         let d = &self.detection;
-        self.expected = measure(&d.pixels, d.width, &self.labels, self.count as usize);
+        self.expected = cpu_reference(&d.pixels, d.width, &self.labels, self.count as usize);
     }
 
     fn check(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<Checked> {

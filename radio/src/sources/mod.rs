@@ -177,10 +177,10 @@ pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
     });
     stage("threshold", ms);
 
-    let ((labels, count), ms) = timed(|| label::label(&mask, image.width, settings.connectivity));
+    let ((labels, count), ms) = timed(|| label::cpu_reference(&mask, image.width, settings.connectivity));
     stage("labeling", ms);
 
-    let (sources, ms) = timed(|| measure::measure(pixels, image.width, &labels, count));
+    let (sources, ms) = timed(|| measure::cpu_reference(pixels, image.width, &labels, count));
     stage("measures", ms);
 
     Ok(Found { nan_pixels, background, level, detected_pixels, labels, sources, stages })
