@@ -3,19 +3,18 @@
 //! `Gpu` fields and the scan's scratch are compile-time properties, tested by `compile_fail`
 //! doctests on `Gpu` and on the scan bindings.) Without a GPU each test says it skipped.
 
-use cuda_kernels::gpu::{doctest_gpu, Gpu, Readback};
+mod common;
+
+use common::gpu;
+use cuda_kernels::gpu::{Gpu, Readback};
 use cuda_kernels::matmul::{gemm, Dtype};
 use cuda_kernels::DeviceMatrix;
-
-fn gpu() -> Option<Gpu> {
-    doctest_gpu().expect("opening the GPU")
-}
 
 /// A copy back whose `Pending` is forgotten may still be writing its page-locked memory, so
 /// dropping the `Readback` must leak that memory, not free it.
 #[test]
 fn a_forgotten_read_back_leaks_its_memory() {
-    let Some(gpu) = gpu() else { return };
+    let Some(gpu) = gpu("a_forgotten_read_back_leaks_its_memory") else { return };
     let values = DeviceMatrix::<f32>::zeros(&gpu, (1, 1 << 20)).unwrap();
     let source = gpu.upload("values", &vec![1.5f32; 1 << 20]).unwrap();
     let readback = Readback::<f32>::new(4).unwrap();
@@ -36,7 +35,7 @@ fn a_forgotten_read_back_leaks_its_memory() {
 /// that read it has finished, and nothing else is queued.
 #[test]
 fn dropping_an_array_waits_for_its_last_use() {
-    let Some(gpu) = gpu() else { return };
+    let Some(gpu) = gpu("dropping_an_array_waits_for_its_last_use") else { return };
     let side = 4096;
     let a = DeviceMatrix::<f32>::zeros(&gpu, (side, side)).unwrap();
     let b = DeviceMatrix::<f32>::zeros(&gpu, (side, side)).unwrap();
@@ -53,7 +52,7 @@ fn dropping_an_array_waits_for_its_last_use() {
 /// refused by the other.
 #[test]
 fn arrays_of_another_gpu_are_refused() {
-    let Some(first) = gpu() else { return };
+    let Some(first) = gpu("arrays_of_another_gpu_are_refused") else { return };
     let second = Gpu::new().unwrap();
     let a = DeviceMatrix::<f32>::zeros(&first, (8, 8)).unwrap();
     let b = DeviceMatrix::<f32>::zeros(&second, (8, 8)).unwrap();

@@ -1,5 +1,6 @@
 //! What the library's GPU test files share: a GPU, or the report that there is none, and the
 //! check that a call was refused with a given message.
+#![allow(dead_code)] // each test binary uses its own part of this
 
 use cuda_kernels::gpu::{doctest_gpu, Gpu, GpuError};
 use std::io::Write;
