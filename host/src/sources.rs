@@ -1,15 +1,18 @@
 //! `host sources`: finds the sources of an image on the GPU, checks them against the CPU and reports both.
 
 use crate::data::timed;
+use crate::fits;
 use crate::gpu::{require, Gpu, GpuError, GpuResult};
 use crate::io::{self, file_error, Image, ImageKind};
 pub use radio::sources::*;
 
+use catalog::Catalog;
 use clip::Background;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use cuda_kernels::check::grouped;
 pub use label::Connectivity;
 use measure::Source;
+use radio::wcs::Coordinates;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +22,10 @@ pub struct Options {
     /// blanked and ignored.
     #[arg(long)]
     pub image: PathBuf,
+    /// The FITS HDU holding the image, by index (0 is the primary) or EXTNAME [default: the
+    /// first 2-D image].
+    #[arg(long)]
+    pub hdu: Option<fits::Hdu>,
     /// κ of the κσ clipping: each round keeps the pixels strictly inside median ± κσ.
     #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub kappa: f64,
@@ -32,6 +39,13 @@ pub struct Options {
     /// also as JSON beside it (`.json`).
     #[arg(long)]
     pub catalog: Option<PathBuf>,
+    /// The catalog as a VOTable 1.4 (astropy, TOPCAT), with the same columns as the CSV.
+    #[arg(long)]
+    pub votable: Option<PathBuf>,
+    /// The sources as a ds9 region file: in the image's sky frame (fk5, icrs, galactic, …)
+    /// where its header has a celestial WCS, else in image coordinates.
+    #[arg(long)]
+    pub regions: Option<PathBuf>,
     /// A PNG of the image (asinh scale, row 0 at the top) with each source circled.
     #[arg(long)]
     pub overlay: Option<PathBuf>,
@@ -48,6 +62,10 @@ pub struct Options {
     /// Skips checking the GPU's results against the CPU's.
     #[arg(long)]
     pub no_check: bool,
+    /// Scores the catalog against a `host sky` truth CSV: completeness, reliability and
+    /// position and flux errors per S/N bin.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
 }
 
 /// What `host sources` did and found (`--json` prints it; the JSON catalog adds the sources).
@@ -72,10 +90,16 @@ pub struct Summary {
     pub pipeline_ms: Option<f64>,
     /// The GPU's results against the CPU's (empty with `--cpu` or `--no-check`).
     pub checks: Vec<Agreement>,
+    /// Where the positions come from: the WCS's frame and projection, or why they are pixels.
+    pub coordinates: String,
     pub catalog: String,
     pub catalog_json: Option<String>,
+    pub votable: Option<String>,
+    pub regions: Option<String>,
     pub overlay: Option<String>,
     pub labels: Option<String>,
+    /// The catalog against `--truth`, where given.
+    pub score: Option<score::Score>,
 }
 
 /// The JSON catalog: the summary's facts and every source.
@@ -132,6 +156,7 @@ impl Summary {
             self.settings.connectivity.neighbours()
         );
         println!("{} source{}", grouped(self.sources as u64), if self.sources == 1 { "" } else { "s" });
+        println!("coordinates: {}", self.coordinates);
         if !self.checks.is_empty() {
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header(["GPU vs CPU", "GPU / CPU or worst", "bar", "check"]);
@@ -141,9 +166,19 @@ impl Summary {
             }
             println!("{}", table);
         }
-        let written = [Some(&self.catalog), self.catalog_json.as_ref(), self.overlay.as_ref(), self.labels.as_ref()];
+        let written = [
+            Some(&self.catalog),
+            self.catalog_json.as_ref(),
+            self.votable.as_ref(),
+            self.regions.as_ref(),
+            self.overlay.as_ref(),
+            self.labels.as_ref(),
+        ];
         for path in written.into_iter().flatten() {
             println!("wrote {}", path);
+        }
+        if let Some(score) = &self.score {
+            println!("{}", score);
         }
     }
 }
@@ -189,6 +224,31 @@ fn catalog_path(image: &Path, catalog: Option<&Path>) -> PathBuf {
     })
 }
 
+/// The image at `path` and, for FITS, the header of the HDU it came from (`hdu`, or the first
+/// 2-D image); `--hdu` on another format is an error.
+fn read_image(path: &Path, hdu: Option<&fits::Hdu>) -> GpuResult<(Image, Option<fits::Header>)> {
+    if ImageKind::of(path) == ImageKind::Fits {
+        let (image, header) = fits::read_image_and_header(path, hdu)?;
+        return Ok((image, Some(header)));
+    }
+    require(hdu.is_none(), || format!("--hdu names an HDU of a FITS file; {} is not one", path.display()))?;
+    Ok((io::read_image(path)?, None))
+}
+
+/// Where the positions of `image` come from, and its unit (BUNIT): a FITS header's celestial
+/// WCS, or pixels with the reason. A broken WCS is an error naming the image.
+fn coordinates_of(image: &Path, header: Option<&fits::Header>) -> GpuResult<(Coordinates, Option<String>)> {
+    let Some(header) = header else {
+        return Ok((Coordinates::Pixels("the image has no header (not FITS)".into()), None));
+    };
+    let coordinates = Coordinates::from_header(header).map_err(|reason| file_error(image, reason))?;
+    let unit = match header.value("BUNIT") {
+        Some(fits::Value::Text(unit)) => Some(unit.clone()),
+        _ => None,
+    };
+    Ok((coordinates, unit))
+}
+
 /// An error about the image's pixels names the image.
 fn about(image: &Path, error: GpuError) -> GpuError {
     match error {
@@ -197,8 +257,8 @@ fn about(image: &Path, error: GpuError) -> GpuError {
     }
 }
 
-/// Checks `options`, reads the image, finds its sources, and writes the catalog (CSV, and
-/// JSON when `json`) and the overlay.
+/// Checks `options`, reads the image and its WCS, finds its sources, and writes the catalog
+/// (CSV; JSON when `json`; VOTable and ds9 regions when asked) and the overlay.
 pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     let settings = Settings { kappa: options.kappa, threshold: options.threshold, connectivity: options.connectivity };
     settings.check()?;
@@ -207,6 +267,8 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     let outputs: Vec<(&str, &Path)> = [
         ("--catalog", Some(catalog.as_path())),
         ("the JSON catalog", catalog_json.as_deref()),
+        ("--votable", options.votable.as_deref()),
+        ("--regions", options.regions.as_deref()),
         ("--overlay", options.overlay.as_deref()),
         ("--labels", options.labels.as_deref()),
     ]
@@ -231,9 +293,12 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     }
 
     let mut stages = Vec::new();
-    let (image, ms) = timed(|| io::read_image(&options.image));
-    let image = image?;
+    let (read, ms) = timed(|| read_image(&options.image, options.hdu.as_ref()));
+    let (image, header) = read?;
     stages.push(Stage { name: "read", ms });
+    let (coordinates, ms) = timed(|| coordinates_of(&options.image, header.as_ref()));
+    let (coordinates, unit) = coordinates?;
+    stages.push(Stage { name: "WCS", ms });
     let about_image = |e| about(&options.image, e);
     check_shape(&image).map_err(about_image)?;
     let (found, device, pipeline_ms) = if options.cpu {
@@ -252,9 +317,22 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         compare(&found, &cpu.map_err(about_image)?)
     };
     let image_name = options.image.display().to_string();
+    let described = coordinates.describe();
 
+    let rows = catalog::rows(&found.sources, found.background.sigma);
+    let score = match &options.truth {
+        Some(path) => Some(score_against(path, &rows, found.background.sigma)?),
+        None => None,
+    };
     let (written, ms) = timed(|| -> GpuResult<()> {
-        catalog::write_csv(&catalog, &found.sources)?;
+        let table = Catalog::new(&image_name, coordinates, unit.as_deref(), rows);
+        table.write_csv(&catalog)?;
+        if let Some(path) = &options.votable {
+            table.write_votable(path)?;
+        }
+        if let Some(path) = &options.regions {
+            table.write_regions(path)?;
+        }
         if let Some(path) = &catalog_json {
             let document = CatalogJson {
                 image: &image_name,
@@ -296,11 +374,33 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         runs: if options.cpu { 1 } else { options.runs },
         pipeline_ms,
         checks,
+        coordinates: described,
         catalog: catalog.display().to_string(),
         catalog_json: catalog_json.map(|p| p.display().to_string()),
+        votable: options.votable.as_ref().map(|p| p.display().to_string()),
+        regions: options.regions.as_ref().map(|p| p.display().to_string()),
         overlay: options.overlay.as_ref().map(|p| p.display().to_string()),
         labels: options.labels.as_ref().map(|p| p.display().to_string()),
+        score,
     })
+}
+
+/// `rows` scored against the truth CSV at `path`; a lesson sky's truth has no noise column,
+/// and its σ is the clipped background's, `sigma`.
+fn score_against(path: &Path, rows: &[catalog::Row], sigma: f64) -> GpuResult<score::Score> {
+    let truth = score::read_truth(path, Some(sigma))?;
+    let detections: Vec<score::Detection> = rows
+        .iter()
+        .map(|row| score::Detection {
+            x: row.x.value,
+            y: row.y.value,
+            peak: row.peak.map_or(f64::NAN, |p| p.value),
+            // The truth's flux is a sum of pixels, as an island's measures are.
+            flux: row.measures.as_ref().map_or(f64::NAN, |m| m.sum),
+            snr: row.snr(),
+        })
+        .collect();
+    score::score(&truth, &detections, &score::ScoreOptions::default())
 }
 
 #[cfg(test)]
@@ -402,16 +502,40 @@ mod tests {
     fn options(image: &Path, dir: &Path) -> Options {
         Options {
             image: image.to_path_buf(),
+            hdu: None,
             kappa: 3.0,
             threshold: 5.0,
             connectivity: Connectivity::Four,
             catalog: None,
+            votable: None,
+            regions: None,
             overlay: Some(dir.join("overlay.png")),
             labels: None,
             cpu: true,
             runs: 1,
             no_check: false,
+            truth: None,
         }
+    }
+
+    #[test]
+    fn scores_the_catalog_against_the_sky_s_truth() {
+        let dir = scratch("sources", "truth");
+        let (image, components, _) = synthetic(400, 8, false, 11);
+        let (path, truth) = (dir.join("sky.npy"), dir.join("sky-truth.csv"));
+        io::write_image(&path, 400, 400, &image.pixels).unwrap();
+        std::fs::write(&truth, sky::truth_csv(&components)).unwrap();
+        let summary = run(&Options { truth: Some(truth), ..options(&path, &dir) }, false).unwrap();
+        let score = summary.score.expect("a score with --truth");
+        // Every point source clears 5σ and is an island of its own: all are found, each by one
+        // detection; the others lie on the core, on the shell or nowhere.
+        let points = components.iter().filter(|c| c.kind == Kind::Point).count();
+        assert_eq!((score.completeness.count, score.completeness.of), (points, points));
+        assert_eq!(score.detections, summary.sources);
+        assert_eq!(score.reliability.count, points, "{score}");
+        assert_eq!(score.reliability.of + score.on_core + score.on_shell, score.detections, "{score}");
+        let missing = Options { truth: Some(dir.join("absent.csv")), ..options(&path, &dir) };
+        assert!(error_of(run(&missing, false)).contains("absent.csv"));
     }
 
     #[test]
@@ -425,14 +549,18 @@ mod tests {
         assert_eq!(summary.catalog_json, Some(dir.join("sky-sources.json").display().to_string()));
         assert_eq!((summary.device.as_str(), summary.pipeline_ms, summary.checks.len()), ("CPU", None, 0));
         let names: Vec<&str> = summary.stages.iter().map(|s| s.name).collect();
-        assert_eq!(names.first(), Some(&"read"));
+        assert_eq!(names[..2], ["read", "WCS"]);
+        assert_eq!(summary.coordinates, "positions in pixels: the image has no header (not FITS)");
         assert_eq!(names[names.len() - 2..], ["catalog", "overlay"]);
 
         let found = find(&image, &DEFAULTS).unwrap();
         assert_eq!(summary.sources, found.sources.len());
         assert!(summary.sources >= 4, "{:?}", components);
         let csv = std::fs::read_to_string(dir.join("sky-sources.csv")).unwrap();
-        assert_eq!(csv, catalog::csv(&found.sources));
+        let rows = catalog::rows(&found.sources, found.background.sigma);
+        let note = Coordinates::Pixels("the image has no header (not FITS)".into());
+        assert_eq!(csv, Catalog::new("sky.npy", note, None, rows).csv());
+        assert!(csv.starts_with(catalog::HEADER), "{}", csv);
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("sky-sources.json")).unwrap()).unwrap();
         assert_eq!(json["sources"].as_array().map(Vec::len), Some(summary.sources));
@@ -469,10 +597,108 @@ mod tests {
         let summary = run(&options(&path, &dir), true).unwrap();
         assert_eq!((summary.sources, summary.detected_pixels), (0, 0));
         assert_eq!((summary.background.median, summary.background.sigma, summary.background.rounds), (0.0, 1.0, 1));
-        assert_eq!(std::fs::read_to_string(dir.join("flat-sources.csv")).unwrap(), format!("{}\n", catalog::HEADER));
+        let csv = std::fs::read_to_string(dir.join("flat-sources.csv")).unwrap();
+        assert!(csv.starts_with(catalog::HEADER) && csv.lines().count() == 1, "{}", csv);
+        assert_eq!(summary.coordinates, "positions in pixels: no celestial WCS (CTYPE1 absent, CTYPE2 absent)");
         let json = std::fs::read_to_string(dir.join("flat-sources.json")).unwrap();
         assert!(json.contains("\"sources\": []"), "{}", json);
         assert!(dir.join("overlay.png").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Puts `cards` before the END card of the FITS file at `path` (its header has room).
+    fn add_cards(path: &Path, cards: &[&str]) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let end = bytes.chunks(80).position(|card| card.starts_with(b"END     ")).unwrap() * 80;
+        let text: String = cards.iter().chain(&["END"]).map(|c| format!("{:<80}", c)).collect();
+        bytes[end..end + text.len()].copy_from_slice(text.as_bytes());
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_fits_image_with_a_wcs_gets_sky_positions_in_every_catalog() {
+        let dir = scratch("sources", "wcs");
+        let (image, _, _) = synthetic(200, 4, false, 5);
+        let found = find(&image, &DEFAULTS).unwrap();
+        let wcs_cards = [
+            "CTYPE1  = 'RA---SIN'",
+            "CTYPE2  = 'DEC--SIN'",
+            "CRPIX1  = 100.5",
+            "CRPIX2  = 100.5",
+            "CRVAL1  = 187.7059",
+            "CRVAL2  = 12.3911",
+            "CDELT1  = -0.0005",
+            "CDELT2  = 0.0005",
+            "RADESYS = 'FK5'",
+            "EQUINOX = 2000.0",
+            "BUNIT   = 'JY/BEAM'",
+        ];
+        let fits_with = |name: &str, cards: &[&str]| {
+            let path = dir.join(name);
+            crate::fits::write_image(&path, 200, 200, &image.pixels).unwrap();
+            add_cards(&path, cards);
+            path
+        };
+        let path = fits_with("sky.fits", &wcs_cards);
+        let (votable, regions) = (dir.join("sky.vot"), dir.join("sky.reg"));
+        let asked = Options { votable: Some(votable.clone()), regions: Some(regions.clone()), ..options(&path, &dir) };
+        let summary = run(&asked, false).unwrap();
+        assert_eq!(summary.coordinates, "FK5 J2000, SIN projection");
+        assert_eq!((summary.votable.as_deref(), summary.regions.as_deref()), (votable.to_str(), regions.to_str()));
+
+        // Each source's RA and Dec are its pixel's through the header's WCS.
+        let Coordinates::Sky(sky) =
+            Coordinates::from_header(&fits::read_image_and_header(&path, None).unwrap().1).unwrap()
+        else {
+            panic!("no WCS")
+        };
+        let csv = std::fs::read_to_string(dir.join("sky-sources.csv")).unwrap();
+        let names: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let cell = |cells: &[&str], name: &str| cells[names.iter().position(|n| *n == name).unwrap()].to_string();
+        assert_eq!(csv.lines().count(), found.sources.len() + 1);
+        for (line, source) in csv.lines().skip(1).zip(&found.sources) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let (ra, dec) = sky.pixel_to_sky(source.x, source.y).unwrap();
+            assert_eq!((cell(&cells, "ra").parse(), cell(&cells, "dec").parse()), (Ok(ra), Ok(dec)));
+            assert_eq!(cell(&cells, "rms").parse(), Ok(found.background.sigma));
+            // No position errors or shapes yet: absent, not invented.
+            assert_eq!((cell(&cells, "ra_err"), cell(&cells, "major")), (String::new(), String::new()));
+        }
+        // The VOTable and the region file have the same sources.
+        let xml = std::fs::read_to_string(&votable).unwrap();
+        assert_eq!(xml.matches("<TR>").count(), found.sources.len());
+        assert!(xml.contains("<COOSYS ID=\"sky\" system=\"eq_FK5\" equinox=\"J2000\"/>"), "{}", xml);
+        assert!(xml.contains("<FIELD name=\"peak\" datatype=\"double\" unit=\"Jy/beam\""), "{}", xml);
+        let reg = std::fs::read_to_string(&regions).unwrap();
+        assert_eq!(reg.lines().nth(3), Some("fk5"));
+        assert_eq!(reg.lines().filter(|l| l.starts_with("circle(")).count(), found.sources.len());
+
+        // --hdu names the primary HDU by index or name; a missing one, or an .npy, is an error.
+        for hdu in ["0", "PRIMARY"] {
+            let named = Options { hdu: Some(hdu.parse().unwrap()), ..options(&path, &dir) };
+            assert_eq!(run(&named, false).unwrap().coordinates, "FK5 J2000, SIN projection");
+        }
+        let missing = error_of(run(&Options { hdu: Some(fits::Hdu::Index(1)), ..options(&path, &dir) }, false));
+        assert!(missing.contains("sky.fits") && missing.contains("HDU 1"), "{}", missing);
+        let npy = dir.join("sky.npy");
+        io::write_image(&npy, 200, 200, &image.pixels).unwrap();
+        let not_fits = error_of(run(&Options { hdu: Some(fits::Hdu::Index(0)), ..options(&npy, &dir) }, false));
+        assert!(not_fits.contains("--hdu names an HDU of a FITS file"), "{}", not_fits);
+
+        // A projection not read: pixel positions, the note saying why, no sky columns.
+        let ait: Vec<&str> = [&["CTYPE1  = 'RA---AIT'", "CTYPE2  = 'DEC--AIT'"], &wcs_cards[2..]].concat();
+        let path = fits_with("ait.fits", &ait);
+        let summary = run(&Options { regions: Some(regions.clone()), ..options(&path, &dir) }, false).unwrap();
+        assert!(summary.coordinates.contains("the AIT projection is not read"), "{}", summary.coordinates);
+        let csv = std::fs::read_to_string(dir.join("ait-sources.csv")).unwrap();
+        assert!(csv.lines().next().unwrap().ends_with(",flags"), "{}", csv);
+        assert_eq!(std::fs::read_to_string(&regions).unwrap().lines().nth(3), Some("image"));
+
+        // A broken WCS: an error naming the image and the keyword.
+        let broken: Vec<&str> = [&wcs_cards[..4], &["CRVAL1  = 'noon'"], &wcs_cards[5..]].concat();
+        let path = fits_with("broken.fits", &broken);
+        let message = error_of(run(&options(&path, &dir), false));
+        assert!(message.contains("broken.fits: CRVAL1 = 'noon' is not a number"), "{}", message);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -517,6 +743,10 @@ mod tests {
         assert!(same(Some("sky.fits"), None, false).contains("--catalog must not overwrite the image"));
         assert!(same(None, Some("sky-sources.csv"), false).contains("--catalog and --overlay name the same file"));
         assert!(same(Some("c.json"), None, true).contains("--catalog and the JSON catalog name the same file"));
+        let votable = Options { votable: Some(dir.join("sky-sources.csv")), ..options(&image, &dir) };
+        assert!(error_of(run(&votable, false)).contains("--catalog and --votable name the same file"));
+        let regions = Options { regions: Some(image.clone()), ..options(&image, &dir) };
+        assert!(error_of(run(&regions, false)).contains("--regions must not overwrite the image"));
         assert!(same(None, Some("o.fits"), false).contains("o.fits: the overlay is written as a PNG"));
         let labels = Options { labels: Some(dir.join("labels.png")), ..options(&image, &dir) };
         assert!(error_of(run(&labels, false)).contains("labels.png: the labels are written as a .npy array"));

@@ -1,26 +1,46 @@
-//! FITS images as telescopes write them, and f32 images written back. Only what a 2-D image
-//! needs: the primary HDU's header (80-character cards in 2880-byte blocks, up to `END`) and
-//! its data array: BITPIX 16, 32, -32 or -64, big-endian, scaled by BSCALE and BZERO, with
-//! integers equal to BLANK read as NaN. Radio images often carry degenerate frequency and
-//! Stokes axes, so NAXIS 3 or more is read when every axis past the second has length 1.
+//! FITS images as telescopes and archives write them, and f32 images written back. Read: the
+//! first HDU that holds a 2-D image, wherever it is (an empty primary HDU, tables and cubes
+//! before it are skipped by their sizes), or the one [`Hdu`] names; BITPIX 8, 16, 32, 64, -32
+//! and -64, big-endian, scaled by BSCALE and BZERO, integers equal to BLANK read as NaN; whole
+//! files compressed with gzip (told by their first bytes, not their name); and tile-compressed
+//! images ([`compressed`]). Radio images often carry degenerate frequency and Stokes axes, so
+//! NAXIS 3 or more is read when every axis past the second has length 1.
+//!
+//! The values are astropy's, to the bit, rounded to f32 where astropy's are wider: scaled 8-
+//! and 16-bit integers and scaled f32 are computed in f32, the others in f64, as astropy does,
+//! and the unsigned conventions (BZERO -128, 2^15, 2^31, 2^63 with BSCALE 1) exactly. Unlike
+//! astropy, BLANK is NaN in those unsigned images too (astropy leaves blanks to the caller
+//! there, its integers cannot hold NaN). `tests/fits_astropy.rs` checks each layout against
+//! files astropy writes (`scripts/fits-fixtures`).
 //!
 //! Rows are kept in file order, as NumPy (through astropy) reads them: row 0 holds the first
 //! NAXIS1 values of the file, which a FITS viewer shows at the bottom. The reader parses bytes
-//! in memory ([`read_image_bytes`], which [`read_image`] calls on the file's). Every failure is
-//! a [`GpuError::File`](cuda_kernels::gpu::GpuError::File) naming the file; nothing here panics
-//! on what a user hands in, and no header makes it allocate more than the file holds.
+//! in memory ([`read_image_hdu_bytes`], which the file readers call on the file's). Every
+//! failure is a [`GpuError::File`](cuda_kernels::gpu::GpuError::File) naming the file (and the
+//! HDU past the first); nothing here panics on what a user hands in, and no header makes it
+//! allocate more than the file holds (a compressed one, more than any compression gives).
+
+mod compressed;
+mod plio;
+mod rice;
 
 use crate::image::{file_error, read_file, require_image_shape, Image};
+use compressed::Compressed;
 use cuda_kernels::gpu::GpuResult;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
 use rayon::prelude::*;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
+use std::str::FromStr;
 
 /// Headers and data are padded to whole blocks of this many bytes.
 const BLOCK: usize = 2880;
 /// A header card: keyword in columns 1-8, `= ` in 9-10, then the value and any comment.
 const CARD: usize = 80;
+/// The first bytes of a gzip stream.
+const GZIP: [u8; 2] = [0x1F, 0x8B];
 
 /// A header value, in the standard's fixed or free format.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,14 +154,19 @@ impl Header {
             Some(other) => Err(format!("{} = {} is not a number", keyword, other)),
         }
     }
+
+    /// A string keyword's value without its leading blanks, `None` when absent or not a string.
+    fn text(&self, keyword: &str) -> Option<&str> {
+        match self.value(keyword) {
+            Some(Value::Text(t)) => Some(t.trim_start()),
+            _ => None,
+        }
+    }
 }
 
-/// The primary header of the FITS file `bytes` and its length in bytes (whole blocks, so the
-/// data starts there).
+/// The header at the start of `bytes` and its length in bytes (whole blocks, so the data
+/// starts there).
 fn read_header(bytes: &[u8]) -> Result<(Header, usize), String> {
-    if !bytes.starts_with(b"SIMPLE  =") {
-        return Err("not a FITS file (it does not start with `SIMPLE  =`)".into());
-    }
     let mut cards = Vec::new();
     for (blocks, block) in bytes.as_chunks::<BLOCK>().0.iter().enumerate() {
         for card in block.as_chunks::<CARD>().0.iter().map(|card| parse_card(card)) {
@@ -154,52 +179,164 @@ fn read_header(bytes: &[u8]) -> Result<(Header, usize), String> {
     Err(format!("is truncated: its header ends after {} bytes, without an END card", bytes.len()))
 }
 
-/// The pixel types read: those telescopes and imagers write.
+/// Which HDU of a file to read: its index (0 is the primary HDU) or its EXTNAME (any case;
+/// PRIMARY names HDU 0 when it has none), as astropy's `hdul[1]` and `hdul['SCI']` name them.
+/// Parsed from a command line's `1` or `SCI`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hdu {
+    Index(usize),
+    Name(String),
+}
+
+impl FromStr for Hdu {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Hdu, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("an HDU is named by its index (0 is the primary HDU) or its EXTNAME".into());
+        }
+        if text.bytes().all(|b| b.is_ascii_digit()) {
+            return text.parse().map(Hdu::Index).map_err(|_| format!("HDU {} is past any file's", text));
+        }
+        Ok(Hdu::Name(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for Hdu {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Hdu::Index(index) => write!(f, "{}", index),
+            Hdu::Name(name) => write!(f, "'{}'", name),
+        }
+    }
+}
+
+/// The pixel types of FITS: BITPIX 8 (unsigned), 16, 32, 64, -32 and -64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bitpix {
+    U8,
     I16,
     I32,
+    I64,
     F32,
     F64,
 }
 
 impl Bitpix {
     fn of(bitpix: i64) -> Result<Bitpix, String> {
-        let unsupported =
-            |what| format!("BITPIX {} ({}) is not supported: images are read as 16, 32, -32 or -64", bitpix, what);
         match bitpix {
+            8 => Ok(Bitpix::U8),
             16 => Ok(Bitpix::I16),
             32 => Ok(Bitpix::I32),
+            64 => Ok(Bitpix::I64),
             -32 => Ok(Bitpix::F32),
             -64 => Ok(Bitpix::F64),
-            8 => Err(unsupported("unsigned bytes")),
-            64 => Err(unsupported("64-bit integers")),
             _ => Err(format!("BITPIX {} is not valid FITS (8, 16, 32, 64, -32 or -64)", bitpix)),
         }
     }
 
-    fn bytes(self) -> usize {
+    fn value(self) -> i64 {
         match self {
-            Bitpix::I16 => 2,
-            Bitpix::I32 | Bitpix::F32 => 4,
-            Bitpix::F64 => 8,
+            Bitpix::U8 => 8,
+            Bitpix::I16 => 16,
+            Bitpix::I32 => 32,
+            Bitpix::I64 => 64,
+            Bitpix::F32 => -32,
+            Bitpix::F64 => -64,
         }
     }
 
-    /// Integer pixels: the ones BLANK applies to.
-    fn is_integer(self) -> bool {
-        matches!(self, Bitpix::I16 | Bitpix::I32)
+    fn bytes(self) -> usize {
+        self.value().unsigned_abs() as usize / 8
+    }
+
+    fn is_float(self) -> bool {
+        matches!(self, Bitpix::F32 | Bitpix::F64)
+    }
+
+    /// `value` as this type holds it: wrapped to its width, as NumPy casts a wider integer.
+    fn wrap(self, value: i64) -> i64 {
+        match self {
+            Bitpix::U8 => (value as u8).into(),
+            Bitpix::I16 => (value as i16).into(),
+            Bitpix::I32 => (value as i32).into(),
+            _ => value,
+        }
     }
 }
 
-/// What the header says about the data array.
+/// How a stored value becomes the physical one, BZERO + BSCALE·stored, in astropy's arithmetic,
+/// so that the values agree to the bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Arithmetic {
+    /// An integer plus an exact offset (0 unscaled, or BZERO of an unsigned convention), rounded
+    /// once to f32: astropy keeps these as integers.
+    Exact(i128),
+    /// In f32, as astropy scales 8- and 16-bit integers and f32: times BSCALE unless it is 1,
+    /// plus BZERO unless it is 0 (so that an unscaled -0 keeps its sign).
+    Single { scale: Option<f32>, zero: Option<f32> },
+    /// The same in f64, as astropy scales 32- and 64-bit integers and f64, then rounded to f32.
+    Double { scale: Option<f64>, zero: Option<f64> },
+}
+
+impl Arithmetic {
+    /// The arithmetic astropy uses for `bitpix` with BSCALE `scale` and BZERO `zero`, and BLANK
+    /// present or not (an unscaled integer image with BLANK becomes floats there, without it
+    /// integers).
+    fn new(bitpix: Bitpix, scale: f64, zero: f64, blank: bool) -> Arithmetic {
+        let unsigned = match bitpix {
+            Bitpix::U8 => -128.0,
+            Bitpix::I16 => 32768.0,
+            Bitpix::I32 => 2147483648.0,
+            Bitpix::I64 => 9223372036854775808.0,
+            Bitpix::F32 | Bitpix::F64 => f64::NAN,
+        };
+        if !bitpix.is_float() && scale == 1.0 && (zero == unsigned || (zero == 0.0 && !blank)) {
+            return Arithmetic::Exact(zero as i128);
+        }
+        let (scale, zero) = ((scale != 1.0).then_some(scale), (zero != 0.0).then_some(zero));
+        match bitpix {
+            Bitpix::U8 | Bitpix::I16 | Bitpix::F32 => {
+                Arithmetic::Single { scale: scale.map(|s| s as f32), zero: zero.map(|z| z as f32) }
+            }
+            Bitpix::I32 | Bitpix::I64 | Bitpix::F64 => Arithmetic::Double { scale, zero },
+        }
+    }
+
+    /// The physical value of the stored integer `raw`.
+    fn integer(self, raw: i64) -> f32 {
+        match self {
+            Arithmetic::Exact(0) => raw as f32,
+            Arithmetic::Exact(offset) => (i128::from(raw) + offset) as f32,
+            Arithmetic::Single { .. } => self.float(raw as f32 as f64),
+            Arithmetic::Double { .. } => self.float(raw as f64),
+        }
+    }
+
+    /// The physical value of the stored float `raw` (an f32 widened, for `Single`).
+    fn float(self, raw: f64) -> f32 {
+        match self {
+            Arithmetic::Single { scale, zero } => {
+                let scaled = scale.map_or(raw as f32, |s| raw as f32 * s);
+                zero.map_or(scaled, |z| scaled + z)
+            }
+            Arithmetic::Double { scale, zero } => {
+                let scaled = scale.map_or(raw, |s| raw * s);
+                zero.map_or(scaled, |z| scaled + z) as f32
+            }
+            Arithmetic::Exact(offset) => (raw + offset as f64) as f32,
+        }
+    }
+}
+
+/// An uncompressed image's data array, as its header describes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Layout {
     bitpix: Bitpix,
     width: usize,
     height: usize,
-    scale: f64,
-    zero: f64,
+    arithmetic: Arithmetic,
     blank: Option<i64>,
 }
 
@@ -208,45 +345,262 @@ fn axes_text(axes: &[usize]) -> String {
     axes.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
 }
 
-fn layout(header: &Header) -> Result<Layout, String> {
-    if let Some(simple) = header.value("SIMPLE").filter(|v| **v != Value::Logical(true)) {
-        return Err(format!("does not conform to the FITS standard (SIMPLE = {})", simple));
-    }
-    let bitpix = Bitpix::of(header.integer("BITPIX")?.ok_or("has no BITPIX card")?)?;
-    let naxis = header.integer("NAXIS")?.ok_or("has no NAXIS card")?;
+/// NAXIS and NAXISn, or (`prefix` Z) the ZNAXIS and ZNAXISn of a compressed image.
+fn axes(header: &Header, prefix: &str) -> Result<Vec<usize>, String> {
+    let count = format!("{}NAXIS", prefix);
+    let naxis = header.integer(&count)?.ok_or_else(|| format!("has no {} card", count))?;
     if !(0..=999).contains(&naxis) {
-        return Err(format!("NAXIS = {} is not 0 to 999", naxis));
+        return Err(format!("{} = {} is not 0 to 999", count, naxis));
     }
     let mut axes = Vec::new();
     for n in 1..=naxis {
-        let keyword = format!("NAXIS{}", n);
+        let keyword = format!("{}{}", count, n);
         let length =
-            header.integer(&keyword)?.ok_or_else(|| format!("has NAXIS = {} but no {} card", naxis, keyword))?;
+            header.integer(&keyword)?.ok_or_else(|| format!("has {} = {} but no {} card", count, naxis, keyword))?;
         axes.push(usize::try_from(length).map_err(|_| format!("{} = {} is negative", keyword, length))?);
     }
-    if header.value("GROUPS") == Some(&Value::Logical(true)) {
-        return Err("holds random groups, not an image".into());
-    }
+    Ok(axes)
+}
+
+/// The width and height of `axes` when they make a 2-D image, else what they are instead
+/// (`is …`, in the words of `count`, NAXIS or ZNAXIS).
+fn image_shape(axes: &[usize], count: &str) -> Result<Result<(usize, usize), String>, String> {
+    let not = |what: String| Ok(Err(what));
     match axes.len() {
-        0 => return Err("holds no image in its primary HDU (NAXIS = 0); images in extensions are not read".into()),
-        1 => return Err(format!("is 1-D (NAXIS1 = {}): expected a 2-D image", axes[0])),
+        0 => return not(format!("is empty ({} = 0)", count)),
+        1 => return not(format!("is 1-D ({}1 = {})", count, axes[0])),
         _ => {}
     }
     if axes[2..].iter().any(|&length| length != 1) {
-        let reason = format!(
-            "is a {}-D cube (axes {}, NAXIS1 first): only 2-D images are read, and axes past the second must have length 1",
-            axes.len(),
-            axes_text(&axes)
-        );
-        return Err(reason);
+        return not(format!("is a {}-D cube (axes {}, NAXIS1 first)", axes.len(), axes_text(axes)));
     }
     if axes.contains(&0) {
-        return Err(format!("is empty (axes {})", axes_text(&axes)));
+        return not(format!("is empty (axes {})", axes_text(axes)));
     }
-    let blank = if bitpix.is_integer() { header.integer("BLANK")? } else { None };
-    let scale = header.real("BSCALE")?.unwrap_or(1.0);
-    let zero = header.real("BZERO")?.unwrap_or(0.0);
-    Ok(Layout { bitpix, width: axes[0], height: axes[1], scale, zero, blank })
+    match axes[0].checked_mul(axes[1]).and_then(|n| n.checked_mul(8)) {
+        Some(_) => Ok(Ok((axes[0], axes[1]))),
+        None => Err(format!("has an impossible size ({}x{})", axes[0], axes[1])),
+    }
+}
+
+/// An image an HDU holds, ready to decode.
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    Plain(Layout),
+    Tiled(Box<Compressed>),
+}
+
+/// What an HDU holds: an image, or what it is instead (`is …`).
+#[derive(Debug, Clone, PartialEq)]
+enum Content {
+    Image(Source),
+    Other(String),
+}
+
+/// One header and data unit, as the file lays it out.
+struct Unit<'a> {
+    index: usize,
+    header: Header,
+    /// Its data, as the header sizes it, or what the file holds of it when it ends first.
+    data: &'a [u8],
+    /// The size its header gives its data.
+    size: usize,
+}
+
+impl Unit<'_> {
+    /// How listings and errors name it: `HDU 2 ('SCI')`.
+    fn name(&self) -> String {
+        match self.header.text("EXTNAME") {
+            Some(name) => format!("HDU {} ('{}')", self.index, name),
+            None => format!("HDU {}", self.index),
+        }
+    }
+
+    /// `reason` about this HDU: as it is for the primary HDU (the file's own), else prefixed
+    /// with the HDU's name.
+    fn context(&self, reason: String) -> String {
+        if self.index == 0 {
+            reason
+        } else {
+            format!("{}: {}", self.name(), reason)
+        }
+    }
+
+    fn is(&self, hdu: &Hdu) -> bool {
+        match hdu {
+            Hdu::Index(index) => *index == self.index,
+            Hdu::Name(name) => match self.header.text("EXTNAME") {
+                Some(extname) => extname.eq_ignore_ascii_case(name.trim()),
+                None => self.index == 0 && name.trim().eq_ignore_ascii_case("PRIMARY"),
+            },
+        }
+    }
+
+    /// What it holds. The primary HDU must conform to the standard; an extension is an image,
+    /// a compressed image in a binary table, or something else, described.
+    fn content(&self) -> Result<Content, String> {
+        let header = &self.header;
+        let image = |axes: &[usize]| -> Result<Content, String> {
+            let (width, height) = match image_shape(axes, "NAXIS")? {
+                Ok(shape) => shape,
+                Err(what) => return Ok(Content::Other(what)),
+            };
+            let bitpix = Bitpix::of(header.integer("BITPIX")?.ok_or("has no BITPIX card")?)?;
+            let blank = if bitpix.is_float() { None } else { header.integer("BLANK")? };
+            let scale = header.real("BSCALE")?.unwrap_or(1.0);
+            let zero = header.real("BZERO")?.unwrap_or(0.0);
+            let arithmetic = Arithmetic::new(bitpix, scale, zero, blank.is_some());
+            Ok(Content::Image(Source::Plain(Layout { bitpix, width, height, arithmetic, blank })))
+        };
+        let axes = axes(header, "")?;
+        if self.index == 0 {
+            if let Some(simple) = header.value("SIMPLE").filter(|v| **v != Value::Logical(true)) {
+                return Err(format!("does not conform to the FITS standard (SIMPLE = {})", simple));
+            }
+            if header.value("GROUPS") == Some(&Value::Logical(true)) && axes.first() == Some(&0) {
+                return Ok(Content::Other("holds random groups, not an image".into()));
+            }
+            return image(&axes);
+        }
+        let rows = || header.integer("NAXIS2").ok().flatten().unwrap_or(0);
+        let columns = || header.integer("TFIELDS").ok().flatten().unwrap_or(0);
+        match header.text("XTENSION").map(str::trim_end) {
+            Some("IMAGE") => image(&axes),
+            Some("BINTABLE") if header.value("ZIMAGE") == Some(&Value::Logical(true)) => {
+                match image_shape(&self::axes(header, "Z")?, "ZNAXIS")? {
+                    Ok((width, height)) => {
+                        Ok(Content::Image(Source::Tiled(Box::new(Compressed::new(header, width, height)?))))
+                    }
+                    Err(what) => Ok(Content::Other(format!("{}, tile-compressed", what))),
+                }
+            }
+            Some("BINTABLE") => {
+                Ok(Content::Other(format!("is a binary table ({} columns, {} rows)", columns(), rows())))
+            }
+            Some("TABLE") => Ok(Content::Other(format!("is an ASCII table ({} columns, {} rows)", columns(), rows()))),
+            Some(other) => Ok(Content::Other(format!("is an extension of type '{}'", other))),
+            None => Ok(Content::Other("is an extension without XTENSION".into())),
+        }
+    }
+
+    /// What it holds, for a listing of the file's HDUs.
+    fn describe(&self) -> String {
+        let what = match self.content() {
+            Ok(Content::Image(Source::Plain(l))) => {
+                format!("is a {}x{} image (BITPIX {})", l.width, l.height, l.bitpix.value())
+            }
+            Ok(Content::Image(Source::Tiled(c))) => format!("is {}", c.describe()),
+            Ok(Content::Other(what)) => what,
+            Err(reason) => format!("cannot be read: {}", reason),
+        };
+        format!("{} {}", self.name(), what)
+    }
+
+    /// All of its data, or why the file does not hold it (`what` names the data).
+    fn whole_data(&self, what: &str) -> Result<&[u8], String> {
+        if self.data.len() < self.size {
+            let reason =
+                format!("is truncated: {} needs {} bytes of data, the file holds {}", what, self.size, self.data.len());
+            return Err(self.context(reason));
+        }
+        Ok(self.data)
+    }
+}
+
+/// The size in bytes of the data of an HDU with `header` (the primary HDU's when `primary`):
+/// |BITPIX|/8 · GCOUNT · (PCOUNT + the product of the axes, NAXIS1 left out for random groups).
+fn data_size(header: &Header, primary: bool) -> Result<usize, String> {
+    let bitpix = Bitpix::of(header.integer("BITPIX")?.ok_or("has no BITPIX card")?)?;
+    let axes = axes(header, "")?;
+    if axes.is_empty() {
+        return Ok(0);
+    }
+    let groups = primary && header.value("GROUPS") == Some(&Value::Logical(true)) && axes[0] == 0;
+    let count = |keyword: &str, default: i64| -> Result<usize, String> {
+        if primary && !groups {
+            return Ok(default as usize);
+        }
+        let value = header.integer(keyword)?.unwrap_or(default);
+        usize::try_from(value).map_err(|_| format!("{} = {} is negative", keyword, value))
+    };
+    let (pcount, gcount) = (count("PCOUNT", 0)?, count("GCOUNT", 1)?);
+    let values = axes[usize::from(groups)..].iter().try_fold(1usize, |n, &length| n.checked_mul(length));
+    values
+        .and_then(|n| n.checked_add(pcount))
+        .and_then(|n| n.checked_mul(gcount))
+        .and_then(|n| n.checked_mul(bitpix.bytes()))
+        .ok_or_else(|| format!("has an impossible size (axes {})", axes_text(&axes)))
+}
+
+/// The HDUs of a file, in order: each header read and its data sized, until the file ends or
+/// what follows the last is not an extension (astropy, too, ignores such trailing bytes).
+struct Units<'a> {
+    bytes: &'a [u8],
+    /// Where the next HDU starts, `None` after the last.
+    next: Option<usize>,
+    index: usize,
+}
+
+impl<'a> Iterator for Units<'a> {
+    type Item = Result<Unit<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let start = self.next.take()?;
+        let rest = self.bytes.get(start..).unwrap_or_default();
+        let index = self.index;
+        if index > 0 && !rest.starts_with(b"XTENSION=") {
+            return None;
+        }
+        let name = |reason: String| if index == 0 { reason } else { format!("HDU {}: {}", index, reason) };
+        let (header, header_len) = match read_header(rest) {
+            Ok(found) => found,
+            Err(reason) => return Some(Err(name(reason))),
+        };
+        let size = match data_size(&header, index == 0) {
+            Ok(size) => size,
+            Err(reason) => return Some(Err(name(reason))),
+        };
+        let data = &rest[header_len..];
+        let data = &data[..size.min(data.len())];
+        self.next = size.checked_next_multiple_of(BLOCK).and_then(|padded| start.checked_add(header_len + padded));
+        self.index += 1;
+        Some(Ok(Unit { index, header, data, size }))
+    }
+}
+
+/// The unit to read and its image: the HDU `hdu` names, or the first that holds a 2-D image.
+fn select<'a>(bytes: &'a [u8], hdu: Option<&Hdu>) -> Result<(Unit<'a>, Source), String> {
+    if !bytes.starts_with(b"SIMPLE  =") {
+        return Err("not a FITS file (it does not start with `SIMPLE  =`)".into());
+    }
+    // The HDUs passed over, named, and what each is, for the error when none is read.
+    let mut passed = Vec::new();
+    for unit in (Units { bytes, next: Some(0), index: 0 }) {
+        let unit = unit?;
+        match hdu {
+            Some(wanted) if !unit.is(wanted) => passed.push(unit.describe()),
+            _ => match unit.content().map_err(|reason| unit.context(reason))? {
+                Content::Image(source) => return Ok((unit, source)),
+                Content::Other(what) if hdu.is_some() => {
+                    return Err(format!(
+                        "{} {}: only 2-D images are read (axes past the second of length 1)",
+                        unit.name(),
+                        what
+                    ))
+                }
+                Content::Other(what) => passed.push(format!("{} {}", unit.name(), what)),
+            },
+        }
+    }
+    Err(match (hdu, passed.as_slice()) {
+        // A file of one HDU: what it is, in the words of the file itself.
+        (None, [only]) => {
+            let what = only.strip_prefix("HDU 0 ").unwrap_or(only);
+            format!("{}: only 2-D images are read (axes past the second of length 1)", what)
+        }
+        (None, _) => format!("holds no 2-D image: {}", passed.join("; ")),
+        (Some(hdu), _) => format!("has no HDU {}: its HDUs are {}", hdu, passed.join("; ")),
+    })
 }
 
 /// Decodes each `N`-byte big-endian value, in parallel (an 8192² image is 256 MiB or more).
@@ -254,54 +608,107 @@ fn convert<const N: usize>(data: &[u8], value: impl Fn([u8; N]) -> f32 + Sync) -
     data.as_chunks::<N>().0.par_iter().map(|&bytes| value(bytes)).collect()
 }
 
-/// The physical values `BZERO + BSCALE·raw` of the data array, NaN where an integer is BLANK.
+/// The physical values of the data array, NaN where an integer is BLANK.
 fn decode(data: &[u8], layout: &Layout) -> Vec<f32> {
-    let Layout { scale, zero, blank, .. } = *layout;
-    let identity = scale == 1.0 && zero == 0.0;
-    // In f64, so that BZERO 32768 or 2^31 (unsigned integers stored signed) and any BSCALE
-    // keep every integer exact up to the one rounding to f32. Unscaled values are passed
-    // through unchanged (0 + -0.0 would lose the sign of zero).
-    let physical = move |raw: f64| if identity { raw as f32 } else { (zero + scale * raw) as f32 };
-    let integer = move |raw: i64| if Some(raw) == blank { f32::NAN } else { physical(raw as f64) };
-    match layout.bitpix {
+    let Layout { bitpix, arithmetic, blank, .. } = *layout;
+    // Unscaled images, most of those read, get a loop of their own: one conversion a pixel
+    // (choosing the arithmetic for each costs half as much again).
+    let unscaled = arithmetic == Arithmetic::Exact(0) && blank.is_none();
+    match bitpix {
+        Bitpix::F32 if arithmetic == Arithmetic::Single { scale: None, zero: None } => {
+            return convert(data, f32::from_be_bytes)
+        }
+        Bitpix::F64 if arithmetic == Arithmetic::Double { scale: None, zero: None } => {
+            return convert(data, |b| f64::from_be_bytes(b) as f32)
+        }
+        Bitpix::I16 if unscaled => return convert(data, |b| i16::from_be_bytes(b).into()),
+        Bitpix::I32 if unscaled => return convert(data, |b| i32::from_be_bytes(b) as f32),
+        _ => {}
+    }
+    let integer = move |raw: i64| if Some(raw) == blank { f32::NAN } else { arithmetic.integer(raw) };
+    match bitpix {
+        Bitpix::U8 => data.par_iter().map(|&b| integer(b.into())).collect(),
         Bitpix::I16 => convert(data, |b| integer(i16::from_be_bytes(b).into())),
         Bitpix::I32 => convert(data, |b| integer(i32::from_be_bytes(b).into())),
-        Bitpix::F32 => convert(data, |b| physical(f32::from_be_bytes(b).into())),
-        Bitpix::F64 => convert(data, |b| physical(f64::from_be_bytes(b))),
+        Bitpix::I64 => convert(data, |b| integer(i64::from_be_bytes(b))),
+        Bitpix::F32 => convert(data, |b| arithmetic.float(f32::from_be_bytes(b).into())),
+        Bitpix::F64 => convert(data, |b| arithmetic.float(f64::from_be_bytes(b))),
     }
 }
 
-/// The image in the primary HDU of the FITS file `bytes`, as f32 (`path` names the file in
-/// errors). A file may end without the zero padding of its last block (some writers omit it),
-/// but not short of the data.
-pub fn read_image_bytes(path: &Path, bytes: &[u8]) -> GpuResult<Image> {
-    let (header, start) = read_header(bytes).map_err(|reason| file_error(path, reason))?;
-    let layout = layout(&header).map_err(|reason| file_error(path, reason))?;
-    let (width, height) = (layout.width, layout.height);
-    let Some(size) = width.checked_mul(height).and_then(|n| n.checked_mul(layout.bitpix.bytes())) else {
-        return Err(file_error(path, format!("has an impossible size ({}x{})", width, height)));
-    };
-    // The header lies within `bytes`; the data must too, checked before anything its size is
-    // allocated.
-    let rest = &bytes[start..];
-    let Some(data) = rest.get(..size) else {
-        let reason = format!(
-            "is truncated: a {}x{} image of {}-byte pixels needs {} bytes of data, the file holds {}",
-            width,
-            height,
-            layout.bitpix.bytes(),
-            size,
-            rest.len()
-        );
-        return Err(file_error(path, reason));
-    };
-    Ok(Image { width, height, pixels: decode(data, &layout) })
+/// The image of the FITS file `bytes`, decompressed if need be.
+/// The image of the HDU that `hdu` names (or of the first 2-D image), with that HDU's header.
+fn read(bytes: &[u8], hdu: Option<&Hdu>) -> Result<(Image, Header), String> {
+    if bytes.starts_with(&GZIP) {
+        let mut inflated = Vec::new();
+        MultiGzDecoder::new(bytes)
+            .read_to_end(&mut inflated)
+            .map_err(|e| format!("is gzip-compressed, but cannot be decompressed: {}", e))?;
+        if !inflated.starts_with(b"SIMPLE  =") {
+            return Err("is gzip-compressed, but what it holds is not a FITS file".into());
+        }
+        return read(&inflated, hdu);
+    }
+    if bytes.starts_with(b"BZh") || bytes.starts_with(b"PK\x03\x04") {
+        return Err("is compressed with bzip2 or zip: FITS files are read plain or gzip-compressed".into());
+    }
+    let (unit, source) = select(bytes, hdu)?;
+    match source {
+        Source::Plain(layout) => {
+            let (width, height, size) = (layout.width, layout.height, layout.bitpix.bytes());
+            // Within the file's size: image_shape checked width·height·8.
+            let needed = width * height * size;
+            let Some(data) = unit.data.get(..needed) else {
+                let reason = format!(
+                    "is truncated: a {}x{} image of {}-byte pixels needs {} bytes of data, the file holds {}",
+                    width,
+                    height,
+                    size,
+                    needed,
+                    unit.data.len()
+                );
+                return Err(unit.context(reason));
+            };
+            let image = Image { width, height, pixels: decode(data, &layout) };
+            Ok((image, unit.header))
+        }
+        Source::Tiled(compressed) => {
+            let data = unit.whole_data(&format!("its compressed {}", compressed.describe()))?;
+            let pixels = compressed.decode(data).map_err(|reason| unit.context(reason))?;
+            let (width, height) = compressed.shape();
+            Ok((Image { width, height, pixels }, unit.header))
+        }
+    }
 }
 
-/// The image in the primary HDU of the FITS file at `path`, as f32: [`read_image_bytes`] on
-/// the whole file (extensions after the image included).
+/// The image in HDU `hdu` of the FITS file `bytes`, or in the first HDU that holds a 2-D
+/// image when `hdu` is `None`, as f32 (`path` names the file in errors). A gzip-compressed
+/// file is decompressed first. A file may end without the zero padding of its last block (some
+/// writers omit it), but not short of the image's data.
+pub fn read_image_hdu_bytes(path: &Path, bytes: &[u8], hdu: Option<&Hdu>) -> GpuResult<Image> {
+    Ok(read(bytes, hdu).map_err(|reason| file_error(path, reason))?.0)
+}
+
+/// [`read_image_hdu`], with the header of the HDU the image came from (its WCS, its unit): for
+/// a tile-compressed image, the header of its table, which keeps the image's keywords.
+pub fn read_image_and_header(path: &Path, hdu: Option<&Hdu>) -> GpuResult<(Image, Header)> {
+    read(&read_file(path)?, hdu).map_err(|reason| file_error(path, reason))
+}
+
+/// The first 2-D image of the FITS file `bytes`: [`read_image_hdu_bytes`] with no HDU named.
+pub fn read_image_bytes(path: &Path, bytes: &[u8]) -> GpuResult<Image> {
+    read_image_hdu_bytes(path, bytes, None)
+}
+
+/// The image in HDU `hdu` of the FITS file at `path` (or the first 2-D image): see
+/// [`read_image_hdu_bytes`].
+pub fn read_image_hdu(path: &Path, hdu: Option<&Hdu>) -> GpuResult<Image> {
+    read_image_hdu_bytes(path, &read_file(path)?, hdu)
+}
+
+/// The first 2-D image of the FITS file at `path`, as f32: see [`read_image_hdu_bytes`].
 pub fn read_image(path: &Path) -> GpuResult<Image> {
-    read_image_bytes(path, &read_file(path)?)
+    read_image_hdu(path, None)
 }
 
 /// One header card: keyword, a value right-aligned in columns 11-30 (the fixed format every
@@ -312,11 +719,19 @@ fn card(keyword: &str, value: &str, comment: &str) -> String {
     format!("{:<80}", card)
 }
 
-/// Writes `pixels` (row by row, `width` a row) as a 2-D FITS image of BITPIX -32. NaN stays
-/// NaN, FITS's blank for floating-point data.
+/// Whether the file name of `path` ends in `suffix` (any case).
+fn name_ends(path: &Path, suffix: &str) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.to_ascii_lowercase().ends_with(suffix))
+}
+
+/// Writes `pixels` (row by row, `width` a row) as a 2-D FITS image of BITPIX -32, gzipped when
+/// the name ends in `.gz` (as astropy writes it). NaN stays NaN, FITS's blank for floats.
 pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
     require_image_shape(path, width, height, pixels)?;
     let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));
+    if name_ends(path, ".fz") {
+        return Err(cannot("tile-compressed FITS (.fz) is read, not written: name it .fits or .fits.gz".into()));
+    }
     let mut header = [
         card("SIMPLE", "T", "conforms to the FITS standard"),
         card("BITPIX", "-32", "IEEE single-precision floating point"),
@@ -332,10 +747,22 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
     data[..used].par_chunks_exact_mut(4).zip(pixels.par_iter()).for_each(|(bytes, v)| {
         bytes.copy_from_slice(&v.to_be_bytes());
     });
-    let mut writer = BufWriter::new(File::create(path).map_err(|e| cannot(e.to_string()))?);
-    writer.write_all(header.as_bytes()).map_err(|e| cannot(e.to_string()))?;
-    writer.write_all(&data).map_err(|e| cannot(e.to_string()))?;
-    writer.flush().map_err(|e| cannot(e.to_string()))
+    let file = BufWriter::new(File::create(path).map_err(|e| cannot(e.to_string()))?);
+    let write = |mut writer: Box<dyn Write>| -> std::io::Result<()> {
+        writer.write_all(header.as_bytes())?;
+        writer.write_all(&data)?;
+        writer.flush()
+    };
+    if name_ends(path, ".gz") {
+        let mut gzip = GzEncoder::new(file, flate2::Compression::default());
+        let mut result = write(Box::new(&mut gzip));
+        if result.is_ok() {
+            result = gzip.finish().and_then(|mut file| file.flush());
+        }
+        result.map_err(|e| cannot(e.to_string()))
+    } else {
+        write(Box::new(file)).map_err(|e| cannot(e.to_string()))
+    }
 }
 
 #[cfg(test)]
@@ -363,6 +790,11 @@ mod tests {
         ];
         cards.extend(extra.iter().map(|c| c.to_string()));
         cards
+    }
+
+    /// `values` in the byte order `bytes` gives them, one after another.
+    fn encode<const N: usize, T: Copy>(values: &[T], bytes: fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| bytes(v)).collect()
     }
 
     fn read_bytes(dir: &Path, name: &str, bytes: &[u8]) -> GpuResult<Image> {
@@ -436,6 +868,29 @@ mod tests {
         // Scaled floats: 2·x + 1.
         let cards = image_cards(-32, 2, 2, &["BSCALE  = 2", "BZERO   = 1"]);
         assert_eq!(read_cards(&dir, "f32s.fits", &cards, &data).unwrap().pixels, vec![3.0, -4.0, 1.3125, 1.0]);
+
+        // BITPIX 8, unsigned: 0, 1, 128, 255; with BZERO -128 (astropy's int8), -128 to 127.
+        let data = [0, 1, 128, 255];
+        let image = read_cards(&dir, "u8.fits", &image_cards(8, 2, 2, &[]), &data).unwrap();
+        assert_eq!(image.pixels, vec![0.0, 1.0, 128.0, 255.0]);
+        let cards = image_cards(8, 4, 1, &["BZERO   =                 -128"]);
+        assert_eq!(read_cards(&dir, "i8.fits", &cards, &data).unwrap().pixels, vec![-128.0, -127.0, 0.0, 127.0]);
+
+        // BITPIX 64: 1, -1 and 2^53 + 1, which rounds once to f32 (2^53); with BZERO 2^63 (the
+        // unsigned convention), -2^63 and 2^63 - 1 are 0 and 2^64 - 1, which rounds to 2^64.
+        let data = encode(&[1, -1, (1 << 53) + 1], i64::to_be_bytes);
+        let image = read_cards(&dir, "i64.fits", &image_cards(64, 3, 1, &[]), &data).unwrap();
+        assert_eq!(image.pixels, vec![1.0, -1.0, 9007199254740992.0]);
+        let data = encode(&[i64::MIN, i64::MAX], i64::to_be_bytes);
+        let cards = image_cards(64, 2, 1, &["BZERO   =  9223372036854775808"]);
+        assert_eq!(read_cards(&dir, "u64.fits", &cards, &data).unwrap().pixels, vec![0.0, 18446744073709551616.0]);
+
+        // Scaled 16-bit integers are computed in f32, as astropy does: 24·0.1 + 3.7 is
+        // 6.1000004, where f64 and one rounding would give 6.1.
+        let cards = image_cards(16, 1, 1, &["BSCALE  = 0.1", "BZERO   = 3.7"]);
+        let pixels = read_cards(&dir, "f32-arithmetic.fits", &cards, &[0, 24]).unwrap().pixels;
+        assert_eq!(pixels[0].to_bits(), 1086534452);
+        assert_ne!(pixels[0], (24.0 * 0.1 + 3.7f64) as f32);
 
         // BITPIX -64: 1.0 (3FF0...), -0.5 (BFE0...), 3.0 (4008...), with BZERO 0.5.
         let data = [0x3F, 0xF0, 0, 0, 0, 0, 0, 0, 0xBF, 0xE0, 0, 0, 0, 0, 0, 0, 0x40, 0x08, 0, 0, 0, 0, 0, 0];
@@ -517,11 +972,6 @@ mod tests {
             "needs 32 bytes of data, the file holds 16",
         );
 
-        contains(
-            error("u8.fits", &image_cards(8, 2, 2, &[]), &four),
-            "u8.fits: BITPIX 8 (unsigned bytes) is not supported",
-        );
-        contains(error("i64.fits", &image_cards(64, 2, 2, &[]), &four), "BITPIX 64 (64-bit integers) is not supported");
         contains(error("b12.fits", &image_cards(12, 2, 2, &[]), &four), "BITPIX 12 is not valid FITS");
         let mut cube = image_cards(-32, 2, 2, &[]);
         cube[2] = "NAXIS   =                    3".into();
@@ -540,7 +990,7 @@ mod tests {
         one[2] = "NAXIS   =                    1".into();
         contains(error("one.fits", &one, &four), "is 1-D (NAXIS1 = 2)");
         let none = vec!["SIMPLE  =                    T".into(), "BITPIX  = 16".into(), "NAXIS   = 0".into()];
-        contains(error("none.fits", &none, &[]), "holds no image in its primary HDU");
+        contains(error("none.fits", &none, &[]), "none.fits: is empty (NAXIS = 0): only 2-D images are read");
         contains(error("zero.fits", &image_cards(-32, 0, 2, &[]), &[]), "is empty (axes 0x2)");
         let mut negative = image_cards(-32, 2, 2, &[]);
         negative[3] = "NAXIS1  = -2".into();
@@ -613,6 +1063,172 @@ mod tests {
         assert!(mismatch.contains("cannot write: 6 pixels do not make a 4x2 image"), "{}", mismatch);
         let unwritable = error_of(write_image(&dir.join("no-such-dir").join("x.fits"), 1, 1, &[1.0]));
         assert!(unwritable.contains("cannot write"), "{}", unwritable);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// One HDU of `cards` and `data`, its data padded with zeros to whole blocks.
+    fn unit(cards: &[&str], data: &[u8]) -> Vec<u8> {
+        let mut bytes = fits_bytes(cards, data);
+        bytes.resize(bytes.len().next_multiple_of(BLOCK), 0);
+        bytes
+    }
+
+    /// A file of an empty primary HDU, a binary table with a heap, a 3-D cube, then two images
+    /// 'SCI' (2x1, BITPIX 16) and 'ERR' (1x2, BITPIX -32).
+    fn extensions() -> Vec<u8> {
+        let table = [
+            "XTENSION= 'BINTABLE'",
+            "BITPIX  =                    8",
+            "NAXIS   =                    2",
+            "NAXIS1  =                    8",
+            "NAXIS2  =                    2",
+            "PCOUNT  =                 3000",
+            "GCOUNT  =                    1",
+            "TFIELDS =                    1",
+            "TFORM1  = '1PJ(2)  '",
+            "EXTNAME = 'EVENTS'",
+        ];
+        let image = |name: &str, bitpix: i32, width: usize, height: usize| {
+            let mut cards = vec![
+                "XTENSION= 'IMAGE   '".to_string(),
+                format!("BITPIX  = {:>20}", bitpix),
+                "NAXIS   =                    2".to_string(),
+                format!("NAXIS1  = {:>20}", width),
+                format!("NAXIS2  = {:>20}", height),
+                "PCOUNT  =                    0".to_string(),
+                "GCOUNT  =                    1".to_string(),
+            ];
+            if !name.is_empty() {
+                cards.push(format!("EXTNAME = '{}'", name));
+            }
+            cards
+        };
+        let strs = |cards: &[String]| cards.iter().map(String::as_str).collect::<Vec<_>>().join("\n");
+        let mut cube = image("CUBE", -32, 1, 1);
+        cube[2] = "NAXIS   =                    3".into();
+        cube.push("NAXIS3  =                    2".into());
+        [
+            unit(
+                &["SIMPLE  =                    T", "BITPIX  =                    8", "NAXIS   =                    0"],
+                &[],
+            ),
+            unit(&table, &[0xAA; 3016]),
+            unit(&strs(&cube).split('\n').collect::<Vec<_>>(), &[0; 8]),
+            unit(&strs(&image("SCI", 16, 2, 1)).split('\n').collect::<Vec<_>>(), &[0, 7, 0xFF, 0xFE]),
+            unit(
+                &strs(&image("ERR", -32, 1, 2)).split('\n').collect::<Vec<_>>(),
+                &encode(&[0.5f32, -1.0], f32::to_be_bytes),
+            ),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn the_first_image_or_the_named_hdu_is_read() {
+        let path = Path::new("mef.fits");
+        let bytes = extensions();
+        let read = |hdu: Option<Hdu>| read_image_hdu_bytes(path, &bytes, hdu.as_ref());
+        let sci = Image { width: 2, height: 1, pixels: vec![7.0, -2.0] };
+        let err = Image { width: 1, height: 2, pixels: vec![0.5, -1.0] };
+        assert_eq!(read(None).unwrap(), sci, "past the empty primary HDU, the table and the cube");
+        assert_eq!(read(Some(Hdu::Index(3))).unwrap(), sci);
+        assert_eq!(read(Some("4".parse().unwrap())).unwrap(), err);
+        assert_eq!(read(Some("err".parse().unwrap())).unwrap(), err, "EXTNAME in any case");
+        assert_eq!(read(Some(Hdu::Name(" SCI ".into()))).unwrap(), sci);
+
+        let error = |hdu: Hdu| error_of(read(Some(hdu)));
+        let primary = error(Hdu::Name("primary".into()));
+        assert!(primary.contains("mef.fits: HDU 0 is empty (NAXIS = 0): only 2-D images are read"), "{}", primary);
+        let cube = error(Hdu::Index(2));
+        assert!(cube.contains("HDU 2 ('CUBE') is a 3-D cube (axes 1x1x2, NAXIS1 first)"), "{}", cube);
+        let table = error(Hdu::Name("EVENTS".into()));
+        assert!(table.contains("HDU 1 ('EVENTS') is a binary table (1 columns, 2 rows)"), "{}", table);
+        let absent = error(Hdu::Index(5));
+        assert!(
+            absent.contains(
+                "mef.fits: has no HDU 5: its HDUs are HDU 0 is empty (NAXIS = 0); HDU 1 ('EVENTS') is a binary table"
+            ),
+            "{}",
+            absent
+        );
+        assert!(
+            absent.contains("HDU 3 ('SCI') is a 2x1 image (BITPIX 16); HDU 4 ('ERR') is a 1x2 image (BITPIX -32)"),
+            "{}",
+            absent
+        );
+        assert!(error(Hdu::Name("DQ".into())).contains("has no HDU 'DQ': its HDUs are"));
+
+        // Without the images, nothing is read, and the error says what each HDU is.
+        // The primary HDU takes a block, the table three, the cube two.
+        let cut = 6 * BLOCK;
+        let none = error_of(read_image_bytes(path, &bytes[..cut]));
+        assert!(
+            none.contains(
+                "mef.fits: holds no 2-D image: HDU 0 is empty (NAXIS = 0); HDU 1 ('EVENTS') is a binary table"
+            ),
+            "{}",
+            none
+        );
+        assert!(none.contains("; HDU 2 ('CUBE') is a 3-D cube (axes 1x1x2, NAXIS1 first)"), "{}", none);
+        // A truncated table ends the walk; a truncated image is an error.
+        let short = error_of(read_image_bytes(path, &bytes[..BLOCK + BLOCK + 100]));
+        assert!(short.contains("holds no 2-D image: HDU 0 is empty (NAXIS = 0); HDU 1 ('EVENTS')"), "{}", short);
+        let image = error_of(read_image_hdu_bytes(path, &bytes[..bytes.len() - BLOCK + 2], Some(&Hdu::Index(4))));
+        assert!(
+            image.contains(
+                "HDU 4 ('ERR'): is truncated: a 1x2 image of 4-byte pixels needs 8 bytes of data, the file holds 2"
+            ),
+            "{}",
+            image
+        );
+        // Trailing bytes that are not an extension end the file, as astropy reads it.
+        let mut trailing = bytes[..cut].to_vec();
+        trailing.extend([0u8; 100]);
+        assert!(error_of(read_image_bytes(path, &trailing)).contains("holds no 2-D image"));
+        let mut bad = bytes.clone();
+        bad[BLOCK + CARD..BLOCK + 2 * CARD].copy_from_slice(format!("{:<80}", "BITPIX  = 7").as_bytes());
+        assert!(error_of(read_image_bytes(path, &bad)).contains("mef.fits: HDU 1: BITPIX 7 is not valid FITS"));
+    }
+
+    #[test]
+    fn hdus_are_named_by_index_or_extname() {
+        assert_eq!("0".parse::<Hdu>(), Ok(Hdu::Index(0)));
+        assert_eq!(" 12 ".parse::<Hdu>(), Ok(Hdu::Index(12)));
+        assert_eq!("SCI".parse::<Hdu>(), Ok(Hdu::Name("SCI".into())));
+        assert_eq!("-1".parse::<Hdu>(), Ok(Hdu::Name("-1".into())), "a name: no EXTNAME matches it");
+        assert!("".parse::<Hdu>().unwrap_err().contains("its index (0 is the primary HDU) or its EXTNAME"));
+        assert!("99999999999999999999999".parse::<Hdu>().unwrap_err().contains("past any file's"));
+        assert_eq!(Hdu::Name("SCI".into()).to_string(), "'SCI'");
+    }
+
+    #[test]
+    fn gzipped_files_are_read_by_their_first_bytes() {
+        let dir = scratch("fits", "gzip");
+        let pixels = [1.0f32, -2.5, f32::NAN, 0.25];
+        let gz = dir.join("sky.fits.gz");
+        write_image(&gz, 2, 2, &pixels).unwrap();
+        let bytes = std::fs::read(&gz).unwrap();
+        assert!(bytes.starts_with(&GZIP), "written gzipped by its name");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&read_image(&gz).unwrap().pixels), bits(&pixels));
+        // By content, whatever the name; the extensions of a gzipped file are read too.
+        std::fs::write(dir.join("plain-name.fits"), &bytes).unwrap();
+        assert_eq!(read_image(&dir.join("plain-name.fits")).unwrap().width, 2);
+        let mut gzip = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip.write_all(&extensions()).unwrap();
+        let mef = gzip.finish().unwrap();
+        let ext = read_image_hdu_bytes(Path::new("m.fits.gz"), &mef, Some(&Hdu::Index(4))).unwrap();
+        assert_eq!(ext.pixels, vec![0.5, -1.0]);
+
+        let cut = error_of(read_image_bytes(Path::new("cut.fits.gz"), &mef[..mef.len() / 2]));
+        assert!(cut.contains("cut.fits.gz: is gzip-compressed, but cannot be decompressed"), "{}", cut);
+        let mut text = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        text.write_all(b"hello").unwrap();
+        let text = error_of(read_image_bytes(Path::new("t.gz"), &text.finish().unwrap()));
+        assert!(text.contains("is gzip-compressed, but what it holds is not a FITS file"), "{}", text);
+        assert!(error_of(read_image_bytes(Path::new("b.bz2"), b"BZh91AY")).contains("compressed with bzip2 or zip"));
+        let fz = error_of(write_image(&dir.join("out.fz"), 2, 2, &pixels));
+        assert!(fz.contains("out.fz: cannot write: tile-compressed FITS (.fz) is read, not written"), "{}", fz);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -365,17 +365,19 @@ pub enum ImageKind {
     Png,
     /// A 2-D f32 NumPy array: rows by columns.
     Npy,
-    /// The primary image of a FITS file, read as f32 and written as BITPIX -32.
+    /// The first 2-D image of a FITS file (see [`crate::fits`]), read as f32 and written as
+    /// BITPIX -32.
     Fits,
 }
 
 impl ImageKind {
-    /// `.npy`, or `.fits`, `.fit` or `.fts` (any case); anything else is a PNG, as every image
-    /// was before the float formats came.
+    /// `.npy`, or `.fits`, `.fit` or `.fts` (any case), gzipped (`.fits.gz`) or not, or fpack's
+    /// `.fz`; anything else is a PNG, as every image was before the float formats came.
     pub fn of(path: &Path) -> ImageKind {
+        let fits = |path: &Path| has_extension(path, &["fits", "fit", "fts", "fz"]);
         if has_extension(path, &["npy"]) {
             ImageKind::Npy
-        } else if has_extension(path, &["fits", "fit", "fts"]) {
+        } else if fits(path) || (has_extension(path, &["gz"]) && fits(&path.with_extension(""))) {
             ImageKind::Fits
         } else {
             ImageKind::Png

@@ -5,3 +5,4 @@ pub mod image;
 pub mod io;
 pub mod sky;
 pub mod sources;
+pub mod wcs;

@@ -1,11 +1,12 @@
 //! A deterministic mutation fuzzer for the FITS and `.npy` readers, on stable Rust: seeds
-//! made by the crate's own writers and by hand (other BITPIX, dtypes, orders, shapes, header
-//! versions), mutated in memory by a seeded [`SmallRng`] and fed to the `*_bytes` readers.
+//! made by the crate's own writers, by hand (other BITPIX, dtypes, orders, shapes, header
+//! versions) and, for FITS, by astropy (extensions, gzip, tile compression; `tests/data/fits`),
+//! mutated in memory by a seeded [`SmallRng`] and fed to the `*_bytes` readers.
 //! Every input must give an image or array whose shape accounts for every value, or a
 //! [`GpuError::File`] naming the file; a panic, another error, or an input that takes over
-//! a second, or one that makes a reader allocate far more than its size at once, fails the
-//! test with its seed, number and first bytes (and saves it to a file); one that never
-//! returns makes a watchdog save it and abort.
+//! a second, or one that makes a reader allocate far more than its size (or what its
+//! compression can give) at once, fails the test with its seed, number and first bytes (and
+//! saves it to a file); one that never returns makes a watchdog save it and abort.
 //!
 //! Input `i` of seed `s` depends on nothing else, so a failure can be replayed alone. The
 //! number of inputs per reader comes from `FUZZ_INPUTS` and the seed from `FUZZ_SEED`:
@@ -28,8 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use test_support::scratch;
 
-/// Inputs per reader unless `FUZZ_INPUTS` says otherwise: about 5 s on one core, in release
-/// or (fewer, as each is slower) in a debug build.
+/// Inputs per reader unless `FUZZ_INPUTS` says otherwise: 5 to 7 s on one core, in release or
+/// (fewer, as each is slower) in a debug build.
 const DEFAULT_INPUTS: u64 = if cfg!(debug_assertions) { 10_000 } else { 300_000 };
 /// The name errors must give: the readers are handed this path with the bytes.
 const NAME: &str = "fuzz.input";
@@ -84,11 +85,16 @@ unsafe impl GlobalAlloc for Watched {
 #[global_allocator]
 static ALLOCATOR: Watched = Watched;
 
-/// The most a reader may allocate at once for an input of `len` bytes: its values widened to
-/// f32 and a vector's doubling, or the parser's tokens of a header.
-fn allocation_limit(len: usize) -> usize {
-    16 * len + (4 << 20)
+/// The most a reader may allocate at once for an input of `len` bytes that may hold up to
+/// `values` values: its values widened to f32 and a vector's doubling, or the parser's tokens
+/// of a header.
+fn allocation_limit(len: usize, values: usize) -> usize {
+    len.max(values).saturating_mul(16).saturating_add(4 << 20)
 }
+
+/// The most pixels a byte of compressed data can give: deflate's largest ratio (the FITS
+/// reader refuses a tile-compressed image that claims more).
+const DEFLATE: usize = 1032;
 
 /// What a reader made of an input: the shape (rows first) and each value's bits.
 #[derive(Debug, PartialEq)]
@@ -101,9 +107,10 @@ trait Bits: Copy {
     fn bits(self) -> u64;
 }
 
+/// A NaN's payload means nothing: every NaN is the same value.
 impl Bits for f32 {
     fn bits(self) -> u64 {
-        self.to_bits().into()
+        if self.is_nan() { f32::NAN } else { self }.to_bits().into()
     }
 }
 
@@ -126,14 +133,29 @@ fn parsed<T: Bits>(shape: &[usize], values: &[T]) -> Parsed {
 /// A reader under test.
 struct Reader {
     name: &'static str,
-    /// The fewest bytes of input a value takes, so what parses is never bigger than the input.
-    value_bytes: usize,
+    /// The most values an input can hold, so what parses is never bigger than the input allows.
+    max_values: fn(&[u8]) -> usize,
     read: fn(&Path, &[u8]) -> GpuResult<Parsed>,
+}
+
+/// What a FITS input can hold: a value a byte (BITPIX 8), or for a tile-compressed image as
+/// many as deflate gives, and for a gzipped file that again.
+fn fits_values(bytes: &[u8]) -> usize {
+    let tiled = bytes.as_chunks::<CARD>().0.iter().any(|card| card.starts_with(b"ZIMAGE  ="));
+    let gzipped = bytes.starts_with(&[0x1F, 0x8B]);
+    let factor = if gzipped {
+        DEFLATE * DEFLATE
+    } else if tiled {
+        DEFLATE
+    } else {
+        1
+    };
+    bytes.len().saturating_mul(factor)
 }
 
 const FITS_READERS: &[Reader] = &[Reader {
     name: "fits::read_image_bytes",
-    value_bytes: 2,
+    max_values: fits_values,
     read: |path, bytes| {
         let image = fits::read_image_bytes(path, bytes)?;
         Ok(parsed(&[image.height, image.width], &image.pixels))
@@ -143,37 +165,37 @@ const FITS_READERS: &[Reader] = &[Reader {
 const NPY_READERS: &[Reader] = &[
     Reader {
         name: "io::read_vector_bytes::<f32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_vector_bytes::<f32>(path, bytes).map(|v| parsed(&[v.len()], &v)),
     },
     Reader {
         name: "io::read_vector_bytes::<u32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_vector_bytes::<u32>(path, bytes).map(|v| parsed(&[v.len()], &v)),
     },
     Reader {
         name: "io::read_vector_bytes::<i32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_vector_bytes::<i32>(path, bytes).map(|v| parsed(&[v.len()], &v)),
     },
     Reader {
         name: "io::read_matrix_bytes::<f32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_matrix_bytes::<f32>(path, bytes).map(|((r, c), v)| parsed(&[r, c], &v)),
     },
     Reader {
         name: "io::read_matrix_bytes::<u32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_matrix_bytes::<u32>(path, bytes).map(|((r, c), v)| parsed(&[r, c], &v)),
     },
     Reader {
         name: "io::read_matrix_bytes::<i32>",
-        value_bytes: 4,
+        max_values: |b| b.len() / 4,
         read: |path, bytes| io::read_matrix_bytes::<i32>(path, bytes).map(|((r, c), v)| parsed(&[r, c], &v)),
     },
     Reader {
         name: "io::read_matrix_f32_or_f16_bytes",
-        value_bytes: 2,
+        max_values: |b| b.len() / 2,
         read: |path, bytes| io::read_matrix_f32_or_f16_bytes(path, bytes).map(|((r, c), v)| parsed(&[r, c], &v)),
     },
 ];
@@ -247,11 +269,18 @@ fn fits_seeds() -> Vec<Seed> {
     let image = |height: usize, width: usize, pixels: &[f32]| Ok(parsed(&[height, width], pixels));
     seeds.extend([
         hand(
-            "BITPIX 8",
+            "BITPIX 8, signed by BZERO",
             image_cards(8, &[2, 2], &["BZERO   =                 -128"]),
             vec![0, 1, 128, 255],
             true,
-            Err("BITPIX 8 (unsigned bytes) is not supported"),
+            image(2, 2, &[-128.0, -127.0, 0.0, 127.0]),
+        ),
+        hand(
+            "BITPIX 8, BLANK",
+            image_cards(8, &[3, 1], &["BLANK   =                  255"]),
+            vec![7, 255, 0],
+            false,
+            image(1, 3, &[7.0, f32::NAN, 0.0]),
         ),
         hand(
             "BITPIX 16, scaled, BLANK",
@@ -276,7 +305,7 @@ fn fits_seeds() -> Vec<Seed> {
             image_cards(64, &[2, 1], &[]),
             encode(&[1i64, -1], i64::to_be_bytes),
             true,
-            Err("BITPIX 64 (64-bit integers) is not supported"),
+            image(1, 2, &[1.0, -1.0]),
         ),
         hand(
             "BITPIX -32, scaled, NAXIS 4",
@@ -314,6 +343,51 @@ fn fits_seeds() -> Vec<Seed> {
             true,
             image(1, 1, &[0.5]),
         ),
+    ]);
+
+    // An image after an empty primary HDU and a table with a heap.
+    let mut extension = fits_bytes(&image_cards(8, &[], &["EXTEND  = T"]), &[], true);
+    let table = [
+        "XTENSION= 'BINTABLE'",
+        "BITPIX  =                    8",
+        "NAXIS   =                    2",
+        "NAXIS1  =                    8",
+        "NAXIS2  =                    1",
+        "PCOUNT  =                    8",
+        "GCOUNT  =                    1",
+        "TFIELDS =                    1",
+        "TFORM1  = '1PJ(2)  '",
+    ];
+    let table = table.map(String::from);
+    extension.extend(fits_bytes(&table, &[0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2], true));
+    let mut cards = image_cards(16, &[2, 2], &["PCOUNT  =                    0", "GCOUNT  =                    1"]);
+    cards[0] = "XTENSION= 'IMAGE   '".into();
+    extension.extend(fits_bytes(&cards, &encode(&[1i16, -2, 3, -4], i16::to_be_bytes), false));
+    seeds.push(Seed {
+        name: "an image extension",
+        bytes: extension,
+        reader: 0,
+        expected: image(2, 2, &[1.0, -2.0, 3.0, -4.0]),
+    });
+
+    // Files astropy wrote (tests/fits_astropy.rs reads them all), with what astropy reads.
+    macro_rules! fixture {
+        ($file:literal, $reference:literal) => {{
+            let bytes = include_bytes!(concat!("data/fits/", $file)).to_vec();
+            let reference = include_bytes!(concat!("data/fits/", $reference));
+            let ((rows, cols), values) = io::read_matrix_bytes::<f32>(Path::new($reference), reference).unwrap();
+            Seed { name: $file, bytes, reader: 0, expected: Ok(parsed(&[rows, cols], &values)) }
+        }};
+    }
+    seeds.extend([
+        fixture!("rice-f32-sd1.fits", "rice-f32-sd1.npy"),
+        fixture!("rice-i16-blank.fits", "rice-i16-blank.npy"),
+        fixture!("rice-f32-tiles.fits", "rice-f32-tiles.npy"),
+        fixture!("rice-f32-flat.fits", "rice-f32-flat.npy"),
+        fixture!("gzip1-f32-lossless.fits", "gzip1-f32-lossless.npy"),
+        fixture!("gzip2-i32.fits", "gzip2-i32.npy"),
+        fixture!("plio-mask.fits", "plio-mask.npy"),
+        fixture!("gz.fits.gz", "gz.npy"),
     ]);
     seeds
 }
@@ -490,6 +564,8 @@ fn npy_seeds() -> Vec<Seed> {
 const INTERESTING_BYTES: &[u8] = b"\x00\xff0123456789 ='E-.+/TF(),:{}\n";
 /// FITS header values a mutation gives a card: sizes past any file, out of range, negative,
 /// not integers, not numbers, or not values at all.
+/// How many of [`FITS_KEYWORDS`] a header mutation mostly aims at.
+const LAYOUT: usize = 31;
 const FITS_VALUES: &[&str] = &[
     "99999999999",
     "1000000000000",
@@ -537,9 +613,28 @@ const FITS_VALUES: &[&str] = &[
     "(1, 2)",
     "",
     "/ only a comment",
+    "4096",
+    "10000",
+    "1000000",
+    "'RICE_1'",
+    "'GZIP_1'",
+    "'GZIP_2'",
+    "'NOCOMPRESS'",
+    "'HCOMPRESS_1'",
+    "'PLIO_1'",
+    "'SUBTRACTIVE_DITHER_1'",
+    "'SUBTRACTIVE_DITHER_2'",
+    "'NO_DITHER'",
+    "'1PB(9)'",
+    "'1QB'",
+    "'1D'",
+    "'J'",
+    "'BINTABLE'",
+    "'IMAGE'",
+    "'ERR'",
 ];
-/// The keywords the FITS reader looks at (the first ten hold the image's layout), and some it
-/// must not mistake for them.
+/// The keywords the FITS reader looks at (the first [`LAYOUT`] hold an image's or a compressed
+/// image's layout, a table's or an HDU's size), and some it must not mistake for them.
 const FITS_KEYWORDS: &[&str] = &[
     "SIMPLE",
     "BITPIX",
@@ -551,6 +646,27 @@ const FITS_KEYWORDS: &[&str] = &[
     "BSCALE",
     "BZERO",
     "BLANK",
+    "PCOUNT",
+    "GCOUNT",
+    "TFIELDS",
+    "TFORM1",
+    "TFORM2",
+    "TTYPE1",
+    "THEAP",
+    "ZIMAGE",
+    "ZBITPIX",
+    "ZNAXIS",
+    "ZNAXIS1",
+    "ZNAXIS2",
+    "ZTILE1",
+    "ZTILE2",
+    "ZCMPTYPE",
+    "ZVAL1",
+    "ZVAL2",
+    "ZQUANTIZ",
+    "ZDITHER0",
+    "ZBLANK",
+    "EXTNAME",
     "GROUPS",
     "END",
     "COMMENT",
@@ -713,9 +829,22 @@ fn insert_card(bytes: &mut Vec<u8>, at: usize, card: &[u8]) {
     }
 }
 
-/// A header mutation of a FITS file: a card's value replaced, a card replaced or inserted,
-/// or NAXIS changed with cards for its axes.
+/// A header mutation of one HDU of a FITS file (any whose header starts a block): see
+/// [`mutate_header`].
 fn mutate_fits_header(bytes: &mut Vec<u8>, rng: &mut SmallRng) {
+    let starts = (0..bytes.len())
+        .step_by(BLOCK)
+        .filter(|&at| bytes[at..].starts_with(b"SIMPLE  =") || bytes[at..].starts_with(b"XTENSION="))
+        .collect::<Vec<_>>();
+    let start = starts.choose(rng).copied().unwrap_or(0);
+    let mut hdu = bytes.split_off(start);
+    mutate_header(&mut hdu, rng);
+    bytes.extend(hdu);
+}
+
+/// A header mutation of the FITS bytes `bytes` start with: a card's value replaced, a card
+/// replaced or inserted, or NAXIS changed with cards for its axes.
+fn mutate_header(bytes: &mut Vec<u8>, rng: &mut SmallRng) {
     let end = end_card(bytes);
     let value = *FITS_VALUES.choose(rng).unwrap();
     match rng.random_range(0..4) {
@@ -723,7 +852,9 @@ fn mutate_fits_header(bytes: &mut Vec<u8>, rng: &mut SmallRng) {
             // Mostly the cards the reader uses.
             let known = (0..end)
                 .filter(|&c| {
-                    FITS_KEYWORDS[..10].iter().any(|k| bytes[c * CARD..c * CARD + 8] == *format!("{k:<8}").as_bytes())
+                    FITS_KEYWORDS[..LAYOUT]
+                        .iter()
+                        .any(|k| bytes[c * CARD..c * CARD + 8] == *format!("{k:<8}").as_bytes())
                 })
                 .collect::<Vec<_>>();
             let card = match known.choose(rng) {
@@ -1000,7 +1131,8 @@ fn run_reader(reader: &Reader, bytes: &[u8]) -> Result<Option<String>, String> {
     LARGEST.with(|largest| largest.set(0));
     let result = catch_unwind(AssertUnwindSafe(|| (reader.read)(path, bytes)));
     let largest = LARGEST.with(Cell::get);
-    if largest > allocation_limit(bytes.len()) {
+    let most = (reader.max_values)(bytes);
+    if largest > allocation_limit(bytes.len(), most) {
         return Err(format!("{} allocated {largest} bytes at once for an input of {}", reader.name, bytes.len()));
     }
     match result {
@@ -1010,7 +1142,7 @@ fn run_reader(reader: &Reader, bytes: &[u8]) -> Result<Option<String>, String> {
             if shape.contains(&0) || count != Some(values.len()) {
                 return Err(format!("{} gave shape {shape:?} with {} values", reader.name, values.len()));
             }
-            if values.len() * reader.value_bytes > bytes.len() {
+            if values.len() > most {
                 return Err(format!("{} gave {} values from {} bytes", reader.name, values.len(), bytes.len()));
             }
             Ok(None)

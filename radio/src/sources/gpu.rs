@@ -79,6 +79,15 @@ impl Pixels for OnGpu<'_, '_> {
     }
 }
 
+impl Drop for Pipeline<'_> {
+    /// Waits for the work queued on the pipeline's buffers, on both streams, before they are
+    /// freed; an error here is one a wait already returned.
+    fn drop(&mut self) {
+        let _ = self.gpu.synchronize("the source finder");
+        let _ = self.side.synchronize();
+    }
+}
+
 impl<'g> Pipeline<'g> {
     /// Uploads `image` and allocates every step's buffers.
     pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
@@ -102,8 +111,12 @@ impl<'g> Pipeline<'g> {
     /// and their moments beside it on the second: the reducer and the selector read them back.
     fn launch_round(&self, window: Window, find: Find) -> GpuResult<()> {
         // The selection's chain of passes is the longer: it goes first.
-        self.selector.launch(self.gpu, &self.image, window, find)?;
-        self.reducer.launch_moments(self.gpu, &self.side, &self.image, window)
+        // SAFETY: the pipeline owns the image, the selector and the reducer, and its drop
+        // waits for both streams before they go.
+        unsafe {
+            self.selector.launch(self.gpu, &self.image, window, find)?;
+            self.reducer.launch_moments(self.gpu, &self.side, &self.image, window)
+        }
     }
 
     /// Runs the four steps on the image (`image` is what was uploaded, for naming an infinite

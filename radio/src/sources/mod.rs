@@ -17,6 +17,7 @@ pub mod catalog;
 pub mod clip;
 pub mod gpu;
 pub mod overlay;
+pub mod score;
 
 use crate::io::Image;
 use cuda_kernels::data::timed;
