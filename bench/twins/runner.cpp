@@ -119,6 +119,7 @@ struct Args {
 
 struct Shape {
     unsigned gx, gy, bx, by, shared;
+    unsigned gz = 1;  // the layers of a split-k grid
 };
 
 // A launch as `host launches` prints it: grid and block in three dimensions, dynamic shared bytes.
@@ -126,7 +127,7 @@ struct Launch {
     unsigned grid[3], block[3], shared;
 };
 
-Launch launch_of(const Shape& s) { return {{s.gx, s.gy, 1}, {s.bx, s.by, 1}, s.shared}; }
+Launch launch_of(const Shape& s) { return {{s.gx, s.gy, s.gz}, {s.bx, s.by, 1}, s.shared}; }
 
 std::string describe(const Launch& l) {
     auto dims = [](const unsigned* d) {
@@ -372,7 +373,7 @@ struct Runner {
 
     void launch(CUfunction f, Case& c) {
         Args a = c.args;
-        CK(cuLaunchKernel(f, c.shape.gx, c.shape.gy, 1, c.shape.bx, c.shape.by, 1, c.shape.shared, stream, a.params(),
+        CK(cuLaunchKernel(f, c.shape.gx, c.shape.gy, c.shape.gz, c.shape.bx, c.shape.by, 1, c.shape.shared, stream, a.params(),
                           nullptr));
     }
 
@@ -1460,6 +1461,262 @@ struct Runner {
         run(c);
     }
 
+    // ---- fit (kernels/src/fit.rs) on a 2048² field of FIT_LISTED_ISLANDS elliptical Gaussians,
+    // one per 64-pixel cell (every fourth cell a pair 7 pixels apart, the second at 0.6 of the
+    // first's peak), in uniform noise of ±0.002 far below the islands' level of 0.02; an island is
+    // its cell's pixels above the level. Each kernel's fits must find every source (centre
+    // within 0.05 pixel, peak within 2%, no flag), and the twin's must equal the Rust kernel's
+    // within 1e-6 (status words exact but the iterations).
+    void fit() {
+        const size_t cells = 32, cell = 64, side = cells * cell, n = side * side, count = cells * cells;
+        const double level = 0.02, amplitude = 0.002;
+        struct Gaussian {
+            double peak, x, y, major, minor, theta;
+        };
+        std::vector<std::vector<Gaussian>> truth(count);
+        std::vector<float> image = random_f32(n, 41);
+        std::vector<unsigned> labels(g_dry ? 0 : n, 0), islands(count * FIT_ISLAND_WORDS, 0);
+        double box_pixels = 0;
+        uint64_t s = 0xF17Full;
+        auto uniform = [&] { return (double)(splitmix(s) >> 40) * 0x1p-24; };
+        for (size_t i = 0; i < count && !g_dry; ++i) {
+            size_t x0 = i % cells * cell, y0 = i / cells * cell;
+            double x = x0 + 28 + 8 * uniform(), y = y0 + 28 + 8 * uniform(), peak = 1 + 9 * uniform();
+            bool pair = i % 4 == 3;
+            // Every minor axis above the fit's least, 0.8 of the beam's σ of 1 pixel passed below.
+            double major = pair ? 1 + 0.8 * uniform() : 1.2 + 1.8 * uniform();
+            double minor = major * (pair ? 0.8 + 0.2 * uniform() : 0.7 + 0.3 * uniform());
+            truth[i].push_back({peak, x, y, major, minor, 3 * (uniform() - 0.5)});
+            if (pair) {
+                double second = 1 + 0.8 * uniform();
+                truth[i].push_back({0.6 * peak, x + 7, y + 1, second, second * (0.8 + 0.2 * uniform()), 3 * (uniform() - 0.5)});
+            }
+            unsigned y_min = ~0u, y_max = 0, x_min = ~0u, x_max = 0;
+            for (size_t r = y0; r < y0 + cell; ++r)
+                for (size_t c = x0; c < x0 + cell; ++c) {
+                    double v = amplitude * image[r * side + c];
+                    for (const Gaussian& g : truth[i]) {
+                        double cs = std::cos(g.theta), sn = std::sin(g.theta), dx = c - g.x, dy = r - g.y;
+                        double along = dx * cs + dy * sn, across = dy * cs - dx * sn;
+                        v += g.peak * std::exp(-0.5 * (along * along / (g.major * g.major) +
+                                                       across * across / (g.minor * g.minor)));
+                    }
+                    image[r * side + c] = (float)v;
+                    if ((double)image[r * side + c] <= level) continue;
+                    labels[r * side + c] = (unsigned)i + 1;
+                    y_min = std::min(y_min, (unsigned)r), y_max = std::max(y_max, (unsigned)r);
+                    x_min = std::min(x_min, (unsigned)c), x_max = std::max(x_max, (unsigned)c);
+                }
+            unsigned* record = &islands[i * FIT_ISLAND_WORDS];
+            record[FIT_ISLAND_LABEL] = (unsigned)i + 1;
+            record[FIT_ISLAND_Y_MIN] = y_min, record[FIT_ISLAND_Y_MAX] = y_max;
+            record[FIT_ISLAND_X_MIN] = x_min, record[FIT_ISLAND_X_MAX] = x_max;
+            box_pixels += (double)(y_max - y_min + 1) * (x_max - x_min + 1);
+        }
+        // The noise's σ, uniform in ±amplitude: amplitude / sqrt(3).
+        std::vector<float> noise(count, (float)(amplitude / std::sqrt(3.0)));
+        auto image_buffer = upload(image), labels_buffer = upload(labels), islands_buffer = upload(islands),
+             noise_buffer = upload(noise);
+        size_t fit_bytes = 8 * count * FIT_RECORD_WORDS, status_bytes = 4 * count * FIT_STATUS_WORDS;
+        auto out = device(fit_bytes + status_bytes);  // the fits, then the status
+        Case c;
+        c.kernel = "fit_islands", c.size = std::to_string(side) + "x" + std::to_string(side) + " " +
+                                           std::to_string(count) + " islands";
+        c.unit = "GB/s", c.work = 8.0 * box_pixels;  // the boxes' pixels and labels, read once
+        c.shape = {(unsigned)count, 1, FIT_BLOCK, 1, 0};
+        c.args.ptr(image_buffer).ptr(labels_buffer).ptr(noise_buffer).add<unsigned>(0).add(side).add(side);
+        c.args.slice(islands_buffer, count * FIT_ISLAND_WORDS).add(5.0).add(1.0).ptr(out).add<CUdeviceptr>(out->ptr + fit_bytes);
+        c.out = out, c.compare = Compare::Reference;
+        // Called with the Rust kernel's result, then the twin's: the first is kept to judge the second.
+        auto rust = std::make_shared<std::vector<unsigned char>>();
+        c.reference = [truth, count, fit_bytes, rust](const std::vector<unsigned char>& out) -> std::string {
+            const double* fits = reinterpret_cast<const double*>(out.data());
+            const unsigned* status = reinterpret_cast<const unsigned*>(out.data() + fit_bytes);
+            for (size_t i = 0; i < count; ++i) {
+                const unsigned* st = status + i * FIT_STATUS_WORDS;
+                if (st[FIT_STATUS_FLAGS] != 0 || st[FIT_STATUS_COMPONENTS] != truth[i].size())
+                    return "island " + std::to_string(i + 1) + ": flags " + std::to_string(st[FIT_STATUS_FLAGS]) + ", " +
+                           std::to_string(st[FIT_STATUS_COMPONENTS]) + " components, want none and " +
+                           std::to_string(truth[i].size());
+                for (size_t k = 0; k < truth[i].size(); ++k) {
+                    const double* p = fits + i * FIT_RECORD_WORDS + FIT_COMPONENTS + k * FIT_COMPONENT_WORDS;
+                    const Gaussian& g = truth[i][k];
+                    if (!(std::fabs(p[FIT_X] - g.x) < 0.05 && std::fabs(p[FIT_Y] - g.y) < 0.05 &&
+                          std::fabs(p[FIT_PEAK] / g.peak - 1) < 0.02))
+                        return "island " + std::to_string(i + 1) + " component " + std::to_string(k) + ": peak " +
+                               fmt("%.6g", p[FIT_PEAK]) + " at (" + fmt("%.4f", p[FIT_X]) + ", " + fmt("%.4f", p[FIT_Y]) +
+                               "), drawn " + fmt("%.6g", g.peak) + " at (" + fmt("%.4f", g.x) + ", " + fmt("%.4f", g.y) + ")";
+                }
+            }
+            if (rust->empty()) {
+                *rust = out;
+                return "";
+            }
+            const double* want = reinterpret_cast<const double*>(rust->data());
+            const unsigned* want_status = reinterpret_cast<const unsigned*>(rust->data() + fit_bytes);
+            for (size_t w = 0; w < count * FIT_STATUS_WORDS; ++w)
+                if (w % FIT_STATUS_WORDS != FIT_STATUS_ITERATIONS && status[w] != want_status[w])
+                    return "status word " + std::to_string(w) + " differs from the Rust kernel's";
+            for (size_t w = 0; w < count * FIT_RECORD_WORDS; ++w) {
+                double a = fits[w], b = want[w];
+                if (!(std::isnan(a) && std::isnan(b)) && !(std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b))))
+                    return "fit word " + std::to_string(w) + " = " + fmt("%.17g", a) + ", the Rust kernel's " +
+                           fmt("%.17g", b);
+            }
+            return "";
+        };
+        run(c);
+    }
+
+    // ---- background (kernels/src/background.rs) on label()'s sky with a blanked corner, at
+    // BANE's default grid step (16) and box (96), as host/src/ops/background.rs's default run.
+    // Both kernels round the same f64 operations in the same order, so they must write the
+    // same bits; sampled grid points are checked against a CPU sort-and-clip (plain sums, so
+    // within 1e-9), sampled pixels against a CPU interpolation of the grid.
+
+    static constexpr unsigned kBackgroundStep = 16, kBackgroundBox = 96;
+
+    static unsigned bg_points(unsigned extent, unsigned step) { return extent <= 1 ? 1 : (extent - 2) / step + 2; }
+    static unsigned bg_coordinate(unsigned i, unsigned extent, unsigned step) {
+        return i + 1 >= bg_points(extent, step) ? extent - 1 : i * step;
+    }
+
+    // The σ-clipped median and standard deviation of the box around grid point (gy, gx).
+    static void bg_point(const std::vector<float>& image, size_t side, unsigned gy, unsigned gx, double& middle,
+                         double& sigma) {
+        unsigned s = (unsigned)side, half = kBackgroundBox / 2;
+        unsigned cx = bg_coordinate(gx, s, kBackgroundStep), cy = bg_coordinate(gy, s, kBackgroundStep);
+        unsigned x0 = cx > half ? cx - half : 0, y0 = cy > half ? cy - half : 0;
+        unsigned x1 = std::min(s, cx + kBackgroundBox - half), y1 = std::min(s, cy + kBackgroundBox - half);
+        std::vector<double> v;
+        for (unsigned y = y0; y < y1; ++y)
+            for (unsigned x = x0; x < x1; ++x)
+                if (std::isfinite(image[(size_t)y * side + x])) v.push_back(image[(size_t)y * side + x]);
+        if (v.empty()) {
+            middle = sigma = NAN;
+            return;
+        }
+        std::sort(v.begin(), v.end());
+        auto stats = [&](size_t a, size_t b) {
+            double sum = 0, squares = 0;
+            for (size_t i = a; i < b; ++i) sum += v[i];
+            double mean = sum / (double)(b - a);
+            for (size_t i = a; i < b; ++i) squares += (v[i] - mean) * (v[i] - mean);
+            sigma = std::sqrt(squares / (double)(b - a));
+            middle = (v[a + (b - a - 1) / 2] + v[a + (b - a) / 2]) / 2;
+        };
+        size_t a = 0, b = v.size();
+        stats(a, b);
+        for (int round = 0; round < 10; ++round) {
+            double low = middle - 3 * sigma, high = middle + 3 * sigma;
+            size_t first = std::upper_bound(v.begin() + a, v.begin() + b, low) - v.begin();
+            size_t end = std::lower_bound(v.begin() + first, v.begin() + b, high) - v.begin();
+            if (end == first || end - first == b - a) break;
+            a = first, b = end;
+            stats(a, b);
+        }
+    }
+
+    void background() {
+        size_t side = pick(2048, 512), n = side * side;
+        auto image_host = label_image(side, 23);
+        for (size_t y = 0; y < side && !g_dry; ++y)
+            for (size_t x = 0; x + y < side / 4; ++x) image_host[y * side + x] = NAN;
+        auto image = upload(image_host);
+        unsigned points_side = bg_points((unsigned)side, kBackgroundStep);
+        size_t points = (size_t)points_side * points_side, values = points * BACKGROUND_FIELDS;
+        std::string size = std::to_string(side) + "x" + std::to_string(side);
+        auto grid = device(8 * values);
+        Case g;
+        g.kernel = "background_grid", g.size = size, g.unit = "GB/s", g.work = 4.0 * n;
+        g.shape = {(unsigned)points, 1, BACKGROUND_THREADS, 1, BACKGROUND_SHARED_HEADER + 4 * kBackgroundBox * kBackgroundBox};
+        g.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).add(kBackgroundBox)
+            .add(kBackgroundBox).add(3.0).add(10u).ptr(grid);
+        g.out = grid, g.compare = Compare::Exact;
+        g.reference = [image_host, side, points_side](const std::vector<unsigned char>& out) -> std::string {
+            const double* o = reinterpret_cast<const double*>(out.data());
+            uint64_t s = 0xBA4E;
+            for (int k = 0; k < 64; ++k) {
+                unsigned gy = (unsigned)(splitmix(s) % points_side), gx = k == 0 ? 0 : (unsigned)(splitmix(s) % points_side);
+                double middle, sigma;
+                bg_point(image_host, side, gy, gx, middle, sigma);
+                const double* got = o + ((size_t)gy * points_side + gx) * BACKGROUND_FIELDS;
+                bool nan = std::isnan(middle) && std::isnan(got[BACKGROUND_BACKGROUND]) && std::isnan(got[BACKGROUND_NOISE]);
+                bool ok = nan || (got[BACKGROUND_BACKGROUND] == middle &&
+                                  std::fabs(got[BACKGROUND_NOISE] - sigma) <= 1e-9 * sigma);
+                if (!ok)
+                    return "grid point (" + std::to_string(gy) + ", " + std::to_string(gx) + ") = " +
+                           fmt("%.17g", got[BACKGROUND_BACKGROUND]) + ", " + fmt("%.17g", got[BACKGROUND_NOISE]) +
+                           ", want " + fmt("%.17g", middle) + ", " + fmt("%.17g", sigma);
+            }
+            return "";
+        };
+        run(g);
+
+        // The interpolation reads a grid the Rust grid kernel writes once, before the case.
+        auto made = device(8 * values), maps = device(12 * n);
+        Case p;
+        p.kernel = "background_interpolate", p.size = size, p.unit = "GB/s", p.work = 16.0 * n + 8.0 * values;
+        p.shape = linear(n, BACKGROUND_INTERPOLATE_BLOCK);
+        p.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).slice(made, values)
+            .add<CUdeviceptr>(maps->ptr).add<CUdeviceptr>(maps->ptr + 4 * n).add<CUdeviceptr>(maps->ptr + 8 * n);
+        p.out = maps, p.compare = Compare::Exact;
+        Case fill = g;
+        fill.args = Args();
+        fill.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).add(kBackgroundBox)
+            .add(kBackgroundBox).add(3.0).add(10u).ptr(made);
+        p.setup = [this, fill]() mutable {
+            CUresult r;
+            CUfunction f = function(rust, "background_grid", r);
+            CK(r);
+            launch(f, fill);
+            CK(cuStreamSynchronize(stream));
+        };
+        p.reference = [this, image_host, side, made, values, n](const std::vector<unsigned char>& out) -> std::string {
+            std::vector<double> grid_host(values);
+            CK(cuMemcpyDtoH(grid_host.data(), made->ptr, 8 * values));
+            const float* o = reinterpret_cast<const float*>(out.data());
+            unsigned s = (unsigned)side, points = bg_points(s, kBackgroundStep);
+            uint64_t seed = 0x1A7E;
+            for (int k = 0; k < 4096; ++k) {
+                size_t i = k == 0 ? n - 1 : splitmix(seed) % n;
+                unsigned y = (unsigned)(i / side), x = (unsigned)(i % side);
+                double want[2] = {NAN, NAN};
+                if (std::isfinite(image_host[i])) {
+                    auto cell = [&](unsigned q, unsigned& lower, unsigned& upper) {
+                        lower = std::min(q / kBackgroundStep, points - 2);
+                        upper = lower + 1;
+                        unsigned first = lower * kBackgroundStep, second = bg_coordinate(upper, s, kBackgroundStep);
+                        return (double)(q - first) / (double)(second - first);
+                    };
+                    unsigned r0, r1, c0, c1;
+                    double fy = cell(y, r0, r1), fx = cell(x, c0, c1);
+                    double w[4] = {(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx), fy * fx};
+                    size_t corner[4] = {(size_t)r0 * points + c0, (size_t)r0 * points + c1, (size_t)r1 * points + c0,
+                                        (size_t)r1 * points + c1};
+                    for (int field = 0; field < 2; ++field) {
+                        double sum = 0, total = 0;
+                        for (int c = 0; c < 4; ++c) {
+                            double v = grid_host[corner[c] * BACKGROUND_FIELDS + field];
+                            if (w[c] > 0 && !std::isnan(v)) sum += w[c] * v, total += w[c];
+                        }
+                        want[field] = total > 0 ? sum / total : NAN;
+                    }
+                }
+                for (int field = 0; field < 2; ++field) {
+                    float got = o[field * n + i];
+                    bool ok = std::isnan(want[field]) ? std::isnan(got)
+                                                      : std::fabs(got - want[field]) <= 1e-6 * std::fabs(want[field]) + 1e-12;
+                    if (!ok)
+                        return std::string(field == 0 ? "background" : "noise") + "[" + std::to_string(i) + "] = " +
+                               fmt("%.9g", got) + ", want " + fmt("%.9g", want[field]);
+                }
+            }
+            return "";
+        };
+        run(p);
+    }
+
 #if CUDA_VERSION >= 12000
     // x rounded to bf16 or IEEE half (to nearest even; the inputs are finite and in [-1, 1)),
     // as bits, and the value of those bits: host/src/ops/matmul/hopper.rs converts the same way.
@@ -1580,6 +1837,125 @@ struct Runner {
     }
 #endif
 
+#if CUDA_VERSION >= 12000
+    // The splits library/src/matmul/split.rs's splits_for picks: none while C's tiles fill more
+    // than half the SMs, else enough to fill them about once, each at least WGMMA_SPLIT_MIN_SLICES
+    // slices, made even (interface::wgmma::split_count).
+    size_t splits_for(size_t m, size_t n, size_t slices) const {
+        size_t tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
+        if (2 * tiles > sms) return 1;
+        size_t wanted = std::max<size_t>(1, std::min<size_t>(sms / tiles, slices / WGMMA_SPLIT_MIN_SLICES));
+        size_t per = (slices + wanted - 1) / wanted;
+        return (slices + per - 1) / per;
+    }
+
+    // Step H3, split k (kernels/src/matmul/wgmma_split.rs, twins in matmul/wgmma_split.cu): the
+    // pipelined products on a grid `splits` deep, each layer's partial product checked through
+    // their sum, at the long-k shapes in as many splits as the host picks; then the
+    // reduction of that many partials of C's size.
+    void wgmma_split() {
+        if (hopper_ptx.empty()) return;
+        struct Dims {
+            size_t m, n, k;
+        };
+        const std::vector<Dims> shapes = {{64, 64, 65536}, {128, 128, 16384}, {16, 4096, 4096}, {64, 64, 8192}};
+        size_t most = 0;
+        for (Dims d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
+        auto af = random_f32(most, 41), bf = random_f32(most, 42);
+        for (const char* type : {"tf32", "bf16", "f16"}) {
+            bool tf32 = type[0] == 't', f16 = type[0] == 'f';
+            std::vector<float> av(af.size()), bv(bf.size());
+            Buffer a, b;
+            if (tf32) {
+                for (size_t i = 0; i < af.size(); ++i) av[i] = round_tf32(af[i]), bv[i] = round_tf32(bf[i]);
+                a = upload(av), b = upload(bv);
+            } else {
+                std::vector<uint16_t> ah(af.size()), bh(bf.size());
+                for (size_t i = 0; i < af.size(); ++i) {
+                    ah[i] = round16(af[i], f16), bh[i] = round16(bf[i], f16);
+                    av[i] = value16(ah[i], f16), bv[i] = value16(bh[i], f16);
+                }
+                a = upload(ah), b = upload(bh);
+            }
+            CUtensorMapDataType map_type = tf32  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                           : f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+            unsigned bk = tf32 ? WGMMA_BK_TF32 : WGMMA_BK;
+            for (Dims d : shapes) {
+                size_t m = d.m, n = d.n, k = d.k, splits = splits_for(m, n, blocks(k, bk));
+                std::vector<CUtensorMap> maps(2);
+                if (!g_dry)
+                    maps = {tensor_map(map_type, a->ptr, m, k, WGMMA_BM, bk),
+                            tf32 ? tensor_map(map_type, b->ptr, n, k, WGMMA_BOX_N, bk)
+                                 : tensor_map(map_type, b->ptr, k, n, bk, WGMMA_BOX_N)};
+                auto map_buffer = upload(maps);
+                auto partials = device(4 * splits * m * n);
+                Case x;
+                x.hopper = true;
+                x.kernel = std::string("matmul_wgmma_") + type;
+                x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" +
+                         std::to_string(splits);
+                x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+                x.shape = Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+                x.shape.gz = (unsigned)splits;
+                x.args.ptr(map_buffer).ptr(partials).add(m).add(n).add(k);
+                x.out = partials, x.compare = Compare::Close, x.tolerance = 1e-3;
+                x.reference = [=, &av, &bv](const std::vector<unsigned char>& out) -> std::string {
+                    const float* o = reinterpret_cast<const float*>(out.data());
+                    for (size_t e : sample_indices(m * n, 32, 43)) {
+                        size_t i = e / n, j = e % n;
+                        double sum = 0, magnitude = 0, got = 0;
+                        for (size_t p = 0; p < k; ++p) {
+                            double t = (double)av[i * k + p] * (tf32 ? bv[j * k + p] : bv[p * n + j]);
+                            sum += t, magnitude += std::fabs(t);
+                        }
+                        for (size_t s = 0; s < splits; ++s) got += o[s * m * n + e];
+                        if (!(std::fabs(got - sum) <= 2.0 * k * FLT_EPSILON * magnitude + FLT_MIN))
+                            return "the splits of C[" + std::to_string(i) + "][" + std::to_string(j) + "] sum to " +
+                                   fmt("%.9g", got) + ", want " + fmt("%.9g", sum);
+                    }
+                    return "";
+                };
+                run(x);
+            }
+        }
+        // The reduction alone, at the partials the bf16 products above leave.
+        for (Dims d : shapes) {
+            size_t len = d.m * d.n, splits = splits_for(d.m, d.n, blocks(d.k, WGMMA_BK));
+            auto values = random_f32(splits * len, 44);
+            auto partials = upload(values), c = device(4 * len);
+            size_t quads = WGMMA_REDUCE_THREADS / reduce_groups(splits);
+            Case x;
+            x.hopper = true;
+            x.kernel = "matmul_split_reduce";
+            x.size = std::to_string(splits) + "x" + std::to_string(len);
+            x.unit = "GB/s", x.work = 4.0 * (splits + 1) * len;
+            x.shape = Shape{blocks(blocks(len, 4), quads), 1, WGMMA_REDUCE_THREADS, 1, 0};
+            x.args.slice(partials, splits * len).ptr(c).add(len).add(splits);
+            // The same additions in the same order: equal to the bit.
+            x.out = c, x.compare = Compare::Exact;
+            x.reference = [=, &values](const std::vector<unsigned char>& out) -> std::string {
+                const float* o = reinterpret_cast<const float*>(out.data());
+                for (size_t e : sample_indices(len, 64, 45)) {
+                    double sum = 0, magnitude = 0;
+                    for (size_t s = 0; s < splits; ++s) sum += values[s * len + e], magnitude += std::fabs(values[s * len + e]);
+                    if (!(std::fabs(o[e] - sum) <= splits * FLT_EPSILON * magnitude + FLT_MIN))
+                        return "C[" + std::to_string(e) + "] = " + fmt("%.9g", o[e]) + ", want " + fmt("%.9g", sum);
+                }
+                return "";
+            };
+            run(x);
+        }
+    }
+
+    // Threads the reduction gives each quad of C (interface::wgmma::reduce_groups).
+    static size_t reduce_groups(size_t splits) {
+        size_t wanted = (splits + WGMMA_REDUCE_SPLITS_PER_THREAD - 1) / WGMMA_REDUCE_SPLITS_PER_THREAD, groups = 1;
+        while (groups < wanted && groups < WGMMA_REDUCE_MAX_GROUPS) groups *= 2;
+        return groups;
+    }
+#endif
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -1597,6 +1973,7 @@ struct Runner {
     void hopper_cases() {
 #if CUDA_VERSION >= 12000
         wgmma();
+        wgmma_split();
 #else
         if (!hopper_ptx.empty()) std::fprintf(stderr, "runner: built with CUDA < 12 (no tensor maps): --hopper ignored\n");
 #endif
@@ -1711,7 +2088,8 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.mma(), run.conv2d(),
-            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(), run.hopper_cases();
+            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(), run.fit(), run.background(),
+            run.hopper_cases();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -1781,6 +2159,8 @@ int main(int argc, char** argv) {
         run.scan();
         run.compact();
         run.label();
+        run.fit();
+        run.background();
         run.hopper_cases();
     } catch (const std::exception& e) {
         error = e.what();

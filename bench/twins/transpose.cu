@@ -2,6 +2,7 @@
 // of TILE x BLOCK_ROWS threads, each thread taking every BLOCK_ROWS-th row of the tile; naive,
 // through shared memory, with a padded tile, and padded on a WIDE_TILE tile with
 // WIDE_TILE x WIDE_BLOCK_ROWS threads.
+#pragma once  // matmul/convert.cu builds on it
 #include "twins.cuh"
 
 extern "C" __global__ void transpose_naive(const float* __restrict__ input, size_t len, float* output, size_t rows,

@@ -42,8 +42,10 @@ fn kernels(c: &mut Criterion) {
                         let w = &*workload;
                         group.bench_function(id, |b| {
                             b.iter_custom(|iters| {
-                                gpu.time_total(iters, Cache::Flushed, || w.reset(&gpu), || w.launch(&gpu, variant))
-                                    .expect("a GPU launch")
+                                // SAFETY: `time_total` waits for the launches, and the workload
+                                // outlives the benchmark.
+                                let launch = || unsafe { w.launch(&gpu, variant) };
+                                gpu.time_total(iters, Cache::Flushed, || w.reset(&gpu), launch).expect("a GPU launch")
                             })
                         })
                     }

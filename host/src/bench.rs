@@ -1,6 +1,7 @@
 //! `host bench`: a size sweep of every family and variant in the registry, written as
-//! `report.json`, `report.md` and one SVG chart per family (throughput vs size, variants side
-//! by side, under the device's peak). With `--peers` (the JSON that `bench/peers/run` writes
+//! `report.json`, `report.md` and SVG charts of throughput vs size, variants side by side under
+//! their roof: one per family, and one per roof where a family has several (matmul's FP32,
+//! TF32, BF16 and FP16 each under its own peak, beside cuBLAS of the same type). With `--peers` (the JSON that `bench/peers/run` writes
 //! on the same GPU) each row that has a peer also gets the ratio to it, and the charts the
 //! peer's throughput. Last come the rows of `host sources`' GPU pipeline, against the lesson's
 //! CuPy code.
@@ -10,7 +11,7 @@ use crate::data::timed;
 use crate::gpu::{Cache, DeviceInfo, Gpu, Timing};
 use crate::ops::FAMILIES;
 use crate::registry::{Purpose, Timer};
-use crate::report::{Measured, Report, Work};
+use crate::report::{tflops, Measured, Report, Roof, Work};
 use crate::{sky, sources};
 use anyhow::{Context, Result};
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
@@ -82,12 +83,7 @@ pub fn run(gpu: &Gpu, quick: bool, out: &Path, peers: Option<&Value>, seed: u64,
     let json = serde_json::json!({ "device": gpu.info(), "date": date, "quick": quick, "peers": peers, "rows": rows });
     std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&json)?)?;
     std::fs::write(out.join("report.md"), markdown(gpu.info(), &rows, peers.is_some()))?;
-    let peaks = Peaks { bandwidth_gbs: gpu.info().peak_bandwidth_gbs, fp32_gflops: gpu.info().peak_fp32_gflops };
-    for family in FAMILIES {
-        let file = format!("{}.svg", family.name());
-        chart(&out.join(&file), &rows, family.name(), &gpu.info().name, peaks)
-            .with_context(|| format!("drawing {}", file))?;
-    }
+    charts(out, &rows, &gpu.info().name)?;
     Ok(rows)
 }
 
@@ -186,8 +182,8 @@ pub fn markdown(device: &DeviceInfo, rows: &[Row], with_peers: bool) -> String {
             format!("{:.4}", r.timing.median_ms),
             format!("{:.4}", r.timing.min_ms),
             format!("{:.1}%", r.timing.spread_percent),
-            r.throughput.map_or("-".into(), |t| format!("{:.1} {}", t, r.unit())),
-            r.percent_of_peak.map_or("-".into(), |p| format!("{:.1}%", p)),
+            r.throughput_text(),
+            r.share_text(),
             r.speedup.map_or("-".into(), |x| format!("{:.1}", x)),
         ];
         if with_peers {
@@ -204,25 +200,37 @@ pub fn markdown(device: &DeviceInfo, rows: &[Row], with_peers: bool) -> String {
         crate::gpu::Cache::Warm => "L2 left warm between launches",
     });
     format!(
-        "# Benchmark report\n\n{} ({} SMs, CC {}.{}): peak {:.0} GB/s memory, {:.0} GFLOP/s FP32 (from the device's attributes).\n\
+        "# Benchmark report\n\n{} ({} SMs, CC {}.{}). Peaks: {}.\n\
          Times are CUDA-event times of single launches after a warm-up ({}); spread is the interquartile range over the median. \
-         Throughput counts the bytes that must move once (GB/s) or the flops (GFLOP/s) at the median time.\n\n{}\n",
+         Throughput counts the bytes that must move once (GB/s) or the flops (TFLOP/s) at the median time; \
+         % of peak is of the row's roof: the memory's bandwidth, or the peak of the arithmetic it runs in.\n\n{}\n",
         device.name,
         device.multiprocessors,
         device.compute_capability.0,
         device.compute_capability.1,
-        device.peak_bandwidth_gbs,
-        device.peak_fp32_gflops,
+        roofs(rows),
         cache,
         table
     )
 }
 
-/// The device's peaks: the rooflines of the charts.
-#[derive(Debug, Clone, Copy)]
-pub struct Peaks {
-    pub bandwidth_gbs: f64,
-    pub fp32_gflops: f64,
+/// The roofs of `rows`, each once, with its peak and where it comes from:
+/// `memory 3352 GB/s (from the device's attributes), BF16 989.0 TFLOP/s (H100 SXM datasheet, dense)`.
+fn roofs(rows: &[Row]) -> String {
+    let mut seen: Vec<(&Roof, &'static str)> = Vec::new();
+    for row in rows {
+        if let Some(roof) = &row.report.roof {
+            if seen.iter().all(|(r, _)| r.name != roof.name) {
+                seen.push((roof, row.report.unit()));
+            }
+        }
+    }
+    let described = seen.iter().map(|(roof, unit)| match (roof.peak, *unit) {
+        (Some(peak), "GFLOP/s") => format!("{} {} TFLOP/s ({})", roof.name, tflops(peak), roof.source),
+        (Some(peak), unit) => format!("{} {peak:.0} {unit} ({})", roof.name, roof.source),
+        (None, _) => format!("{} not known ({})", roof.name, roof.source),
+    });
+    described.collect::<Vec<_>>().join(", ")
 }
 
 /// The axis unit for values up to `largest` of `unit`: the unit itself, or its thousandfold
@@ -283,17 +291,46 @@ impl<K: PartialEq> Lines<K> {
     }
 }
 
-/// The chart of `family`: each variant's throughput against size, each peer's where
-/// `peers.json` measured it, and the device's peak as a dashed line. Families that report no
-/// throughput (the counters) get none; returns whether it drew one.
-fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) -> Result<bool> {
+/// The charts of `rows`: one per family and roof, `<family>.svg`, or `<family>-<roof>.svg` for
+/// each roof of a family whose rows have several (matmul's types), so that each chart holds one
+/// type's variants and peers under its own peak. Families that report no throughput (the
+/// counters) get none. Returns the files' names.
+fn charts(out: &Path, rows: &[Row], device: &str) -> Result<Vec<String>> {
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for row in rows.iter().filter(|r| r.report.throughput.is_some()) {
+        let Some(roof) = &row.report.roof else { continue };
+        let group = (row.report.family.as_str(), roof.name.as_str());
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    let mut files = Vec::new();
+    for &(family, roof) in &groups {
+        let several = groups.iter().filter(|(f, _)| *f == family).count() > 1;
+        let (file, title) = match several {
+            true => (format!("{family}-{}.svg", roof.to_lowercase()), format!("{family} {roof}")),
+            false => (format!("{family}.svg"), family.to_string()),
+        };
+        let chosen: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.report.family == family && r.report.roof.as_ref().is_some_and(|x| x.name == roof))
+            .collect();
+        chart(&out.join(&file), &chosen, family, &title, device).with_context(|| format!("drawing {file}"))?;
+        files.push(file);
+    }
+    Ok(files)
+}
+
+/// A chart of rows of one family and roof: each variant's throughput against size, each peer's
+/// where `peers.json` measured it, and the roof's peak as a dashed line where it is known.
+fn chart(path: &Path, rows: &[&Row], family: &str, title: &str, device: &str) -> Result<()> {
     // Ours by variant; the peers by library and kind of work, which is the key without the
     // size: the SGEMM peers of every size make one line, CUB's u32 and f32 histograms two.
     let (mut ours, mut theirs) = (Lines(Vec::new()), Lines(Vec::new()));
-    let mut unit = "";
-    for row in rows.iter().filter(|r| r.report.family == family) {
+    let (mut unit, mut roof) = ("", None);
+    for row in rows {
         let Some(throughput) = row.report.throughput else { continue };
-        unit = row.report.unit();
+        (unit, roof) = (row.report.unit(), row.report.roof.as_ref());
         // x is log2(size) on a linear axis, labelled with the sizes themselves.
         let x = (row.size as f64).log2();
         ours.add(row.report.variant.clone(), (x, throughput));
@@ -301,11 +338,8 @@ fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) ->
             theirs.add((peer.library.clone(), peer.peer.replace(&row.size.to_string(), "")), (x, peer.rate));
         }
     }
-    if ours.0.is_empty() {
-        return Ok(false);
-    }
-    let peak = if unit == "GB/s" { peaks.bandwidth_gbs } else { peaks.fp32_gflops };
-    let top = ours.points().chain(theirs.points()).map(|(_, y)| y).fold(peak, f64::max);
+    let peak = roof.and_then(|r| r.peak);
+    let top = ours.points().chain(theirs.points()).map(|(_, y)| y).fold(peak.unwrap_or(0.0), f64::max);
     let (factor, axis) = axis_unit(unit, top);
     let (x_min, x_max) = ours
         .points()
@@ -318,7 +352,7 @@ fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) ->
     let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{family}: throughput vs size ({device})"), ("sans-serif", 22))
+        .caption(format!("{title}: throughput vs size ({device})"), ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
@@ -339,7 +373,12 @@ fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) ->
         })
         .y_label_formatter(&|y| format!("{:.*}", decimals, y))
         .draw()?;
-    let scaled = |points: &[(f64, f64)]| points.iter().map(|&(x, y)| (x, y * factor)).collect::<Vec<_>>();
+    // Each line left to right, in whatever order the sweep measured its sizes.
+    let scaled = |points: &[(f64, f64)]| {
+        let mut scaled: Vec<_> = points.iter().map(|&(x, y)| (x, y * factor)).collect();
+        scaled.sort_by(|a, b| a.0.total_cmp(&b.0));
+        scaled
+    };
     for (i, (variant, points)) in ours.0.iter().enumerate() {
         let color = VARIANT_COLORS[i % VARIANT_COLORS.len()];
         chart
@@ -364,11 +403,13 @@ fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) ->
             .legend(move |(x, y)| EmptyElement::at((x + 10, y)) + marker((0, 0)));
         chart.draw_series(scaled(points).into_iter().map(|p| EmptyElement::at(p) + marker((0, 0))))?;
     }
-    let (roof, red) = (peak * factor, RGBColor(200, 30, 30));
-    chart.draw_series(DashedLineSeries::new([(x_min, roof), (x_max, roof)], 10, 6, red.stroke_width(2)))?;
-    let font = ("sans-serif", 16).into_font().color(&red).pos(Pos::new(HPos::Right, VPos::Bottom));
-    let label = format!("device peak {:.*} {axis} (from its attributes)", decimals + 1, roof);
-    chart.draw_series(std::iter::once(Text::new(label, (x_max, roof), font)))?;
+    if let (Some(peak), Some(roof)) = (peak, roof) {
+        let (line, red) = (peak * factor, RGBColor(200, 30, 30));
+        chart.draw_series(DashedLineSeries::new([(x_min, line), (x_max, line)], 10, 6, red.stroke_width(2)))?;
+        let font = ("sans-serif", 16).into_font().color(&red).pos(Pos::new(HPos::Right, VPos::Bottom));
+        let label = format!("{} peak {:.*} {axis} ({})", roof.name, decimals + 1, line, roof.source);
+        chart.draw_series(std::iter::once(Text::new(label, (x_max, line), font)))?;
+    }
     chart
         .configure_series_labels()
         .label_font(("sans-serif", 15))
@@ -377,7 +418,7 @@ fn chart(path: &Path, rows: &[Row], family: &str, device: &str, peaks: Peaks) ->
         .position(SeriesLabelPosition::UpperLeft)
         .draw()?;
     root.present()?;
-    Ok(true)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -385,7 +426,7 @@ mod tests {
     use super::*;
     use crate::check;
     use crate::gpu::{Cache, Timing};
-    use crate::report::Work;
+    use crate::report::{test_device, Work};
 
     /// Every variant of a sweep gets a colour of its own: the families' variants at every
     /// sweep size, and matmul's `tuned` on top of its steps.
@@ -400,15 +441,21 @@ mod tests {
         }
     }
 
-    /// A row with a made-up rate (these test the drawing, not a measurement), and its peer's.
+    /// A roof as the reports carry it.
+    fn roof(name: &str, peak: f64, source: &str) -> Option<Roof> {
+        Some(Roof { name: name.into(), peak: Some(peak), source: source.into() })
+    }
+
+    /// A row with a made-up rate under `roof` (these test the drawing, not a measurement), and
+    /// its peer's.
     fn row(
-        family: &str,
-        variant: &str,
+        (family, variant): (&str, &str),
         size: u64,
-        work: Work,
+        (work, roof): (Work, Option<Roof>),
         rate: Option<f64>,
         peer: Option<(&str, &str, f64)>,
     ) -> Row {
+        let peak = roof.as_ref().and_then(|r| r.peak);
         let report = Report {
             family: family.into(),
             variant: variant.into(),
@@ -416,7 +463,8 @@ mod tests {
             timing: Timing::from_samples(vec![1.0], Cache::Flushed),
             work,
             throughput: rate,
-            percent_of_peak: None,
+            percent_of_peak: rate.zip(peak).map(|(r, p)| 100.0 * r / p),
+            roof,
             cpu_ms: None,
             speedup: None,
             check: check::exact(&[1], &[1]),
@@ -431,19 +479,40 @@ mod tests {
         Row { size, report, peer }
     }
 
-    const PEAKS: Peaks = Peaks { bandwidth_gbs: 3352.0, fp32_gflops: 66_900.0 };
+    const DATASHEET: &str = "H100 SXM datasheet, dense";
 
+    /// Matmul in FP32 and BF16 at three cubes, each beside cuBLAS of its type at two; two
+    /// histograms beside CUB; a counter, which has no rate.
     fn synthetic_rows() -> Vec<Row> {
         let mut rows = Vec::new();
-        let cublas = "cuBLAS SGEMM (TF32 off)";
+        let (sgemm, bf16) = ("cuBLAS SGEMM (TF32 off)", "cuBLAS GemmEx BF16 (f32 accumulate, f32 out)");
         for (side, scale) in [(1024u64, 0.5), (2048, 0.8), (4096, 1.0)] {
-            let peer = match side {
-                1024 => Some(("sgemm_f32_1024", cublas, 34_000.0)),
-                4096 => Some(("sgemm_f32_4096", cublas, 51_000.0)),
+            let flops = Work::Flops(2 * side.pow(3));
+            let peer = |key: &'static str, library: &'static str, rate: f64| match side {
+                1024 | 4096 => Some((key, library, rate * scale)),
                 _ => None,
             };
             for (variant, rate) in [("blocked", 27_000.0), ("vec4", 45_000.0), ("async", 52_000.0)] {
-                rows.push(row("matmul", variant, side, Work::Flops(2 * side.pow(3)), Some(rate * scale), peer));
+                let key = if side == 1024 { "sgemm_f32_1024" } else { "sgemm_f32_4096" };
+                let roof = roof("FP32", 66_900.0, DATASHEET);
+                rows.push(row(
+                    ("matmul", variant),
+                    side,
+                    (flops, roof),
+                    Some(rate * scale),
+                    peer(key, sgemm, 51_000.0),
+                ));
+            }
+            for (variant, rate) in [("mma-bf16", 420_000.0), ("matmul_wgmma_persistent_bf16", 760_000.0)] {
+                let key = if side == 1024 { "gemm_bf16_1024" } else { "gemm_bf16_4096" };
+                let roof = roof("BF16", 989_000.0, DATASHEET);
+                rows.push(row(
+                    ("matmul", variant),
+                    side,
+                    (flops, roof),
+                    Some(rate * scale),
+                    peer(key, bf16, 740_000.0),
+                ));
             }
         }
         let cub = "CUB DeviceHistogram::HistogramEven";
@@ -454,42 +523,54 @@ mod tests {
                 let f32_slower = if input == "f32" { 0.9 } else { 1.0 };
                 for (method, rate) in [("global", 30.0 * f32_slower), ("shared_vec4", 2950.0 * f32_slower)] {
                     let variant = format!("{method}-{input}");
-                    rows.push(row("histogram", &variant, 1 << p, Work::Bytes(4 << p), Some(rate * scale), peer));
+                    let work = (Work::Bytes(4 << p), roof("memory", 3352.0, "from the device's attributes"));
+                    rows.push(row(("histogram", &variant), 1 << p, work, Some(rate * scale), peer));
                 }
             }
         }
-        rows.push(row("counter", "racy", 1 << 20, Work::Launches, None, None));
+        rows.push(row(("counter", "racy"), 1 << 20, (Work::Launches, None), None, None));
         rows
     }
 
     #[test]
-    fn charts_draw_variants_peers_and_the_roofline_in_readable_units() {
+    fn each_type_gets_its_own_chart_under_its_own_roof_beside_its_own_cublas() {
         let dir = std::env::temp_dir().join(format!("host-bench-charts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let rows = synthetic_rows();
-        // The chart's texts: each `<text ...>` element's content.
-        let texts = |family: &str| {
-            let path = dir.join(format!("{family}.svg"));
-            let drawn = chart(&path, &rows, family, "a test device", PEAKS).unwrap();
-            let svg = if drawn { std::fs::read_to_string(&path).unwrap() } else { String::new() };
+        let files = charts(&dir, &rows, "a test device").unwrap();
+        assert_eq!(files, ["matmul-fp32.svg", "matmul-bf16.svg", "histogram.svg"], "none for the counter");
+        // A chart's texts: each `<text ...>` element's content, its one escape undone.
+        let texts = |file: &str| {
+            let svg = std::fs::read_to_string(dir.join(file)).unwrap().replace("&apos;", "'");
             let texts =
                 svg.split("</text>").filter_map(|part| Some(part.split_once("<text")?.1.rsplit('>').next()?.trim()));
             texts.map(String::from).collect::<Vec<_>>()
         };
         let count = |texts: &[String], text: &str| texts.iter().filter(|t| *t == text).count();
 
-        let matmul = texts("matmul");
-        assert_eq!(count(&matmul, "throughput, TFLOP/s"), 1);
-        assert_eq!(count(&matmul, "peer: cuBLAS SGEMM (TF32 off)"), 1, "one cuBLAS line for every size");
-        assert_eq!(count(&matmul, "device peak 66.9 TFLOP/s (from its attributes)"), 1);
+        let fp32 = texts("matmul-fp32.svg");
+        assert_eq!(count(&fp32, "matmul FP32: throughput vs size (a test device)"), 1);
+        assert_eq!(count(&fp32, "throughput, TFLOP/s"), 1);
+        assert_eq!(count(&fp32, "peer: cuBLAS SGEMM (TF32 off)"), 1, "one cuBLAS line for every size");
+        assert_eq!(count(&fp32, "FP32 peak 66.9 TFLOP/s (H100 SXM datasheet, dense)"), 1);
         for text in ["1024", "2048", "4096", "matmul async", "60"] {
-            assert_eq!(count(&matmul, text), 1, "{text} in {matmul:?}");
+            assert_eq!(count(&fp32, text), 1, "{text} in {fp32:?}");
         }
-        assert!(matmul.iter().all(|t| !t.contains("000")), "no GFLOP/s ticks: {matmul:?}");
+        assert!(fp32.iter().all(|t| !t.contains("000")), "no GFLOP/s ticks: {fp32:?}");
+        assert!(fp32.iter().all(|t| !t.contains("bf16") && !t.contains("BF16")), "no BF16 line: {fp32:?}");
 
-        let histogram = texts("histogram");
+        let bf16 = texts("matmul-bf16.svg");
+        assert_eq!(count(&bf16, "BF16 peak 989.0 TFLOP/s (H100 SXM datasheet, dense)"), 1);
+        assert_eq!(count(&bf16, "peer: cuBLAS GemmEx BF16 (f32 accumulate, f32 out)"), 1);
+        for text in ["matmul mma-bf16", "matmul matmul_wgmma_persistent_bf16"] {
+            assert_eq!(count(&bf16, text), 1, "{text} in {bf16:?}");
+        }
+        assert!(bf16.iter().all(|t| !t.contains("SGEMM") && !t.contains("async")), "no FP32 line: {bf16:?}");
+
+        let histogram = texts("histogram.svg");
+        assert_eq!(count(&histogram, "histogram: throughput vs size (a test device)"), 1);
         assert_eq!(count(&histogram, "throughput, TB/s"), 1);
-        assert_eq!(count(&histogram, "device peak 3.35 TB/s (from its attributes)"), 1);
+        assert_eq!(count(&histogram, "memory peak 3.35 TB/s (from the device's attributes)"), 1);
         for input in ["u32", "f32"] {
             assert_eq!(
                 count(&histogram, &format!("peer: CUB DeviceHistogram::HistogramEven (histogram256_{input})")),
@@ -499,9 +580,28 @@ mod tests {
         for text in ["1M", "16M", "256M"] {
             assert_eq!(count(&histogram, text), 1, "{text} in {histogram:?}");
         }
-
-        assert!(texts("counter").is_empty(), "a family without a rate gets no chart");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_report_names_each_roof_and_reads_flops_in_tflops() {
+        let md = markdown(&test_device("NVIDIA H100 80GB HBM3", 132), &synthetic_rows(), true);
+        assert!(md.contains(
+            "Peaks: FP32 66.9 TFLOP/s (H100 SXM datasheet, dense), BF16 989.0 TFLOP/s (H100 SXM datasheet, dense), \
+             memory 3352 GB/s (from the device's attributes)."
+        ));
+        // The table's rows as trimmed cells: kernel, variant, size, 3 timings, then the rates.
+        let cells: Vec<Vec<&str>> = md.lines().map(|l| l.split('|').map(str::trim).skip(1).collect()).collect();
+        let find = |variant: &str, size: &str| {
+            cells.iter().find(|c| c.len() > 3 && c[1] == variant && c[2] == size).map(|c| c[6..].to_vec())
+        };
+        // 760 TFLOP/s at 4096³ is 76.8% of BF16's peak, beside cuBLAS's 740.
+        let persistent = find("matmul_wgmma_persistent_bf16", "4096").expect("the 4096³ wgmma row");
+        let library = "cuBLAS GemmEx BF16 (f32 accumulate, f32 out)";
+        assert_eq!(persistent, ["760.0 TFLOP/s", "76.8% of BF16", "-", "1.03", library, "PASS", ""]);
+        let histogram = find("shared_vec4-u32", "268435456").expect("the 256M histogram row");
+        assert_eq!(histogram[..2], ["2950.0 GB/s", "88.0%"]);
+        assert!(!md.contains("GFLOP/s"), "{md}");
     }
 
     #[test]

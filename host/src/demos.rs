@@ -58,16 +58,22 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
         Ok(gpu.time_on(stream, iters, Cache::Warm, || Ok(()), launch)?.median_ms)
     };
 
+    // SAFETY: `first`, `second` and `doubled` outlive them, and each
+    // stream is synchronized (by the timing, or explicitly) before the function returns.
     let alone = (
-        median_ms(&s1, &|| first.launch_on(gpu, &s1, step.kernel()))?,
-        median_ms(&s2, &|| second.launch_on(gpu, &s2, step.kernel()))?,
+        // SAFETY: as above.
+        median_ms(&s1, &|| unsafe { first.launch_on(gpu, &s1, step.kernel()) })?,
+        // SAFETY: as above.
+        median_ms(&s2, &|| unsafe { second.launch_on(gpu, &s2, step.kernel()) })?,
     );
     // Timed on stream 1: stream 2 waits to start from the same point, and stream 1 waits for
     // stream 2 so that the stop event comes after both.
     let together_ms = median_ms(&s1, &|| {
         wait_for(&s2, &s1)?;
-        first.launch_on(gpu, &s1, step.kernel())?;
-        second.launch_on(gpu, &s2, step.kernel())?;
+        // SAFETY: as above.
+        unsafe { first.launch_on(gpu, &s1, step.kernel()) }?;
+        // SAFETY: as above.
+        unsafe { second.launch_on(gpu, &s2, step.kernel()) }?;
         wait_for(&s1, &s2)
     })?;
 
@@ -75,10 +81,11 @@ pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
     gpu.poison("C1", first.c())?;
     let len = side * side;
     let doubled = gpu.poisoned::<f32>("2·C1", len)?;
-    first.launch_on(gpu, &s1, step.kernel())?;
+    // SAFETY: as above.
+    unsafe { first.launch_on(gpu, &s1, step.kernel()) }?;
     wait_for(&s2, &s1)?;
     let add = AddArgs { a: first.c(), b: first.c(), c: &doubled, block: 256 };
-    gpu.launch_on(&s2, "vector_add", &add)?;
+    unsafe { gpu.launch_on(&s2, "vector_add", &add) }?;
     s2.synchronize().during("running the dependent kernel")?;
     let c1 = first.result(gpu)?;
     let doubled_host = gpu.download("2·C1", &doubled, len)?;
@@ -259,7 +266,8 @@ pub fn overlap(
                 db.index(lo..hi).async_copy_from(&b[lo..hi], s).during("copying b in")?;
             }
             let add = AddArgs { a: &da.index(lo..hi), b: &db.index(lo..hi), c: &dc.index(lo..hi), block: 256 };
-            gpu.launch_on(s, "vector_add", &add)?;
+            // SAFETY: as for the copies in.
+            unsafe { gpu.launch_on(s, "vector_add", &add) }?;
             // SAFETY: as for the copies in; `c` is read only after the streams are synchronized.
             unsafe { dc.index(lo..hi).async_copy_to(&mut c[lo..hi], s) }.during("copying c out")?;
         }

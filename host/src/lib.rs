@@ -7,6 +7,7 @@ pub use radio::{fits, io};
 pub mod bench;
 pub mod cargo_bench;
 pub mod demos;
+pub mod launch_cases;
 pub mod multi;
 pub mod perf_doc;
 pub mod registry;

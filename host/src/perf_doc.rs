@@ -129,7 +129,16 @@ pub struct SweepReport {
     /// `{"Bytes": n}`, `{"Flops": n}` or `"Launches"`.
     pub work: serde_json::Value,
     pub throughput: Option<f64>,
+    /// What the rate is measured against (absent in reports written before roofs were named).
+    #[serde(default)]
+    pub roof: Option<SweepRoof>,
     pub percent_of_peak: Option<f64>,
+}
+
+/// A row's roof: `memory`, or the arithmetic it runs in (`FP32`, `BF16`, ...).
+#[derive(Debug, Deserialize)]
+pub struct SweepRoof {
+    pub name: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -426,18 +435,22 @@ fn sweep_table(w: &mut String, sweep: &Sweep) -> fmt::Result {
     let (bandwidth, fp32) = (sweep.device.peak_bandwidth_gbs, sweep.device.peak_fp32_gflops);
     writeln!(
         w,
-        "Peaks from the device's attributes: {} memory, {} FP32. *× peer* is the variant's rate over \
-         the library's at the same size.\n",
+        "Peaks from the device's attributes: {} memory, {} FP32; a tensor type's is the H100 SXM's \
+         dense peak from the datasheet (`host bench`'s report.md lists those it used). *% of peak* is of \
+         the row's type. *× peer* is the variant's rate over the library's at the same size.\n",
         rate(bandwidth, "GB/s"),
         rate(fp32, "GFLOP/s")
     )?;
     writeln!(w, "| kernel | shape | fastest variant | median ms | rate | % of peak | × peer |")?;
     writeln!(w, "|---|---|---|---:|---:|---:|---|")?;
-    // The fastest row of each (family, shape), in the sweep's order.
+    // The fastest row of each (family, shape, roof) in the sweep's order: matmul's types apart.
+    let roof = |r: &SweepReport| r.roof.as_ref().map(|x| x.name.clone());
     let mut best: Vec<&SweepRow> = Vec::new();
     for row in sweep.rows.iter().filter(|r| r.report.throughput.is_some()) {
         let r = &row.report;
-        match best.iter_mut().find(|b| b.report.family == r.family && b.report.shape == r.shape) {
+        let same =
+            |b: &&mut &SweepRow| b.report.family == r.family && b.report.shape == r.shape && roof(&b.report) == roof(r);
+        match best.iter_mut().find(same) {
             Some(b) if r.timing.median_ms < b.report.timing.median_ms => *b = row,
             Some(_) => {}
             None => best.push(row),
@@ -446,7 +459,11 @@ fn sweep_table(w: &mut String, sweep: &Sweep) -> fmt::Result {
     for row in best {
         let r = &row.report;
         let throughput = r.throughput.map_or("-".into(), |t| rate(t, sweep_unit(&r.work)));
-        let peak = r.percent_of_peak.map_or("-".into(), |p| format!("{p:.0}%"));
+        let peak = match (r.percent_of_peak, &r.roof) {
+            (Some(p), Some(roof)) if roof.name != "memory" => format!("{p:.0}% of {}", roof.name),
+            (Some(p), _) => format!("{p:.0}%"),
+            (None, _) => "-".into(),
+        };
         let peer = row.peer.as_ref().map_or("-".into(), |p| format!("{:.2} {}", p.ratio, p.library));
         let (family, shape, variant, median) = (&r.family, &r.shape, &r.variant, r.timing.median_ms);
         writeln!(w, "| {family} | {shape} | {variant} | {median:.4} | {throughput} | {peak} | {peer} |")?;
@@ -529,8 +546,9 @@ mod tests {
 
     const REPORT: &str = r#"{"device": {"name": "Test GPU", "peak_bandwidth_gbs": 3000.0, "peak_fp32_gflops": 60000.0, "multiprocessors": 100},
  "date": "2030-01-02T04:00:00Z", "quick": true, "peers": null, "rows": [
-  {"size": 1024, "report": {"family": "matmul", "variant": "naive", "shape": "1024x1024x1024", "timing": {"median_ms": 0.5}, "work": {"Flops": 2147483648}, "throughput": 4294.97, "percent_of_peak": 7.2}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.2}},
-  {"size": 1024, "report": {"family": "matmul", "variant": "fast", "shape": "1024x1024x1024", "timing": {"median_ms": 0.125}, "work": {"Flops": 2147483648}, "throughput": 17179.9, "percent_of_peak": 28.6}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.8}},
+  {"size": 1024, "report": {"family": "matmul", "variant": "naive", "shape": "1024x1024x1024", "timing": {"median_ms": 0.5}, "work": {"Flops": 2147483648}, "throughput": 4294.97, "roof": {"name": "FP32", "peak": 60000.0, "source": "test"}, "percent_of_peak": 7.2}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.2}},
+  {"size": 1024, "report": {"family": "matmul", "variant": "fast", "shape": "1024x1024x1024", "timing": {"median_ms": 0.125}, "work": {"Flops": 2147483648}, "throughput": 17179.9, "roof": {"name": "FP32", "peak": 60000.0, "source": "test"}, "percent_of_peak": 28.6}, "peer": {"peer": "sgemm_f32_1024", "library": "cuBLAS SGEMM (TF32 off)", "rate": 21474.8, "ratio": 0.8}},
+  {"size": 1024, "report": {"family": "matmul", "variant": "mma-bf16", "shape": "1024x1024x1024", "timing": {"median_ms": 0.01}, "work": {"Flops": 2147483648}, "throughput": 214748.4, "roof": {"name": "BF16", "peak": 989000.0, "source": "test"}, "percent_of_peak": 21.7}, "peer": null},
   {"size": 1048576, "report": {"family": "counter", "variant": "racy", "shape": "threads=1048576", "timing": {"median_ms": 0.4}, "work": "Launches", "throughput": null, "percent_of_peak": null}, "peer": null}
 ]}"#;
 
@@ -568,8 +586,13 @@ mod tests {
         ));
         assert!(!doc.contains("`copy_f32` ("), "the copy is the reference, not a row");
         assert!(doc.contains(
-            "| matmul | 1024x1024x1024 | fast | 0.1250 | 17.2 TFLOP/s | 29% | 0.80 cuBLAS SGEMM (TF32 off) |"
+            "| matmul | 1024x1024x1024 | fast | 0.1250 | 17.2 TFLOP/s | 29% of FP32 | 0.80 cuBLAS SGEMM (TF32 off) |"
         ));
+        // BF16 at the same shape is a row of its own, not the FP32 rows' fastest.
+        assert!(
+            doc.contains("| matmul | 1024x1024x1024 | mma-bf16 | 0.0100 | 214.7 TFLOP/s | 22% of BF16 | - |"),
+            "{doc}"
+        );
         assert!(!doc.contains("| counter |"), "no rate, no sweep row");
         // The pipeline: CuPy's 24.5 ms over host sources' 0.5 ms in the same run; SciPy's
         // run has no host time beside it.

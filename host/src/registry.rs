@@ -4,13 +4,14 @@
 //! criterion benches, the tests and the sanitizer iterate, is in `ops/mod.rs`.
 //!
 //! A family's host file (`ops/<name>.rs`) implements [`Kernel`]: its CLI options, its launch
-//! shapes, its sizes for each purpose, and a prepared [`Workload`] (inputs on the GPU, the
-//! launches, the CPU reference, the check). Adding a family is its kernel file, its host file
-//! and one line in [`crate::ops::FAMILIES`]. [`run`] is the one loop that checks and times any workload.
+//! shapes, its sizes for each purpose, its launch checks' cases, and a prepared [`Workload`]
+//! (inputs on the GPU, the launches, the CPU reference, the check). Adding a family is its
+//! kernel file, its host file and one line in [`crate::ops::FAMILIES`]. [`run`] is the one loop that checks and times any workload.
 
 use crate::check::Check;
 use crate::data::timed;
 use crate::gpu::{Cache, Gpu, GpuResult, LaunchConfig};
+use crate::launch_cases::{LaunchCases, Memory};
 use crate::multi::SplitReport;
 use crate::report::{Measured, Report, Work};
 use anyhow::{Context, Result};
@@ -113,7 +114,12 @@ pub trait Workload {
     fn unavailable(&self) -> Vec<(Variant, String)> {
         Vec::new()
     }
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()>;
+    /// Queues `variant`'s launch on this workload's buffers.
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: the workload must not be dropped until the stream has
+    /// run it (synchronize first; see `Gpu::launch`).
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()>;
     /// Before every launch, outside the timing: clears what launches accumulate into.
     fn reset(&self, _gpu: &Gpu) -> GpuResult<()> {
         Ok(())
@@ -153,6 +159,9 @@ pub trait Kernel: Workload + Sized + 'static {
     fn split(_options: &Self::Options, _seed: u64, _iters: usize) -> Option<GpuResult<SplitReport>> {
         None
     }
+    /// The launch checks' cases for `kernel`, one of [`Kernel::launches`]' kernels: arguments
+    /// on `memory` its binding must accept and ones it must refuse (`host/tests/launch_checks.rs`).
+    fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases;
 }
 
 /// The registry's view of a family.
@@ -166,6 +175,8 @@ pub trait Family: Sync {
     fn variants(&self, options: &ArgMatches) -> Result<Vec<Variant>>;
     fn prepare(&self, gpu: &Gpu, options: &ArgMatches, seed: u64) -> Result<Box<dyn Workload>>;
     fn split(&self, options: &ArgMatches, seed: u64, iters: usize) -> Option<Result<SplitReport>>;
+    /// [`Kernel::launch_cases`].
+    fn launch_cases(&self, kernel: &str, memory: &mut Memory) -> LaunchCases;
 
     /// Every kernel the family launches.
     fn kernels(&self) -> Vec<&'static str> {
@@ -186,8 +197,21 @@ pub trait Family: Sync {
     }
 }
 
-/// A [`Kernel`] as the registry lists it.
-pub struct Entry<K>(pub PhantomData<fn() -> K>);
+/// A [`Kernel`] as the registry lists it: each family's module declares its own as `ENTRY`.
+pub struct Entry<K>(PhantomData<fn() -> K>);
+
+impl<K> Entry<K> {
+    /// The entry of `K`.
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<K> Default for Entry<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<K: Kernel> Family for Entry<K> {
     fn name(&self) -> &'static str {
@@ -223,6 +247,10 @@ impl<K: Kernel> Family for Entry<K> {
         };
         K::split(&options, seed, iters).map(|report| report.with_context(|| format!("{} on several GPUs", K::NAME)))
     }
+
+    fn launch_cases(&self, kernel: &str, memory: &mut Memory) -> LaunchCases {
+        K::launch_cases(kernel, memory)
+    }
 }
 
 /// How [`run`] times.
@@ -240,10 +268,14 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
     for variant in workload.variants() {
         workload.before_check(gpu)?;
         workload.reset(gpu)?;
-        workload.launch(gpu, variant)?;
+        // SAFETY: the workload outlives the loop, and the
+        // synchronize below and the timing's own wait come before it can go.
+        unsafe { workload.launch(gpu, variant) }?;
         gpu.synchronize(&variant.kernel)?;
         let Checked { check, note } = workload.check(gpu, variant)?;
-        let timing = gpu.time(timer.launches, timer.cache, || workload.reset(gpu), || workload.launch(gpu, variant))?;
+        let timing =
+            // SAFETY: as above.
+            gpu.time(timer.launches, timer.cache, || workload.reset(gpu), || unsafe { workload.launch(gpu, variant) })?;
         let measured = Measured {
             family,
             variant: variant.name.clone(),

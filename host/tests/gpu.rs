@@ -121,6 +121,8 @@ fn bad_input_is_a_clear_error() {
     expect_error(&gpu, "label", "--side 0", "--side must be 1 to");
     expect_error(&gpu, "label", "--side 37 --threshold inf", "--threshold must be finite");
     expect_error(&gpu, "measure", "--side 37 --threshold NaN", "--threshold must be finite");
+    expect_error(&gpu, "fit", "--side 37 --seed-clip 0", "--seed-clip must be finite and above 0");
+    expect_error(&gpu, "fit", "--side 37 --beam-sigma NaN", "--beam-sigma must be finite and above 0");
     let too_big = gpu.info().total_memory;
     expect_error(&gpu, "vector-add", &format!("--n {}", too_big), "not enough GPU memory");
     let config = LaunchConfig { grid: (1, 1, 1), block: (32, 32, 2), shared_bytes: 0 };

@@ -21,7 +21,8 @@ fn agrees(gpu: &Gpu, selector: &Selector, values: &[f32], window: Window, ranks:
     if let Some(Median { count, .. }) = want {
         for (known, expected) in [(count, None), (count + 1, want)] {
             let find = Find::MedianUnlessCount(known as u32);
-            selector.launch(gpu, &device, window, find).expect("launch");
+            // SAFETY: `read_median` below waits for the kernels before `device` goes.
+            unsafe { selector.launch(gpu, &device, window, find) }.expect("launch");
             assert_eq!(selector.read_median(gpu).expect("read back"), expected, "{find:?} of {what}");
         }
     }

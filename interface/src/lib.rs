@@ -12,7 +12,9 @@
 #[cfg(not(target_os = "cuda"))]
 extern crate std;
 
+pub mod background;
 pub mod conv;
+pub mod fit;
 pub mod histogram;
 pub mod label;
 pub mod matmul;
@@ -22,6 +24,143 @@ pub mod scan;
 pub mod select;
 pub mod wgmma;
 pub mod window;
+
+/// Calls `$declare!` with every kernel family's module name, in the order the command line
+/// lists the families and `host all` runs them. `kernels/`, `library/` and `host/` each declare
+/// one module per family through it, so that a new family is one line here (README: "A family").
+#[macro_export]
+macro_rules! for_each_family {
+    ($declare:ident) => {
+        $declare! {
+            vector_add, saxpy, counter, histogram, transpose, matmul, conv2d, conv1d, reduce, select, scan, compact,
+            label, measure, background, fit,
+        }
+    };
+}
+
+/// The sections of `bench/twins/interface.h` (printed by the `c-header` binary): which
+/// constants of which module the CUDA C twins see, and as what C literal.
+#[cfg(not(target_os = "cuda"))]
+pub mod c_header {
+    use crate::{
+        background, conv, fit, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, wgmma,
+        DEFAULT_BLOCK,
+    };
+    use std::format;
+    use std::string::{String, ToString};
+    use std::vec;
+    use std::vec::Vec;
+
+    /// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
+    /// as the literals they replace did), strings quoted.
+    trait Literal {
+        fn literal(&self) -> String;
+    }
+
+    macro_rules! decimal {
+        ($($t:ty),+) => {
+            $(impl Literal for $t {
+                fn literal(&self) -> String {
+                    self.to_string()
+                }
+            })+
+        };
+    }
+    decimal!(u32, usize);
+
+    /// A finite f64 as Rust's shortest round-trip text (`0.95`, `10.0`, `1e-10`), which C
+    /// reads as the same double.
+    impl Literal for f64 {
+        fn literal(&self) -> String {
+            format!("{:?}", self)
+        }
+    }
+
+    impl Literal for &str {
+        fn literal(&self) -> String {
+            format!("{:?}", self)
+        }
+    }
+
+    /// The constants of one module, under the C prefix of its name.
+    pub struct Section {
+        /// The module's path, as the header's comment names it.
+        pub module: &'static str,
+        /// Each constant's C name and literal.
+        pub defines: Vec<(String, String)>,
+    }
+
+    /// `module: NAME, ...` lists constants of `interface::module` as `MODULE_NAME`.
+    macro_rules! section {
+        ($module:ident: $($name:ident),+ $(,)?) => {
+            Section {
+                module: concat!("interface::", stringify!($module)),
+                defines: vec![$((
+                    format!("{}_{}", stringify!($module).to_uppercase(), stringify!($name)),
+                    $module::$name.literal(),
+                )),+],
+            }
+        };
+    }
+
+    /// Every section of the header, in its order: a module's constants are listed here when the
+    /// twins use them.
+    pub fn sections() -> Vec<Section> {
+        vec![
+            Section { module: "interface", defines: vec![("DEFAULT_BLOCK".into(), DEFAULT_BLOCK.literal())] },
+            section!(vector: QUADS_PER_THREAD),
+            section!(transpose: TILE, BLOCK_ROWS, WIDE_TILE, WIDE_BLOCK_ROWS),
+            section!(histogram: DEFAULT_BINS, F32_BOUNDS_THREADS, F32_BOUNDS_BLOCKS),
+            section!(reduce:
+                BLOCK, WARPS, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, QUADS_PER_PASS, MOMENTS_QUADS_PER_PASS, FINISH_GROUP,
+                VALUES_PER_PASS,
+                MOMENTS_FIELDS, MOMENTS_COUNT, MOMENTS_NAN, MOMENTS_MEAN, MOMENTS_M2, MOMENTS_MIN, MOMENTS_MAX,
+            ),
+            section!(label: TILE_WIDTH, TILE_HEIGHT, MERGE_BLOCK, BLOCK, BACKGROUND),
+            section!(measure: ITEMS, BLOCK, RECORD_WORDS, PIXELS, PEAK, Y_MIN, Y_MAX, X_MIN, X_MAX),
+            section!(fit:
+                MAX_COMPONENTS, PARAMETERS, PEAK, X, Y, MAJOR, MINOR, THETA, MAX_PARAMETERS, BLOCK, WARPS, TILE_WORDS,
+                GRAM_WORDS, LISTED_ISLANDS, ISLAND_WORDS, ISLAND_LABEL, ISLAND_Y_MIN, ISLAND_Y_MAX, ISLAND_X_MIN,
+                ISLAND_X_MAX, COMPONENT_WORDS, RECORD_WORDS, CHI2, COMPONENTS, STATUS_WORDS, STATUS_COMPONENTS,
+                STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, NOT_CONVERGED, AT_EDGE, NAN,
+                TOO_MANY_SUMMITS, SINGULAR, FEW_PIXELS, NO_SUMMIT, BAD_ISLAND, MAX_ITERATIONS, LAMBDA_START,
+                LAMBDA_FACTOR, STEP_TOLERANCE, CHI2_TOLERANCE, FWHM, PEAK_LOW, PEAK_HIGH, SIGMA_LOW, SIGMA_START,
+                SIGMA_HIGH,
+            ),
+            section!(background:
+                THREADS, WARPS, MAX_BOX_PIXELS, SHARED_HEADER, SHARED_COUNT, SHARED_SUMS, SHARED_SQUARES,
+                INTERPOLATE_BLOCK, FIELDS, BACKGROUND, NOISE,
+            ),
+            section!(scan:
+                BLOCK, QUADS_PER_THREAD, MIN_BLOCKS_PER_SM, WARPS, TILE, LOOK_BACK_WAIT_NS, LOOK_BACK_RETRY_NS,
+                FLAG_NONE, FLAG_AGGREGATE, FLAG_PREFIX,
+            ),
+            section!(conv: MAX_RADIUS, MAX_TAPS, FILTER_SYMBOL, NAIVE_BLOCK, TILE, BLOCK_ROWS, CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN),
+            section!(select:
+                PASSES, HIGH_BITS, MIDDLE_BITS, LOW_BITS, RADIX, SLOTS, HISTOGRAM_LEN, COUNT_BLOCK, COUNT_BLOCKS_PER_SM,
+                COUNT_QUADS,
+                FIND_BUCKETS, GATHER_CAP, VALUES_PER_BLOCK_TRIP, NOT_GATHERED, STATE_WORDS, STATE_COUNT, STATE_EMPTY,
+                STATE_RANK, STATE_PREFIX, STATE_GATHERED, STATE_TICKET, FIND_RANK, FIND_MEDIAN, FIND_MEDIAN_UNLESS_COUNT,
+            ),
+            section!(matmul:
+                NAIVE_BLOCK, SMALL_TILE, LARGE_TILE, SMALL_TILE_SHARED_BYTES, LARGE_TILE_SHARED_BYTES,
+                BM, BN, BK, TM, TN, BLOCKED_THREADS, BLOCKED_SHARED_BYTES,
+                MAX_LOADS,
+                CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK, CP_ASYNC_TM, CP_ASYNC_TN, CP_ASYNC_THREADS, CP_ASYNC_SHARED_BYTES,
+                ASYNC_BM, ASYNC_BN, ASYNC_BK, ASYNC_TM, ASYNC_TN, ASYNC_STAGES, ASYNC_THREADS,
+                ASYNC_A_STRIDE, ASYNC_STAGE_FLOATS, ASYNC_SHARED_BYTES,
+                MMA_BM, MMA_BN, MMA_WARPS_M, MMA_WARPS_N, MMA_WARP_M, MMA_WARP_N, MMA_THREADS, MMA_STAGES, MMA_ROW_ALIGN,
+                TF32_BK, TF32_A_STRIDE, TF32_B_STRIDE, TF32_STAGE_FLOATS, TF32_SHARED_BYTES,
+                HALF_BK, HALF_STAGE_ELEMENTS, HALF_SHARED_BYTES, CONVERT_THREADS,
+            ),
+            section!(wgmma:
+                BM, BN, BK, BK_TF32, STAGES, CONSUMERS, WARPGROUP, THREADS, BOX_N, A_STAGE_BYTES, B_STAGE_BYTES, STAGE_BYTES,
+                SWIZZLE_ALIGN, SHARED_BYTES, PRODUCER_REGISTERS, CONSUMER_REGISTERS, GROUP_M,
+                SPLIT_MIN_SLICES, REDUCE_THREADS, REDUCE_SPLITS_PER_THREAD, REDUCE_MAX_GROUPS,
+            ),
+        ]
+    }
+}
 
 /// Threads per block of the one-thread-per-element kernels when the user does not choose.
 pub const DEFAULT_BLOCK: u32 = 256;

@@ -25,15 +25,14 @@ macro_rules! unroll {
 // family for compute_80; with it, for compute_90 and `.target sm_90a`, only the kernels on
 // Hopper's instructions, which the host loads on compute capability 9.0 alone.
 macro_rules! not_hopper {
-    ($($module:ident),+) => {
+    ($($module:ident),+ $(,)?) => {
         $( #[cfg(not(feature = "hopper"))] pub mod $module; )+
     };
 }
 
-not_hopper!(
-    async_copy, compact, conv1d, conv2d, counter, histogram, label, matmul, measure, reduce, saxpy, scan, select,
-    transpose, vector_add
-);
+interface::for_each_family!(not_hopper);
+// The `cp.async` helpers the matmul and convolution kernels share.
+not_hopper!(async_copy);
 pub mod tensor;
 /// The Hopper module's matrix products: `matmul/wgmma*.rs`, without the SIMT ladder.
 #[cfg(feature = "hopper")]
@@ -41,6 +40,7 @@ pub mod tensor;
 pub mod matmul {
     pub mod wgmma;
     pub mod wgmma_persistent;
+    pub mod wgmma_split;
 }
 
 use core::arch::asm;

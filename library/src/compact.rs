@@ -84,7 +84,11 @@ impl Scanner {
     /// of `output` (at least as long as `input`, disjoint from it; `input` 16-byte aligned,
     /// `1 <= input.len() <= capacity()`), on the gpu's stream, without waiting. The count lands
     /// in [`Scanner::count`]; nothing past it in `output` is written.
-    pub fn compact_async(
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `input`, `output` and the scanner must stay allocated
+    /// until the stream has run it (see [`Gpu::launch`]).
+    pub unsafe fn compact_async(
         &self,
         gpu: &Gpu,
         input: &DeviceSlice<f32>,
@@ -92,7 +96,10 @@ impl Scanner {
         output: &DeviceSlice<f32>,
     ) -> GpuResult<()> {
         self.reset(gpu, input.len(), "a compaction")?;
-        gpu.launch(KERNEL, &CompactArgs { input, window, output, scratch: &self.scratch, count: &self.count })
+        // SAFETY: the caller keeps the buffers alive until the stream has run the kernel.
+        unsafe {
+            gpu.launch(KERNEL, &CompactArgs { input, window, output, scratch: &self.scratch, count: &self.count })
+        }
     }
 
     /// [`Scanner::compact_async`], then waits and returns how many values were kept.
@@ -103,7 +110,8 @@ impl Scanner {
         window: Window,
         output: &DeviceSlice<f32>,
     ) -> GpuResult<usize> {
-        self.compact_async(gpu, input, window, output)?;
+        // SAFETY: the download below waits for the kernel before `input`, `output` or `self` go.
+        unsafe { self.compact_async(gpu, input, window, output) }?;
         Ok(gpu.download("the compaction count", &self.count, 1)?[0] as usize)
     }
 
@@ -173,7 +181,9 @@ pub fn compact(
     gpu.bind()?;
     let (source, destination) = (input.slice(gpu)?, output.slice(gpu)?);
     let scanner = Scanner::new(gpu, input.len())?;
-    scanner.compact_async(gpu, source, window, destination)?;
+    // SAFETY: the arrays record the kernel, and the count's download below waits for it
+    // before the scanner goes.
+    unsafe { scanner.compact_async(gpu, source, window, destination) }?;
     input.record_use(gpu)?;
     output.record_use(gpu)?;
     gpu.synchronize("the compaction")?;

@@ -183,7 +183,8 @@ pub fn conv1d_with(
     gpu.bind()?;
     let args = Conv1dArgs { input: signal.slice(gpu)?, output: output.slice(gpu)?, radius };
     set_filter(gpu, &taps.to_vec())?;
-    gpu.launch(method.kernel(), &args)?;
+    // SAFETY: the arrays record this launch right after it, so none is freed before it ran.
+    unsafe { gpu.launch(method.kernel(), &args) }?;
     signal.record_use(gpu)?;
     output.record_use(gpu)
 }

@@ -330,7 +330,8 @@ pub fn conv2d_with(
     // Row by row, whatever the view's memory layout.
     let taps: Vec<f32> = filter.iter().copied().collect();
     set_filter(gpu, &taps)?;
-    gpu.launch(method_kernel(method, radius), &args)?;
+    // SAFETY: the arrays record this launch right after it, so none is freed before it ran.
+    unsafe { gpu.launch(method_kernel(method, radius), &args) }?;
     image.record_use(gpu)?;
     output.record_use(gpu)
 }

@@ -408,7 +408,8 @@ impl Labeler {
     /// background, as `scipy.ndimage.label` does; returns how many labels there are. The labels
     /// stay on the GPU ([`Labeler::labels`]).
     pub fn label(&self, gpu: &Gpu, image: &DeviceSlice<f32>, level: f64, connectivity: Connectivity) -> GpuResult<u32> {
-        self.launch(gpu, image, level, connectivity)?;
+        // SAFETY: the download below waits for the kernels before `image` or `self` can go.
+        unsafe { self.launch(gpu, image, level, connectivity) }?;
         Ok(gpu.download("the label count", &self.count, 1)?[0])
     }
 
@@ -418,13 +419,27 @@ impl Labeler {
     }
 
     /// The kernels of [`Labeler::label`], queued on the stream.
-    pub fn launch(&self, gpu: &Gpu, image: &DeviceSlice<f32>, level: f64, connectivity: Connectivity) -> GpuResult<()> {
-        self.launch_into(gpu, image, level, connectivity, &self.labels)
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `image` and the labeler must stay allocated until the
+    /// stream has run them (see [`Gpu::launch`]).
+    pub unsafe fn launch(
+        &self,
+        gpu: &Gpu,
+        image: &DeviceSlice<f32>,
+        level: f64,
+        connectivity: Connectivity,
+    ) -> GpuResult<()> {
+        // SAFETY: the caller keeps `image` and `self` alive until the stream has run them.
+        unsafe { self.launch_into(gpu, image, level, connectivity, &self.labels) }
     }
 
     /// [`Labeler::launch`], writing the labels into `labels` (as long as the image) instead of
     /// the labeler's own.
-    fn launch_into(
+    ///
+    /// # Safety
+    /// As for [`Labeler::launch`], and `labels` too.
+    unsafe fn launch_into(
         &self,
         gpu: &Gpu,
         image: &DeviceSlice<f32>,
@@ -436,11 +451,15 @@ impl Labeler {
         let (width, height, n) = (self.width, self.height, self.labels.len());
         require(image.len() == n, || format!("{} pixels for a {}x{} labeler", image.len(), width, height))?;
         require(labels.len() == n, || format!("{} labels for a {}x{} labeler", labels.len(), width, height))?;
-        gpu.launch("label_tiles", &TilesArgs { image, width, height, level, connectivity, labels })?;
-        gpu.launch("label_merge", &MergeArgs { width, height, connectivity, labels })?;
-        gpu.launch("label_flatten", &FlattenArgs { labels, roots: &self.roots, n })?;
-        self.scanner.exclusive_sum_u32(gpu, &self.roots, &self.ranks)?;
-        gpu.launch("label_renumber", &RenumberArgs { labels, ranks: &self.ranks, count: &self.count, n })
+        // SAFETY: the caller keeps `image`, `labels` and the labeler's buffers alive until the
+        // stream has run these kernels.
+        unsafe {
+            gpu.launch("label_tiles", &TilesArgs { image, width, height, level, connectivity, labels })?;
+            gpu.launch("label_merge", &MergeArgs { width, height, connectivity, labels })?;
+            gpu.launch("label_flatten", &FlattenArgs { labels, roots: &self.roots, n })?;
+            self.scanner.exclusive_sum_u32(gpu, &self.roots, &self.ranks)?;
+            gpu.launch("label_renumber", &RenumberArgs { labels, ranks: &self.ranks, count: &self.count, n })
+        }
     }
 }
 
@@ -525,7 +544,9 @@ pub fn label(
     gpu.bind()?;
     let (pixels, output) = (image.slice(gpu)?, labels.slice(gpu)?);
     let labeler = Labeler::new(gpu, width, height)?;
-    labeler.launch_into(gpu, pixels, level, connectivity, output)?;
+    // SAFETY: the arrays record the kernels, and the download below waits for them before the
+    // labeler goes.
+    unsafe { labeler.launch_into(gpu, pixels, level, connectivity, output) }?;
     image.record_use(gpu)?;
     labels.record_use(gpu)?;
     // A copy on the legacy stream, which waits for this GPU's (blocking) stream.

@@ -23,6 +23,8 @@
 //! | 2-D and 1-D filters (cross-correlation, zero padding) | [`conv2d::conv2d`], [`conv1d::conv1d`] |
 //! | connected components, as `scipy.ndimage.label` | [`label::label`], [`label::label_array`] |
 //! | per-component pixels, flux, centroid, peak, box | [`measure::measure`], [`measure::measure_array`] |
+//! | background and noise maps (σ-clipped, on a grid, interpolated), as BANE makes them | [`background::background`], [`background::background_array`] |
+//! | elliptical Gaussians fitted to each island's summits (Levenberg–Marquardt), with errors | [`fit::fit`], [`fit::fit_array`] |
 //! | c = a + b, y = a·x + y | [`vector_add::vector_add`], [`saxpy::saxpy`] |
 //!
 //! A radio source finder built on these families is the `radio` crate of the same repository.
@@ -66,6 +68,9 @@
 //! - Below the functions are the bindings: one struct per kernel signature that checks its
 //!   buffers' lengths, alignment and overlap and the launch shape before [`Gpu::launch`]
 //!   launches it. The `host` command line runs every step of every family through them.
+//!   Launching at that level, on buffers the library does not track, is `unsafe`: the caller
+//!   promises that the buffers outlive the queued work, which the functions above keep for
+//!   you. Everything safe is checked and tracked.
 
 #![deny(missing_docs)]
 
@@ -78,20 +83,13 @@ pub mod gpu;
 pub mod stats;
 pub mod tuning;
 
-pub mod compact;
-pub mod conv1d;
-pub mod conv2d;
-pub mod counter;
-pub mod histogram;
-pub mod label;
-pub mod matmul;
-pub mod measure;
-pub mod reduce;
-pub mod saxpy;
-pub mod scan;
-pub mod select;
-pub mod transpose;
-pub mod vector_add;
+/// A module per kernel family (`interface::for_each_family!` lists them).
+macro_rules! family_modules {
+    ($($family:ident),+ $(,)?) => {
+        $(pub mod $family;)+
+    };
+}
+interface::for_each_family!(family_modules);
 
 /// A choice among a fixed set of values, each with the name the command line and the reports
 /// give it (a kernel step, an element type, a timing mode).

@@ -251,7 +251,8 @@ impl Measurer {
         if count == 0 {
             return Ok(vec![]);
         }
-        self.launch(gpu, image, labels, count, true)?;
+        // SAFETY: the download below waits for the kernel before `image`, `labels` or `self` go.
+        unsafe { self.launch(gpu, image, labels, count, true) }?;
         let words = count as usize * RECORD_WORDS;
         let records = gpu.download("source records", &self.records.borrow(), words)?;
         Ok(records.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
@@ -262,13 +263,19 @@ impl Measurer {
         let words = count as usize * RECORD_WORDS;
         let held = self.records.borrow().len();
         if held < words {
+            // The old records may still be written by a queued kernel: wait before freeing them.
+            gpu.synchronize("measuring sources")?;
             *self.records.borrow_mut() = gpu.poisoned("source records", words.max(2 * held))?;
         }
         Ok(())
     }
 
     /// Zeroes the records of `count` labels (when `zero`) and queues the kernel.
-    pub fn launch(
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `image`, `labels` and the measurer must stay allocated
+    /// until the stream has run it (see [`Gpu::launch`]).
+    pub unsafe fn launch(
         &self,
         gpu: &Gpu,
         image: &DeviceSlice<f32>,
@@ -288,7 +295,8 @@ impl Measurer {
         if zero && words > 0 {
             gpu.zero("source records", &records.index(..words))?;
         }
-        gpu.launch("measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count })
+        // SAFETY: the caller keeps the buffers alive until the stream has run the kernel.
+        unsafe { gpu.launch("measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count }) }
     }
 }
 

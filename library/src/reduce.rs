@@ -261,19 +261,25 @@ impl Reducer {
     /// Σ values (NaN if any is), accumulated as `reduce_vec4` documents.
     pub fn sum(&self, gpu: &Gpu, values: &DeviceSlice<f32>) -> GpuResult<f64> {
         let args = ReduceArgs { values, scratch: self.buffers.scratch(), grid: self.sum_grid };
-        gpu.launch(Step::Vec4.kernel(), &args)?;
+        // SAFETY: the read below waits for the kernel before `values` or `self` can go.
+        unsafe { gpu.launch(Step::Vec4.kernel(), &args) }?;
         Ok(self.buffers.read::<1>(gpu.stream())?[0])
     }
 
     /// The moments of the `values` inside `window`.
     pub fn moments(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window) -> GpuResult<Moments> {
-        self.launch_moments(gpu, gpu.stream(), values, window)?;
+        // SAFETY: the read below waits for the kernel before `values` or `self` can go.
+        unsafe { self.launch_moments(gpu, gpu.stream(), values, window) }?;
         self.read_moments(gpu.stream())
     }
 
     /// Launches [`Reducer::moments`] on `stream` without waiting: other work can run beside it
     /// or queue behind it before [`Reducer::read_moments`] waits for it.
-    pub fn launch_moments(
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `values` and the reducer must stay allocated until
+    /// `stream` has run it (see [`Gpu::launch`]).
+    pub unsafe fn launch_moments(
         &self,
         gpu: &Gpu,
         stream: &Stream,
@@ -281,7 +287,8 @@ impl Reducer {
         window: Window,
     ) -> GpuResult<()> {
         let args = MomentsArgs { values, window, scratch: self.buffers.scratch(), grid: self.moments_grid };
-        gpu.launch_on(stream, Step::Moments.kernel(), &args)
+        // SAFETY: the caller keeps `values` and `self` alive until `stream` has run the kernel.
+        unsafe { gpu.launch_on(stream, Step::Moments.kernel(), &args) }
     }
 
     /// The moments the last launch wrote, once `stream`, where it ran, gets there.
@@ -431,7 +438,9 @@ pub fn moments<D: Dimension>(gpu: &Gpu, values: &DeviceArray<f32, D>, window: Wi
     gpu.bind()?;
     let slice = values.slice(gpu)?;
     let reducer = Reducer::new(gpu, values.len())?;
-    reducer.launch_moments(gpu, gpu.stream(), slice, window)?;
+    // SAFETY: `values` records the kernel, and the read below waits for it before the reducer
+    // goes.
+    unsafe { reducer.launch_moments(gpu, gpu.stream(), slice, window) }?;
     values.record_use(gpu)?;
     reducer.read_moments(gpu.stream())
 }

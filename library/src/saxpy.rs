@@ -113,7 +113,8 @@ pub fn saxpy(gpu: &Gpu, a: f32, x: &DeviceVector<f32>, y: &mut DeviceVector<f32>
     let grid = blocks(n.div_ceil(4), DEFAULT_BLOCK as usize)?.min(most);
     gpu.bind()?;
     let args = SaxpyArgs { a, x: x.slice(gpu)?, y: y.slice(gpu)?, grid, block: DEFAULT_BLOCK };
-    gpu.launch(Method::Vec4.kernel(), &args)?;
+    // SAFETY: the arrays record this launch right after it, so none is freed before it ran.
+    unsafe { gpu.launch(Method::Vec4.kernel(), &args) }?;
     x.record_use(gpu)?;
     y.record_use(gpu)
 }

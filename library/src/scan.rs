@@ -182,7 +182,10 @@ impl Scanner {
         gpu.zero("scan scratch", &self.scratch.index(..scratch_words(n)))
     }
 
-    fn scan<T: ScanValue>(
+    /// # Safety
+    /// Queued, not finished, on return: `input`, `output`, `total` and the scanner must stay
+    /// allocated until the stream has run the scan (see [`Gpu::launch`]).
+    unsafe fn scan<T: ScanValue>(
         &self,
         gpu: &Gpu,
         input: &DeviceSlice<T>,
@@ -190,15 +193,26 @@ impl Scanner {
         total: &DeviceSlice<T>,
     ) -> GpuResult<()> {
         self.reset(gpu, input.len(), "a scan")?;
-        gpu.launch(T::KERNEL, &ScanArgs { input, output, scratch: &self.scratch, total })
+        // SAFETY: the caller keeps the buffers alive until the stream has run the scan.
+        unsafe { gpu.launch(T::KERNEL, &ScanArgs { input, output, scratch: &self.scratch, total }) }
     }
 
     /// `output[i] = input[0] + … + input[i-1]`, wrapping modulo 2^32, queued on the gpu's
     /// stream (no synchronization). `input` and `output` are 16-byte aligned (any buffer from
     /// an allocation is), disjoint (no in-place scan), `output` at least as long as `input`,
     /// and `1 <= input.len() <= capacity()`. The sum of all lands in [`Scanner::total_u32`].
-    pub fn exclusive_sum_u32(&self, gpu: &Gpu, input: &DeviceSlice<u32>, output: &DeviceSlice<u32>) -> GpuResult<()> {
-        self.scan(gpu, input, output, &self.total_u32)
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `input`, `output` and the scanner must stay allocated
+    /// until the stream has run the scan (see [`Gpu::launch`]).
+    pub unsafe fn exclusive_sum_u32(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<u32>,
+        output: &DeviceSlice<u32>,
+    ) -> GpuResult<()> {
+        // SAFETY: the caller keeps `input`, `output` and `self` alive until the scan ran.
+        unsafe { self.scan(gpu, input, output, &self.total_u32) }
     }
 
     /// [`Scanner::exclusive_sum_u32`], then waits for it and returns the sum of all the input.
@@ -208,7 +222,8 @@ impl Scanner {
         input: &DeviceSlice<u32>,
         output: &DeviceSlice<u32>,
     ) -> GpuResult<u32> {
-        self.exclusive_sum_u32(gpu, input, output)?;
+        // SAFETY: the download below waits for the scan before `input`, `output` or `self` go.
+        unsafe { self.exclusive_sum_u32(gpu, input, output) }?;
         Ok(gpu.download("the scan total", &self.total_u32, 1)?[0])
     }
 
@@ -220,8 +235,17 @@ impl Scanner {
     /// The exclusive sum of f32 values, in f32 (within the tolerance in this module's doc), on
     /// the stream; as [`Scanner::exclusive_sum_u32`] otherwise. The total lands in
     /// [`Scanner::total_f32`].
-    pub fn exclusive_sum_f32(&self, gpu: &Gpu, input: &DeviceSlice<f32>, output: &DeviceSlice<f32>) -> GpuResult<()> {
-        self.scan(gpu, input, output, &self.total_f32)
+    ///
+    /// # Safety
+    /// As for [`Scanner::exclusive_sum_u32`].
+    pub unsafe fn exclusive_sum_f32(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceSlice<f32>,
+        output: &DeviceSlice<f32>,
+    ) -> GpuResult<()> {
+        // SAFETY: the caller keeps `input`, `output` and `self` alive until the scan ran.
+        unsafe { self.scan(gpu, input, output, &self.total_f32) }
     }
 
     /// The device word the last f32 scan writes its total to.
@@ -330,7 +354,9 @@ pub fn exclusive_scan<T: ScanValue>(gpu: &Gpu, input: &DeviceVector<T>, output: 
     let (source, destination) = (input.slice(gpu)?, output.slice(gpu)?);
     let scanner = Scanner::new(gpu, input.len())?;
     let total = DeviceVector::<T>::zeros(gpu, 1)?;
-    scanner.scan(gpu, source, destination, total.slice(gpu)?)?;
+    // SAFETY: the arrays record the scan, and `to_array` below waits for it before the scanner
+    // goes.
+    unsafe { scanner.scan(gpu, source, destination, total.slice(gpu)?) }?;
     input.record_use(gpu)?;
     output.record_use(gpu)?;
     total.record_use(gpu)?;

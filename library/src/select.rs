@@ -197,12 +197,17 @@ impl Selector {
 
     /// Launches the whole selection of what `find` asks among `values` inside `window`; the
     /// result is in the state once the stream gets there.
-    pub fn launch(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window, find: Find) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `values` and the selector must stay allocated until
+    /// the stream has run it (see [`Gpu::launch`]).
+    pub unsafe fn launch(&self, gpu: &Gpu, values: &DeviceSlice<f32>, window: Window, find: Find) -> GpuResult<()> {
         let grid = count_grid(values.len(), self.sms);
         for pass in 0..PASSES as u32 {
             let (state, histogram, gathered) = (&*self.state, &*self.histogram, &*self.gathered);
             let args = SelectCountArgs { values, window, pass, find, state, histogram, gathered, grid };
-            gpu.launch(COUNT_KERNEL, &args)?;
+            // SAFETY: the caller keeps `values` and `self` alive until the stream has run it.
+            unsafe { gpu.launch(COUNT_KERNEL, &args) }?;
         }
         Ok(())
     }
@@ -224,7 +229,8 @@ impl Selector {
         if values.is_empty() {
             return Ok(None);
         }
-        self.launch(gpu, values, window, Find::Rank(rank))?;
+        // SAFETY: `outcome` below waits for the kernels before `values` or `self` can go.
+        unsafe { self.launch(gpu, values, window, Find::Rank(rank)) }?;
         Ok(self.outcome(gpu)?.kth())
     }
 
@@ -233,7 +239,8 @@ impl Selector {
         if values.is_empty() {
             return Ok(None);
         }
-        self.launch(gpu, values, window, Find::Median)?;
+        // SAFETY: `read_median` below waits for the kernels before `values` or `self` can go.
+        unsafe { self.launch(gpu, values, window, Find::Median) }?;
         self.read_median(gpu)
     }
 
@@ -325,7 +332,9 @@ fn select<D: Dimension>(gpu: &Gpu, values: &DeviceArray<f32, D>, window: Window,
     gpu.bind()?;
     let slice = values.slice(gpu)?;
     let selector = Selector::new(gpu)?;
-    selector.launch(gpu, slice, window, find)?;
+    // SAFETY: `values` records the kernels, and `outcome` below waits for them before the
+    // selector goes.
+    unsafe { selector.launch(gpu, slice, window, find) }?;
     values.record_use(gpu)?;
     selector.outcome(gpu)
 }

@@ -149,7 +149,8 @@ pub fn transpose_with(
     let (rows, cols) = input.dim();
     gpu.bind()?;
     let args = TransposeArgs { input: input.slice(gpu)?, output: output.slice(gpu)?, rows, cols };
-    gpu.launch(method.kernel(), &args)?;
+    // SAFETY: the arrays record this launch right after it, so none is freed before it ran.
+    unsafe { gpu.launch(method.kernel(), &args) }?;
     input.record_use(gpu)?;
     output.record_use(gpu)
 }

@@ -114,7 +114,8 @@ pub fn vector_add(gpu: &Gpu, a: &DeviceVector<f32>, b: &DeviceVector<f32>, c: &m
     check_lengths(a.len(), b.len(), c.len())?;
     gpu.bind()?;
     let args = AddArgs { a: a.slice(gpu)?, b: b.slice(gpu)?, c: c.slice(gpu)?, block: DEFAULT_BLOCK };
-    gpu.launch(Method::Vec4.kernel(), &args)?;
+    // SAFETY: the arrays record this launch right after it, so none is freed before it ran.
+    unsafe { gpu.launch(Method::Vec4.kernel(), &args) }?;
     a.record_use(gpu)?;
     b.record_use(gpu)?;
     c.record_use(gpu)

@@ -1,7 +1,8 @@
 // Twin of kernels/src/matmul/convert.rs: A and B converted once from f32 to the tensor cores'
 // input types, rows padded with zeros to MATMUL_MMA_ROW_ALIGN elements; and B transposed for
-// Hopper's TF32 wgmma through transpose.cu's tile loop (included before this file).
+// Hopper's TF32 wgmma through transpose.cu's tile loop.
 #include "common.cuh"
+#include "../transpose.cu"
 #include "../tensor_mma.cuh"
 
 static __device__ __forceinline__ size_t mma_padded(size_t cols) {

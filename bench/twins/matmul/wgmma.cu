@@ -2,9 +2,10 @@
 // kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and output; TF32 reads
 // B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
-// warpgroups with setmaxnreg; then the persistent grid in grouped tile order. The same PTX
-// instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
-// sm_90a (bench/twins/build, with a CUDA 12 or newer nvcc).
+// warpgroups with setmaxnreg; then the persistent grid in grouped tile order; then split k's
+// reduction (wgmma_split.cu, included at the end). The same PTX instructions, tiles, stages and
+// order as the Rust. A translation unit of its own, built for sm_90a (bench/twins/build, with a
+// CUDA 12 or newer nvcc).
 #include <stddef.h>
 #include <stdint.h>
 
@@ -162,14 +163,14 @@ struct Ring {
 
 template <class T>
 static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap* maps, size_t m0, size_t n0,
-                                               size_t k_tiles, size_t first) {
+                                               size_t k_first, size_t k_tiles, size_t first) {
     const TensorMap *map_a = maps, *map_b = maps + 1;
     for (size_t t = 0; t < k_tiles; ++t) {
         unsigned stage, full, empty, lap;
         ring.slot(first + t, stage, full, empty, lap);
         mbarrier_wait(empty, lap ^ 1);
         mbarrier_arrive_expect_tx(full, WGMMA_STAGE_BYTES);
-        size_t k0 = t * T::kBk;
+        size_t k0 = (k_first + t) * T::kBk;
         tma_load_2d(stage, map_a, (int)k0, (int)m0, full);
         for (size_t j = 0; j < WGMMA_BN / WGMMA_BOX_N; ++j) {
             int x, y;
@@ -179,23 +180,27 @@ static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap
     }
 }
 
+// A consumer whose rows all lie past C (`active` false) multiplies nothing but still waits for
+// and frees every slice, keeping the ring's phases.
 template <class T>
 static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles, size_t first, size_t consumer,
-                                               uint32_t (&acc)[128]) {
+                                               bool active, uint32_t (&acc)[128]) {
     size_t lane = threadIdx.x % 32;
     unsigned previous_empty = 0;
     for (size_t t = 0; t < k_tiles; ++t) {
         unsigned stage, full, empty, lap;
         ring.slot(first + t, stage, full, empty, lap);
         mbarrier_wait(full, lap);
-        unsigned a = stage + (unsigned)(consumer * 64) * kRowBytes;
-        unsigned b = stage + WGMMA_A_STAGE_BYTES;
-        wgmma_fence();
-        for (unsigned kk = 0; kk < kRowBytes / kKStepBytes; ++kk) {
-            T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
+        if (active) {
+            unsigned a = stage + (unsigned)(consumer * 64) * kRowBytes;
+            unsigned b = stage + WGMMA_A_STAGE_BYTES;
+            wgmma_fence();
+            for (unsigned kk = 0; kk < kRowBytes / kKStepBytes; ++kk) {
+                T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();
         }
-        wgmma_commit();
-        wgmma_wait<1>();
         if (t > 0 && lane == 0) mbarrier_arrive(previous_empty);
         previous_empty = empty;
     }
@@ -254,25 +259,38 @@ static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc
     }
 }
 
+// The first slice and the slices that split `split` of `splits` takes of `slices`: runs of
+// ceil(slices / splits), the last shorter (interface::wgmma::split_slices).
+static __device__ __forceinline__ void split_slices(size_t slices, size_t split, size_t splits, size_t& first,
+                                                    size_t& count) {
+    size_t per = (slices + splits - 1) / splits;
+    first = split * per;
+    size_t rest = slices > first ? slices - first : 0;
+    count = rest < per ? rest : per;
+}
+
+// The tile at (blockIdx.y, blockIdx.x) over split blockIdx.z of k, into layer blockIdx.z of c
+// (one layer: C itself; several: the partial products that wgmma_split.cu sums).
 template <class T>
 static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float* c, size_t m, size_t n, size_t k) {
     Ring ring = Ring::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
-    size_t k_tiles = (k + T::kBk - 1) / T::kBk;
+    size_t split = blockIdx.z, k_first, k_tiles;
+    split_slices((k + T::kBk - 1) / T::kBk, split, gridDim.z, k_first, k_tiles);
     size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
     if (warpgroup == 0) {
         release_registers_to_40();
         if (threadIdx.x == 0) {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps + 1);
-            produce<T>(ring, maps, m0, n0, k_tiles, 0);
+            produce<T>(ring, maps, m0, n0, k_first, k_tiles, 0);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<T>(ring, k_tiles, 0, consumer, acc);
-        store_tile(c, acc, m0, n0, consumer, m, n);
+        consume<T>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
+        store_tile(c + split * m * n, acc, m0, n0, consumer, m, n);
     }
 }
 
@@ -303,7 +321,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
             for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 size_t row, col;
                 tile_position(tile, tiles_m, tiles_n, row, col);
-                produce<T>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, k_tiles, slice);
+                produce<T>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, 0, k_tiles, slice);
                 slice += k_tiles;
             }
         }
@@ -315,7 +333,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
         for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             size_t row, col;
             tile_position(tile, tiles_m, tiles_n, row, col);
-            consume<T>(ring, k_tiles, slice, consumer, acc);
+            consume<T>(ring, k_tiles, slice, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
             store_tile(c, acc, row * WGMMA_BM, col * WGMMA_BN, consumer, m, n);
             slice += k_tiles;
         }
@@ -337,3 +355,6 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_bf16(WGMMA_PARAM
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS) {
     matmul_wgmma_persistent<Half<true>>(maps, c, m, n, k);
 }
+
+// Step H3: the reduction of split k's partial products.
+#include "wgmma_split.cu"

@@ -39,6 +39,9 @@ pub struct Compact {
     expected: Vec<f32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Compact> = crate::registry::Entry::new();
+
 impl Kernel for Compact {
     const NAME: &'static str = "compact";
     const ABOUT: &'static str = "Stream compaction: the f32 values inside a window, in order, in one pass";
@@ -89,6 +92,10 @@ impl Kernel for Compact {
         let variants = Self::variants_for(options)?;
         Ok(Self { values, window, variants, scanner, input, output, expected: vec![] })
     }
+
+    fn launch_cases(_kernel: &str, _memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        crate::launch_cases::LaunchCases::BuiltByLibrary
+    }
 }
 
 impl Workload for Compact {
@@ -115,7 +122,7 @@ impl Workload for Compact {
     }
 
     /// The scratch's reset and the kernel, without reading the count back.
-    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         self.scanner.compact_async(gpu, &self.input, self.window, &self.output)
     }
 

@@ -53,6 +53,9 @@ pub struct Conv1d {
     output: DeviceBuffer<f32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Conv1d> = crate::registry::Entry::new();
+
 impl Kernel for Conv1d {
     const NAME: &'static str = "conv1d";
     const ABOUT: &'static str = "1D convolution with a shared-memory tile and halo";
@@ -113,6 +116,22 @@ impl Kernel for Conv1d {
         let expected = vec![];
         Ok(Self { filter, taps_file, signal, taps, variants, scale, output_path, expected, input, output })
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases};
+        let vector = vector_access(kernel);
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let n = 1001;
+        let (input, output) = (memory.f32s(n), memory.f32s(n));
+        let with = |input, output, radius| -> Args { Box::new(Conv1dArgs { input, output, radius }) };
+        refused.push(("output short".into(), with(input, memory.f32s(n - 1), 3)));
+        refused.push(("output is input".into(), with(input, input, 3)));
+        refused.push(("radius past the shared halo".into(), with(input, output, 4)));
+        if vector {
+            refused.push(("input misaligned".into(), with(shifted(input), output, 3)));
+        }
+        LaunchCases::Cases(Cases { valid: with(input, output, 3), refused })
+    }
 }
 
 impl Workload for Conv1d {
@@ -139,7 +158,7 @@ impl Workload for Conv1d {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         gpu.launch(&variant.kernel, &Conv1dArgs { input: &self.input, output: &self.output, radius: self.filter / 2 })
     }
 

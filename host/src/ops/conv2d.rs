@@ -131,6 +131,9 @@ impl Conv2d {
     }
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Conv2d> = crate::registry::Entry::new();
+
 impl Kernel for Conv2d {
     const NAME: &'static str = "conv2d";
     const ABOUT: &'static str = "2D convolution (cross-correlation), zero padding, filter in constant memory";
@@ -194,6 +197,26 @@ impl Kernel for Conv2d {
         let expected = vec![];
         Ok(Self { width, height, filter, image, taps, label, scale, out, variants, expected, input, output })
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{Args, Cases, LaunchCases};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (width, height) = (67, 45);
+        let radius = kernel.strip_prefix("conv2d_tiled_r").map_or(2, |r| r.parse().expect("a radius"));
+        let (input, output) = (memory.f32s(width * height), memory.f32s(width * height));
+        let with = |input, output, width, height, radius| -> Args {
+            Box::new(Conv2dArgs { input, output, width, height, radius })
+        };
+        refused.push(("one row too many".into(), with(input, output, width, height + 1, radius)));
+        refused.push(("output short".into(), with(input, memory.f32s(width * height - 1), width, height, radius)));
+        refused.push(("output is input".into(), with(input, input, width, height, radius)));
+        refused.push(("radius past the constant filter".into(), with(input, output, width, height, 4)));
+        if kernel != "conv2d_naive" {
+            let other = radius % 3 + 1;
+            refused.push(("another kernel's radius".into(), with(input, output, width, height, other)));
+        }
+        LaunchCases::Cases(Cases { valid: with(input, output, width, height, radius), refused })
+    }
 }
 
 impl Workload for Conv2d {
@@ -219,7 +242,7 @@ impl Workload for Conv2d {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         gpu.launch(&variant.kernel, &self.args())
     }
 

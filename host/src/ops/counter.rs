@@ -27,6 +27,9 @@ pub struct Counter {
     counter: DeviceBuffer<u32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Counter> = crate::registry::Entry::new();
+
 impl Kernel for Counter {
     const NAME: &'static str = "counter";
     const ABOUT: &'static str = "every thread adds 1 to one counter: racy load-add-store vs atomic add";
@@ -62,6 +65,15 @@ impl Kernel for Counter {
         let counter = DeviceBuffer::<u32>::zeroed(1).during("allocating the counter")?;
         Ok(Self { threads, config, variants, counter })
     }
+
+    fn launch_cases(_kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{Args, Cases, LaunchCases};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let counter = memory.u32s(1);
+        refused
+            .push(("no counter".into(), Box::new(CounterArgs { counter: memory.u32s(0), threads: 1000, block: 256 })));
+        LaunchCases::Cases(Cases { valid: Box::new(CounterArgs { counter, threads: 1000, block: 256 }), refused })
+    }
 }
 
 impl Workload for Counter {
@@ -81,7 +93,7 @@ impl Workload for Counter {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let block = self.config.block.0;
         gpu.launch(&variant.kernel, &CounterArgs { counter: &self.counter, threads: self.threads, block })
     }

@@ -126,6 +126,9 @@ impl Histogram {
     }
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Histogram> = crate::registry::Entry::new();
+
 impl Kernel for Histogram {
     const NAME: &'static str = "histogram";
     const ABOUT: &'static str =
@@ -191,6 +194,46 @@ impl Kernel for Histogram {
         histogram.output = options.output.clone();
         Ok(histogram)
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases};
+        use cust::memory::DeviceSlice;
+        let vector = vector_access(kernel);
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (n, bins, grid, block) = (1000, 256, 4, 128);
+        let counts = memory.u32s(bins as usize);
+        let f32_input = kernel.ends_with("f32");
+        let values = if f32_input {
+            Values::F32 { values: memory.f32s(n), min: -4.0, max: 4.0 }
+        } else {
+            Values::U32(memory.u32s(n))
+        };
+        let with = |values: Values<'static>, bins: u32, counts: &'static DeviceSlice<u32>| -> Args {
+            Box::new(HistogramArgs { values, bins, counts, grid, block })
+        };
+        refused.push(("counts short".into(), with(values, bins, memory.u32s(bins as usize - 1))));
+        refused.push(("no bins".into(), with(values, 0, counts)));
+        let other_type = if f32_input {
+            Values::U32(memory.u32s(n))
+        } else {
+            Values::F32 { values: memory.f32s(n), min: -4.0, max: 4.0 }
+        };
+        refused.push(("the other value type".into(), with(other_type, bins, counts)));
+        if let Values::F32 { values, .. } = values {
+            refused.push(("empty range".into(), with(Values::F32 { values, min: 1.0, max: 1.0 }, bins, counts)));
+            refused.push(("NaN range".into(), with(Values::F32 { values, min: f64::NAN, max: 4.0 }, bins, counts)));
+            let narrow = Values::F32 { values, min: 0.0, max: 1e-300 };
+            refused.push(("a range too narrow for its bins".into(), with(narrow, bins, counts)));
+        }
+        if vector {
+            let misaligned = match values {
+                Values::U32(values) => Values::U32(shifted(values)),
+                Values::F32 { values, min, max } => Values::F32 { values: shifted(values), min, max },
+            };
+            refused.push(("values misaligned".into(), with(misaligned, bins, counts)));
+        }
+        LaunchCases::Cases(Cases { valid: with(values, bins, counts), refused })
+    }
 }
 
 impl Workload for Histogram {
@@ -225,7 +268,7 @@ impl Workload for Histogram {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let (min, max) = self.binning.range;
         let values = match &self.device_values {
             DeviceValues::U32(values) => Values::U32(values),

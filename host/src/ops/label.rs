@@ -120,6 +120,9 @@ pub struct Label {
     expected: Vec<u32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Label> = crate::registry::Entry::new();
+
 impl Kernel for Label {
     const NAME: &'static str = "label";
     const ABOUT: &'static str =
@@ -164,6 +167,56 @@ impl Kernel for Label {
             expected: vec![],
         })
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{Args, Cases, LaunchCases};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (width, height) = (67, 45);
+        let n = width * height;
+        let (image, labels) = (memory.f32s(n), memory.u32s(n));
+        let four = Connectivity::Four;
+        let valid: Args = match kernel {
+            "label_tiles" => {
+                let with = |image, labels, width, height| -> Args {
+                    Box::new(TilesArgs { image, width, height, level: 0.5, connectivity: four, labels })
+                };
+                refused.push(("one row too many".into(), with(image, labels, width, height + 1)));
+                refused.push(("labels short".into(), with(image, memory.u32s(n - 1), width, height)));
+                refused.push(("labels are the image".into(), with(image, memory.same_memory(image), width, height)));
+                refused.push(("no pixels".into(), with(image, labels, 0, height)));
+                refused.push(("dimensions overflow".into(), with(image, labels, usize::MAX, 2)));
+                with(image, labels, width, height)
+            }
+            "label_merge" => {
+                let with = |labels, width, height| -> Args {
+                    Box::new(MergeArgs { width, height, connectivity: four, labels })
+                };
+                refused.push(("labels short".into(), with(memory.u32s(n - 1), width, height)));
+                refused.push(("no pixels".into(), with(labels, 0, 0)));
+                refused.push(("as many pixels as BACKGROUND".into(), with(labels, 1 << 16, 1 << 16)));
+                with(labels, width, height)
+            }
+            "label_flatten" => {
+                let roots = memory.u32s(n);
+                let with = |labels, roots, n| -> Args { Box::new(FlattenArgs { labels, roots, n }) };
+                refused.push(("roots short".into(), with(labels, memory.u32s(n - 1), n)));
+                refused.push(("roots are the labels".into(), with(labels, labels, n)));
+                refused.push(("no pixels".into(), with(labels, roots, 0)));
+                with(labels, roots, n)
+            }
+            _ => {
+                let (ranks, count) = (memory.u32s(n), memory.u32s(1));
+                let with = |labels, ranks, count, n| -> Args { Box::new(RenumberArgs { labels, ranks, count, n }) };
+                refused.push(("ranks short".into(), with(labels, memory.u32s(n - 1), count, n)));
+                refused.push(("no count".into(), with(labels, ranks, memory.u32s(0), n)));
+                refused.push(("ranks are the labels".into(), with(labels, labels, count, n)));
+                refused.push(("the count is a label".into(), with(labels, ranks, labels, n)));
+                refused.push(("no pixels".into(), with(labels, ranks, count, 0)));
+                with(labels, ranks, count, n)
+            }
+        };
+        LaunchCases::Cases(Cases { valid, refused })
+    }
 }
 
 /// The one variant: every kernel of the family and the scan, in order.
@@ -194,7 +247,7 @@ impl Workload for Label {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         self.labeler.launch(gpu, &self.image, self.detection.level, self.connectivity)
     }
 

@@ -36,6 +36,9 @@ fn runs() -> Variant {
     Variant::new("runs", "measure_labels")
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Measure> = crate::registry::Entry::new();
+
 impl Kernel for Measure {
     const NAME: &'static str = "measure";
     const ABOUT: &'static str =
@@ -70,6 +73,24 @@ impl Kernel for Measure {
         measurer.reserve(gpu, count)?;
         Ok(Self { detection, labels, count, image, device_labels, measurer, variants: vec![runs()], expected: vec![] })
     }
+
+    fn launch_cases(_kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{Args, Cases, LaunchCases};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (width, height, count) = (67, 45, 20);
+        let n = width * height;
+        let (image, labels, records) = (memory.f32s(n), memory.u32s(n), memory.slice::<f64>(6 * count as usize));
+        let with = |image, labels, records, width, height, count| -> Args {
+            Box::new(MeasureArgs { image, labels, width, height, records, count })
+        };
+        refused.push(("one row too many".into(), with(image, labels, records, width, height + 1, count)));
+        refused.push(("records short".into(), with(image, labels, records, width, height, count + 1)));
+        let overlapping = memory.same_memory(image);
+        refused.push(("records overlap the image".into(), with(image, labels, overlapping, width, height, 1)));
+        refused.push(("no pixels".into(), with(image, labels, records, 0, height, count)));
+        refused.push(("dimensions overflow".into(), with(image, labels, records, usize::MAX, 2, count)));
+        LaunchCases::Cases(Cases { valid: with(image, labels, records, width, height, count), refused })
+    }
 }
 
 impl Workload for Measure {
@@ -95,7 +116,7 @@ impl Workload for Measure {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         self.measurer.launch(gpu, &self.image, &self.device_labels, self.count, false)
     }
 

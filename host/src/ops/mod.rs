@@ -3,37 +3,21 @@
 //! are the library's (`cuda_kernels::<family>`). [`FAMILIES`] lists them.
 
 use crate::gpu::{Gpu, GpuResult};
-use crate::registry::{Entry, Family};
+use crate::registry::Family;
 use crate::resources;
 use matmul::hopper;
-use std::marker::PhantomData;
 
-/// Declares each family's module and lists its workload in [`FAMILIES`], in one place.
+/// Declares each family's module and lists its registry entry (`<family>::ENTRY`) in
+/// [`FAMILIES`], for every family `interface::for_each_family!` names.
 macro_rules! families {
-    ($($module:ident :: $workload:ident),+ $(,)?) => {
+    ($($module:ident),+ $(,)?) => {
         $(pub mod $module;)+
 
         /// Every kernel family, in the order the CLI lists and `all` runs them.
-        pub const FAMILIES: &[&dyn Family] = &[$(&Entry::<$module::$workload>(PhantomData)),+];
+        pub const FAMILIES: &[&dyn Family] = &[$(&$module::ENTRY),+];
     };
 }
-
-families! {
-    vector_add::VectorAdd,
-    saxpy::Saxpy,
-    counter::Counter,
-    histogram::Histogram,
-    transpose::Transpose,
-    matmul::Matmul,
-    conv2d::Conv2d,
-    conv1d::Conv1d,
-    reduce::Reduce,
-    select::Select,
-    scan::Scan,
-    compact::Compact,
-    label::Label,
-    measure::Measure,
-}
+interface::for_each_family!(families);
 
 /// The family named `name` (its CLI subcommand).
 pub fn family(name: &str) -> Option<&'static dyn Family> {

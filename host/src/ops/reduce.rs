@@ -89,6 +89,9 @@ fn grids(n: usize, sms: u32, grid: u32) -> (u32, u32) {
     }
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Reduce> = crate::registry::Entry::new();
+
 impl Kernel for Reduce {
     const NAME: &'static str = "reduce";
     const ABOUT: &'static str =
@@ -171,6 +174,59 @@ impl Kernel for Reduce {
         }
         Ok(reduce)
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, Args, Cases, LaunchCases};
+        use cust::memory::DeviceSlice;
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (n, grid) = (1003, 5);
+        let values = memory.f32s(n);
+        let scratch = Scratch {
+            partials: memory.slice(MOMENTS_FIELDS * n),
+            // A sum's grid of at most 64 blocks takes two tickets; the moments take one.
+            tickets: memory.u32s(2),
+            result: memory.slice(MOMENTS_FIELDS),
+        };
+        let moments = kernel == "reduce_moments";
+        let with = |values: &'static DeviceSlice<f32>, scratch: Scratch<'static>, grid: u32| -> Args {
+            if moments {
+                Box::new(MomentsArgs { values, window: Window::new(-0.5, 0.5), scratch, grid })
+            } else {
+                Box::new(ReduceArgs { values, scratch, grid })
+            }
+        };
+        refused.push(("no values".into(), with(memory.f32s(0), scratch, grid)));
+        let tickets = memory.u32s(if moments { 0 } else { 1 });
+        refused.push(("tickets short".into(), with(values, Scratch { tickets, ..scratch }, grid)));
+        let fields = if moments { MOMENTS_FIELDS } else { 1 };
+        let result = memory.slice(fields - 1);
+        refused.push(("result short".into(), with(values, Scratch { result, ..scratch }, grid)));
+        // A partial per block: steps 1 and 2 launch 4 blocks for 1003 values, steps 3 and 4
+        // two, the grid-stride kernels `grid` (the moments' partials have MOMENTS_FIELDS each).
+        let needed = match kernel {
+            "reduce_interleaved" | "reduce_sequential" => 4,
+            "reduce_first_add" | "reduce_shuffle" => 2,
+            "reduce_vec4" => grid as usize,
+            _ => MOMENTS_FIELDS * grid as usize,
+        };
+        let partials = memory.slice(needed - 1);
+        refused.push(("partials short".into(), with(values, Scratch { partials, ..scratch }, grid)));
+        let aliased = Scratch { result: scratch.partials, ..scratch };
+        refused.push(("result is the partials".into(), with(values, aliased, grid)));
+        if moments || kernel == "reduce_vec4" {
+            refused.push(("no blocks".into(), with(values, scratch, 0)));
+            refused.push(("values misaligned".into(), with(shifted(memory.f32s(n + 1)), scratch, grid)));
+        }
+        if moments {
+            let nan = Window::new(f64::NAN, 1.0);
+            refused.push(("a NaN bound".into(), Box::new(MomentsArgs { values, window: nan, scratch, grid })));
+            refused.push(("the sum's arguments".into(), Box::new(ReduceArgs { values, scratch, grid })));
+        } else {
+            let window = Window::FINITE;
+            refused.push(("the moments' arguments".into(), Box::new(MomentsArgs { values, window, scratch, grid })));
+        }
+        LaunchCases::Cases(Cases { valid: with(values, scratch, grid), refused })
+    }
 }
 
 impl Workload for Reduce {
@@ -199,7 +255,7 @@ impl Workload for Reduce {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let step = Step::named(&variant.kernel)?;
         let (values, scratch, grid) = (&*self.device_values, self.buffers.scratch(), self.grid(step));
         if step.is_sum() {

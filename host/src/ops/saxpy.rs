@@ -38,6 +38,9 @@ pub struct Saxpy {
     dy: DeviceBuffer<f32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Saxpy> = crate::registry::Entry::new();
+
 impl Kernel for Saxpy {
     const NAME: &'static str = "saxpy";
     const ABOUT: &'static str = "y = a·x + y with a grid-stride loop over a grid sized to the GPU";
@@ -78,6 +81,21 @@ impl Kernel for Saxpy {
         let variants = Self::variants_for(options)?;
         Ok(Self { x, y, config, variants, expected: vec![], dx, dy })
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases};
+        let vector = vector_access(kernel);
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let n = 1000;
+        let (x, y, grid, block) = (memory.f32s(n), memory.f32s(n), 4, 128);
+        refused.push(("y short".into(), Box::new(SaxpyArgs { a: 2.0, x, y: memory.f32s(n - 1), grid, block })));
+        refused.push(("y is x".into(), Box::new(SaxpyArgs { a: 2.0, x, y: x, grid, block })));
+        if vector {
+            let y = shifted(memory.f32s(n + 1));
+            refused.push(("y misaligned".into(), Box::new(SaxpyArgs { a: 2.0, x: shifted(x), y, grid, block })));
+        }
+        LaunchCases::Cases(Cases { valid: Box::new(SaxpyArgs { a: 2.0, x, y, grid, block }), refused })
+    }
 }
 
 impl Workload for Saxpy {
@@ -101,7 +119,7 @@ impl Workload for Saxpy {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         gpu.launch(
             &variant.kernel,
             &SaxpyArgs { a: A, x: &self.dx, y: &self.dy, grid: self.config.grid.0, block: self.config.block.0 },

@@ -35,6 +35,9 @@ pub struct Scan {
     data: Data,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Scan> = crate::registry::Entry::new();
+
 impl Kernel for Scan {
     const NAME: &'static str = "scan";
     const ABOUT: &'static str = "Exclusive prefix sum of u32 or f32 in one pass, with decoupled look-back";
@@ -78,6 +81,10 @@ impl Kernel for Scan {
         };
         Ok(Self { n, input: options.input, variants: Self::variants_for(options)?, scanner, data })
     }
+
+    fn launch_cases(_kernel: &str, _memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        crate::launch_cases::LaunchCases::BuiltByLibrary
+    }
 }
 
 impl Workload for Scan {
@@ -102,7 +109,7 @@ impl Workload for Scan {
     }
 
     /// The scratch's reset and the kernel: what a caller of [`Scanner`] pays.
-    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         match &self.data {
             Data::U32 { values, output, .. } => self.scanner.exclusive_sum_u32(gpu, values, output),
             Data::F32 { values, output, .. } => self.scanner.exclusive_sum_f32(gpu, values, output),

@@ -54,6 +54,9 @@ impl Select {
     }
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Select> = crate::registry::Entry::new();
+
 impl Kernel for Select {
     const NAME: &'static str = "select";
     const ABOUT: &'static str = "The exact k-th smallest f32 and the median, by radix select (no sort)";
@@ -94,8 +97,15 @@ impl Kernel for Select {
         sizes
     }
 
-    fn variants_for(_options: &Options) -> GpuResult<Vec<Variant>> {
-        Ok(vec![Variant::new("radix", COUNT_KERNEL)])
+    /// `radix` on uniform values, and `radix-<data>` on the others: a sweep measures several
+    /// kinds of data at one size, and each kind is a line of its own in the chart (one name
+    /// for all would join them, the line going back from the largest size to an earlier one).
+    fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
+        let name = match options.data {
+            Data::Uniform => "radix".to_string(),
+            data => format!("radix-{}", data.name()),
+        };
+        Ok(vec![Variant::new(name, COUNT_KERNEL)])
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
@@ -122,6 +132,41 @@ impl Kernel for Select {
         let selector = Selector::new(gpu)?;
         let variants = Self::variants_for(options)?;
         Ok(Self { values, window, k: options.k, data: options.data, device_values, selector, variants, expected: None })
+    }
+
+    fn launch_cases(_kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, Args, Cases, LaunchCases};
+        use cust::memory::{DevicePointer, DeviceSlice};
+        use interface::select::{GATHER_CAP, HISTOGRAM_LEN, PASSES, STATE_WORDS};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let n = 1001;
+        let (values, histogram, state) = (memory.f32s(n), memory.u32s(HISTOGRAM_LEN), memory.u32s(STATE_WORDS));
+        let gathered = memory.f32s(GATHER_CAP);
+        let window = Window::FINITE;
+        let with = |values, state, histogram, gathered, pass, grid| -> Args {
+            Box::new(SelectCountArgs { values, window, pass, find: Find::Median, state, histogram, gathered, grid })
+        };
+        refused.push(("histogram short".into(), with(values, state, memory.u32s(HISTOGRAM_LEN - 1), gathered, 0, 4)));
+        refused.push(("state short".into(), with(values, memory.u32s(STATE_WORDS - 1), histogram, gathered, 0, 4)));
+        refused.push(("gathering short".into(), with(values, state, histogram, memory.f32s(GATHER_CAP - 1), 0, 4)));
+        refused.push((
+            "gathering misaligned".into(),
+            with(values, state, histogram, shifted(memory.f32s(GATHER_CAP + 1)), 0, 4),
+        ));
+        refused.push(("histogram over the state".into(), with(values, histogram, histogram, gathered, 1, 4)));
+        refused.push(("gathering is the values".into(), with(gathered, state, histogram, gathered, 1, 4)));
+        let overlapping: &'static DeviceSlice<u32> = Box::leak(Box::new(
+            // SAFETY: a view of the values' own addresses, only measured by the checks.
+            unsafe {
+                DeviceSlice::from_raw_parts(DevicePointer::from_raw(values.as_device_ptr().as_raw()), HISTOGRAM_LEN)
+            },
+        ));
+        refused.push(("histogram over the values".into(), with(values, state, overlapping, gathered, 0, 4)));
+        refused.push(("state over the values".into(), with(values, overlapping, histogram, gathered, 0, 4)));
+        refused.push(("a pass past the last".into(), with(values, state, histogram, gathered, PASSES as u32, 4)));
+        refused.push(("no blocks".into(), with(values, state, histogram, gathered, 0, 0)));
+        refused.push(("values misaligned".into(), with(shifted(values), state, histogram, gathered, 0, 4)));
+        LaunchCases::Cases(Cases { valid: with(values, state, histogram, gathered, 1, 4), refused })
     }
 }
 
@@ -159,7 +204,7 @@ impl Workload for Select {
 
     /// The whole selection: three passes, each with its find. A `k` past `u32` asks for rank
     /// `u32::MAX`, past every count (fewer than 2^32 values), so nothing is found.
-    fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, _variant: &Variant) -> GpuResult<()> {
         let find = self.k.map_or(Find::Median, |k| Find::Rank(u32::try_from(k).unwrap_or(u32::MAX)));
         self.selector.launch(gpu, &self.device_values, self.window, find)
     }
@@ -197,5 +242,31 @@ impl Workload for Select {
         };
         let note = format!("GPU {}, CPU {}", Self::describe(got), Self::describe(self.expected));
         Ok(Checked { check, note: Some(note) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    /// The chart's lines are keyed by variant name and plotted at n: in a sweep, no name comes
+    /// back at an n it already has.
+    #[test]
+    fn each_kind_of_data_is_a_line_of_its_own() {
+        let select = crate::ops::family("select").expect("the select family");
+        for purpose in [Purpose::Quick, Purpose::Full] {
+            let mut points: Vec<(String, usize)> = Vec::new();
+            for size in Select::sizes(purpose) {
+                let matches = select.parse(&size).expect("a sweep size parses");
+                let n = Options::from_arg_matches(&matches).expect("select's options").n;
+                for variant in select.variants(&matches).expect("its variants") {
+                    let point = (variant.name, n);
+                    assert!(!points.contains(&point), "{purpose:?}: {point:?} twice");
+                    points.push(point);
+                }
+            }
+            assert!(points.contains(&("radix-noise".into(), 1 << 22)), "{points:?}");
+        }
     }
 }

@@ -50,6 +50,9 @@ impl Transpose {
     }
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Transpose> = crate::registry::Entry::new();
+
 impl Kernel for Transpose {
     const NAME: &'static str = "transpose";
     const ABOUT: &'static str = "Matrix transpose: naive, through shared memory, with a padded tile";
@@ -91,6 +94,19 @@ impl Kernel for Transpose {
         let variants = Self::variants_for(options)?;
         Ok(Self { rows, cols, values, variants, expected: vec![], copy_ms: Cell::new(None), input, output })
     }
+
+    fn launch_cases(_kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{Args, Cases, LaunchCases};
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let (rows, cols) = (37, 50);
+        let (input, output) = (memory.f32s(rows * cols), memory.f32s(rows * cols));
+        let with = |input, output, rows, cols| -> Args { Box::new(TransposeArgs { input, output, rows, cols }) };
+        refused.push(("one row too many".into(), with(input, output, rows + 1, cols)));
+        refused.push(("output short".into(), with(input, memory.f32s(rows * cols - 1), rows, cols)));
+        refused.push(("output is input".into(), with(input, input, rows, cols)));
+        refused.push(("dimensions overflow".into(), with(input, output, usize::MAX, 2)));
+        LaunchCases::Cases(Cases { valid: with(input, output, rows, cols), refused })
+    }
 }
 
 impl Workload for Transpose {
@@ -111,7 +127,7 @@ impl Workload for Transpose {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         let args = TransposeArgs { input: &self.input, output: &self.output, rows: self.rows, cols: self.cols };
         gpu.launch(&variant.kernel, &args)
     }

@@ -72,6 +72,9 @@ pub struct VectorAdd {
     dc: DeviceBuffer<f32>,
 }
 
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<VectorAdd> = crate::registry::Entry::new();
+
 impl Kernel for VectorAdd {
     const NAME: &'static str = "vector-add";
     const ABOUT: &'static str = "c = a + b, one thread per element";
@@ -116,6 +119,21 @@ impl Kernel for VectorAdd {
         let output = options.output.clone();
         Ok(Self { a, b, block: options.block, variants, output, expected: vec![], da, db, dc })
     }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases};
+        let vector = vector_access(kernel);
+        let mut refused: Vec<(String, Args)> = Vec::new();
+        let n = 1000;
+        let (a, b, c) = (memory.f32s(n), memory.f32s(n), memory.f32s(n));
+        refused.push(("b short".into(), Box::new(AddArgs { a, b: memory.f32s(n - 1), c, block: 256 })));
+        refused.push(("c short".into(), Box::new(AddArgs { a, b, c: memory.f32s(n - 1), block: 256 })));
+        refused.push(("c is a".into(), Box::new(AddArgs { a, b, c: a, block: 256 })));
+        if vector {
+            refused.push(("a misaligned".into(), Box::new(AddArgs { a: shifted(a), b, c, block: 256 })));
+        }
+        LaunchCases::Cases(Cases { valid: Box::new(AddArgs { a, b, c, block: 256 }), refused })
+    }
 }
 
 impl Workload for VectorAdd {
@@ -139,7 +157,7 @@ impl Workload for VectorAdd {
         &self.variants
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         gpu.launch(&variant.kernel, &AddArgs { a: &self.da, b: &self.db, c: &self.dc, block: self.block })
     }
 
@@ -186,7 +204,8 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
     };
     let launch = |gpu: &Gpu, share: &Share| {
         let (inputs, c) = share.device();
-        gpu.launch(method.kernel(), &AddArgs { a: inputs[0], b: inputs[1], c, block })
+        // SAFETY: the share's buffers live until `multi` has synchronized its GPU.
+        unsafe { gpu.launch(method.kernel(), &AddArgs { a: inputs[0], b: inputs[1], c, block }) }
     };
     let check = |done: &[Done]| {
         let joined: Vec<f32> = done.iter().flat_map(|d| d.output.iter().copied()).collect();

@@ -3,98 +3,13 @@
 //!
 //!     cargo run -q -p interface --bin c-header > bench/twins/interface.h
 //!
-//! A constant of `interface::<module>` becomes `<MODULE>_<NAME>`, a top-level one keeps its
-//! name, and `TILE_CONFIGS` becomes the X-macro `SGEMM_CONFIGS(X)`. `interface/tests/c_header.rs`
+//! The sections are `interface::c_header::sections`: a constant of `interface::<module>`
+//! becomes `<MODULE>_<NAME>`, a top-level one keeps its name, and `TILE_CONFIGS` becomes the
+//! X-macro `SGEMM_CONFIGS(X)`. `interface/tests/c_header.rs`
 //! fails when the committed header differs from this output or lacks a constant of the sources.
 
+use interface::c_header::sections;
 use interface::matmul::TILE_CONFIGS;
-use interface::{
-    conv, histogram, label, matmul, measure, reduce, scan, select, transpose, vector, wgmma, DEFAULT_BLOCK,
-};
-
-/// A constant as a C literal: numbers in decimal (so they take C's usual `int` where they fit,
-/// as the literals they replace did), strings quoted.
-trait Literal {
-    fn literal(&self) -> String;
-}
-
-macro_rules! decimal {
-    ($($t:ty),+) => {
-        $(impl Literal for $t {
-            fn literal(&self) -> String {
-                self.to_string()
-            }
-        })+
-    };
-}
-decimal!(u32, usize);
-
-impl Literal for &str {
-    fn literal(&self) -> String {
-        format!("{:?}", self)
-    }
-}
-
-/// The constants of one module, under the C prefix of its name.
-struct Section {
-    module: &'static str,
-    defines: Vec<(String, String)>,
-}
-
-/// `module: NAME, ...` lists constants of `interface::module` as `MODULE_NAME`.
-macro_rules! section {
-    ($module:ident: $($name:ident),+ $(,)?) => {
-        Section {
-            module: concat!("interface::", stringify!($module)),
-            defines: vec![$((
-                format!("{}_{}", stringify!($module).to_uppercase(), stringify!($name)),
-                $module::$name.literal(),
-            )),+],
-        }
-    };
-}
-
-fn sections() -> Vec<Section> {
-    vec![
-        Section { module: "interface", defines: vec![("DEFAULT_BLOCK".into(), DEFAULT_BLOCK.literal())] },
-        section!(vector: QUADS_PER_THREAD),
-        section!(transpose: TILE, BLOCK_ROWS, WIDE_TILE, WIDE_BLOCK_ROWS),
-        section!(histogram: DEFAULT_BINS, F32_BOUNDS_THREADS, F32_BOUNDS_BLOCKS),
-        section!(reduce:
-            BLOCK, WARPS, BLOCKS_PER_SM, MOMENTS_BLOCKS_PER_SM, QUADS_PER_PASS, MOMENTS_QUADS_PER_PASS, FINISH_GROUP,
-            VALUES_PER_PASS,
-            MOMENTS_FIELDS, MOMENTS_COUNT, MOMENTS_NAN, MOMENTS_MEAN, MOMENTS_M2, MOMENTS_MIN, MOMENTS_MAX,
-        ),
-        section!(label: TILE_WIDTH, TILE_HEIGHT, MERGE_BLOCK, BLOCK, BACKGROUND),
-        section!(measure: ITEMS, BLOCK, RECORD_WORDS, PIXELS, PEAK, Y_MIN, Y_MAX, X_MIN, X_MAX),
-        section!(scan:
-            BLOCK, QUADS_PER_THREAD, MIN_BLOCKS_PER_SM, WARPS, TILE, LOOK_BACK_WAIT_NS, LOOK_BACK_RETRY_NS,
-            FLAG_NONE, FLAG_AGGREGATE, FLAG_PREFIX,
-        ),
-        section!(conv: MAX_RADIUS, MAX_TAPS, FILTER_SYMBOL, NAIVE_BLOCK, TILE, BLOCK_ROWS, CONV1D_BLOCK, CONV1D_VEC4_QUADS, CONV1D_VEC4_SPAN),
-        section!(select:
-            PASSES, HIGH_BITS, MIDDLE_BITS, LOW_BITS, RADIX, SLOTS, HISTOGRAM_LEN, COUNT_BLOCK, COUNT_BLOCKS_PER_SM,
-            COUNT_QUADS,
-            FIND_BUCKETS, GATHER_CAP, VALUES_PER_BLOCK_TRIP, NOT_GATHERED, STATE_WORDS, STATE_COUNT, STATE_EMPTY,
-            STATE_RANK, STATE_PREFIX, STATE_GATHERED, STATE_TICKET, FIND_RANK, FIND_MEDIAN, FIND_MEDIAN_UNLESS_COUNT,
-        ),
-        section!(matmul:
-            NAIVE_BLOCK, SMALL_TILE, LARGE_TILE, SMALL_TILE_SHARED_BYTES, LARGE_TILE_SHARED_BYTES,
-            BM, BN, BK, TM, TN, BLOCKED_THREADS, BLOCKED_SHARED_BYTES,
-            MAX_LOADS,
-            CP_ASYNC_BM, CP_ASYNC_BN, CP_ASYNC_BK, CP_ASYNC_TM, CP_ASYNC_TN, CP_ASYNC_THREADS, CP_ASYNC_SHARED_BYTES,
-            ASYNC_BM, ASYNC_BN, ASYNC_BK, ASYNC_TM, ASYNC_TN, ASYNC_STAGES, ASYNC_THREADS,
-            ASYNC_A_STRIDE, ASYNC_STAGE_FLOATS, ASYNC_SHARED_BYTES,
-            MMA_BM, MMA_BN, MMA_WARPS_M, MMA_WARPS_N, MMA_WARP_M, MMA_WARP_N, MMA_THREADS, MMA_STAGES, MMA_ROW_ALIGN,
-            TF32_BK, TF32_A_STRIDE, TF32_B_STRIDE, TF32_STAGE_FLOATS, TF32_SHARED_BYTES,
-            HALF_BK, HALF_STAGE_ELEMENTS, HALF_SHARED_BYTES, CONVERT_THREADS,
-        ),
-        section!(wgmma:
-            BM, BN, BK, BK_TF32, STAGES, CONSUMERS, WARPGROUP, THREADS, BOX_N, A_STAGE_BYTES, B_STAGE_BYTES, STAGE_BYTES,
-            SWIZZLE_ALIGN, SHARED_BYTES, PRODUCER_REGISTERS, CONSUMER_REGISTERS, GROUP_M,
-        ),
-    ]
-}
 
 fn header() -> String {
     let mut out = String::from(

@@ -58,6 +58,11 @@
 //! **Edges.** The tensor maps carry the true m, n, k: parts of a box outside A or B arrive as
 //! zeros, which add nothing, so only the final stores check bounds. Any m, n, k ≥ 1 works; the
 //! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
+//!
+//! **Splits of k.** A grid with a third dimension divides k's slices among its layers: layer z
+//! takes one run of them (`interface::wgmma::split_slices`) and writes its partial product to
+//! layer z of its output. One layer is the whole product into C; several are step H3
+//! (`wgmma_split.rs`), whose reduction sums them.
 
 use crate::{shared_address, unrolled};
 use core::arch::asm;
@@ -69,8 +74,8 @@ use crate::tensor::hopper::{
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::wgmma::{
-    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES,
-    STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
+    split_slices, A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+    STAGES, STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
 };
 
 // The register counts are immediates in `tensor::hopper`'s setmaxnreg functions.
@@ -270,7 +275,8 @@ impl Ring {
 }
 
 /// The producer's thread: fills the ring with the `k_tiles` slices of A and B of the tile at
-/// (`m0`, `n0`), numbered from `first`, each into its stage once the consumers freed it.
+/// (`m0`, `n0`) from slice `k_first` of k on, numbered in the ring from `first`, each into its
+/// stage once the consumers freed it.
 ///
 /// # Safety
 /// One thread of the block; the consumers take the same slices in the same order.
@@ -278,9 +284,8 @@ impl Ring {
 pub(super) unsafe fn produce<T: Input>(
     ring: &Ring,
     maps: *const TensorMap,
-    m0: usize,
-    n0: usize,
-    k_tiles: usize,
+    (m0, n0): (usize, usize),
+    (k_first, k_tiles): (usize, usize),
     first: usize,
 ) {
     let (map_a, map_b) = (maps, maps.add(1));
@@ -290,7 +295,7 @@ pub(super) unsafe fn produce<T: Input>(
         // that is the phase before init (parity 1), already complete.
         mbarrier_wait(empty, lap ^ 1);
         mbarrier_arrive_expect_tx(full, STAGE_BYTES as u32);
-        let k0 = t * T::BK;
+        let k0 = (k_first + t) * T::BK;
         tma_load_2d(stage, map_a, k0 as i32, m0 as i32, full);
         for j in 0..BN / BOX_N {
             let (x, y) = T::b_box(k0, n0 + j * BOX_N);
@@ -301,16 +306,19 @@ pub(super) unsafe fn produce<T: Input>(
 
 /// A consumer warpgroup's products for one tile: rows `64·consumer ..` of it, all `BN`
 /// columns, over the `k_tiles` slices numbered from `first`, into `acc` (overwritten: the
-/// first product does not accumulate). Every slice's stage is freed on return.
+/// first product does not accumulate). Every slice's stage is freed on return. A consumer whose
+/// rows all lie past C (`active` false: an edge tile of 64 rows or fewer) multiplies nothing,
+/// its accumulators zeros nobody stores, but still waits for each slice and frees it, keeping
+/// the ring's phases.
 ///
 /// # Safety
 /// Every thread of consumer warpgroup `consumer`; the producer fills the same slices.
 #[inline(always)]
 pub(super) unsafe fn consume<T: Input>(
     ring: &Ring,
-    k_tiles: usize,
-    first: usize,
+    (k_tiles, first): (usize, usize),
     consumer: usize,
+    active: bool,
     acc: &mut [u32; 128],
 ) {
     let lane = thread::thread_idx_x() as usize % 32;
@@ -318,15 +326,17 @@ pub(super) unsafe fn consume<T: Input>(
     for t in 0..k_tiles {
         let (stage, full, empty, lap) = ring.slot(first + t);
         mbarrier_wait(full, lap);
-        let a = stage + (consumer * 64) as u32 * ROW_BYTES;
-        let b = stage + A_STAGE_BYTES as u32;
-        wgmma_fence();
-        for kk in 0..MMAS_PER_STAGE {
-            T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
+        if active {
+            let a = stage + (consumer * 64) as u32 * ROW_BYTES;
+            let b = stage + A_STAGE_BYTES as u32;
+            wgmma_fence();
+            for kk in 0..MMAS_PER_STAGE {
+                T::mma(acc, k_major_descriptor(a, kk), T::b_descriptor(b, kk), t > 0 || kk > 0);
+            }
+            wgmma_commit();
+            // Slice t's products may keep running; slice t - 1's are done, so its stage is free.
+            wgmma_wait::<1>();
         }
-        wgmma_commit();
-        // Slice t's products may keep running; slice t - 1's are done, so its stage is free.
-        wgmma_wait::<1>();
         if t > 0 && lane == 0 {
             mbarrier_arrive(previous_empty);
         }
@@ -366,12 +376,15 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
     );
 }
 
-/// The tile at block (`blockIdx.y`, `blockIdx.x`), in the input type `T`.
+/// The tile at block (`blockIdx.y`, `blockIdx.x`), in the input type `T`, over split
+/// `blockIdx.z` of k (`split_slices`; all of k in a grid of one split), into layer `blockIdx.z`
+/// of `c` (`wgmma_split.rs`: partial products that a reduction sums).
 #[inline(always)]
 unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     let ring = Ring::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
-    let k_tiles = (k + T::BK - 1) / T::BK;
+    let split = thread::block_idx_z() as usize;
+    let (k_first, k_tiles) = split_slices((k + T::BK - 1) / T::BK, split, thread::grid_dim_z() as usize);
     let m0 = thread::block_idx_y() as usize * BM;
     let n0 = thread::block_idx_x() as usize * BN;
     if warpgroup == 0 {
@@ -379,24 +392,27 @@ unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, 
         if thread::thread_idx_x() == 0 {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps.add(1));
-            produce::<T>(&ring, maps, m0, n0, k_tiles, 0);
+            produce::<T>(&ring, maps, (m0, n0), (k_first, k_tiles), 0);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<T>(&ring, k_tiles, 0, consumer, &mut acc);
-        store_tile(c, &acc, m0, n0, consumer, m, n);
+        consume::<T>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
+        store_tile(c.add(split * m * n), &acc, m0, n0, consumer, m, n);
     }
 }
 
 /// # Safety
 /// `maps` is the address, in global memory and 64-byte aligned, of two tensor maps: A's (bf16,
 /// dimensions {k, m}, rows padded to a multiple of 16 bytes, box {BK, BM}) and B's (bf16,
-/// {n, k}, box {BOX_N, BK}), both with the 128-byte swizzle, over readable memory. `c` is
-/// valid for `m·n` f32 writes, overlaps neither, and starts 16-byte aligned when `n` is a
-/// multiple of 4 (the epilogue then stores four floats at once). Launch: on an sm_90a device, blocks of
-/// `THREADS` threads, a grid of `⌈n / BN⌉ × ⌈m / BM⌉`, `SHARED_BYTES` of dynamic shared memory.
+/// {n, k}, box {BOX_N, BK}), both with the 128-byte swizzle, over readable memory. Launch: on
+/// an sm_90a device, blocks of `THREADS` threads, a grid of `⌈n / BN⌉ × ⌈m / BM⌉ × splits`,
+/// `SHARED_BYTES` of dynamic shared memory, where `splits` leaves no split of the `⌈k / BK⌉`
+/// slices empty (`split_count` made it). `c` is valid for `splits·m·n` f32 writes (one
+/// partial product of `m·n` per split; with one split, C itself), overlaps neither map's
+/// memory, and starts 16-byte aligned when `n` is a multiple of 4 (the epilogue then stores
+/// four floats at once).
 #[kernel]
 pub unsafe fn matmul_wgmma_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     matmul_wgmma::<Half<false>>(maps, c, m, n, k);
@@ -412,7 +428,7 @@ pub unsafe fn matmul_wgmma_f16(maps: *const TensorMap, c: *mut f32, m: usize, n:
 /// # Safety
 /// As [`matmul_wgmma_bf16`], with f32 tensor maps of values rounded to TF32: A's (dimensions
 /// {k, m}, box {BK_TF32, BM}) and Bᵀ's ({k, n}: B transposed, n rows of k, box {BK_TF32, BOX_N}),
-/// rows padded to a multiple of 16 bytes.
+/// rows padded to a multiple of 16 bytes; k's slices are `⌈k / BK_TF32⌉`.
 #[kernel]
 pub unsafe fn matmul_wgmma_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     matmul_wgmma::<Tf32>(maps, c, m, n, k);

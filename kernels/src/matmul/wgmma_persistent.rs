@@ -55,7 +55,7 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
             let mut tile = first_tile;
             while tile < tiles {
                 let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                produce::<T>(&ring, maps, row * BM, col * BN, k_tiles, slice);
+                produce::<T>(&ring, maps, (row * BM, col * BN), (0, k_tiles), slice);
                 slice += k_tiles;
                 tile += step;
             }
@@ -68,7 +68,7 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
         let mut tile = first_tile;
         while tile < tiles {
             let (row, col) = tile_position(tile, tiles_m, tiles_n);
-            consume::<T>(&ring, k_tiles, slice, consumer, &mut acc);
+            consume::<T>(&ring, (k_tiles, slice), consumer, row * BM + 64 * consumer < m, &mut acc);
             store_tile(c, &acc, row * BM, col * BN, consumer, m, n);
             slice += k_tiles;
             tile += step;
@@ -77,8 +77,8 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
 }
 
 /// # Safety
-/// As `matmul_wgmma_bf16` (the same tensor maps, C and dimensions: C 16-byte aligned when `n`
-/// is a multiple of 4), except for the launch:
+/// As `matmul_wgmma_bf16` (the same tensor maps, C of `m·n` and dimensions: C 16-byte aligned
+/// when `n` is a multiple of 4), except for the launch:
 /// blocks of `THREADS` threads, any number of them in a 1D grid (the host gives one per SM, at
 /// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]

@@ -162,12 +162,31 @@ impl Gpu {
     /// an error, not undefined behaviour. The exception is shared memory past the default,
     /// which a launch must opt into rather than only meet (one query, for the few kernels that
     /// use that much).
-    pub fn launch<A: KernelArgs + ?Sized>(&self, kernel: &str, args: &A) -> GpuResult<()> {
-        self.launch_on(&self.stream, kernel, args)
+    ///
+    /// # Safety
+    /// The launch is queued, not finished, when this returns. Every buffer `args` refers to
+    /// must stay allocated until the stream has run the kernel: synchronize it (a download
+    /// does) before dropping or freeing one. CUDA does not promise that freeing memory waits for
+    /// the kernels using it. The library's own functions keep this promise for you: they take
+    /// [`DeviceArray`](super::DeviceArray)s, whose drop waits for the work recorded on them.
+    ///
+    /// ```compile_fail,E0133
+    /// use cuda_kernels::{vector_add::AddArgs, Gpu, GpuResult};
+    /// // error[E0133]: call to unsafe function: a launch on untracked buffers is `unsafe`.
+    /// fn raw(gpu: &Gpu, args: &AddArgs) -> GpuResult<()> {
+    ///     gpu.launch("vector_add", args)
+    /// }
+    /// ```
+    pub unsafe fn launch<A: KernelArgs + ?Sized>(&self, kernel: &str, args: &A) -> GpuResult<()> {
+        // SAFETY: the caller keeps `args`' buffers alive until the stream has run the kernel.
+        unsafe { self.launch_on(&self.stream, kernel, args) }
     }
 
     /// [`Gpu::launch`] on another stream.
-    pub fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch`]: `args`' buffers stay allocated until `stream` has run the kernel.
+    pub unsafe fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
         let config = args.checked_config(kernel)?;
         let function = self.function(kernel)?;
         if config.shared_bytes > DEFAULT_DYNAMIC_SHARED {
@@ -182,8 +201,7 @@ impl Gpu {
         // SAFETY: `A: KernelArgs` promises that, once `checked_config` accepted `kernel`, its
         // parameter list is `kernel`'s in order and size, and that the lengths, alignment,
         // aliasing and launch shape meet the kernel's `# Safety` section; `config` is the shape
-        // it returned. The buffers behind `args` outlive the call: the kernel runs in stream
-        // order before any later free (cust frees with a synchronous `cuMemFree`).
+        // it returned. The caller keeps the buffers behind `args` allocated until the kernel ran.
         unsafe { stream.launch(&function, grid, block, config.shared_bytes, &pointers[..count]) }
             .during(format!("launching {}", kernel))
     }

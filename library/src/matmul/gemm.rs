@@ -4,9 +4,12 @@
 //! - the configuration `host matmul --tune` measured fastest for this GPU and shape class,
 //!   where the tuning cache ([`crate::tuning`]) holds one;
 //! - otherwise the default: for f32 the last step of the ladder ([`Step::Async`]); for the
-//!   tensor types the persistent wgmma step on Hopper, and the mma.sync step elsewhere.
+//!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
+//!   quarter of the SMs and k is long enough ([`split::splits_for`]), else the persistent wgmma
+//!   step; the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
+use super::split;
 use super::tensor::{self, Dtype};
 use super::{tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
@@ -25,6 +28,10 @@ pub enum GemmKernel {
     Mma,
     /// A wgmma step (compute capability 9.0 only).
     Hopper(hopper::Step),
+    /// Split k (step H3, compute capability 9.0 only): the pipelined wgmma step over this many
+    /// splits of k, their partial products summed in a fixed order. A count that would leave a
+    /// split empty runs as the fewest even splits of the same length (`split_count`).
+    Split(usize),
 }
 
 impl GemmKernel {
@@ -40,7 +47,9 @@ impl GemmKernel {
             (GemmKernel::Tile(kernel), Some(_), _) => Err(tensor_only(kernel)),
             (GemmKernel::Mma, Some(step), _) => Ok(step.kernel()),
             (GemmKernel::Hopper(step), _, Some(hopper)) => Ok(step.kernel(hopper)),
-            (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_), _, None) => {
+            (GemmKernel::Split(_), _, Some(hopper)) => Ok(hopper::Step::Pipelined.kernel(hopper)),
+            (GemmKernel::Mma | GemmKernel::Hopper(_) | GemmKernel::Split(_), None, _)
+            | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
                 Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
             }
         }
@@ -76,10 +85,15 @@ impl GemmKernel {
                 return Ok(tuned);
             }
         }
-        Ok(match precision {
-            Dtype::F32 => GemmKernel::Ladder(Step::Async),
-            _ if gpu.has_hopper() => GemmKernel::Hopper(hopper::Step::Persistent),
-            _ => GemmKernel::Mma,
+        Ok(match hopper_precision(precision) {
+            None => GemmKernel::Ladder(Step::Async),
+            Some(hopper) if gpu.has_hopper() => {
+                match split::splits_for(hopper, dims, gpu.info().multiprocessors as usize) {
+                    1 => GemmKernel::Hopper(hopper::Step::Persistent),
+                    splits => GemmKernel::Split(splits),
+                }
+            }
+            Some(_) => GemmKernel::Mma,
         })
     }
 }
@@ -163,23 +177,45 @@ pub fn gemm_with(
     let (sa, sb, sc) = (a.slice(gpu)?, b.slice(gpu)?, c.slice(gpu)?);
     match (kernel, hopper_precision(precision)) {
         (GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
-            gpu.launch(name, &SgemmArgs { a: sa, b: sb, c: sc, m, n, k })?;
+            // SAFETY: the arrays record the product below, so none is freed before it ran.
+            unsafe { gpu.launch(name, &SgemmArgs { a: sa, b: sb, c: sc, m, n, k }) }?;
         }
         (GemmKernel::Mma, _) => {
-            let converted = converted(gpu, precision, (sa, sb), (m, n, k), false)?;
-            converted.launch_on(gpu, gpu.stream(), name, sc, (m, n, k))?;
+            // SAFETY: the arrays record the work below, and the copies are dropped after the
+            // stream has run it.
+            unsafe {
+                let converted = converted(gpu, precision, (sa, sb), (m, n, k), false)?;
+                converted.launch_on(gpu, gpu.stream(), name, sc, (m, n, k))?;
+            }
             // The converted copies are dropped on return: the product must have read them.
             gpu.synchronize("the tensor-core product")?;
         }
         (GemmKernel::Hopper(_), Some(hopper)) => {
-            let converted = converted(gpu, precision, (sa, sb), (m, n, k), true)?;
+            // SAFETY: the arrays record the work below, and the copies are dropped after the
+            // stream has run it.
+            let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
             let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
             // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
             // precision and shape, and neither changes before the launch.
             unsafe { converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps), sc, (m, n, k)) }?;
             gpu.synchronize("the wgmma product")?;
         }
-        (GemmKernel::Hopper(_), None) => unreachable!("GemmKernel::kernel refuses a Hopper step for f32"),
+        (GemmKernel::Split(wanted), Some(hopper)) => {
+            // SAFETY: as for the Hopper steps above.
+            let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
+            let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
+            let splits = interface::wgmma::split_count(split::slices(hopper, k), wanted);
+            let partials = split::workspace(gpu, (m, n), splits)?;
+            let split = (&*partials, splits);
+            // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
+            // precision and shape; the copies, the maps and `partials` live until the stream has
+            // run the product, which the synchronization below waits for.
+            unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (hopper, &maps), split, sc, (m, n, k)) }?;
+            gpu.synchronize("the split wgmma product")?;
+        }
+        (GemmKernel::Hopper(_) | GemmKernel::Split(_), None) => {
+            unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
+        }
     }
     for used in [a, b] {
         used.record_use(gpu)?;
@@ -189,14 +225,18 @@ pub fn gemm_with(
 
 /// A and B converted to `precision` on the GPU, into new buffers padded as the tensor steps
 /// read them (Bᵀ too for TF32 on Hopper).
-fn converted(
+///
+/// # Safety
+/// As for [`tensor::convert`].
+unsafe fn converted(
     gpu: &Gpu,
     precision: Dtype,
     (a, b): (&cust::memory::DeviceSlice<f32>, &cust::memory::DeviceSlice<f32>),
     dims: (usize, usize, usize),
     hopper: bool,
 ) -> GpuResult<tensor::Converted> {
-    tensor::convert(gpu, precision, (a, b), dims, hopper)?
+    // SAFETY: the caller keeps its promise to `tensor::convert`.
+    unsafe { tensor::convert(gpu, precision, (a, b), dims, hopper) }?
         .ok_or_else(|| GpuError::InvalidInput("f32 products are not converted".into()))
 }
 

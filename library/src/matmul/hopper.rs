@@ -97,8 +97,8 @@ impl Precision {
         }
     }
 
-    /// k per stage, one 128-byte row of the swizzle.
-    fn bk(self) -> usize {
+    /// k per stage, one 128-byte row of the swizzle: the kernels' slice of k.
+    pub fn bk(self) -> usize {
         match self {
             Precision::Tf32 => BK_TF32,
             Precision::Bf16 | Precision::F16 => BK,
@@ -396,6 +396,50 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
     pub unsafe fn assume_uploaded(operands: Operands<'a, T>, device: &'a DeviceSlice<TensorMap>) -> Self {
         Self { operands, device }
     }
+
+    /// The input type the maps describe.
+    pub fn precision(&self) -> Precision {
+        self.operands.precision
+    }
+
+    /// What a product `kernel` (one of `kernels`, those of the maps' precision) on these maps
+    /// needs, writing `out_len` floats of `out` (`what`, for errors): the dimensions the maps
+    /// were encoded for, operands TMA takes, `out` long enough, 16-byte aligned where the
+    /// epilogue stores four floats at once (`n` a multiple of 4), overlapping neither matrix;
+    /// the maps' buffer of two, 64-byte aligned.
+    pub(super) fn check_product(
+        &self,
+        kernel: &str,
+        kernels: &[&str],
+        (m, n, k): (usize, usize, usize),
+        (what, out, out_len): (&str, &DeviceSlice<f32>, usize),
+    ) -> GpuResult<()> {
+        let operands = &self.operands;
+        require_kernel(kernel, kernels, "the tensor maps' precision")?;
+        if (m, n, k) != (operands.m, operands.n, operands.k) {
+            return Err(refuse(
+                kernel,
+                format!("{m}×{n}×{k} does not match the tensor maps' {}×{}×{}", operands.m, operands.n, operands.k),
+            ));
+        }
+        operands.check(kernel)?;
+        let (a_len, b_len) = operands.spans(kernel)?;
+        require_len(kernel, what, out, out_len)?;
+        // The epilogue's 16-byte stores (`store_quad`): every row then starts on a multiple of 4
+        // floats, so only the output's own start can break their alignment.
+        if n.is_multiple_of(4) {
+            require_aligned(kernel, what, out, 16)?;
+        }
+        crate::gpu::require_disjoint(kernel, (what, out, out_len), ("A", operands.a, a_len))?;
+        crate::gpu::require_disjoint(kernel, (what, out, out_len), ("B", operands.b, b_len))?;
+        require_len(kernel, "the tensor maps' buffer", self.device, 2)?;
+        require_aligned(kernel, "the tensor maps", self.device, 64)
+    }
+
+    /// The maps' buffer on the GPU, the kernels' first parameter.
+    pub(super) fn device(&self) -> &DeviceSlice<TensorMap> {
+        self.device
+    }
 }
 
 /// The arguments of the Hopper kernels: the tensor maps of A and B, C (16-byte aligned when `n`
@@ -422,36 +466,15 @@ pub struct WgmmaArgs<'a, T: DeviceCopy> {
 // strides TMA takes, for the dimensions `m`, `n`, `k` checked equal to these; the kernel's
 // precision is the maps' (and their element type its). C holds `m·n` floats, overlaps neither
 // matrix, and starts 16-byte aligned wherever the epilogue stores four floats at once (`n` a
-// multiple of 4). The maps' buffer holds two, 64-byte aligned. The shape is the one the
-// kernels are written for. The parameters are `maps: *const TensorMap, c: *mut f32, m: usize,
-// n: usize, k: usize`.
+// multiple of 4). The maps' buffer holds two, 64-byte aligned (`TensorMaps::check_product`
+// checks all of this). The shape is the one the kernels are written for, one layer deep (one
+// split of k: C itself is the output). The parameters are `maps: *const TensorMap, c: *mut f32,
+// m: usize, n: usize, k: usize`.
 unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        let operands = &self.maps.operands;
-        let kernels = Step::ALL.map(|s| s.kernel(operands.precision));
-        require_kernel(kernel, &kernels, "the tensor maps' precision")?;
-        if (self.m, self.n, self.k) != (operands.m, operands.n, operands.k) {
-            return Err(refuse(
-                kernel,
-                format!(
-                    "{}×{}×{} does not match the tensor maps' {}×{}×{}",
-                    self.m, self.n, self.k, operands.m, operands.n, operands.k
-                ),
-            ));
-        }
-        operands.check(kernel)?;
-        let (a_len, b_len) = operands.spans(kernel)?;
+        let kernels = Step::ALL.map(|s| s.kernel(self.maps.precision()));
         let c_len = product(kernel, self.m, self.n)?;
-        require_len(kernel, "C", self.c, c_len)?;
-        // The epilogue's 16-byte stores (`store_quad`): every row of C starts on a multiple of
-        // 4 floats then, so only C's own start can break their alignment.
-        if self.n.is_multiple_of(4) {
-            require_aligned(kernel, "C", self.c, 16)?;
-        }
-        crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("A", operands.a, a_len))?;
-        crate::gpu::require_disjoint(kernel, ("C", self.c, c_len), ("B", operands.b, b_len))?;
-        require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
-        require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
+        self.maps.check_product(kernel, &kernels, (self.m, self.n, self.k), ("C", self.c, c_len))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
         if step == Step::Persistent && self.blocks == 0 {
             return Err(refuse(kernel, "a persistent grid of 0 blocks"));
@@ -563,7 +586,8 @@ pub fn launch<T: DeviceCopy + bytemuck::Pod>(
     n: usize,
     k: usize,
 ) -> GpuResult<()> {
-    with_args(gpu, kernel, a, b, c, (m, n, k), |args| gpu.launch(kernel, args))
+    // SAFETY: `with_args` waits for the stream before it returns, and with it the buffers.
+    with_args(gpu, kernel, a, b, c, (m, n, k), |args| unsafe { gpu.launch(kernel, args) })
 }
 
 /// The CPU reference of row `i` of `C = A × B` for inputs given as their values: f64 sums, and
@@ -603,11 +627,15 @@ pub fn checked_rows(m: usize, n: usize, k: usize) -> Vec<usize> {
     }
 }
 
-/// What [`run`] measured: the worst error found relative to its tolerance, and the time.
+/// What [`run`] measured: the errors found, the worst relative to its tolerance, and the time.
 pub struct Outcome {
     /// The largest error of the checked elements over its tolerance ([`tolerance`]): at most
     /// 1 passes; infinite for a NaN.
     pub worst: f64,
+    /// The mean absolute error of the checked elements, against the f64 reference.
+    pub mean_error: f64,
+    /// Their largest absolute error.
+    pub max_error: f64,
     /// The product's timing.
     pub timing: crate::gpu::Timing,
 }
@@ -618,6 +646,8 @@ struct Timed<'a> {
     kernel: &'a str,
     c: &'a DeviceSlice<f32>,
     dims: (usize, usize, usize),
+    /// The workspace and count of split k (`super::split`), when k is split.
+    split: Option<(&'a DeviceSlice<f32>, usize)>,
     launches: usize,
     cache: crate::gpu::Cache,
 }
@@ -628,11 +658,21 @@ impl Timed<'_> {
         a: &DeviceSlice<T>,
         b: &DeviceSlice<T>,
     ) -> GpuResult<crate::gpu::Timing> {
-        let Timed { gpu, kernel, c, dims, launches, cache } = *self;
+        let Timed { gpu, kernel, c, dims, split, launches, cache } = *self;
+        // SAFETY: `with_args` waits for the stream before it returns, and with it
+        // the buffers; the workspace outlives `self`.
+        let launch = |args: &WgmmaArgs<T>| match split {
+            // SAFETY: as above.
+            None => unsafe { gpu.launch(kernel, args) },
+            // SAFETY: as above.
+            Some((partials, splits)) => unsafe {
+                super::split::launch_on(gpu, gpu.stream(), args.maps, partials, c, dims, splits)
+            },
+        };
         with_args(gpu, kernel, a, b, c, dims, |args| {
-            gpu.launch(kernel, args)?;
+            launch(args)?;
             gpu.synchronize(kernel)?;
-            gpu.time(launches, cache, || Ok(()), || gpu.launch(kernel, args))
+            gpu.time(launches, cache, || Ok(()), || launch(args))
         })
     }
 }
@@ -644,7 +684,22 @@ impl Timed<'_> {
 pub fn run(
     gpu: &Gpu,
     kernel: &str,
+    dims: (usize, usize, usize),
+    seed: u64,
+    launches: usize,
+    cache: crate::gpu::Cache,
+) -> GpuResult<Outcome> {
+    run_split(gpu, kernel, dims, 1, seed, launches, cache)
+}
+
+/// [`run`] over `splits` splits of k (`super::split`; the kernel then a pipelined one, and the
+/// timing that of the product and the reduction together); one split is [`run`]'s product.
+#[allow(clippy::too_many_arguments)]
+pub fn run_split(
+    gpu: &Gpu,
+    kernel: &str,
     (m, n, k): (usize, usize, usize),
+    splits: usize,
     seed: u64,
     launches: usize,
     cache: crate::gpu::Cache,
@@ -655,7 +710,9 @@ pub fn run(
     let mut random = |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random_range(-1.0..1.0)).collect() };
     let (a, b) = (random(product("wgmma", m, k)?), random(product("wgmma", k, n)?));
     let c = gpu.poisoned::<f32>("C", product("wgmma", m, n)?)?;
-    let time = Timed { gpu, kernel, c: &c, dims: (m, n, k), launches, cache };
+    let partials = if splits == 1 { None } else { Some(super::split::workspace(gpu, (m, n), splits)?) };
+    let split = partials.as_deref().map(|p| (p, splits));
+    let time = Timed { gpu, kernel, c: &c, dims: (m, n, k), split, launches, cache };
     // The values each precision holds, and the timing of the product on them.
     let (a, b, timing) = match precision.half() {
         Some(half) => {
@@ -674,24 +731,29 @@ pub fn run(
         }
     };
     let result = gpu.download("C", &c, m * n)?;
-    let worst = checked_rows(m, n, k)
-        .into_par_iter()
-        .map(|i| {
+    let rows = checked_rows(m, n, k);
+    // Per row: the worst error over its tolerance, the sum and the largest of the errors.
+    let (worst, sum, max_error) = rows
+        .par_iter()
+        .map(|&i| {
             let (expected, magnitude) = reference_row(&a, &b, n, k, i);
             (0..n)
                 .map(|j| {
-                    let error = (result[i * n + j] as f64 - expected[j]).abs() / tolerance(k, magnitude[j]);
+                    let error = (result[i * n + j] as f64 - expected[j]).abs();
                     // A NaN (an element never written) fails the check as an infinite error.
-                    if error.is_nan() {
-                        f64::INFINITY
-                    } else {
-                        error
-                    }
+                    let error = if error.is_nan() { f64::INFINITY } else { error };
+                    (error / tolerance(k, magnitude[j]), error, error)
                 })
-                .fold(0.0, f64::max)
+                .fold((0.0, 0.0, 0.0), merge)
         })
-        .reduce(|| 0.0, f64::max);
-    Ok(Outcome { worst, timing })
+        .reduce(|| (0.0, 0.0, 0.0), merge);
+    let mean_error = sum / (rows.len() * n) as f64;
+    Ok(Outcome { worst, mean_error, max_error, timing })
+}
+
+/// Two rows' (worst over tolerance, sum of errors, largest error) as one.
+fn merge(x: (f64, f64, f64), y: (f64, f64, f64)) -> (f64, f64, f64) {
+    (x.0.max(y.0), x.1 + y.1, x.2.max(y.2))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! C = A × B on the GPU: the SGEMM ladder (`launch`), the tensor cores' conversions and
-//! mma.sync steps (`tensor`) and Hopper's wgmma steps (`hopper`), with their CPU references.
+//! mma.sync steps (`tensor`) and Hopper's wgmma steps (`hopper`, and `split` for split k), with
+//! their CPU references.
 //!
 //! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
 //! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
@@ -11,6 +12,7 @@ mod gemm;
 pub mod hopper;
 pub mod launch;
 mod rounding;
+pub mod split;
 pub mod tensor;
 
 pub use gemm::{gemm, gemm_array, gemm_with, hopper_precision, GemmKernel};

@@ -255,7 +255,10 @@ pub enum Converted {
 }
 
 /// `src` (rows × cols f32 on the GPU) converted by `kernel` into a new padded buffer.
-fn convert_one<T: TensorInput>(
+///
+/// # Safety
+/// Queued, not finished, on return: `src` must stay allocated until the stream has run it.
+unsafe fn convert_one<T: TensorInput>(
     gpu: &Gpu,
     kernel: &str,
     what: &str,
@@ -263,13 +266,20 @@ fn convert_one<T: TensorInput>(
     (rows, cols): (usize, usize),
 ) -> GpuResult<DeviceBuffer<T>> {
     let dst = gpu.poisoned::<T>(what, product(kernel, rows, padded(kernel, cols)?)?)?;
-    gpu.launch(kernel, &ConvertArgs { src, dst: &dst, rows, cols })?;
+    // SAFETY: the caller keeps `src` alive until the stream has run the conversion; `dst`, its
+    // output, is returned and freed by whoever holds it.
+    unsafe { gpu.launch(kernel, &ConvertArgs { src, dst: &dst, rows, cols }) }?;
     Ok(dst)
 }
 
 /// A (m×k) and B (k×n), f32 on the GPU, converted to `dtype`, with Bᵀ for TF32 when `hopper`
 /// steps will run; `None` for f32.
-pub fn convert(
+///
+/// # Safety
+/// Queued, not finished, on return: `a` and `b` must stay allocated until the stream has run
+/// the conversions, and the result until it has run the products launched on it (see
+/// [`Gpu::launch`]).
+pub unsafe fn convert(
     gpu: &Gpu,
     dtype: Dtype,
     (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
@@ -282,18 +292,32 @@ pub fn convert(
             let bt = if hopper {
                 let bt =
                     gpu.poisoned::<f32>("Bᵀ as tf32", product(CONVERT_TRANSPOSED, n, padded(CONVERT_TRANSPOSED, k)?)?)?;
-                gpu.launch(CONVERT_TRANSPOSED, &ConvertTransposedArgs { src: b, dst: &bt, rows: k, cols: n })?;
+                // SAFETY: the caller keeps `b` alive until the stream has run it.
+                unsafe {
+                    gpu.launch(CONVERT_TRANSPOSED, &ConvertTransposedArgs { src: b, dst: &bt, rows: k, cols: n })
+                }?;
                 Some(bt)
             } else {
                 None
             };
-            let a = convert_one(gpu, "convert_tf32", "A as tf32", a, (m, k))?;
-            Converted::Tf32 { a, b: convert_one(gpu, "convert_tf32", "B as tf32", b, (k, n))?, bt }
+            // SAFETY: the caller keeps `a` and `b` alive until the stream has run these.
+            let (a, b) = unsafe {
+                (
+                    convert_one(gpu, "convert_tf32", "A as tf32", a, (m, k))?,
+                    convert_one(gpu, "convert_tf32", "B as tf32", b, (k, n))?,
+                )
+            };
+            Converted::Tf32 { a, b, bt }
         }
         Dtype::Bf16 | Dtype::F16 => {
             let kernel = if dtype == Dtype::Bf16 { "convert_bf16" } else { "convert_f16" };
-            let a = convert_one(gpu, kernel, "A as 16-bit", a, (m, k))?;
-            Converted::Half(a, convert_one(gpu, kernel, "B as 16-bit", b, (k, n))?)
+            // SAFETY: the caller keeps `a` and `b` alive until the stream has run these.
+            unsafe {
+                Converted::Half(
+                    convert_one(gpu, kernel, "A as 16-bit", a, (m, k))?,
+                    convert_one(gpu, kernel, "B as 16-bit", b, (k, n))?,
+                )
+            }
         }
     };
     gpu.synchronize("the conversion of A and B")?;
@@ -374,8 +398,46 @@ impl Converted {
         }
     }
 
+    /// Launches split k (`super::split`) of `precision` on these inputs into `c`: the pipelined
+    /// product over `splits` splits of k (none empty) into `partials` (`splits·m·n` floats,
+    /// unused for one split), then their sum.
+    ///
+    /// # Safety
+    /// `maps` was written by [`Converted::upload_hopper_maps`] on `self` for `precision` and
+    /// `dims`, and neither has changed since. Queued, not finished, on return: these inputs,
+    /// `maps`, `partials` and `c` must stay allocated until `stream` has run it (see
+    /// [`Gpu::launch`]).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch_hopper_split(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        (precision, maps): (Precision, &DeviceSlice<TensorMap>),
+        (partials, splits): (&DeviceSlice<f32>, usize),
+        c: &DeviceSlice<f32>,
+        dims: (usize, usize, usize),
+    ) -> GpuResult<()> {
+        match self.hopper_inputs(precision)? {
+            // SAFETY: the caller's promises: `maps` holds these operands' maps, and every
+            // buffer lives until the stream has run the launches.
+            HopperInputs::Tf32(a, b) => unsafe {
+                let maps = TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps);
+                super::split::launch_on(gpu, stream, &maps, partials, c, dims, splits)
+            },
+            // SAFETY: as above.
+            HopperInputs::Half(a, b) => unsafe {
+                let maps = TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps);
+                super::split::launch_on(gpu, stream, &maps, partials, c, dims, splits)
+            },
+        }
+    }
+
     /// Launches the product `kernel` on these inputs into `c`.
-    pub fn launch_on(
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `c` and these inputs must stay allocated until `stream`
+    /// has run it (see [`Gpu::launch`]).
+    pub unsafe fn launch_on(
         &self,
         gpu: &Gpu,
         stream: &Stream,
@@ -384,8 +446,10 @@ impl Converted {
         (m, n, k): (usize, usize, usize),
     ) -> GpuResult<()> {
         match self {
-            Converted::Tf32 { a, b, .. } => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
-            Converted::Half(a, b) => gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }),
+            // SAFETY: the caller keeps `c` and `self` alive until `stream` has run it.
+            Converted::Tf32 { a, b, .. } => unsafe { gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }) },
+            // SAFETY: as above.
+            Converted::Half(a, b) => unsafe { gpu.launch_on(stream, kernel, &MmaArgs { a, b, c, m, n, k }) },
         }
     }
 }

@@ -9,30 +9,41 @@
 //! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
 //! `max(1, max|a|·max|b|)`, the bound of a product term.
 //!
-//! By concern: `launch` (each kernel's launch shape and the binding of their one signature),
-//! `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`), `split`
-//! (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance); here,
-//! the workload and its CPU reference.
+//! Products of more than 2^33 multiply-adds are checked on 33 rows of C (the first, the last
+//! and rows spread between; every column of each), so that the CPU's reference takes seconds
+//! at 16384³ rather than an hour; their rows say so, and give no CPU time or speed-up.
+//!
+//! Rates are TFLOP/s against the peak of the arithmetic the product runs in (FP32, or the
+//! `--dtype`'s on the tensor cores: `crate::report`).
+//!
+//! Which kernel the library's `gemm` would run here is marked in its row; `--chosen` runs it
+//! alone. By concern: `launch` (each kernel's launch shape and the binding of their one
+//! signature), `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`),
+//! `gpus` (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance);
+//! here, the workload and its CPU reference.
 
+mod cases;
+mod gpus;
 mod options;
-mod split;
 mod tune;
 
 pub use cuda_kernels::matmul::*;
+pub use gpus::split;
 pub use options::Options;
-pub use split::split;
 
 use crate::check::{self, product_scale};
 use crate::gpu::{refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::SplitReport;
 use crate::registry::{Checked, Kernel, Purpose, StepVariant, Variant, Workload};
-use crate::report::{Report, Work};
+use crate::report::{Arithmetic, Report, Work};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
+use gpus::rows_to_check;
 use interface::matmul::{DEFAULT_TILE, TILE_CONFIGS};
-use options::{random_inputs, require_shape, shape_and_files, shape_class, Inputs};
+use options::{random_inputs, require_shape, shape_and_files, shape_class, Dims, Inputs};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
@@ -59,9 +70,13 @@ pub struct Matmul {
     tune: Option<TuneTarget>,
     /// The Hopper steps of the dtype on another GPU, with why they do not run.
     unavailable: Vec<(Variant, String)>,
+    /// Split k, where the library picks it at this shape (the variant [`SPLIT_K`]).
+    split: Option<SplitK>,
     /// The tolerance's `max(1, max|a|·max|b|)`.
     scale: f64,
     output: Option<PathBuf>,
+    /// The rows of C the check compares ([`rows_to_check`]), and their reference.
+    checked: Vec<usize>,
     expected: Vec<f32>,
     da: DeviceBuffer<f32>,
     db: DeviceBuffer<f32>,
@@ -99,7 +114,9 @@ impl Matmul {
         let (a, b) = inputs();
         tensor::require_in_range(dtype, &a, &b)?;
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
-        let converted = tensor::convert(gpu, dtype, (&da, &db), (m, n, k), hopper)?;
+        // SAFETY: the conversions are waited for right here, before `da` and `db` could go.
+        let converted = unsafe { tensor::convert(gpu, dtype, (&da, &db), (m, n, k), hopper) }?;
+        gpu.synchronize("converting A and B")?;
         let hopper_maps = match (&converted, hopper_precision(dtype)) {
             (Some(converted), Some(precision)) if hopper => Some(converted.upload_hopper_maps(precision, (m, n, k))?),
             _ => None,
@@ -107,7 +124,7 @@ impl Matmul {
         let dc = gpu.poisoned::<f32>("C", m * n)?;
         let scale = product_scale(&a, &b);
         let notes = HashMap::new();
-        let expected = vec![];
+        let (checked, expected) = (rows_to_check((m, n, k), 1), vec![]);
         Ok(Self {
             m,
             n,
@@ -121,8 +138,10 @@ impl Matmul {
             notes,
             tune: None,
             unavailable: Vec::new(),
+            split: None,
             scale,
             output: None,
+            checked,
             expected,
             da,
             db,
@@ -130,12 +149,20 @@ impl Matmul {
         })
     }
 
-    pub fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
+    /// Queues the product `kernel` on `stream`.
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `self` must outlive the stream's running it.
+    pub unsafe fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
         let hopper = (self.hopper_maps.as_ref(), hopper_precision(self.dtype), hopper::kernel_of(kernel));
         match (&self.converted, hopper) {
-            (None, _) => gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k }),
-            (Some(converted), (_, _, None)) => converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)),
+            // SAFETY: the buffers are `self`'s, which the caller keeps until the stream ran.
+            (None, _) => unsafe {
+                gpu.launch_on(stream, kernel, &SgemmArgs { a: &self.da, b: &self.db, c: &self.dc, m, n, k })
+            },
+            // SAFETY: as above.
+            (Some(converted), (_, _, None)) => unsafe { converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)) },
             (Some(converted), (Some(device), Some(precision), Some(_))) => {
                 // SAFETY: `with_inputs` wrote `device` with `upload_hopper_maps` on these
                 // converted buffers (never moved or rewritten since), for this precision and
@@ -143,6 +170,25 @@ impl Matmul {
                 unsafe { converted.launch_hopper(gpu, stream, kernel, (precision, device), &self.dc, (m, n, k)) }
             }
             (Some(_), _) => Err(refuse(kernel, format!("--dtype {} has no tensor maps for it", self.dtype.name()))),
+        }
+    }
+
+    /// Split k on the GPU's stream: the pipelined wgmma step over `split`'s splits of k, then
+    /// their sum into C.
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `self` must outlive the stream's running it.
+    unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
+        let (dims, precision) = ((self.m, self.n, self.k), hopper_precision(self.dtype));
+        let (Some(converted), Some(maps), Some(precision)) = (&self.converted, &self.hopper_maps, precision) else {
+            return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
+        };
+        let (stream, c) = (gpu.stream(), &self.dc);
+        // SAFETY: `with_inputs` wrote `maps` with `upload_hopper_maps` on these converted
+        // buffers (never moved or rewritten since), for this precision and shape; they, the
+        // workspace and C are `self`'s, which the caller keeps until the stream has run it.
+        unsafe {
+            converted.launch_hopper_split(gpu, stream, (precision, maps), (&split.partials, split.splits), c, dims)
         }
     }
 
@@ -155,13 +201,100 @@ impl Matmul {
         gpu.download("C", &self.dc, self.m * self.n)
     }
 
+    /// All of C computed on the CPU.
     pub fn cpu_reference(&self) -> Vec<f32> {
+        self.reference_rows(&(0..self.m).collect::<Vec<_>>())
+    }
+
+    /// `rows` of C computed on the CPU: in f32 for f32, in f64 on the inputs rounded to the
+    /// type for the tensor cores.
+    fn reference_rows(&self, rows: &[usize]) -> Vec<f32> {
+        let (n, k) = (self.n, self.k);
+        let a = match rows.len() == self.m {
+            true => Cow::Borrowed(&self.a[..]),
+            false => Cow::Owned(rows.iter().flat_map(|&r| self.a[r * k..(r + 1) * k].iter().copied()).collect()),
+        };
         match self.dtype {
-            Dtype::F32 => cpu_reference(&self.a, &self.b, self.m, self.n, self.k),
-            dtype => rounded_reference(dtype, &self.a, &self.b, self.m, self.n, self.k),
+            Dtype::F32 => cpu_reference(&a, &self.b, rows.len(), n, k),
+            dtype => rounded_reference(dtype, &a, &self.b, rows.len(), n, k),
         }
     }
+
+    /// Whether the check compares only some rows of C.
+    fn sampled(&self) -> bool {
+        self.checked.len() < self.m
+    }
 }
+
+/// The arithmetic a product of `dtype` runs in, whose peak its rate is measured against.
+fn arithmetic(dtype: Dtype) -> Arithmetic {
+    match dtype {
+        Dtype::F32 => Arithmetic::Fp32,
+        Dtype::Tf32 => Arithmetic::Tf32,
+        Dtype::Bf16 => Arithmetic::Bf16,
+        Dtype::F16 => Arithmetic::Fp16,
+    }
+}
+
+/// The variant of this command that launches `kernel`, under the name it has in other runs: a
+/// ladder step's, a tile configuration's, the mma.sync step's or (the Hopper steps) the
+/// kernel's own.
+fn variant_of(kernel: &str) -> Variant {
+    let step = Step::ALL.iter().find(|s| s.kernel() == kernel).map(|s| s.variant());
+    let tensor = || TensorStep::ALL.iter().find(|s| s.kernel() == kernel).map(|s| s.variant());
+    let tile = || tile_of(kernel).map(tile_variant);
+    step.or_else(tensor).or_else(tile).unwrap_or_else(|| Variant::new(kernel, kernel))
+}
+
+/// The variant of split k (`GemmKernel::Split`): the pipelined wgmma kernel over splits of k,
+/// then their sum.
+const SPLIT_K: &str = "split-k";
+
+/// What the library's `gemm` runs for a type and shape on this GPU ([`GemmKernel::chosen`]).
+struct Pick {
+    /// As a variant of this command.
+    variant: Variant,
+    /// The splits of k it asks for, where it splits k.
+    splits: Option<usize>,
+    /// Why it is that one.
+    why: String,
+}
+
+/// Split k as this run launches it: the splits, none empty, and the workspace of their partial
+/// products.
+struct SplitK {
+    splits: usize,
+    partials: DeviceBuffer<f32>,
+}
+
+/// The library's pick for this type and shape on this GPU.
+fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims) -> GpuResult<Pick> {
+    let chosen = GemmKernel::chosen(gpu, dtype, shape)?;
+    let kernel = chosen.kernel(dtype)?;
+    let (variant, splits) = match chosen {
+        GemmKernel::Split(splits) => (Variant::new(SPLIT_K, kernel), Some(splits)),
+        _ => (variant_of(kernel), None),
+    };
+    let class = match dtype {
+        Dtype::F32 => shape_class(shape),
+        dtype => format!("{} {}", shape_class(shape), dtype.name()),
+    };
+    let why = match GemmKernel::tuned(gpu, dtype, shape)? {
+        Some(tuned) if tuned == chosen => {
+            format!("gemm's pick: what --tune kept for {class} in the default tuning cache")
+        }
+        _ => format!(
+            "gemm's pick: the library's rule for {} on compute capability {}.{} (no --tune entry for {class})",
+            dtype.name(),
+            gpu.info().compute_capability.0,
+            gpu.info().compute_capability.1
+        ),
+    };
+    Ok(Pick { variant, splits, why })
+}
+
+/// This family's entry in [`super::FAMILIES`].
+pub const ENTRY: crate::registry::Entry<Matmul> = crate::registry::Entry::new();
 
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
@@ -247,9 +380,15 @@ impl Kernel for Matmul {
                     options.dtype.name()
                 )
             })?;
+            if options.chosen {
+                return Ok(vec![]);
+            }
             return Ok(vec![step.variant()]);
         }
-        Ok(if options.tune || options.all_configs {
+        Ok(if options.chosen {
+            // The library's pick depends on the GPU: `prepare` finds it.
+            vec![]
+        } else if options.tune || options.all_configs {
             TILE_CONFIGS.iter().map(tile_variant).collect()
         } else {
             crate::registry::variants(&options.variants)
@@ -271,10 +410,17 @@ impl Kernel for Matmul {
             (None, false) => tuning::default_path().ok(),
         };
         let mut variants = Self::variants_for(options)?;
+        let pick = library_pick(gpu, options.dtype, shape)?;
+        // Split k joins the type's steps where the library picks it (not under --tune, which
+        // keeps a kernel by name, and split k's is the pipelined step's).
+        let split_k = pick.splits.is_some() && !(options.tune || options.all_configs);
+        if options.chosen || split_k {
+            variants.push(pick.variant.clone());
+        }
         // The wgmma steps beside the mma.sync one where the Hopper module is loaded; on another
         // GPU the report names them with the reason (`Gpu::function`'s "needs sm_90").
         let mut unavailable = Vec::new();
-        if let Some(precision) = hopper_precision(options.dtype) {
+        if let (Some(precision), false) = (hopper_precision(options.dtype), options.chosen) {
             for step in hopper::Step::ALL {
                 let kernel = step.kernel(precision);
                 match gpu.function(kernel) {
@@ -295,7 +441,7 @@ impl Kernel for Matmul {
             (notes, tune)
         } else {
             let mut notes = HashMap::new();
-            if let (true, Some(path)) = (options.variants.is_empty(), cache_path) {
+            if let (true, Some(path)) = (options.variants.is_empty() && !options.chosen, cache_path) {
                 if let Some((kernel, note)) = cached_kernel(&path, &device, &class, &variants)? {
                     notes.insert("tuned".to_string(), note);
                     variants.push(Variant::new("tuned", kernel));
@@ -303,13 +449,32 @@ impl Kernel for Matmul {
             }
             (notes, None)
         };
+        // The row of every variant that launches the library's pick says so.
+        let mut notes = notes;
+        let picked =
+            |v: &Variant| v.name == pick.variant.name || (pick.splits.is_none() && v.kernel == pick.variant.kernel);
+        for variant in variants.iter().filter(|v| picked(v)) {
+            let note = notes.remove(&variant.name).map_or(pick.why.clone(), |note| format!("{note}; {}", pick.why));
+            notes.insert(variant.name.clone(), note);
+        }
         let random = || random_inputs(shape, seed);
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
+        if let (Some(wanted), Some(precision), true) = (pick.splits, hopper_precision(options.dtype), split_k) {
+            let splits = interface::wgmma::split_count(split::slices(precision, shape.2), wanted);
+            let partials = split::workspace(gpu, (m, n), splits)?;
+            let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
+            notes.insert(SPLIT_K.into(), format!("{splits} splits of k{note}"));
+            matmul.split = Some(SplitK { splits, partials });
+        }
         matmul.notes = notes;
         matmul.tune = tune;
         matmul.unavailable = unavailable;
         matmul.output = options.output.clone();
         Ok(matmul)
+    }
+
+    fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
+        cases::launch_cases(kernel, memory)
     }
 }
 
@@ -345,8 +510,13 @@ impl Workload for Matmul {
         self.unavailable.clone()
     }
 
-    fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
-        self.launch_on(gpu, gpu.stream(), &variant.kernel)
+    unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
+        match &self.split {
+            // SAFETY: the caller keeps `self` until the stream has run it.
+            Some(split) if variant.name == SPLIT_K => unsafe { self.launch_split(gpu, split) },
+            // SAFETY: as above.
+            _ => unsafe { self.launch_on(gpu, gpu.stream(), &variant.kernel) },
+        }
     }
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
@@ -354,17 +524,37 @@ impl Workload for Matmul {
     }
 
     fn compute_reference(&mut self) {
-        self.expected = self.cpu_reference();
+        self.expected = self.reference_rows(&self.checked);
     }
 
     fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
         let tolerance = if self.dtype == Dtype::F32 { tolerance(self.k) } else { tensor::tolerance(self.k) };
-        let check = check::close(&self.result(gpu)?, &self.expected, tolerance * self.scale);
-        Ok(Checked { check, note: self.notes.get(&variant.name).cloned() })
+        let n = self.n;
+        let c = self.result(gpu)?;
+        let got: Vec<f32> = match self.sampled() {
+            true => self.checked.iter().flat_map(|&r| c[r * n..(r + 1) * n].iter().copied()).collect(),
+            false => c,
+        };
+        let mut check = check::close(&got, &self.expected, tolerance * self.scale);
+        // The first mismatch as an index into all of C.
+        check.first_mismatch = check.first_mismatch.map(|i| self.checked[i / n] * n + i % n);
+        let mut notes: Vec<String> = self.notes.get(&variant.name).into_iter().cloned().collect();
+        if self.sampled() {
+            notes.push(format!("checked {} of {} rows", self.checked.len(), self.m));
+        }
+        Ok(Checked { check, note: (!notes.is_empty()).then(|| notes.join("; ")) })
     }
 
-    /// Writes `--output`; with `--tune`, keeps the fastest configuration that passed.
+    /// Measures each rate against the peak of the product's arithmetic; leaves out the CPU's
+    /// time where it computed only some rows; writes `--output`; with `--tune`, keeps the
+    /// fastest configuration that passed.
     fn finish(&self, gpu: &Gpu, reports: &mut [Report]) -> GpuResult<()> {
+        for report in reports.iter_mut() {
+            report.rebase(gpu.info(), arithmetic(self.dtype));
+            if self.sampled() {
+                (report.cpu_ms, report.speedup) = (None, None);
+            }
+        }
         if let Some(path) = &self.output {
             io::write_matrix(path, (self.m, self.n), &self.result(gpu)?)?;
         }
@@ -415,6 +605,43 @@ mod tests {
             }
         }
         assert_eq!(variants("--m 8 --n 8 --k 8").expect("the ladder").len(), Step::ALL.len());
+    }
+
+    #[test]
+    fn chosen_runs_the_library_pick_alone_and_names_it_as_other_runs_do() {
+        let matmul = crate::ops::family("matmul").expect("the matmul family");
+        for dtype in ["f32", "bf16"] {
+            let options = matmul.parse(&format!("--m 64 --n 64 --k 65536 --dtype {dtype} --chosen")).expect("--chosen");
+            // The pick needs the GPU: `prepare` adds it, and nothing else runs.
+            assert_eq!(matmul.variants(&options).expect("its variants"), vec![], "{dtype}");
+        }
+        for other in ["--variant async", "--tune", "--all-configs", "--gpus 2", "--tuning-cache t.json"] {
+            assert!(matmul.parse(&format!("--chosen {other}")).is_err(), "--chosen with {other}");
+        }
+        // A pick is the variant that other runs call by that name.
+        assert_eq!(variant_of(Step::Async.kernel()), Step::Async.variant());
+        assert_eq!(variant_of(TensorStep::MmaBf16.kernel()), TensorStep::MmaBf16.variant());
+        // The default tile is the vec4 step's kernel; the others go by their labels.
+        assert_eq!(variant_of(DEFAULT_TILE.kernel), Step::Vec4.variant());
+        assert_eq!(variant_of(TILE_CONFIGS[2].kernel).name, tile_label(&TILE_CONFIGS[2]));
+        let persistent = hopper::Step::Persistent.kernel(hopper::Precision::Bf16);
+        assert_eq!(variant_of(persistent), Variant::new(persistent, persistent));
+    }
+
+    #[test]
+    fn each_type_is_measured_against_its_own_arithmetic() {
+        let named = [(Dtype::F32, "FP32"), (Dtype::Tf32, "TF32"), (Dtype::Bf16, "BF16"), (Dtype::F16, "FP16")];
+        for (dtype, name) in named {
+            assert_eq!(arithmetic(dtype).name(), name);
+        }
+    }
+
+    #[test]
+    fn a_large_product_is_checked_on_rows_spread_over_c() {
+        assert_eq!(rows_to_check((2048, 2048, 2048), 1).len(), 2048, "2^33 multiply-adds: every row");
+        let rows = rows_to_check((16384, 16384, 16384), 1);
+        assert_eq!((rows.len(), rows.first(), rows.last()), (33, Some(&0), Some(&16383)));
+        assert!(rows.windows(2).all(|w| w[1] - w[0] <= 16384 / 32), "spread: {rows:?}");
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct Options {
     /// Runs every tile configuration as a variant without touching the tuning cache.
     #[arg(long, conflicts_with = "variants")]
     pub all_configs: bool,
+    /// Runs only the kernel the library's `gemm` picks for this shape and type on this GPU
+    /// (what --tune kept in the default tuning cache, else the library's rule), and says why.
+    #[arg(long, conflicts_with_all = ["variants", "tune", "all_configs", "gpus", "tuning_cache"])]
+    pub chosen: bool,
     /// Divides C's rows among this many GPUs (one context and stream each, copies in
     /// parallel), checks the joined result and reports the speed-up over one GPU.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["variants", "tune", "all_configs", "output"])]

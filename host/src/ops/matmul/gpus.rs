@@ -36,9 +36,9 @@ fn share(
     Share::new(gpu, rows, kernel, &[("A's rows", a_rows), ("B", b)], m * n)
 }
 
-/// Rows of C the divided run checks against the CPU: all when the CPU can compute all of C
-/// quickly, else both ends of every GPU's share and rows spread between them.
-fn rows_to_check((m, n, k): Dims, gpus: usize) -> Vec<usize> {
+/// Rows of C a run on `gpus` GPUs checks against the CPU: all when the CPU can compute all of
+/// C quickly, else both ends of every GPU's share and rows spread between them.
+pub(super) fn rows_to_check((m, n, k): Dims, gpus: usize) -> Vec<usize> {
     if m * n * k <= 1 << 33 {
         return (0..m).collect();
     }
@@ -81,7 +81,8 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
         |gpus: usize, i: usize, gpu: &Gpu| share(gpu, (&a, &b), multi::part(m, gpus, i), (n, k), cache.as_deref());
     let launch = |gpu: &Gpu, share: &Share| {
         let (inputs, c) = share.device();
-        gpu.launch(share.kernel, &SgemmArgs { a: inputs[0], b: inputs[1], c, m: share.range.len(), n, k })
+        // SAFETY: the share's buffers live until `multi` has synchronized its GPU.
+        unsafe { gpu.launch(share.kernel, &SgemmArgs { a: inputs[0], b: inputs[1], c, m: share.range.len(), n, k }) }
     };
     let tolerance = tolerance(k) * product_scale(&a, &b);
     let check = |done: &[Done]| {

@@ -1,0 +1,532 @@
+// Twin of kernels/src/fit.rs: elliptical Gaussians fitted to each island by Levenberg–Marquardt
+// in f64, one block per island, the whole fit in shared memory; the arithmetic of
+// interface/src/fit.rs (starts, bounds, model, summing order, settling) written in C.
+#include "twins.cuh"
+
+#define FIT_THREADS ((size_t)FIT_BLOCK)
+// Slots of the shared counters after the warps' window counts.
+#define FIT_COUNT_PIXELS FIT_WARPS
+#define FIT_COUNT_SUMMITS (FIT_WARPS + 1)
+#define FIT_COUNT_NAN (FIT_WARPS + 2)
+#define FIT_COUNT_SMALL (FIT_WARPS + 3)
+
+struct FitShape {
+    double cos, sin, a, b;
+};
+
+static __device__ __forceinline__ size_t fit_tri(size_t row, size_t column) { return row * (row + 1) / 2 + column; }
+
+static __device__ __forceinline__ size_t fit_gram_len(size_t parameters) {
+    return (parameters + 1) * (parameters + 2) / 2;
+}
+
+static __device__ __forceinline__ void fit_pair(size_t e, size_t& row, size_t& column) {
+    row = 0, column = e;
+    while (column > row) {
+        row += 1;
+        column -= row;
+    }
+}
+
+static __device__ __forceinline__ size_t fit_rows(size_t parameters) { return FIT_TILE_WORDS / (parameters + 1); }
+
+static __device__ __forceinline__ size_t fit_window(size_t parameters) {
+    size_t rows = fit_rows(parameters);
+    return rows < FIT_THREADS ? rows : FIT_THREADS;
+}
+
+static __device__ __forceinline__ size_t fit_segments(size_t entries) {
+    return entries <= FIT_THREADS ? FIT_THREADS / entries : 1;
+}
+
+static __device__ __forceinline__ bool fit_usable(float value, float noise) {
+    return isfinite(value) && isfinite(noise) && noise > 0.0f;
+}
+
+static __device__ __forceinline__ bool fit_beats(float value, float neighbour, bool neighbour_first) {
+    return !isfinite(neighbour) || value > neighbour || (value == neighbour && !neighbour_first);
+}
+
+static __device__ __forceinline__ unsigned fit_peak_key(float value) {
+    unsigned bits = __float_as_uint(value);
+    return bits >> 31 == 1 ? ~bits : bits | 0x80000000u;
+}
+
+static __device__ __forceinline__ unsigned long long fit_summit_key(float value, unsigned index) {
+    return ((unsigned long long)fit_peak_key(value) << 32) | (unsigned long long)(0xFFFFFFFFu - index);
+}
+
+static __device__ __forceinline__ void fit_summit_of(unsigned long long key, float& value, unsigned& index) {
+    unsigned k = (unsigned)(key >> 32);
+    value = __uint_as_float(k >> 31 == 1 ? k & 0x7FFFFFFFu : ~k);
+    index = 0xFFFFFFFFu - (unsigned)key;
+}
+
+static __device__ __forceinline__ double fit_clamp(double value, double low, double high) {
+    return value < low ? low : value > high ? high : value;
+}
+
+static __device__ __forceinline__ double fit_magnitude(double x) { return x < 0.0 ? -x : x; }
+
+static __device__ __forceinline__ bool fit_small_step(double old_value, double new_value) {
+    double scale = fit_magnitude(old_value);
+    return fit_magnitude(new_value - old_value) <= FIT_STEP_TOLERANCE * (scale > 1.0 ? scale : 1.0);
+}
+
+// interface::fit::start: the component of a summit, its bounds.
+static __device__ __forceinline__ void fit_start(double value, double x, double y, double noise, double seed,
+                                                 double beam, size_t width, size_t height, double* params,
+                                                 double* low, double* high) {
+    double level = seed * noise;
+    double reach = FIT_FWHM * beam / 1.4142135623730951;
+    double major = FIT_SIGMA_START * beam;
+    size_t side = width > height ? width : height;
+    double widest = ((double)side + 1.0) * 1.4142135623730951 / FIT_FWHM;
+    double longest = widest > FIT_SIGMA_HIGH * major ? widest : FIT_SIGMA_HIGH * major;
+    double shortest = FIT_SIGMA_LOW * beam;
+    double loss = exp(0.25 / (shortest * shortest));
+    double rise = loss > FIT_PEAK_HIGH ? loss : FIT_PEAK_HIGH;
+    params[FIT_PEAK] = value, params[FIT_X] = x, params[FIT_Y] = y;
+    params[FIT_MAJOR] = major, params[FIT_MINOR] = beam, params[FIT_THETA] = 0.0;
+    low[FIT_PEAK] = FIT_PEAK_LOW * (level < value ? level : value), low[FIT_X] = x - reach, low[FIT_Y] = y - reach;
+    low[FIT_MAJOR] = shortest, low[FIT_MINOR] = shortest, low[FIT_THETA] = -INFINITY;
+    high[FIT_PEAK] = rise * value + level, high[FIT_X] = x + reach, high[FIT_Y] = y + reach;
+    high[FIT_MAJOR] = longest, high[FIT_MINOR] = longest, high[FIT_THETA] = INFINITY;
+}
+
+// interface::fit::gaussian: the value and the six derivatives at (dx, dy) from the centre.
+static __device__ __forceinline__ double fit_gaussian(double peak, double major, double minor, const FitShape& s,
+                                                      double dx, double dy, double* d) {
+    double along = dx * s.cos + dy * s.sin;
+    double across = dy * s.cos - dx * s.sin;
+    double e = exp(-0.5 * (along * along * s.a + across * across * s.b));
+    double m = peak * e;
+    double ua = along * s.a, vb = across * s.b;
+    d[0] = e;
+    d[1] = m * (ua * s.cos - vb * s.sin);
+    d[2] = m * (ua * s.sin + vb * s.cos);
+    d[3] = m * along * ua / major;
+    d[4] = m * across * vb / minor;
+    d[5] = m * along * across * (s.b - s.a);
+    return m;
+}
+
+// interface::fit::settle.
+static __device__ __forceinline__ void fit_settle(double* params, double* errors, double x0, double y0) {
+    params[FIT_X] += x0;
+    params[FIT_Y] += y0;
+    if (params[FIT_MAJOR] < params[FIT_MINOR]) {
+        double p = params[FIT_MAJOR], e = errors[FIT_MAJOR];
+        params[FIT_MAJOR] = params[FIT_MINOR], errors[FIT_MAJOR] = errors[FIT_MINOR];
+        params[FIT_MINOR] = p, errors[FIT_MINOR] = e;
+        params[FIT_THETA] += 1.5707963267948966;
+    }
+    double turns = params[FIT_THETA] * 0.3183098861837907 + 0.5;
+    if (fit_magnitude(turns) < 9.0e18) {
+        double whole = (double)(long long)turns;
+        double floor_ = whole > turns ? whole - 1.0 : whole;
+        params[FIT_THETA] -= floor_ * 3.141592653589793;
+    }
+}
+
+struct FitShared {
+    double* tile;
+    double* grams;
+    double *current, *trial, *low, *high, *scale, *step;
+    FitShape* shapes;
+    double* partials;
+    unsigned long long* keys;
+    unsigned* counts;
+};
+
+struct FitIsland {
+    const float* image;
+    const unsigned* labels;
+    const float* noise;
+    bool noise_map;
+    size_t width, height, index;
+    unsigned label;
+    size_t x0, y0, box_width, box_pixels;
+
+    __device__ __forceinline__ float noise_at(size_t i) const { return noise[noise_map ? i : index]; }
+
+    __device__ __forceinline__ bool is_summit(size_t row, size_t col, float value) const {
+        bool summit = true;
+        for (size_t dr = 0; dr < 3; ++dr)
+            for (size_t dc = 0; dc < 3; ++dc) {
+                bool inside = (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 &&
+                              col + dc <= width;
+                if (inside) {
+                    size_t j = (row + dr - 1) * width + col + dc - 1;
+                    if (labels[j] == label) summit &= fit_beats(value, image[j], dr == 0 || (dr == 1 && dc == 0));
+                }
+            }
+        return summit;
+    }
+};
+
+static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, const FitShared& shared, double seed,
+                                                       unsigned long long limit, bool count) {
+    unsigned pixels = 0, summits = 0, nan = 0;
+    unsigned long long best = 0;
+    for (size_t k = threadIdx.x; k < island.box_pixels; k += FIT_THREADS) {
+        size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
+        size_t i = row * island.width + col;
+        if (island.labels[i] != island.label) continue;
+        float value = island.image[i], noise = island.noise_at(i);
+        if (fit_usable(value, noise)) {
+            pixels += 1;
+            if ((double)value > seed * (double)noise && island.is_summit(row, col, value)) {
+                summits += 1;
+                unsigned long long key = fit_summit_key(value, (unsigned)k);
+                if (key < limit && key > best) best = key;
+            }
+        } else {
+            nan = 1;
+        }
+    }
+    if (count) {
+        atomicAdd(&shared.counts[FIT_COUNT_PIXELS], pixels);
+        atomicAdd(&shared.counts[FIT_COUNT_SUMMITS], summits);
+        atomicAdd(&shared.counts[FIT_COUNT_NAN], nan);
+    }
+    if (best > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], best);
+}
+
+static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, double* gram, size_t filled,
+                                                      size_t parameters) {
+    if (filled == 0) return;
+    size_t t = threadIdx.x;
+    size_t stride = parameters + 1, entries = fit_gram_len(parameters);
+    size_t parts = fit_segments(entries);
+    if (parts == 1) {
+        for (size_t e = t; e < entries; e += FIT_THREADS) {
+            size_t a, b;
+            fit_pair(e, a, b);
+            double sum = 0.0;
+            for (size_t r = 0; r < filled; ++r) {
+                const double* row = shared.tile + r * stride;
+                sum = fma(row[a], row[b], sum);
+            }
+            gram[e] += sum;
+        }
+    } else {
+        size_t length = (filled + parts - 1) / parts;
+        if (t < entries * parts) {
+            size_t e = t / parts, part = t % parts, a, b;
+            fit_pair(e, a, b);
+            size_t end = (part + 1) * length < filled ? (part + 1) * length : filled;
+            double sum = 0.0;
+            for (size_t r = part * length; r < end; ++r) {
+                const double* row = shared.tile + r * stride;
+                sum = fma(row[a], row[b], sum);
+            }
+            shared.partials[t] = sum;
+        }
+        __syncthreads();
+        if (t < entries) {
+            double total = gram[t];
+            for (size_t part = 0; part < parts; ++part) total += shared.partials[t * parts + part];
+            gram[t] = total;
+        }
+    }
+}
+
+static __device__ void fit_evaluate(const FitIsland& island, const FitShared& shared, const double* params,
+                                    double* gram, size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t components = parameters / FIT_PARAMETERS;
+    if (t < components) {
+        const double* p = params + t * FIT_PARAMETERS;
+        double s, c;
+        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
+        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+    }
+    size_t entries = fit_gram_len(parameters);
+    for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
+    __syncthreads();
+    size_t stride = parameters + 1, capacity = fit_rows(parameters), span = fit_window(parameters);
+    size_t warp = t / 32, lane = t % 32;
+    size_t filled = 0;
+    for (size_t first = 0; first < island.box_pixels; first += span) {
+        if (filled + span > capacity) {
+            fit_accumulate(shared, gram, filled, parameters);
+            filled = 0;
+            __syncthreads();
+        }
+        size_t k = first + t, row = 0, col = 0;
+        float value = 0.0f, noise = 0.0f;
+        bool valid = t < span && k < island.box_pixels;
+        if (valid) {
+            row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
+            size_t i = row * island.width + col;
+            value = island.image[i];
+            noise = island.noise_at(i);
+            valid = island.labels[i] == island.label && fit_usable(value, noise);
+        }
+        unsigned bits = __ballot_sync(0xFFFFFFFFu, valid);
+        if (lane == 0) shared.counts[warp] = __popc(bits);
+        __syncthreads();
+        size_t before = 0, total = 0;
+        for (size_t w = 0; w < FIT_WARPS; ++w) {
+            size_t count = shared.counts[w];
+            before += w < warp ? count : 0;
+            total += count;
+        }
+        if (valid) {
+            size_t rank = before + __popc(bits & ((1u << lane) - 1));
+            double* out = shared.tile + (filled + rank) * stride;
+            double weight = 1.0 / (double)noise;
+            double dx = (double)(col - island.x0), dy = (double)(row - island.y0);
+            double model = 0.0;
+            for (size_t c = 0; c < components; ++c) {
+                const double* p = params + c * FIT_PARAMETERS;
+                double d[FIT_PARAMETERS];
+                model += fit_gaussian(p[FIT_PEAK], p[FIT_MAJOR], p[FIT_MINOR], shared.shapes[c], dx - p[FIT_X],
+                                      dy - p[FIT_Y], d);
+                double* o = out + c * FIT_PARAMETERS;
+#pragma unroll
+                for (int q = 0; q < FIT_PARAMETERS; ++q) o[q] = d[q] * weight;
+            }
+            out[parameters] = ((double)value - model) * weight;
+        }
+        filled += total;
+        __syncthreads();
+    }
+    fit_accumulate(shared, gram, filled, parameters);
+    __syncthreads();
+}
+
+static __device__ bool fit_cholesky(double* tile, size_t n) {
+    size_t t = threadIdx.x;
+    for (size_t j = 0; j < n; ++j) {
+        if (t < n - j) {
+            size_t i = j + t;
+            double s = tile[fit_tri(i, j)];
+            for (size_t k = 0; k < j; ++k) s -= tile[fit_tri(i, k)] * tile[fit_tri(j, k)];
+            tile[fit_tri(i, j)] = s;
+        }
+        __syncthreads();
+        double pivot = tile[fit_tri(j, j)];
+        if (!(pivot > 0.0 && pivot < INFINITY)) return false;
+        double root = sqrt(pivot);
+        if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
+        __syncthreads();
+    }
+    return true;
+}
+
+static __device__ void fit_solve(const FitShared& shared, const double* gram, size_t parameters) {
+    double *tile = shared.tile, *step = shared.step;
+    const double* gradient = gram + parameters * (parameters + 1) / 2;
+    for (size_t a = 0; a < parameters; ++a) {
+        double s = gradient[a];
+        for (size_t k = 0; k < a; ++k) s -= tile[fit_tri(a, k)] * step[k];
+        step[a] = s / sqrt(tile[fit_tri(a, a)]);
+    }
+    unsigned small = 1;
+    for (size_t a = parameters; a-- > 0;) {
+        double s = step[a];
+        for (size_t k = a + 1; k < parameters; ++k) s -= tile[fit_tri(k, a)] * step[k];
+        step[a] = s / sqrt(tile[fit_tri(a, a)]);
+        double old_value = shared.current[a];
+        double new_value = fit_clamp(old_value + step[a], shared.low[a], shared.high[a]);
+        shared.trial[a] = new_value;
+        small &= (unsigned)fit_small_step(old_value, new_value);
+    }
+    shared.counts[FIT_COUNT_SMALL] = small;
+}
+
+static __device__ void fit_settle_all(const FitShared& shared, size_t components, size_t x0, size_t y0) {
+    size_t t = threadIdx.x;
+    if (t < components) {
+        double params[FIT_PARAMETERS], errors[FIT_PARAMETERS];
+        double *p = shared.current + t * FIT_PARAMETERS, *e = shared.step + t * FIT_PARAMETERS;
+#pragma unroll
+        for (int q = 0; q < FIT_PARAMETERS; ++q) params[q] = p[q], errors[q] = e[q];
+        fit_settle(params, errors, (double)x0, (double)y0);
+#pragma unroll
+        for (int q = 0; q < FIT_PARAMETERS; ++q) p[q] = params[q], e[q] = errors[q];
+    }
+    __syncthreads();
+}
+
+static __device__ void fit_write(const FitShared& shared, double* fits, unsigned* status, size_t components,
+                                 double chi2, unsigned flags, unsigned iterations, unsigned pixels,
+                                 unsigned summits) {
+    size_t t = threadIdx.x;
+    for (size_t w = t; w < FIT_RECORD_WORDS; w += FIT_THREADS) {
+        double value;
+        if (w == FIT_CHI2) {
+            value = chi2;
+        } else {
+            size_t c = (w - FIT_COMPONENTS) / FIT_COMPONENT_WORDS, q = (w - FIT_COMPONENTS) % FIT_COMPONENT_WORDS;
+            value = c >= components        ? NAN
+                    : q < FIT_PARAMETERS ? shared.current[c * FIT_PARAMETERS + q]
+                                         : shared.step[c * FIT_PARAMETERS + q - FIT_PARAMETERS];
+        }
+        fits[w] = value;
+    }
+    if (t == 0) {
+        status[FIT_STATUS_COMPONENTS] = (unsigned)components;
+        status[FIT_STATUS_FLAGS] = flags;
+        status[FIT_STATUS_ITERATIONS] = iterations;
+        status[FIT_STATUS_PIXELS] = pixels;
+        status[FIT_STATUS_SUMMITS] = summits;
+    }
+}
+
+extern "C" __global__ void fit_islands(const float* image, const unsigned* labels, const float* noise,
+                                       unsigned noise_map, size_t width, size_t height, const unsigned* islands,
+                                       size_t islands_len, double seed, double beam, double* fits,
+                                       unsigned* status) {
+    __shared__ double tile[FIT_TILE_WORDS];
+    __shared__ double grams[2 * FIT_GRAM_WORDS];
+    __shared__ double current[FIT_MAX_PARAMETERS], trial[FIT_MAX_PARAMETERS], low[FIT_MAX_PARAMETERS],
+        high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS];
+    __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
+    __shared__ double partials[FIT_BLOCK];
+    __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 1];
+    __shared__ unsigned counts[FIT_WARPS + 4];
+    FitShared shared{tile, grams, current, trial, low, high, scale, step, shapes, partials, keys, counts};
+    size_t t = threadIdx.x, index = blockIdx.x;
+    const unsigned* record = islands + index * FIT_ISLAND_WORDS;
+    unsigned label = record[FIT_ISLAND_LABEL];
+    size_t y0 = record[FIT_ISLAND_Y_MIN], y1 = record[FIT_ISLAND_Y_MAX];
+    size_t x0 = record[FIT_ISLAND_X_MIN], x1 = record[FIT_ISLAND_X_MAX];
+    double* out_fits = fits + index * FIT_RECORD_WORDS;
+    unsigned* out_status = status + index * FIT_STATUS_WORDS;
+    if (label == 0 || y0 > y1 || x0 > x1 || y1 >= height || x1 >= width) {
+        fit_write(shared, out_fits, out_status, 0, NAN, FIT_BAD_ISLAND, 0, 0, 0);
+        return;
+    }
+    size_t box_width = x1 - x0 + 1;
+    FitIsland island{image, labels, noise, noise_map != 0, width, height, index, label,
+                     x0, y0, box_width, box_width * (y1 - y0 + 1)};
+
+    // 1. The summits, brightest first.
+    if (t == 0) {
+        for (int slot = 0; slot < 4; ++slot) counts[FIT_COUNT_PIXELS + slot] = 0;
+        keys[FIT_MAX_COMPONENTS] = 0;
+    }
+    __syncthreads();
+    fit_summit_pass(island, shared, seed, ~0ull, true);
+    __syncthreads();
+    unsigned pixels = counts[FIT_COUNT_PIXELS];
+    size_t summits = counts[FIT_COUNT_SUMMITS];
+    size_t chosen = summits < FIT_MAX_COMPONENTS ? summits : FIT_MAX_COMPONENTS;
+    size_t fitted = chosen < pixels / FIT_PARAMETERS ? chosen : pixels / FIT_PARAMETERS;
+    size_t given = fitted == 0 && chosen > 0 ? 1 : fitted;
+    unsigned flags = 0;
+    flags |= y0 == 0 || x0 == 0 || y1 == height - 1 || x1 == width - 1 ? FIT_AT_EDGE : 0;
+    flags |= counts[FIT_COUNT_NAN] != 0 ? FIT_NAN : 0;
+    flags |= summits > FIT_MAX_COMPONENTS ? FIT_TOO_MANY_SUMMITS : 0;
+    flags |= fitted < chosen ? FIT_FEW_PIXELS : 0;
+    flags |= summits == 0 ? FIT_NO_SUMMIT : 0;
+    unsigned long long last = keys[FIT_MAX_COMPONENTS];
+    for (size_t j = 0; j < given; ++j) {
+        if (j > 0) {
+            fit_summit_pass(island, shared, seed, last, false);
+            __syncthreads();
+            last = keys[FIT_MAX_COMPONENTS];
+        }
+        __syncthreads();
+        if (t == 0) {
+            keys[j] = last;
+            keys[FIT_MAX_COMPONENTS] = 0;
+        }
+        __syncthreads();
+    }
+    if (t < given) {
+        float value;
+        unsigned k;
+        fit_summit_of(keys[t], value, k);
+        size_t row = y0 + k / box_width, col = x0 + k % box_width;
+        double sigma = (double)island.noise_at(row * width + col);
+        size_t base = t * FIT_PARAMETERS;
+        fit_start((double)value, (double)(col - x0), (double)(row - y0), sigma, seed, beam, box_width, y1 - y0 + 1,
+                  current + base, low + base, high + base);
+#pragma unroll
+        for (int q = 0; q < FIT_PARAMETERS; ++q) step[base + q] = NAN;
+    }
+    __syncthreads();
+    if (fitted == 0) {
+        fit_settle_all(shared, given, x0, y0);
+        fit_write(shared, out_fits, out_status, given, NAN, flags, 0, pixels, (unsigned)summits);
+        return;
+    }
+
+    // 2. Levenberg–Marquardt.
+    size_t parameters = fitted * FIT_PARAMETERS;
+    size_t entries = fit_gram_len(parameters);
+    size_t normal = parameters * (parameters + 1) / 2;
+    double* gram = grams;
+    double* other = grams + FIT_GRAM_WORDS;
+    fit_evaluate(island, shared, current, gram, parameters);
+    if (t < parameters) scale[t] = gram[fit_tri(t, t)];
+    double chi2 = gram[entries - 1];
+    double lambda = FIT_LAMBDA_START;
+    unsigned iterations = 0;
+    bool converged = false;
+    while (iterations < FIT_MAX_ITERATIONS && !converged) {
+        iterations += 1;
+        __syncthreads();
+        for (size_t e = t; e < normal; e += FIT_THREADS) {
+            size_t a, b;
+            fit_pair(e, a, b);
+            tile[e] = gram[e] + (a == b ? lambda * scale[a] : 0.0);
+        }
+        __syncthreads();
+        if (!fit_cholesky(tile, parameters)) {
+            lambda *= FIT_LAMBDA_FACTOR;
+            continue;
+        }
+        if (t == 0) fit_solve(shared, gram, parameters);
+        __syncthreads();
+        fit_evaluate(island, shared, trial, other, parameters);
+        double next = other[entries - 1];
+        bool small = counts[FIT_COUNT_SMALL] != 0;
+        if (next < chi2) {
+            converged = small || chi2 - next <= FIT_CHI2_TOLERANCE * chi2;
+            chi2 = next;
+            double* swap = gram;
+            gram = other;
+            other = swap;
+            lambda /= FIT_LAMBDA_FACTOR;
+            if (t < parameters) {
+                current[t] = trial[t];
+                double diagonal = gram[fit_tri(t, t)];
+                if (diagonal > scale[t]) scale[t] = diagonal;
+            }
+        } else {
+            converged = small;
+            lambda *= FIT_LAMBDA_FACTOR;
+        }
+    }
+    __syncthreads();
+
+    // 3. The errors: sqrt(diag((J^T J)^-1)) at the solution, from the inverse of its Cholesky factor.
+    for (size_t e = t; e < normal; e += FIT_THREADS) tile[e] = gram[e];
+    __syncthreads();
+    flags |= converged ? 0 : FIT_NOT_CONVERGED;
+    if (fit_cholesky(tile, parameters)) {
+        if (t < parameters) {
+            double* inverse = tile + normal;
+            inverse[fit_tri(t, t)] = 1.0 / sqrt(tile[fit_tri(t, t)]);
+            double variance = inverse[fit_tri(t, t)] * inverse[fit_tri(t, t)];
+            for (size_t i = t + 1; i < parameters; ++i) {
+                double s = 0.0;
+                for (size_t k = t; k < i; ++k) s += tile[fit_tri(i, k)] * inverse[fit_tri(k, t)];
+                double value = -s / sqrt(tile[fit_tri(i, i)]);
+                inverse[fit_tri(i, t)] = value;
+                variance += value * value;
+            }
+            step[t] = sqrt(variance);
+        }
+    } else {
+        flags |= FIT_SINGULAR;
+    }
+    __syncthreads();
+    fit_settle_all(shared, fitted, x0, y0);
+    fit_write(shared, out_fits, out_status, fitted, chi2, flags, iterations, pixels, (unsigned)summits);
+}

@@ -1,0 +1,14 @@
+// Twins of kernels/src/matmul/ (sizes: interface/src/matmul.rs): the SGEMM ladder and the
+// tensor-core steps for mma.sync, one file per step in the ladder's order. The Hopper steps
+// (matmul/wgmma.cu) are built apart, for sm_90a.
+#include "matmul/naive.cu"
+#include "matmul/tiled.cu"
+#include "matmul/blocked.cu"
+#include "matmul/vector_loads.cu"
+#include "matmul/shared_layout.cu"
+#include "matmul/double_buffer.cu"
+#include "matmul/cp_async.cu"
+#include "matmul/warp_tiles.cu"
+#include "matmul/scheduled.cu"
+#include "matmul/convert.cu"
+#include "matmul/mma_ldmatrix.cu"  // includes mma_tf32.cu, step 6a

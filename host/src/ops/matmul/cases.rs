@@ -1,0 +1,84 @@
+//! The launch checks' cases of the matmul bindings ([`crate::registry::Kernel::launch_cases`]):
+//! the f32 ladder's, the tensor-core products' and the conversions'.
+
+use super::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, TensorInput, CONVERT_TRANSPOSED};
+use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
+use cust::memory::{DeviceCopy, DevicePointer, DeviceSlice};
+
+/// The cases of `kernel`, one of matmul's.
+pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
+    let vector = vector_access(kernel);
+    let mut refused: Vec<(String, Args)> = Vec::new();
+    let valid: Args = match kernel {
+        CONVERT_TRANSPOSED => {
+            let (rows, cols) = (37, 13);
+            let (src, dst) = (memory.f32s(rows * cols), memory.f32s(cols * 40));
+            let with = |src, dst, rows, cols| -> Args { Box::new(ConvertTransposedArgs { src, dst, rows, cols }) };
+            refused.push(("destination unpadded".into(), with(src, memory.f32s(rows * cols), rows, cols)));
+            refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
+            refused.push(("destination over the source".into(), with(src, memory.same_memory(src), rows, cols)));
+            refused.push(("dimensions overflow".into(), with(src, dst, usize::MAX, 2)));
+            with(src, dst, rows, cols)
+        }
+        _ if kernel.starts_with("convert_tf32") => convert_cases::<f32>(memory, &mut refused),
+        _ if kernel.starts_with("convert_") => convert_cases::<u16>(memory, &mut refused),
+        _ if kernel.starts_with("matmul_mma_tf32") => mma_cases::<f32>(memory, &mut refused),
+        _ if kernel.starts_with("matmul_mma_") => mma_cases::<u16>(memory, &mut refused),
+        _ => {
+            let (m, n, k) = (64, 48, 32);
+            let (a, b, c) = (memory.f32s(m * k), memory.f32s(k * n), memory.f32s(m * n));
+            let with = |a, b, c, (m, n, k)| -> Args { Box::new(SgemmArgs { a, b, c, m, n, k }) };
+            refused.push(("m and n swapped".into(), with(a, b, c, (n, m, k))));
+            refused.push(("k one more".into(), with(a, b, c, (m, n, k + 1))));
+            refused.push(("C short".into(), with(a, b, memory.f32s(m * n - 1), (m, n, k))));
+            refused.push(("C is A".into(), with(a, b, a, (m, n, k))));
+            refused.push(("dimensions overflow".into(), with(a, b, c, (usize::MAX, 2, 2))));
+            if vector {
+                let a2 = shifted(memory.f32s(m * k + 1));
+                refused.push(("A misaligned".into(), with(a2, b, c, (m, n, k))));
+            }
+            with(a, b, c, (m, n, k))
+        }
+    };
+    LaunchCases::Cases(Cases { valid, refused })
+}
+
+/// The tensor-core products' cases on inputs of `T` (A m × padded k, B k × padded n): short
+/// buffers (unpadded inputs among them), swapped dimensions, aliasing, misalignment.
+fn mma_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let (m, n, k) = (67, 45, 13);
+    let (a, b, c) = (memory.slice::<T>(m * 16), memory.slice::<T>(k * 48), memory.f32s(m * n));
+    let with = |a, b, c, (m, n, k)| -> Args { Box::new(MmaArgs::<T> { a, b, c, m, n, k }) };
+    refused.push(("A unpadded".into(), with(memory.slice(m * k), b, c, (m, n, k))));
+    refused.push(("B unpadded".into(), with(a, memory.slice(k * n), c, (m, n, k))));
+    refused.push(("m and n swapped".into(), with(a, b, c, (n, m, k))));
+    refused.push(("C short".into(), with(a, b, memory.f32s(m * n - 1), (m, n, k))));
+    refused.push(("C is A".into(), with(a, b, memory.same_memory(a), (m, n, k))));
+    refused.push(("dimensions overflow".into(), with(a, b, c, (2, 2, usize::MAX))));
+    refused.push(("A misaligned".into(), with(shifted(memory.slice(m * 16 + 1)), b, c, (m, n, k))));
+    refused.push(("C misaligned".into(), with(a, b, shifted(memory.f32s(m * n + 1)), (m, n, k))));
+    with(a, b, c, (m, n, k))
+}
+
+/// The conversions' cases into `T`: a short destination (unpadded), overlap, misalignment.
+fn convert_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let (rows, cols) = (37, 13);
+    let (src, dst) = (memory.f32s(rows * cols), memory.slice::<T>(rows * 16));
+    let with = |src, dst, rows, cols| -> Args { Box::new(ConvertArgs::<T> { src, dst, rows, cols }) };
+    refused.push(("destination unpadded".into(), with(src, memory.slice(rows * cols), rows, cols)));
+    refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
+    refused.push(("destination over the source".into(), with(src, memory.same_memory(src), rows, cols)));
+    refused.push(("dimensions overflow".into(), with(src, dst, 2, usize::MAX)));
+    let misaligned = Box::leak(Box::new(memory.slice::<u8>(rows * 64).index(2..)));
+    refused.push(("destination misaligned".into(), with(src, output_word(misaligned), rows, cols)));
+    with(src, dst, rows, cols)
+}
+
+/// `buffer`'s memory seen as `U`s: a buffer of another type over it.
+fn output_word<T: DeviceCopy, U: DeviceCopy>(buffer: &DeviceSlice<T>) -> &'static DeviceSlice<U> {
+    let len = buffer.len() * std::mem::size_of::<T>() / std::mem::size_of::<U>();
+    // SAFETY: the same memory as `buffer` (made up or kept alive by `Memory`), which the checks
+    // only measure: every launch with it is refused before a kernel could run.
+    let slice = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.as_device_ptr().as_raw()), len) };
+    Box::leak(Box::new(slice))
+}

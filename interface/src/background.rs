@@ -1,0 +1,257 @@
+//! What the background and noise kernels (`kernels/src/background.rs`), their host
+//! (`library/src/background.rs`) and their CUDA C twins share: the launch shapes, the grid's
+//! layout, and the arithmetic itself. The CPU reference calls these same functions, so a map
+//! it makes equals the GPU's bit for bit: the kernels and the reference round the same f64
+//! operations in the same order.
+//!
+//! The grid, as BANE lays it out (`AegeanTools/BANE.py`, `sigma_filter`): along each axis its
+//! points sit at `0, step, 2·step, …`, and one more at the image's last pixel (BANE puts it one
+//! past). Each point's box is `size` pixels along the axis, from `centre − ⌊size/2⌋`, cut at
+//! the image's edges (BANE's `data[c − size//2 : c + size//2]`, which also leaves out the last
+//! row and column of the image; here they are in).
+
+/// Threads of a `background_grid` block, one block per grid point. The sums over a box are
+/// added in a fixed order that this number sets (see [`block_sum`]), so the CPU reference
+/// adds in the same one.
+pub const THREADS: usize = 256;
+/// Warps of a `background_grid` block: the partial sums the first level of [`block_sum`] leaves.
+pub const WARPS: usize = THREADS / 32;
+/// The most pixels of a box, cut to the image: its finite pixels are sorted in shared memory,
+/// four bytes each, so 160 KiB at most (and [`SHARED_HEADER`]), within the per-block limit of
+/// an A100 (163 KiB) and an H100 (227 KiB). BANE's default box for a beam of 8 pixels is 192² = 36864 pixels.
+pub const MAX_BOX_PIXELS: usize = 40960;
+/// Bytes at the start of `background_grid`'s dynamic shared memory before the box's values:
+/// the count of finite pixels (a u32, padded to 8 bytes), then the [`WARPS`] f64 warp totals
+/// of the sums and then of the squared deviations. Everything lives in the dynamic shared
+/// memory: cuda_std declares it as a 16-byte array that ptxas places first, before any static
+/// shared array, which the values past its 16 bytes would overwrite.
+pub const SHARED_HEADER: usize = 8 + 2 * 8 * WARPS;
+/// Offsets in that header: the count, the sums' warp totals, the squares' warp totals.
+pub const SHARED_COUNT: usize = 0;
+pub const SHARED_SUMS: usize = 8;
+pub const SHARED_SQUARES: usize = 8 + 8 * WARPS;
+/// Threads of a `background_interpolate` block, one per pixel.
+pub const INTERPOLATE_BLOCK: u32 = 256;
+/// f64 values per grid point in the grid the first kernel writes and the second reads: the
+/// background (the σ-clipped median), then the noise (the σ-clipped standard deviation).
+pub const FIELDS: usize = 2;
+pub const BACKGROUND: usize = 0;
+pub const NOISE: usize = 1;
+
+/// f64 arithmetic rounded once per operation. libNVVM would contract a multiply and an add
+/// into one `fma`, which rounds once and makes the GPU's result differ from the CPU's in the
+/// last bit; PTX operations with an explicit rounding mode are never contracted.
+macro_rules! rounded {
+    ($($(#[$doc:meta])* $name:ident($a:ident $(, $b:ident)?) $op:tt $ptx:literal;)+) => {
+        $(
+            $(#[$doc])*
+            #[inline(always)]
+            pub fn $name($a: f64 $(, $b: f64)?) -> f64 {
+                #[cfg(target_os = "cuda")]
+                {
+                    let out: u64;
+                    // SAFETY: arithmetic on registers only.
+                    unsafe {
+                        core::arch::asm!(
+                            concat!($ptx, " {o}, {a}", $(", {", stringify!($b), "}",)? ";"),
+                            o = out(reg64) out,
+                            a = in(reg64) $a.to_bits(),
+                            $($b = in(reg64) $b.to_bits(),)?
+                            options(pure, nomem, nostack),
+                        );
+                    }
+                    f64::from_bits(out)
+                }
+                #[cfg(not(target_os = "cuda"))]
+                {
+                    rounded!(@host $a $op $($b)?)
+                }
+            }
+        )+
+    };
+    (@host $a:ident sqrt) => { $a.sqrt() };
+    (@host $a:ident $op:tt $b:ident) => { $a $op $b };
+}
+
+rounded! {
+    /// `a + b`.
+    add(a, b) + "add.rn.f64";
+    /// `a − b`.
+    sub(a, b) - "sub.rn.f64";
+    /// `a · b`.
+    mul(a, b) * "mul.rn.f64";
+    /// `a / b`, correctly rounded.
+    div(a, b) / "div.rn.f64";
+    /// `√a`, correctly rounded.
+    sqrt(a) sqrt "sqrt.rn.f64";
+}
+
+/// Grid points along an axis of `extent` pixels (at least 1) for a step of `step` (at least
+/// 1): `⌈(extent − 1) / step⌉ + 1`, so that the last lies on the last pixel.
+#[inline(always)]
+pub fn grid_points(extent: u32, step: u32) -> u32 {
+    if extent <= 1 {
+        1
+    } else {
+        (extent - 2) / step + 2
+    }
+}
+
+/// The pixel of grid point `i` of `points` ([`grid_points`]): `i · step`, the last on
+/// `extent − 1`.
+#[inline(always)]
+pub fn grid_coordinate(i: u32, extent: u32, step: u32, points: u32) -> u32 {
+    if i + 1 >= points {
+        extent - 1
+    } else {
+        i * step
+    }
+}
+
+/// The pixels `start..end` of a box of `size` (at least 1) around `centre`, cut to the image:
+/// `centre − ⌊size/2⌋ .. centre − ⌊size/2⌋ + size`.
+#[inline(always)]
+pub fn box_range(centre: u32, extent: u32, size: u32) -> (u32, u32) {
+    let start = centre.saturating_sub(size / 2);
+    let end = centre as u64 + (size - size / 2) as u64;
+    (start, if end < extent as u64 { end as u32 } else { extent })
+}
+
+/// The grid point at or before pixel `p` along an axis of `points` grid points
+/// ([`grid_points`]), and how far `p` lies from it towards the next ([`next`]), 0 to 1: the
+/// cell of the bilinear interpolation. With one grid point the fraction is 0.
+#[inline(always)]
+pub fn cell(p: u32, extent: u32, step: u32, points: u32) -> (u32, f64) {
+    // Returns a pair, not a triple: libNVVM keeps a returned triple in local memory.
+    let last_cell = points.saturating_sub(2);
+    let lower = if p / step < last_cell { p / step } else { last_cell };
+    let first = lower * step;
+    let second = grid_coordinate(next(lower, points), extent, step, points);
+    let fraction = if second > first { div((p - first) as f64, (second - first) as f64) } else { 0.0 };
+    (lower, fraction)
+}
+
+/// The grid point after point `i` of `points`: `i + 1`, or `i` itself when it is the last.
+#[inline(always)]
+pub fn next(i: u32, points: u32) -> u32 {
+    if i + 1 < points {
+        i + 1
+    } else {
+        i
+    }
+}
+
+/// The weights of a cell's corners, in the order (lower row, lower column), (lower row, upper
+/// column), (upper row, lower column), (upper row, upper column), for fractions `fy` along the
+/// rows and `fx` along the columns: what `scipy.interpolate.RegularGridInterpolator` gives
+/// each corner in BANE.
+#[inline(always)]
+pub fn weights(fy: f64, fx: f64) -> [f64; 4] {
+    let (wy, wx) = (sub(1.0, fy), sub(1.0, fx));
+    [mul(wy, wx), mul(wy, fx), mul(fy, wx), mul(fy, fx)]
+}
+
+/// The bilinear interpolation of a cell's corner values, leaving out NaN corners: the
+/// weighted mean of the corners of positive weight whose value is a number, in corner order;
+/// NaN when there is none (every corner of the pixel's cell that touches it has no finite
+/// pixel in its box). Where all four are numbers this is BANE's interpolation, divided by the
+/// weights' sum (1 but for rounding).
+#[inline(always)]
+pub fn interpolate(values: [f64; 4], weights: [f64; 4]) -> f64 {
+    let (mut sum, mut total) = (0.0, 0.0);
+    // Unrolled by hand: a loop over the arrays could leave them in local memory.
+    accumulate(&mut sum, &mut total, values[0], weights[0]);
+    accumulate(&mut sum, &mut total, values[1], weights[1]);
+    accumulate(&mut sum, &mut total, values[2], weights[2]);
+    accumulate(&mut sum, &mut total, values[3], weights[3]);
+    // The weights of four corners mostly add up to exactly 1, and x / 1 is x: the division is
+    // skipped then, with the same result.
+    if total == 1.0 {
+        sum
+    } else if total > 0.0 {
+        div(sum, total)
+    } else {
+        f64::NAN
+    }
+}
+
+#[inline(always)]
+fn accumulate(sum: &mut f64, total: &mut f64, value: f64, weight: f64) {
+    if weight > 0.0 && !value.is_nan() {
+        *sum = add(*sum, mul(weight, value));
+        *total = add(*total, weight);
+    }
+}
+
+/// The signal-to-noise ratio of `pixel`: `(pixel − background) / noise` in f64, rounded once
+/// to f32 (±∞ or NaN where the noise is 0).
+#[inline(always)]
+pub fn snr(pixel: f32, background: f64, noise: f64) -> f32 {
+    div(sub(pixel as f64, background), noise) as f32
+}
+
+/// The median of a sorted run of values from its two middle ones (the same one for an odd
+/// count): their mean, exact in f64 for any two f32 of like size, as `np.median` takes it.
+#[inline(always)]
+pub fn median(lower_middle: f32, upper_middle: f32) -> f64 {
+    mul(add(lower_middle as f64, upper_middle as f64), 0.5)
+}
+
+/// The mean and the population standard deviation (`np.std`, ddof 0) of `count` values from
+/// their sum and the sum of their squared deviations from that mean.
+#[inline(always)]
+pub fn mean(sum: f64, count: u32) -> f64 {
+    div(sum, count as f64)
+}
+
+/// See [`mean`].
+#[inline(always)]
+pub fn std(squares: f64, count: u32) -> f64 {
+    sqrt(div(squares, count as f64))
+}
+
+/// `(v − mean)²` added to a thread's partial sum of squared deviations.
+#[inline(always)]
+pub fn add_square(partial: f64, v: f32, mean: f64) -> f64 {
+    let d = sub(v as f64, mean);
+    add(partial, mul(d, d))
+}
+
+/// The clipping window of a round: the values strictly inside `median ± κ·σ` stay.
+#[inline(always)]
+pub fn window(median: f64, std: f64, kappa: f64) -> (f64, f64) {
+    let reach = mul(kappa, std);
+    (sub(median, reach), add(median, reach))
+}
+
+/// How the kernel adds a run of `count` values, `value(0..count)`, in a block of [`THREADS`]
+/// threads, written out for the CPU: thread `t` adds values `t, t + THREADS, …` in order
+/// (`partial(t)` returns its sum); each warp adds its 32 partials as a butterfly of shuffles,
+/// lanes 16 apart first, then 8, 4, 2, 1 ([`warp_tree`]); the same tree then adds the
+/// [`WARPS`] warp sums, padded with zeros to 32.
+#[cfg(not(target_os = "cuda"))]
+pub fn block_sum(partial: impl Fn(usize) -> f64) -> f64 {
+    let mut warps = [0.0; 32];
+    for (w, total) in warps.iter_mut().enumerate().take(WARPS) {
+        let mut lanes = [0.0; 32];
+        for (lane, value) in lanes.iter_mut().enumerate() {
+            *value = partial(32 * w + lane);
+        }
+        *total = warp_tree(lanes);
+    }
+    warp_tree(warps)
+}
+
+/// A butterfly of shuffles over 32 lanes as every lane ends it: lane `i` and lane `i + 16`
+/// added first, then the pairs 8 apart of those sums, and so on.
+#[cfg(not(target_os = "cuda"))]
+pub fn warp_tree(mut lanes: [f64; 32]) -> f64 {
+    let mut distance = 16;
+    while distance > 0 {
+        for i in 0..distance {
+            lanes[i] += lanes[i + distance];
+        }
+        distance /= 2;
+    }
+    lanes[0]
+}

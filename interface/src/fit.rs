@@ -1,0 +1,350 @@
+//! What the Gaussian fitting kernel (`kernels/src/fit.rs`), its host (`library/src/fit.rs`) and
+//! its CUDA C twin share: the launch, the records in and out, the flags, the Levenberg–Marquardt
+//! settings, and the arithmetic both sides must do alike. The kernel and the CPU reference call
+//! the functions here: the starts and bounds of a summit ([`start`]), one component's value and
+//! derivatives at a pixel ([`gaussian`]), the order in which the normal equations are summed
+//! ([`rows`], [`window`], [`segments`], [`pair`]), and the last touches of a fit ([`settle`]).
+//!
+//! The model, as Aegean's `elliptical_gaussian` (`AegeanTools/fitting.py`): per component
+//! `peak · exp(−½ (x′² / σ_major² + y′² / σ_minor²))`, where `(x′, y′)` is the offset from its
+//! centre turned by θ, counter-clockwise from the +x (column) axis towards +y (row), in
+//! radians. Starts and bounds are Aegean's `estimate_lmfit_parinfo` with a beam of σ `beam`
+//! pixels (see [`start`]).
+
+/// The most components fitted to one island: its brightest summits.
+pub const MAX_COMPONENTS: usize = 8;
+/// Parameters of one component, in this order: [`PEAK`], [`X`], [`Y`], [`MAJOR`], [`MINOR`],
+/// [`THETA`].
+pub const PARAMETERS: usize = 6;
+pub const PEAK: usize = 0;
+pub const X: usize = 1;
+pub const Y: usize = 2;
+pub const MAJOR: usize = 3;
+pub const MINOR: usize = 4;
+pub const THETA: usize = 5;
+/// Parameters of the largest fit.
+pub const MAX_PARAMETERS: usize = MAX_COMPONENTS * PARAMETERS;
+
+/// Threads of a block, one block per island.
+pub const BLOCK: u32 = 128;
+/// Warps of a block: a window's pixels are ranked by one ballot per warp.
+pub const WARPS: usize = BLOCK as usize / 32;
+/// f64 words of the shared tile: the rows of the Jacobian (each `P + 1` words, the derivatives
+/// then the residual, for `P` parameters) while the normal equations are summed, the Cholesky
+/// factor and its inverse while they are solved. 20 KiB.
+pub const TILE_WORDS: usize = 2560;
+/// f64 words of one Gram matrix of the largest fit ([`gram_len`]); the kernel keeps two, the
+/// current point's and the trial's.
+pub const GRAM_WORDS: usize = gram_len(MAX_PARAMETERS);
+/// Islands of the launch `host launches` lists: the twins' case, a 2048² field of 32 × 32
+/// sources (a real launch has one block per island).
+pub const LISTED_ISLANDS: u32 = 1024;
+
+/// u32 words of an island's record (the kernel's input): its label, then its box, inclusive.
+pub const ISLAND_WORDS: usize = 5;
+pub const ISLAND_LABEL: usize = 0;
+pub const ISLAND_Y_MIN: usize = 1;
+pub const ISLAND_Y_MAX: usize = 2;
+pub const ISLAND_X_MIN: usize = 3;
+pub const ISLAND_X_MAX: usize = 4;
+
+/// f64 words of one component in a fit's record: its parameters, then their errors.
+pub const COMPONENT_WORDS: usize = 2 * PARAMETERS;
+/// f64 words of an island's fit record: χ² (weighted by the noise), then [`MAX_COMPONENTS`]
+/// components, NaN past the fitted ones.
+pub const RECORD_WORDS: usize = 1 + MAX_COMPONENTS * COMPONENT_WORDS;
+pub const CHI2: usize = 0;
+pub const COMPONENTS: usize = 1;
+
+/// u32 words of an island's status record: the components written, the flags, the
+/// Levenberg–Marquardt iterations, the island's pixels in the fit, its summits.
+pub const STATUS_WORDS: usize = 5;
+pub const STATUS_COMPONENTS: usize = 0;
+pub const STATUS_FLAGS: usize = 1;
+pub const STATUS_ITERATIONS: usize = 2;
+pub const STATUS_PIXELS: usize = 3;
+pub const STATUS_SUMMITS: usize = 4;
+
+/// The fit stopped at [`MAX_ITERATIONS`] without meeting the convergence test.
+pub const NOT_CONVERGED: u32 = 1;
+/// The island's box touches the image's edge: the source may go on outside.
+pub const AT_EDGE: u32 = 2;
+/// A pixel of the island, or its noise, is NaN or infinite (or the noise is not above 0):
+/// the fit leaves it out.
+pub const NAN: u32 = 4;
+/// More summits than [`MAX_COMPONENTS`]: the brightest are fitted.
+pub const TOO_MANY_SUMMITS: u32 = 8;
+/// The normal equations at the solution are not positive definite: the errors are NaN.
+pub const SINGULAR: u32 = 16;
+/// Fewer than [`PARAMETERS`] pixels per component: only `pixels / PARAMETERS` components are
+/// fitted, and with fewer than [`PARAMETERS`] pixels none is: the brightest summit's start is
+/// given, with NaN errors.
+pub const FEW_PIXELS: u32 = 32;
+/// No pixel of the island is a summit above the seed level: no component.
+pub const NO_SUMMIT: u32 = 64;
+/// Label 0, or a box outside the image or inverted: nothing is read, no component.
+pub const BAD_ISLAND: u32 = 128;
+
+/// Levenberg–Marquardt iterations (each one solve and at most one pass over the island) before
+/// a fit is given up as [`NOT_CONVERGED`].
+pub const MAX_ITERATIONS: u32 = 100;
+/// The damping λ at the start; a step that lowers χ² divides it by [`LAMBDA_FACTOR`], one that
+/// does not (or a damped matrix that is not positive definite) multiplies it.
+pub const LAMBDA_START: f64 = 1e-3;
+pub const LAMBDA_FACTOR: f64 = 10.0;
+/// A step moves no parameter by more than this times `max(|value|, 1)`: the fit has converged
+/// (whether the step lowered χ² or not: a step this small that does not is rounding).
+pub const STEP_TOLERANCE: f64 = 1e-10;
+/// A step that lowers χ² by no more than this fraction of it: the fit has converged.
+pub const CHI2_TOLERANCE: f64 = 1e-12;
+
+/// A Gaussian's FWHM over its σ, `2 √(2 ln 2)`.
+pub const FWHM: f64 = 2.354_820_045_030_949_4;
+/// The bounds on the peak: Aegean's lower one, `PEAK_LOW · min(seed · noise, summit)`, and
+/// its upper one, `PEAK_HIGH · summit + seed · noise`, with the factor raised to what the summit
+/// pixel can lose to the peak at the narrowest axes allowed, half a pixel off along both axes:
+/// `exp(1 / (4 σ_low²))` (Aegean's 5% assumes a beam of 3 pixels or more; `host sky`'s point
+/// sources have σ from 1 pixel).
+pub const PEAK_LOW: f64 = 0.95;
+pub const PEAK_HIGH: f64 = 1.05;
+/// Aegean's start and bounds of the axes: σ_major starts at `SIGMA_START · beam` (not equal
+/// to σ_minor, where θ would have no derivative), σ_minor at `beam`; both lie between
+/// `SIGMA_LOW · beam` and `max((longest side + 1) · √2 / FWHM, SIGMA_HIGH · SIGMA_START · beam)`.
+pub const SIGMA_LOW: f64 = 0.8;
+pub const SIGMA_START: f64 = 1.01;
+pub const SIGMA_HIGH: f64 = 1.1;
+
+/// Words of a Gram matrix over `parameters` parameters and the residual: the lower triangle
+/// of the `(P + 1) × (P + 1)` matrix `[J r]ᵀ [J r]`, row by row ([`pair`]). Its first
+/// `P (P + 1) / 2` words are `JᵀJ`, the next `P` are `Jᵀr` and the last is χ².
+pub const fn gram_len(parameters: usize) -> usize {
+    (parameters + 1) * (parameters + 2) / 2
+}
+
+/// Entry `e` of a lower triangle stored row by row, as (row, column), column ≤ row.
+#[inline(always)]
+pub fn pair(e: usize) -> (usize, usize) {
+    let (mut row, mut column) = (0, e);
+    while column > row {
+        row += 1;
+        column -= row;
+    }
+    (row, column)
+}
+
+/// Jacobian rows the tile holds for `parameters` parameters: how many island pixels are summed
+/// into the Gram matrix at a time.
+pub const fn rows(parameters: usize) -> usize {
+    TILE_WORDS / (parameters + 1)
+}
+
+/// Box pixels one pass looks at together, a thread each: never more than the tile has rows
+/// for, so that a window always fits after the tile is emptied. Before each window, the rows
+/// gathered so far are summed (and the tile emptied) when the window might not fit.
+pub const fn window(parameters: usize) -> usize {
+    let rows = rows(parameters);
+    if rows < BLOCK as usize {
+        rows
+    } else {
+        BLOCK as usize
+    }
+}
+
+/// Segments of the tile's rows each Gram entry is summed over, one thread per entry and
+/// segment, when there are fewer entries than threads; the segments' sums are then added in
+/// order. With more entries than threads, 1: each thread sums whole entries.
+pub const fn segments(entries: usize) -> usize {
+    if entries <= BLOCK as usize {
+        BLOCK as usize / entries
+    } else {
+        1
+    }
+}
+
+/// The pixel's value and noise are usable in a fit: both finite, the noise above 0.
+#[inline(always)]
+pub fn usable(value: f32, noise: f32) -> bool {
+    value.is_finite() && noise.is_finite() && noise > 0.0
+}
+
+/// Whether a pixel of value `value` is not beaten by a neighbour in its island of value
+/// `neighbour`: ties go to the pixel first in raster order, so a flat top is one summit. A
+/// neighbour that is NaN or infinite beats nothing.
+#[inline(always)]
+pub fn beats(value: f32, neighbour: f32, neighbour_first: bool) -> bool {
+    !neighbour.is_finite() || value > neighbour || (value == neighbour && !neighbour_first)
+}
+
+/// The order of summits: brighter first, then first in raster order of the box (`index`).
+/// Every key is above 0.
+#[inline(always)]
+pub fn summit_key(value: f32, index: u32) -> u64 {
+    ((crate::measure::peak_key(value) as u64) << 32) | (u32::MAX - index) as u64
+}
+
+/// The value and box index of the summit of `key`.
+#[inline(always)]
+pub fn summit_of(key: u64) -> (f32, u32) {
+    (crate::measure::peak_of((key >> 32) as u32), u32::MAX - key as u32)
+}
+
+/// Where a component starts and what bounds it: one value per parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Start {
+    pub params: [f64; PARAMETERS],
+    pub low: [f64; PARAMETERS],
+    pub high: [f64; PARAMETERS],
+}
+
+/// The start of the component of a summit of value `value` at (`x`, `y`) in its island's box
+/// (`width × height` pixels), whose noise is `noise`, for a seed level of `seed` σ and a beam
+/// of σ `beam` pixels, as Aegean's `estimate_lmfit_parinfo` starts it (`exp` the exponential):
+/// the summit's value and position, the beam's axes (σ_major 1% longer) and θ = 0; the peak
+/// as [`PEAK_HIGH`] says, the centre within half the beam's FWHM diagonal (`FWHM · beam / √2`)
+/// of the summit, the axes as [`SIGMA_LOW`] says, θ free.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn start(
+    value: f64,
+    x: f64,
+    y: f64,
+    noise: f64,
+    seed: f64,
+    beam: f64,
+    width: usize,
+    height: usize,
+    exp: impl Fn(f64) -> f64,
+) -> Start {
+    let level = seed * noise;
+    let reach = FWHM * beam / core::f64::consts::SQRT_2;
+    let major = SIGMA_START * beam;
+    let side = if width > height { width } else { height };
+    let widest = (side as f64 + 1.0) * core::f64::consts::SQRT_2 / FWHM;
+    let longest = if widest > SIGMA_HIGH * major { widest } else { SIGMA_HIGH * major };
+    let shortest = SIGMA_LOW * beam;
+    let loss = exp(0.25 / (shortest * shortest));
+    let rise = if loss > PEAK_HIGH { loss } else { PEAK_HIGH };
+    Start {
+        params: [value, x, y, major, beam, 0.0],
+        low: [
+            PEAK_LOW * if level < value { level } else { value },
+            x - reach,
+            y - reach,
+            shortest,
+            shortest,
+            f64::NEG_INFINITY,
+        ],
+        high: [rise * value + level, x + reach, y + reach, longest, longest, f64::INFINITY],
+    }
+}
+
+/// `value` within `[low, high]` (NaN stays NaN).
+#[inline(always)]
+pub fn clamp(value: f64, low: f64, high: f64) -> f64 {
+    if value < low {
+        low
+    } else if value > high {
+        high
+    } else {
+        value
+    }
+}
+
+/// `|x|` (`f64::abs` is not in `core` for the kernels' toolchain).
+#[inline(always)]
+pub fn magnitude(x: f64) -> f64 {
+    if x < 0.0 {
+        -x
+    } else {
+        x
+    }
+}
+
+/// Whether moving a parameter from `old` to `new` is below [`STEP_TOLERANCE`].
+#[inline(always)]
+pub fn small_step(old: f64, new: f64) -> bool {
+    let scale = magnitude(old);
+    magnitude(new - old) <= STEP_TOLERANCE * if scale > 1.0 { scale } else { 1.0 }
+}
+
+/// One component's shape as a pass uses it at every pixel: its rotation and inverse variances.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub cos: f64,
+    pub sin: f64,
+    /// 1 / σ_major².
+    pub a: f64,
+    /// 1 / σ_minor².
+    pub b: f64,
+}
+
+impl Shape {
+    /// The shape of axes `major`, `minor` turned by θ, given θ's cosine and sine.
+    #[inline(always)]
+    pub fn new(major: f64, minor: f64, cos: f64, sin: f64) -> Self {
+        Shape { cos, sin, a: 1.0 / (major * major), b: 1.0 / (minor * minor) }
+    }
+}
+
+/// One component's value at offset (`dx`, `dy`) from its centre, and its derivatives there
+/// with respect to [`PEAK`], [`X`], [`Y`], [`MAJOR`], [`MINOR`] and [`THETA`], with `exp` the
+/// exponential:
+///
+/// ```text
+///   x′ = dx cos θ + dy sin θ        y′ = −dx sin θ + dy cos θ
+///   m  = peak · e,   e = exp(−½ (x′² a + y′² b)),   a = 1/σ_major², b = 1/σ_minor²
+///   ∂m/∂peak = e                    ∂m/∂x = m (x′ a cos θ − y′ b sin θ)
+///   ∂m/∂y    = m (x′ a sin θ + y′ b cos θ)
+///   ∂m/∂σ_major = m x′² a / σ_major ∂m/∂σ_minor = m y′² b / σ_minor
+///   ∂m/∂θ    = m x′ y′ (b − a)
+/// ```
+#[inline(always)]
+pub fn gaussian(
+    peak: f64,
+    major: f64,
+    minor: f64,
+    shape: &Shape,
+    dx: f64,
+    dy: f64,
+    exp: impl Fn(f64) -> f64,
+) -> (f64, [f64; PARAMETERS]) {
+    let Shape { cos, sin, a, b } = *shape;
+    let along = dx * cos + dy * sin;
+    let across = dy * cos - dx * sin;
+    let e = exp(-0.5 * (along * along * a + across * across * b));
+    let m = peak * e;
+    let (ua, vb) = (along * a, across * b);
+    let derivatives = [
+        e,
+        m * (ua * cos - vb * sin),
+        m * (ua * sin + vb * cos),
+        m * along * ua / major,
+        m * across * vb / minor,
+        m * along * across * (b - a),
+    ];
+    (m, derivatives)
+}
+
+/// A fitted component as the record keeps it, from its parameters in its box (origin
+/// `x0`, `y0`): the centre in the image's pixels, σ_major ≥ σ_minor (swapped with their errors,
+/// and θ turned by π/2, where the fit ended the other way round), and θ in [−π/2, π/2).
+#[inline(always)]
+pub fn settle(params: &mut [f64; PARAMETERS], errors: &mut [f64; PARAMETERS], x0: f64, y0: f64) {
+    params[X] += x0;
+    params[Y] += y0;
+    if params[MAJOR] < params[MINOR] {
+        let (p, e) = (params[MAJOR], errors[MAJOR]);
+        params[MAJOR] = params[MINOR];
+        errors[MAJOR] = errors[MINOR];
+        params[MINOR] = p;
+        errors[MINOR] = e;
+        params[THETA] += core::f64::consts::FRAC_PI_2;
+    }
+    // θ − π ⌊θ/π + ½⌋; a θ past i64 (no fit gets there) is left as it is.
+    let turns = params[THETA] * core::f64::consts::FRAC_1_PI + 0.5;
+    if magnitude(turns) < 9.0e18 {
+        let whole = turns as i64 as f64;
+        let floor = if whole > turns { whole - 1.0 } else { whole };
+        params[THETA] -= floor * core::f64::consts::PI;
+    }
+}

@@ -1,0 +1,678 @@
+//! Elliptical Gaussians fitted to each island of an image by Levenberg–Marquardt, one block per
+//! island, everything in f64: one component per summit of the island (its brightest
+//! `MAX_COMPONENTS`), six parameters each, as Aegean fits them (`interface::fit` has the model,
+//! the starts and the bounds).
+//!
+//! The one idea: a block owns an island, and the island's normal equations are small (at most
+//! 48 parameters), so the whole fit (every iteration, its solve, and the errors) stays in the
+//! block's shared memory; global memory is read for the island's pixels and written once.
+//!
+//! Indexing: block `b` fits island `b` of `islands` (label and box, `interface::fit` lays the
+//! records out); inside the box, pixel `k` (raster order of the box) is at row `y_min + k / w`,
+//! column `x_min + k % w`. It belongs to the island where its label is the island's.
+//!
+//! 1. Summits: a pixel of the island above `seed` × its noise that no neighbour (8-connected,
+//!    in the island) beats (`interface::fit::beats`). Each thread looks at every
+//!    `BLOCK`-th pixel of the box; the brightest summit is a `max` of its key
+//!    (`summit_key`: value, then raster order) over the block, in a shared `atom.max.u64`, and
+//!    the next brightest is found by a pass for the largest key below it, so the components are
+//!    in a fixed order whatever the threads' timing. The first pass also counts the island's
+//!    usable pixels and its summits.
+//! 2. Each iteration solves `(JᵀJ + λ D) δ = Jᵀr` (Marquardt's damping, `D` the largest
+//!    diagonal of `JᵀJ` seen so far, as MINPACK scales) for the step, with `J` and `r`
+//!    weighted by 1/noise, and keeps the step when the island's χ² drops (then λ shrinks
+//!    tenfold, else it grows tenfold). A pass over the island evaluates the model, the
+//!    Jacobian and the residual at the trial point and sums the Gram matrix `[J r]ᵀ[J r]`
+//!    (`JᵀJ`, `Jᵀr` and χ² at once, `interface::fit::gram_len`):
+//!    - the box is read in windows of up to `BLOCK` pixels, a thread each; the island's pixels
+//!      among them are ranked by one ballot per warp and write their Jacobian row (the six
+//!      derivatives of each component, then the residual) to consecutive rows of the shared
+//!      tile, so no thread sums a pixel outside the island;
+//!    - when the next window might not fit, the rows gathered are summed into the Gram matrix:
+//!      a thread per entry (and per segment of the rows, where there are fewer entries than
+//!      threads, `interface::fit::segments`), each adding in row order with `fma`.
+//!
+//!    The trial's Gram matrix goes to the second of two buffers: a rejected step costs no pass
+//!    to restore the current point's.
+//! 3. The solve: the damped matrix is factored by Cholesky in the tile, a column at a time, a
+//!    thread per row below the diagonal; one thread substitutes forward and back.
+//! 4. Converged when a step moves no parameter by more than `STEP_TOLERANCE` relative, or an
+//!    accepted one lowers χ² by at most `CHI2_TOLERANCE` of it; after `MAX_ITERATIONS` the fit
+//!    is flagged `NOT_CONVERGED`. The errors are the square roots of the diagonal of
+//!    `(JᵀJ)⁻¹` at the solution, the covariance for the noise given (Aegean's `covar_errors`):
+//!    the inverse of the Cholesky factor, a column per thread.
+//!
+//! Memory: 42.7 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 3.6
+//! KiB of parameters, bounds, scales, step, shapes, partial sums, summit keys and counts) and
+//! 113 registers a thread (ptxas, sm_90): four blocks an H100 SM, which the registers bound;
+//! nothing in local memory. The sums go in the same order as the CPU reference's
+//! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
+//! two fits differ only by the rounding of `exp`, `sincospi` and contracted multiply-adds.
+//!
+//! Cost: a pass is `pixels · (P + 1)(P + 2) / 2` multiply-adds for `P` parameters, spread over
+//! the block's threads, so an island of thousands of pixels with eight components (an extended
+//! source whose noise makes hundreds of summits) takes milliseconds, and the launch lasts as
+//! long as its slowest island.
+
+use crate::{ballot, shared_address, unroll};
+use core::arch::asm;
+use cuda_std::prelude::*;
+use cuda_std::{intrinsics, shared_array, GpuFloat};
+use interface::fit::{
+    beats, clamp, gaussian, gram_len, pair, rows, segments, settle, small_step, start, summit_key, summit_of, usable,
+    window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
+    GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
+    LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
+    PARAMETERS, PEAK, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS,
+    STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
+};
+
+const THREADS: usize = BLOCK as usize;
+/// Slots of the shared counters after the warps' window counts.
+const PIXELS: usize = WARPS;
+const SUMMITS: usize = WARPS + 1;
+const HAS_NAN: usize = WARPS + 2;
+const SMALL: usize = WARPS + 3;
+
+/// Entry (`row`, `column`), column ≤ row, of a lower triangle stored row by row.
+#[inline(always)]
+fn tri(row: usize, column: usize) -> usize {
+    row * (row + 1) / 2 + column
+}
+
+/// The shared memory of one block (one island).
+struct Shared {
+    /// Jacobian rows, then the Cholesky factor and its inverse.
+    tile: *mut f64,
+    /// The two Gram matrices, `GRAM_WORDS` apart.
+    grams: *mut f64,
+    /// The current point, the trial point, the bounds, the damping scales and the step (then
+    /// the errors), `MAX_PARAMETERS` each.
+    current: *mut f64,
+    trial: *mut f64,
+    low: *mut f64,
+    high: *mut f64,
+    scale: *mut f64,
+    step: *mut f64,
+    shapes: *mut Shape,
+    /// One partial sum per thread.
+    partials: *mut f64,
+    /// The summits chosen, then the search's running maximum.
+    keys: *mut u64,
+    /// The warps' window counts, then the island's pixels, summits, NaN flag, small-step flag.
+    counts: *mut u32,
+}
+
+/// The island a block fits, and where its image lies.
+struct Island {
+    image: *const f32,
+    labels: *const u32,
+    noise: *const f32,
+    noise_map: bool,
+    width: usize,
+    height: usize,
+    index: usize,
+    label: u32,
+    x0: usize,
+    y0: usize,
+    box_width: usize,
+    box_pixels: usize,
+}
+
+impl Island {
+    /// The noise σ at pixel `i` of the image.
+    #[inline(always)]
+    unsafe fn noise_at(&self, i: usize) -> f32 {
+        *self.noise.add(if self.noise_map { i } else { self.index })
+    }
+
+    /// Row and column of pixel `k` of the box.
+    #[inline(always)]
+    fn at(&self, k: usize) -> (usize, usize) {
+        (self.y0 + k / self.box_width, self.x0 + k % self.box_width)
+    }
+
+    /// Whether no neighbour in the island beats pixel (`row`, `col`) of value `value`.
+    #[inline(always)]
+    unsafe fn is_summit(&self, row: usize, col: usize, value: f32) -> bool {
+        let mut summit = true;
+        for dr in 0..3 {
+            for dc in 0..3 {
+                let inside = (dr != 1 || dc != 1)
+                    && row + dr >= 1
+                    && row + dr <= self.height
+                    && col + dc >= 1
+                    && col + dc <= self.width;
+                if inside {
+                    let j = (row + dr - 1) * self.width + col + dc - 1;
+                    if *self.labels.add(j) == self.label {
+                        summit &= beats(value, *self.image.add(j), dr == 0 || (dr == 1 && dc == 0));
+                    }
+                }
+            }
+        }
+        summit
+    }
+}
+
+#[inline(always)]
+unsafe fn shared_add(counter: *mut u32, value: u32) {
+    asm!("red.shared.add.u32 [{a}], {v};", a = in(reg32) shared_address(counter), v = in(reg32) value);
+}
+
+#[inline(always)]
+unsafe fn shared_max(slot: *mut u64, value: u64) {
+    asm!("red.shared.max.u64 [{a}], {v};", a = in(reg32) shared_address(slot), v = in(reg64) value);
+}
+
+/// One pass of the summit search: the largest summit key below `limit` into
+/// `keys[MAX_COMPONENTS]`, and with `count` the island's usable pixels, summits and whether it
+/// has NaN into the counters.
+///
+/// # Safety
+/// Every thread of the block calls it together, the counters zeroed as `count` needs them.
+#[inline(always)]
+unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, count: bool) {
+    let (mut pixels, mut summits, mut nan, mut best) = (0u32, 0u32, 0u32, 0u64);
+    let mut k = thread::thread_idx_x() as usize;
+    while k < island.box_pixels {
+        let (row, col) = island.at(k);
+        let i = row * island.width + col;
+        if *island.labels.add(i) == island.label {
+            let (value, noise) = (*island.image.add(i), island.noise_at(i));
+            if usable(value, noise) {
+                pixels += 1;
+                if value as f64 > seed * noise as f64 && island.is_summit(row, col, value) {
+                    summits += 1;
+                    let key = summit_key(value, k as u32);
+                    if key < limit && key > best {
+                        best = key;
+                    }
+                }
+            } else {
+                nan = 1;
+            }
+        }
+        k += THREADS;
+    }
+    if count {
+        shared_add(shared.counts.add(PIXELS), pixels);
+        shared_add(shared.counts.add(SUMMITS), summits);
+        shared_add(shared.counts.add(HAS_NAN), nan);
+    }
+    if best > 0 {
+        shared_max(shared.keys.add(MAX_COMPONENTS), best);
+    }
+}
+
+/// Adds the first `filled` rows of the tile (`parameters + 1` words each) into `gram`.
+///
+/// # Safety
+/// Every thread of the block calls it together, after the rows are written and before the tile
+/// is written again.
+#[inline(always)]
+unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters: usize) {
+    if filled == 0 {
+        return;
+    }
+    let t = thread::thread_idx_x() as usize;
+    let (stride, entries) = (parameters + 1, gram_len(parameters));
+    let parts = segments(entries);
+    if parts == 1 {
+        let mut e = t;
+        while e < entries {
+            let (a, b) = pair(e);
+            let mut sum = 0.0f64;
+            for r in 0..filled {
+                let row = shared.tile.add(r * stride);
+                sum = (*row.add(a)).mul_add(*row.add(b), sum);
+            }
+            *gram.add(e) += sum;
+            e += THREADS;
+        }
+    } else {
+        let length = (filled + parts - 1) / parts;
+        if t < entries * parts {
+            let (e, part) = (t / parts, t % parts);
+            let (a, b) = pair(e);
+            let end = if (part + 1) * length < filled { (part + 1) * length } else { filled };
+            let mut sum = 0.0f64;
+            let mut r = part * length;
+            while r < end {
+                let row = shared.tile.add(r * stride);
+                sum = (*row.add(a)).mul_add(*row.add(b), sum);
+                r += 1;
+            }
+            *shared.partials.add(t) = sum;
+        }
+        thread::sync_threads();
+        if t < entries {
+            let mut total = *gram.add(t);
+            for part in 0..parts {
+                total += *shared.partials.add(t * parts + part);
+            }
+            *gram.add(t) = total;
+        }
+    }
+}
+
+/// The Gram matrix `[J r]ᵀ[J r]` of the island at `params` (`parameters` of them) into `gram`.
+///
+/// # Safety
+/// Every thread of the block calls it together; `params` and `gram` are shared buffers of
+/// `parameters` and `gram_len(parameters)` words.
+unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *mut f64, parameters: usize) {
+    let t = thread::thread_idx_x() as usize;
+    let components = parameters / PARAMETERS;
+    if t < components {
+        let p = params.add(t * PARAMETERS);
+        let (mut sin, mut cos) = (0.0f64, 0.0f64);
+        intrinsics::sincospi(*p.add(THETA) * core::f64::consts::FRAC_1_PI, &mut sin, &mut cos);
+        *shared.shapes.add(t) = Shape::new(*p.add(MAJOR), *p.add(MINOR), cos, sin);
+    }
+    let entries = gram_len(parameters);
+    let mut e = t;
+    while e < entries {
+        *gram.add(e) = 0.0;
+        e += THREADS;
+    }
+    thread::sync_threads();
+    let (stride, capacity, span) = (parameters + 1, rows(parameters), window(parameters));
+    let (warp, lane) = (t / 32, t % 32);
+    let mut filled = 0;
+    let mut first = 0;
+    while first < island.box_pixels {
+        if filled + span > capacity {
+            accumulate(shared, gram, filled, parameters);
+            filled = 0;
+            thread::sync_threads();
+        }
+        let k = first + t;
+        let (mut row, mut col, mut value, mut noise) = (0, 0, 0.0f32, 0.0f32);
+        let mut valid = t < span && k < island.box_pixels;
+        if valid {
+            let (r, c) = island.at(k);
+            let i = r * island.width + c;
+            row = r;
+            col = c;
+            value = *island.image.add(i);
+            noise = island.noise_at(i);
+            valid = *island.labels.add(i) == island.label && usable(value, noise);
+        }
+        let bits = ballot(valid);
+        if lane == 0 {
+            *shared.counts.add(warp) = bits.count_ones();
+        }
+        thread::sync_threads();
+        let (mut before, mut total) = (0, 0);
+        for w in 0..WARPS {
+            let count = *shared.counts.add(w) as usize;
+            before += if w < warp { count } else { 0 };
+            total += count;
+        }
+        if valid {
+            let rank = before + (bits & ((1u32 << lane) - 1)).count_ones() as usize;
+            let out = shared.tile.add((filled + rank) * stride);
+            let weight = 1.0 / noise as f64;
+            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            let mut model = 0.0f64;
+            for c in 0..components {
+                let p = params.add(c * PARAMETERS);
+                let (m, d) = gaussian(
+                    *p.add(PEAK),
+                    *p.add(MAJOR),
+                    *p.add(MINOR),
+                    &*shared.shapes.add(c),
+                    dx - *p.add(X),
+                    dy - *p.add(Y),
+                    |x: f64| x.exp(),
+                );
+                model += m;
+                let o = out.add(c * PARAMETERS);
+                unroll!([0, 1, 2, 3, 4, 5], |q| {
+                    *o.add(q) = d[q] * weight;
+                });
+            }
+            *out.add(parameters) = (value as f64 - model) * weight;
+        }
+        filled += total;
+        thread::sync_threads();
+        first += span;
+    }
+    accumulate(shared, gram, filled, parameters);
+    thread::sync_threads();
+}
+
+/// Factors the `n × n` lower triangle in the tile in place by Cholesky, `L Lᵀ`: below the
+/// diagonal `L`, on it the pivots `L[j][j]²`. False (for every thread) when a pivot is not a
+/// finite positive number.
+///
+/// # Safety
+/// Every thread of the block calls it together.
+unsafe fn cholesky(tile: *mut f64, n: usize) -> bool {
+    let t = thread::thread_idx_x() as usize;
+    for j in 0..n {
+        if t < n - j {
+            let i = j + t;
+            let mut s = *tile.add(tri(i, j));
+            for k in 0..j {
+                s -= *tile.add(tri(i, k)) * *tile.add(tri(j, k));
+            }
+            *tile.add(tri(i, j)) = s;
+        }
+        thread::sync_threads();
+        let pivot = *tile.add(tri(j, j));
+        if !(pivot > 0.0 && pivot < f64::INFINITY) {
+            return false;
+        }
+        let root = pivot.sqrt();
+        if t >= 1 && t < n - j {
+            *tile.add(tri(j + t, j)) /= root;
+        }
+        thread::sync_threads();
+    }
+    true
+}
+
+/// # Safety
+/// The launcher (`FitArgs` on the host) guarantees: `image` and `labels` hold `width · height`
+/// values, 1 to 2^32 − 1; `noise` holds that many when `noise_map` is non-zero, else one per
+/// island; `islands` holds whole records of `ISLAND_WORDS`, one block each, in one-dimensional
+/// blocks of `BLOCK` threads; `fits` and `status` hold `RECORD_WORDS` and `STATUS_WORDS` words
+/// per island and overlap nothing else; `seed` and `beam` are finite and above 0. An island's
+/// record may hold anything: a box outside the image is flagged `BAD_ISLAND`, not read.
+#[kernel]
+pub unsafe fn fit_islands(
+    image: *const f32,
+    labels: *const u32,
+    noise: *const f32,
+    noise_map: u32,
+    width: usize,
+    height: usize,
+    islands: &[u32],
+    seed: f64,
+    beam: f64,
+    fits: *mut f64,
+    status: *mut u32,
+) {
+    let shared = Shared {
+        tile: shared_array![f64; TILE_WORDS],
+        grams: shared_array![f64; 2 * GRAM_WORDS],
+        current: shared_array![f64; MAX_PARAMETERS],
+        trial: shared_array![f64; MAX_PARAMETERS],
+        low: shared_array![f64; MAX_PARAMETERS],
+        high: shared_array![f64; MAX_PARAMETERS],
+        scale: shared_array![f64; MAX_PARAMETERS],
+        step: shared_array![f64; MAX_PARAMETERS],
+        shapes: shared_array![Shape; MAX_COMPONENTS],
+        partials: shared_array![f64; THREADS],
+        keys: shared_array![u64; MAX_COMPONENTS + 1],
+        counts: shared_array![u32; WARPS + 4],
+    };
+    let t = thread::thread_idx_x() as usize;
+    let index = thread::block_idx_x() as usize;
+    let field = |w: usize| *islands.get_unchecked(index * ISLAND_WORDS + w) as usize;
+    let (label, y0, y1, x0, x1) = (
+        field(ISLAND_LABEL) as u32,
+        field(ISLAND_Y_MIN),
+        field(ISLAND_Y_MAX),
+        field(ISLAND_X_MIN),
+        field(ISLAND_X_MAX),
+    );
+    let output = Output { fits: fits.add(index * RECORD_WORDS), status: status.add(index * STATUS_WORDS) };
+    if label == 0 || y0 > y1 || x0 > x1 || y1 >= height || x1 >= width {
+        output.write(&shared, 0, f64::NAN, [BAD_ISLAND, 0, 0, 0]);
+        return;
+    }
+    let box_width = x1 - x0 + 1;
+    let island = Island {
+        image,
+        labels,
+        noise,
+        noise_map: noise_map != 0,
+        width,
+        height,
+        index,
+        label,
+        x0,
+        y0,
+        box_width,
+        box_pixels: box_width * (y1 - y0 + 1),
+    };
+
+    // 1. The summits, brightest first.
+    if t == 0 {
+        for slot in 0..4 {
+            *shared.counts.add(PIXELS + slot) = 0;
+        }
+        *shared.keys.add(MAX_COMPONENTS) = 0;
+    }
+    thread::sync_threads();
+    summit_pass(&island, &shared, seed, u64::MAX, true);
+    thread::sync_threads();
+    let pixels = *shared.counts.add(PIXELS);
+    let summits = *shared.counts.add(SUMMITS) as usize;
+    let chosen = if summits < MAX_COMPONENTS { summits } else { MAX_COMPONENTS };
+    let fitted = if chosen < pixels as usize / PARAMETERS { chosen } else { pixels as usize / PARAMETERS };
+    // Without a component to fit, the brightest summit's start is still given.
+    let given = if fitted == 0 && chosen > 0 { 1 } else { fitted };
+    let mut flags = 0;
+    flags |= if y0 == 0 || x0 == 0 || y1 == height - 1 || x1 == width - 1 { AT_EDGE } else { 0 };
+    flags |= if *shared.counts.add(HAS_NAN) != 0 { NAN } else { 0 };
+    flags |= if summits > MAX_COMPONENTS { TOO_MANY_SUMMITS } else { 0 };
+    flags |= if fitted < chosen { FEW_PIXELS } else { 0 };
+    flags |= if summits == 0 { NO_SUMMIT } else { 0 };
+    let mut last = *shared.keys.add(MAX_COMPONENTS);
+    for j in 0..given {
+        if j > 0 {
+            summit_pass(&island, &shared, seed, last, false);
+            thread::sync_threads();
+            last = *shared.keys.add(MAX_COMPONENTS);
+        }
+        thread::sync_threads();
+        if t == 0 {
+            *shared.keys.add(j) = last;
+            *shared.keys.add(MAX_COMPONENTS) = 0;
+        }
+        thread::sync_threads();
+    }
+    if t < given {
+        let (value, k) = summit_of(*shared.keys.add(t));
+        let (row, col) = island.at(k as usize);
+        let sigma = island.noise_at(row * width + col) as f64;
+        let (x, y) = ((col - x0) as f64, (row - y0) as f64);
+        let s = start(value as f64, x, y, sigma, seed, beam, box_width, y1 - y0 + 1, |x: f64| x.exp());
+        let base = t * PARAMETERS;
+        unroll!([0, 1, 2, 3, 4, 5], |q| {
+            *shared.current.add(base + q) = s.params[q];
+            *shared.low.add(base + q) = s.low[q];
+            *shared.high.add(base + q) = s.high[q];
+            *shared.step.add(base + q) = f64::NAN;
+        });
+    }
+    thread::sync_threads();
+    let counts = [flags, 0, pixels, summits as u32];
+    if fitted == 0 {
+        output.settle(&shared, given, x0, y0);
+        output.write(&shared, given, f64::NAN, counts);
+        return;
+    }
+
+    // 2. Levenberg–Marquardt.
+    let parameters = fitted * PARAMETERS;
+    let entries = gram_len(parameters);
+    let normal = parameters * (parameters + 1) / 2;
+    let mut gram = shared.grams;
+    let mut other = shared.grams.add(GRAM_WORDS);
+    evaluate(&island, &shared, shared.current, gram, parameters);
+    if t < parameters {
+        *shared.scale.add(t) = *gram.add(tri(t, t));
+    }
+    let mut chi2 = *gram.add(entries - 1);
+    let mut lambda = LAMBDA_START;
+    let (mut iterations, mut converged) = (0, false);
+    while iterations < MAX_ITERATIONS && !converged {
+        iterations += 1;
+        thread::sync_threads();
+        let mut e = t;
+        while e < normal {
+            let (a, b) = pair(e);
+            *shared.tile.add(e) = *gram.add(e) + if a == b { lambda * *shared.scale.add(a) } else { 0.0 };
+            e += THREADS;
+        }
+        thread::sync_threads();
+        if !cholesky(shared.tile, parameters) {
+            lambda *= LAMBDA_FACTOR;
+            continue;
+        }
+        if t == 0 {
+            solve(&shared, gram, parameters);
+        }
+        thread::sync_threads();
+        evaluate(&island, &shared, shared.trial, other, parameters);
+        let trial = *other.add(entries - 1);
+        let small = *shared.counts.add(SMALL) != 0;
+        if trial < chi2 {
+            converged = small || chi2 - trial <= CHI2_TOLERANCE * chi2;
+            chi2 = trial;
+            core::mem::swap(&mut gram, &mut other);
+            lambda /= LAMBDA_FACTOR;
+            if t < parameters {
+                *shared.current.add(t) = *shared.trial.add(t);
+                let diagonal = *gram.add(tri(t, t));
+                if diagonal > *shared.scale.add(t) {
+                    *shared.scale.add(t) = diagonal;
+                }
+            }
+        } else {
+            converged = small;
+            lambda *= LAMBDA_FACTOR;
+        }
+    }
+    thread::sync_threads();
+
+    // 3. The errors: √diag((JᵀJ)⁻¹) at the solution, from the inverse of its Cholesky factor.
+    let mut e = t;
+    while e < normal {
+        *shared.tile.add(e) = *gram.add(e);
+        e += THREADS;
+    }
+    thread::sync_threads();
+    let mut flags = flags | if converged { 0 } else { NOT_CONVERGED };
+    if cholesky(shared.tile, parameters) {
+        if t < parameters {
+            let inverse = shared.tile.add(normal);
+            *inverse.add(tri(t, t)) = 1.0 / (*shared.tile.add(tri(t, t))).sqrt();
+            let mut variance = *inverse.add(tri(t, t)) * *inverse.add(tri(t, t));
+            for i in t + 1..parameters {
+                let mut s = 0.0f64;
+                for k in t..i {
+                    s += *shared.tile.add(tri(i, k)) * *inverse.add(tri(k, t));
+                }
+                let value = -s / (*shared.tile.add(tri(i, i))).sqrt();
+                *inverse.add(tri(i, t)) = value;
+                variance += value * value;
+            }
+            *shared.step.add(t) = variance.sqrt();
+        }
+    } else {
+        flags |= SINGULAR;
+    }
+    thread::sync_threads();
+    output.settle(&shared, fitted, x0, y0);
+    output.write(&shared, fitted, chi2, [flags, iterations, pixels, summits as u32]);
+}
+
+/// The step from the factored damped matrix in the tile, and the trial point it leads to,
+/// clamped to the bounds; sets the small-step flag. One thread.
+///
+/// # Safety
+/// The tile holds the factor of `parameters` parameters, `gram` the current Gram matrix.
+unsafe fn solve(shared: &Shared, gram: *const f64, parameters: usize) {
+    let (tile, step) = (shared.tile, shared.step);
+    let gradient = gram.add(parameters * (parameters + 1) / 2);
+    for a in 0..parameters {
+        let mut s = *gradient.add(a);
+        for k in 0..a {
+            s -= *tile.add(tri(a, k)) * *step.add(k);
+        }
+        *step.add(a) = s / (*tile.add(tri(a, a))).sqrt();
+    }
+    let mut small = 1;
+    for a in (0..parameters).rev() {
+        let mut s = *step.add(a);
+        for k in a + 1..parameters {
+            s -= *tile.add(tri(k, a)) * *step.add(k);
+        }
+        *step.add(a) = s / (*tile.add(tri(a, a))).sqrt();
+        let old = *shared.current.add(a);
+        let new = clamp(old + *step.add(a), *shared.low.add(a), *shared.high.add(a));
+        *shared.trial.add(a) = new;
+        small &= small_step(old, new) as u32;
+    }
+    *shared.counts.add(SMALL) = small;
+}
+
+/// Where a block writes its island's results.
+struct Output {
+    fits: *mut f64,
+    status: *mut u32,
+}
+
+impl Output {
+    /// Settles the first `components` components in shared memory (`interface::fit::settle`):
+    /// their parameters in `current`, their errors in `step`.
+    ///
+    /// # Safety
+    /// Every thread of the block calls it together.
+    unsafe fn settle(&self, shared: &Shared, components: usize, x0: usize, y0: usize) {
+        let t = thread::thread_idx_x() as usize;
+        if t < components {
+            let (p, e) = (shared.current.add(t * PARAMETERS), shared.step.add(t * PARAMETERS));
+            let (mut params, mut errors) = ([0.0f64; PARAMETERS], [0.0f64; PARAMETERS]);
+            unroll!([0, 1, 2, 3, 4, 5], |q| {
+                params[q] = *p.add(q);
+                errors[q] = *e.add(q);
+            });
+            settle(&mut params, &mut errors, x0 as f64, y0 as f64);
+            unroll!([0, 1, 2, 3, 4, 5], |q| {
+                *p.add(q) = params[q];
+                *e.add(q) = errors[q];
+            });
+        }
+        thread::sync_threads();
+    }
+
+    /// Writes the record (χ², then the first `components` components from shared memory, NaN
+    /// after them) and the status (`counts`: flags, iterations, pixels, summits), each word once.
+    ///
+    /// # Safety
+    /// Every thread of the block calls it together.
+    unsafe fn write(&self, shared: &Shared, components: usize, chi2: f64, counts: [u32; 4]) {
+        let t = thread::thread_idx_x() as usize;
+        let mut w = t;
+        while w < RECORD_WORDS {
+            let value = if w == CHI2 {
+                chi2
+            } else {
+                let (c, q) = ((w - COMPONENTS) / COMPONENT_WORDS, (w - COMPONENTS) % COMPONENT_WORDS);
+                if c >= components {
+                    f64::NAN
+                } else if q < PARAMETERS {
+                    *shared.current.add(c * PARAMETERS + q)
+                } else {
+                    *shared.step.add(c * PARAMETERS + q - PARAMETERS)
+                }
+            };
+            *self.fits.add(w) = value;
+            w += THREADS;
+        }
+        if t == 0 {
+            *self.status.add(STATUS_COMPONENTS) = components as u32;
+            *self.status.add(STATUS_FLAGS) = counts[0];
+            *self.status.add(STATUS_ITERATIONS) = counts[1];
+            *self.status.add(STATUS_PIXELS) = counts[2];
+            *self.status.add(STATUS_SUMMITS) = counts[3];
+        }
+    }
+}

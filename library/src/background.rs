@@ -1,0 +1,903 @@
+//! Background and noise maps as BANE (AegeanTools) makes them, on the GPU: the σ-clipped
+//! median and standard deviation of the pixels in a box around each point of a coarse grid,
+//! interpolated bilinearly to every pixel, and the signal-to-noise image
+//! `(pixel − background) / noise` beside them. [`background`] (device arrays) and
+//! [`background_array`] (`ndarray` views) make them on the GPU, [`cpu_reference`] on the CPU.
+//!
+//! **What BANE does, and what is kept** (`AegeanTools/BANE.py`):
+//! - The grid step is 4 beams: `⌈4·√(BMAJ·BMIN) / √|CDELT1·CDELT2|⌉` pixels, 16 without a beam
+//!   in the header; the box is 6 steps ([`Params::from_beam`], [`Params::default`]). Both can
+//!   be given instead ([`Params::new`]), per axis too.
+//! - Grid points at `0, step, 2·step, …` along each axis and one on the last pixel (BANE's is
+//!   one past it); the box from `centre − ⌊box/2⌋`, `box` pixels, cut to the image (BANE's slice
+//!   also drops the image's last row and column).
+//! - Clipping as BANE's `sigmaclip`: the statistics of the box's finite pixels, then up to
+//!   [`DEFAULT_ROUNDS`] rounds keeping the values strictly inside centre ± κσ (κ = 3) of those
+//!   kept so far, stopping when a round keeps all of them, or none (the last statistics
+//!   stand). The centre of the window and the background are the **median**, as this project's
+//!   issue asks and as BANE did until 2018 (it now takes the mean); the noise is the standard
+//!   deviation (`np.std`, ddof 0) of the same pixels, in one pass (BANE now measures it in a
+//!   second pass, on the image less the interpolated background).
+//! - Bilinear interpolation between grid points (BANE's `RegularGridInterpolator`), and NaN in
+//!   every map where the pixel is not finite (BANE's default mask).
+//!
+//! **NaN.** Non-finite pixels are left out of every box. A grid point whose box holds no
+//! finite pixel is NaN in both fields, and the interpolation leaves NaN corners out: a pixel
+//! gets the weighted mean of the corners of its cell that have a positive weight and a
+//! value, and NaN only where none has (`interface::background::interpolate`). An image that
+//! is all NaN gives NaN maps. Where a box's values are all equal the noise is 0 and the S/N
+//! `±∞` (or NaN for the pixel equal to the background), as f64 division gives them.
+//!
+//! **Equal to the CPU, and why.** Every step rounds the same f64 operations in the same order
+//! on both sides: the arithmetic is `interface::background`'s, which the kernels run with
+//! explicitly rounded PTX (never fused into an `fma`), and the CPU reference sorts each box
+//! and adds its values in the order of the kernel's block reduction
+//! ([`interface::background::block_sum`]). The median is a value of the data (or the mean of
+//! two, exact in f64), so the background is exact; [`compare`] holds the maps to that: the
+//! grid's and the map's background equal bit for bit, the noise within [`NOISE_TOLERANCE`]
+//! relative on the grid and one f32 ulp on the maps (an operation rounded otherwise, were
+//! there one, would move the f64 noise by an ulp, and its f32 by at most one).
+
+use crate::check::Check;
+use crate::gpu::{
+    product, refuse, require, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, DeviceVector,
+    Gpu, GpuResult, KernelArgs, LaunchConfig, Params as KernelParams,
+};
+use cust::memory::DeviceSlice;
+use interface::background::{
+    add, add_square, block_sum, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr,
+    std, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, MAX_BOX_PIXELS, NOISE, SHARED_HEADER, THREADS,
+};
+use interface::measure::peak_key;
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+
+/// BANE's grid step without a beam in the header: 16 pixels (4 pixels a beam, 4 beams a step).
+pub const DEFAULT_STEP: usize = 16;
+/// Beams a grid step spans (BANE: "4x the synthesized beam width").
+pub const BEAMS_PER_STEP: f64 = 4.0;
+/// Steps a box spans (BANE: "6x the step size so we have ~30 beams").
+pub const STEPS_PER_BOX: usize = 6;
+/// The clipping window's half-width in σ (BANE's `sigmaclip(arr, 3, 3)`).
+pub const DEFAULT_KAPPA: f64 = 3.0;
+/// The most clipping rounds (BANE's `reps=10`).
+pub const DEFAULT_ROUNDS: u32 = 10;
+/// Relative tolerance of a grid point's noise against the CPU's (see the module's notes).
+pub const NOISE_TOLERANCE: f64 = 1e-12;
+/// The most pixels a box cut to the image may hold: its finite pixels are sorted in the
+/// shared memory of one block.
+pub const MAX_BOX: usize = MAX_BOX_PIXELS;
+
+/// The restoring beam and the pixel's size, in degrees, as a FITS header gives them: `BMAJ`,
+/// `BMIN`, and `CDELT1`, `CDELT2` (or `CD1_1`, `CD2_2`). Signs are ignored, as BANE ignores them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Beam {
+    /// `BMAJ`, the beam's major axis (FWHM).
+    pub major: f64,
+    /// `BMIN`, its minor axis.
+    pub minor: f64,
+    /// `CDELT1`, a pixel's width.
+    pub pixel_x: f64,
+    /// `CDELT2`, its height.
+    pub pixel_y: f64,
+}
+
+impl Beam {
+    /// The beam's width in pixels, `√|BMAJ·BMIN| / √|CDELT1·CDELT2|`; an error unless it is a
+    /// positive number.
+    pub fn pixels(&self) -> GpuResult<f64> {
+        let width = (self.major * self.minor).abs().sqrt() / (self.pixel_x * self.pixel_y).abs().sqrt();
+        require(width.is_finite() && width > 0.0, || {
+            format!(
+                "background: a beam of {}° × {}° on pixels of {}° × {}° is no width in pixels",
+                self.major, self.minor, self.pixel_x, self.pixel_y
+            )
+        })?;
+        Ok(width)
+    }
+}
+
+/// How the maps are made: the grid's step and the box's size in pixels, each as (rows,
+/// columns), and the clipping.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// Pixels between grid points along the rows (y) and the columns (x); at least 1.
+    pub step: (usize, usize),
+    /// The box's height and width in pixels; at least 1. Cut to the image, it may hold at most
+    /// [`MAX_BOX`] pixels.
+    pub box_size: (usize, usize),
+    /// Values strictly inside median ± κσ stay in a round; finite and above 0.
+    pub kappa: f64,
+    /// The most clipping rounds; 0 takes the statistics of all of the box's finite pixels.
+    pub rounds: u32,
+}
+
+impl Default for Params {
+    /// BANE's defaults without a beam: a step of 16 pixels, a box of 96, κ = 3, 10 rounds.
+    fn default() -> Self {
+        Self::new(DEFAULT_STEP, STEPS_PER_BOX * DEFAULT_STEP)
+    }
+}
+
+impl Params {
+    /// A square grid of `step` and a square box of `box_size` pixels, clipped as BANE clips.
+    pub fn new(step: usize, box_size: usize) -> Self {
+        Self { step: (step, step), box_size: (box_size, box_size), kappa: DEFAULT_KAPPA, rounds: DEFAULT_ROUNDS }
+    }
+
+    /// BANE's grid for `beam` (`get_step_size`): a step of `⌈4 · beam width in pixels⌉` and a
+    /// box of 6 steps.
+    ///
+    /// ```
+    /// use cuda_kernels::background::{Beam, Params};
+    ///
+    /// // A 25″ beam on 5″ pixels: 5 pixels a beam, a step of 20, a box of 120.
+    /// let beam = Beam { major: 25.0 / 3600.0, minor: 25.0 / 3600.0, pixel_x: -5.0 / 3600.0, pixel_y: 5.0 / 3600.0 };
+    /// assert_eq!(Params::from_beam(&beam)?, Params::new(20, 120));
+    /// # Ok::<(), cuda_kernels::GpuError>(())
+    /// ```
+    pub fn from_beam(beam: &Beam) -> GpuResult<Self> {
+        let step = (BEAMS_PER_STEP * beam.pixels()?).ceil();
+        require(step <= u32::MAX as f64, || format!("background: a grid step of {step} pixels"))?;
+        let step = step as usize;
+        Ok(Self::new(step, STEPS_PER_BOX * step))
+    }
+
+    /// The grid and the launches for a `height × width` image, or an error naming what does
+    /// not fit.
+    fn layout(&self, height: usize, width: usize) -> GpuResult<Layout> {
+        let pixels = width.checked_mul(height).filter(|&n| n >= 1 && n <= u32::MAX as usize);
+        require(pixels.is_some(), || format!("background: a {height}×{width} image: 1 to 2^32 − 1 pixels"))?;
+        let (step_y, step_x) = self.step;
+        let (box_y, box_x) = self.box_size;
+        require(step_y >= 1 && step_x >= 1, || format!("background: a grid step of {step_y}×{step_x} pixels"))?;
+        require(box_y >= 1 && box_x >= 1, || format!("background: a box of {box_y}×{box_x} pixels"))?;
+        require(self.kappa.is_finite() && self.kappa > 0.0, || {
+            format!("background: κ = {}: it must be a number above 0", self.kappa)
+        })?;
+        let area = box_y.min(height) * box_x.min(width);
+        require(area <= MAX_BOX, || {
+            format!(
+                "background: a box of {box_y}×{box_x} pixels holds {area} pixels of this {height}×{width} image; \
+                 at most {MAX_BOX} (the sort's shared memory)"
+            )
+        })?;
+        // Steps past the image and boxes twice its size give the same grid and boxes as these,
+        // which fit the kernels' u32 (the image's sides do).
+        let fit = |size: usize, extent: usize| size.min(2 * extent).min(u32::MAX as usize) as u32;
+        let layout = Layout {
+            width,
+            height,
+            step_x: fit(step_x, width),
+            step_y: fit(step_y, height),
+            box_x: fit(box_x, width),
+            box_y: fit(box_y, height),
+            kappa: self.kappa,
+            rounds: self.rounds,
+        };
+        let points = layout.points();
+        require(points <= i32::MAX as usize, || {
+            format!("background: {points} grid points; at most 2^31 − 1 (a block each)")
+        })?;
+        Ok(layout)
+    }
+}
+
+/// The grid and the boxes of one image, checked: what the kernels take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Layout {
+    width: usize,
+    height: usize,
+    step_x: u32,
+    step_y: u32,
+    box_x: u32,
+    box_y: u32,
+    kappa: f64,
+    rounds: u32,
+}
+
+impl Layout {
+    /// Grid points along the rows and the columns.
+    fn grid_shape(&self) -> (usize, usize) {
+        (grid_points(self.height as u32, self.step_y) as usize, grid_points(self.width as u32, self.step_x) as usize)
+    }
+
+    fn points(&self) -> usize {
+        let (rows, columns) = self.grid_shape();
+        rows * columns
+    }
+}
+
+/// The arguments of `background_grid`: the σ-clipped median and standard deviation of the
+/// finite pixels of `image` in the box around each grid point, written to `grid`.
+pub struct GridArgs<'a> {
+    /// The image, `height × width`, row-major.
+    pub image: &'a DeviceSlice<f32>,
+    /// Pixels a row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Pixels between grid points along a row…
+    pub step_x: u32,
+    /// …and along a column.
+    pub step_y: u32,
+    /// The box's width…
+    pub box_x: u32,
+    /// …and height.
+    pub box_y: u32,
+    /// The clipping window's half-width in σ.
+    pub kappa: f64,
+    /// The most clipping rounds.
+    pub rounds: u32,
+    /// [`FIELDS`] f64 per grid point, the points row-major: median, then standard deviation.
+    pub grid: &'a DeviceSlice<f64>,
+}
+
+/// Pixels of `image` (`height × width`) a launch reads, or an error unless 1 to 2^32 − 1.
+fn image_pixels(kernel: &str, width: usize, height: usize) -> GpuResult<usize> {
+    let n = product(kernel, width, height)?;
+    if n == 0 || n > u32::MAX as usize {
+        return Err(refuse(kernel, format!("a {width}x{height} image: 1 to 2^32 - 1 pixels")));
+    }
+    Ok(n)
+}
+
+/// Grid points (rows · columns) for steps `step_x`, `step_y` (at least 1) on `width × height`.
+fn grid_len(kernel: &str, width: usize, height: usize, step_x: u32, step_y: u32) -> GpuResult<usize> {
+    if step_x == 0 || step_y == 0 {
+        return Err(refuse(kernel, "a grid step of 0 pixels"));
+    }
+    let points = grid_points(width as u32, step_x) as usize * grid_points(height as u32, step_y) as usize;
+    if points > i32::MAX as usize {
+        return Err(refuse(kernel, format!("{points} grid points, a block each: at most 2^31 - 1")));
+    }
+    Ok(points)
+}
+
+/// The launch shape of `background_grid` for `points` grid points and boxes of at most `area`
+/// pixels: a block per grid point, the shared memory's header and an f32 per pixel.
+fn grid_config(points: usize, area: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid: (points as u32, 1, 1),
+        block: (THREADS as u32, 1, 1),
+        shared_bytes: (SHARED_HEADER + area * std::mem::size_of::<f32>()) as u32,
+    }
+}
+
+// SAFETY: `background_grid(image: &[f32], width: usize, height: usize, step_x: u32,
+// step_y: u32, box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64)` reads
+// `image[..width · height]`, checked to hold that much (1 to 2^32 − 1 pixels, so u32 pixel
+// indices hold); steps and boxes are checked non-zero; the dynamic shared memory holds
+// `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the image
+// (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the sort and its
+// gather stay inside it; thread 0 of each
+// block writes the two f64 of its grid point only, and `grid` is checked to hold
+// `FIELDS · points` and not to overlap the image. One block of `THREADS` per grid point.
+unsafe impl KernelArgs for GridArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &["background_grid"], "GridArgs")?;
+        let n = image_pixels(kernel, self.width, self.height)?;
+        require_len(kernel, "the image", self.image, n)?;
+        let points = grid_len(kernel, self.width, self.height, self.step_x, self.step_y)?;
+        if self.box_x == 0 || self.box_y == 0 {
+            return Err(refuse(kernel, "a box of 0 pixels"));
+        }
+        let area = (self.box_y as usize).min(self.height) * (self.box_x as usize).min(self.width);
+        if area > MAX_BOX_PIXELS {
+            return Err(refuse(kernel, format!("a box of {area} pixels: at most {MAX_BOX_PIXELS}")));
+        }
+        let values = product(kernel, points, FIELDS)?;
+        require_len(kernel, "the grid", self.grid, values)?;
+        require_disjoint(kernel, ("the grid", self.grid, values), ("the image", self.image, n))?;
+        Ok(grid_config(points, area))
+    }
+
+    fn params(&self, _kernel: &str) -> KernelParams {
+        KernelParams::new()
+            .slice(self.image)
+            .value(self.width)
+            .value(self.height)
+            .value(self.step_x)
+            .value(self.step_y)
+            .value(self.box_x)
+            .value(self.box_y)
+            .value(self.kappa)
+            .value(self.rounds)
+            .pointer(self.grid)
+    }
+}
+
+/// The arguments of `background_interpolate`: both fields of `grid` interpolated to every
+/// pixel of `image`, and the S/N where `snr` is given.
+pub struct InterpolateArgs<'a> {
+    /// The image, `height × width`, row-major.
+    pub image: &'a DeviceSlice<f32>,
+    /// Pixels a row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Pixels between grid points along a row…
+    pub step_x: u32,
+    /// …and along a column.
+    pub step_y: u32,
+    /// [`FIELDS`] f64 per grid point, as `background_grid` writes them.
+    pub grid: &'a DeviceSlice<f64>,
+    /// The background map, the image's shape.
+    pub background: &'a DeviceSlice<f32>,
+    /// The noise map, the image's shape.
+    pub noise: &'a DeviceSlice<f32>,
+    /// The S/N image, the image's shape, if wanted.
+    pub snr: Option<&'a DeviceSlice<f32>>,
+}
+
+// SAFETY: `background_interpolate(image: &[f32], width: usize, height: usize, step_x: u32,
+// step_y: u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32)` reads
+// `image[..n]`, `n = width · height` (1 to 2^32 − 1, so u32 indices hold), and the grid's
+// `FIELDS` values of the four corners of each pixel's cell, all below `FIELDS · points`, which
+// the grid is checked to hold; it writes element `i < n` of each output, each checked to hold
+// `n` and to overlap no input or other output; `snr` is null when not given. One thread per
+// pixel in one-dimensional blocks.
+unsafe impl KernelArgs for InterpolateArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &["background_interpolate"], "InterpolateArgs")?;
+        let n = image_pixels(kernel, self.width, self.height)?;
+        require_len(kernel, "the image", self.image, n)?;
+        let values = product(kernel, grid_len(kernel, self.width, self.height, self.step_x, self.step_y)?, FIELDS)?;
+        require_len(kernel, "the grid", self.grid, values)?;
+        let mut outputs = vec![("the background", self.background), ("the noise", self.noise)];
+        outputs.extend(self.snr.map(|snr| ("the S/N", snr)));
+        for (i, &(name, output)) in outputs.iter().enumerate() {
+            require_len(kernel, name, output, n)?;
+            require_disjoint(kernel, (name, output, n), ("the image", self.image, n))?;
+            require_disjoint(kernel, (name, output, n), ("the grid", self.grid, values))?;
+            for &(other_name, other) in &outputs[..i] {
+                require_disjoint(kernel, (name, output, n), (other_name, other, n))?;
+            }
+        }
+        LaunchConfig::linear(n, INTERPOLATE_BLOCK)
+    }
+
+    fn params(&self, _kernel: &str) -> KernelParams {
+        let snr = self.snr.map_or(0, |snr| snr.as_device_ptr().as_raw());
+        KernelParams::new()
+            .slice(self.image)
+            .value(self.width)
+            .value(self.height)
+            .value(self.step_x)
+            .value(self.step_y)
+            .slice(self.grid)
+            .pointer(self.background)
+            .pointer(self.noise)
+            .value(snr)
+    }
+}
+
+/// The maps of one image: the grid's two fields and the three images.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Maps {
+    /// Grid points along the rows and the columns.
+    pub grid_shape: (usize, usize),
+    /// [`FIELDS`] f64 per grid point, row-major: the σ-clipped median (the background), then
+    /// the standard deviation (the noise); NaN for a box without a finite pixel.
+    pub grid: Vec<f64>,
+    /// The background at every pixel, NaN where the pixel is not finite.
+    pub background: Array2<f32>,
+    /// The noise at every pixel, NaN where the pixel is not finite.
+    pub noise: Array2<f32>,
+    /// `(pixel − background) / noise`, NaN where the pixel is not finite.
+    pub snr: Array2<f32>,
+}
+
+/// The σ-clipped median and standard deviation of `values`, the finite pixels of one box
+/// (any order; sorted here), added as the kernel adds them.
+fn clipped(values: &mut [f32], kappa: f64, rounds: u32) -> (f64, f64) {
+    if values.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    values.sort_unstable_by(f32::total_cmp);
+    let statistics = |run: &[f32]| {
+        let count = run.len() as u32;
+        let partial =
+            |t: usize, f: &dyn Fn(f64, f32) -> f64| run.iter().skip(t).step_by(THREADS).fold(0.0, |s, &v| f(s, v));
+        let average = mean(block_sum(|t| partial(t, &|s, v| add(s, v as f64))), count);
+        let sigma = std(block_sum(|t| partial(t, &|s, v| add_square(s, v, average))), count);
+        (median(run[(run.len() - 1) / 2], run[run.len() / 2]), sigma)
+    };
+    let (mut a, mut b) = (0, values.len());
+    let (mut middle, mut sigma) = statistics(values);
+    for _ in 0..rounds {
+        let (low, high) = window(middle, sigma, kappa);
+        let first = a + values[a..b].partition_point(|&v| v as f64 <= low);
+        let end = first + values[first..b].partition_point(|&v| (v as f64) < high);
+        if end == first || end - first == b - a {
+            break;
+        }
+        (a, b) = (first, end);
+        (middle, sigma) = statistics(&values[a..b]);
+    }
+    (middle, sigma)
+}
+
+/// The background and noise of grid point (`row`, `column`) of `layout` over `pixels`, on the
+/// CPU: the box's finite pixels (-0.0 as 0.0, as the kernel stores it), clipped.
+fn grid_point(pixels: &[f32], layout: &Layout, (row, column): (usize, usize)) -> [f64; 2] {
+    let (rows, columns) = layout.grid_shape();
+    let (w, h) = (layout.width as u32, layout.height as u32);
+    let (x0, x1) = box_range(grid_coordinate(column as u32, w, layout.step_x, columns as u32), w, layout.box_x);
+    let (y0, y1) = box_range(grid_coordinate(row as u32, h, layout.step_y, rows as u32), h, layout.box_y);
+    let row_of = |y: u32| &pixels[y as usize * layout.width..][x0 as usize..x1 as usize];
+    let mut values: Vec<f32> =
+        (y0..y1).flat_map(row_of).filter(|v| v.is_finite()).map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
+    let (middle, sigma) = clipped(&mut values, layout.kappa, layout.rounds);
+    [middle, sigma]
+}
+
+/// The grid of `layout` over `pixels`, on the CPU.
+fn cpu_grid(pixels: &[f32], layout: &Layout) -> Vec<f64> {
+    let (rows, columns) = layout.grid_shape();
+    (0..rows * columns)
+        .into_par_iter()
+        .flat_map_iter(|p| grid_point(pixels, layout, (p / columns, p % columns)))
+        .collect()
+}
+
+/// The maps at pixel `i` of `pixels` from `grid`: background, noise and S/N, as the
+/// interpolation kernel computes them.
+fn pixel_maps(pixels: &[f32], grid: &[f64], layout: &Layout, i: usize) -> [f32; 3] {
+    let pixel = pixels[i];
+    if !pixel.is_finite() {
+        return [f32::NAN; 3];
+    }
+    let (w, h) = (layout.width as u32, layout.height as u32);
+    let (y, x) = (i as u32 / w, i as u32 % w);
+    let (rows, columns) = (grid_points(h, layout.step_y), grid_points(w, layout.step_x));
+    let (r0, fy) = cell(y, h, layout.step_y, rows);
+    let (c0, fx) = cell(x, w, layout.step_x, columns);
+    let (r1, c1) = (next(r0, rows), next(c0, columns));
+    let corners = |field: usize| {
+        [(r0, c0), (r0, c1), (r1, c0), (r1, c1)].map(|(r, c)| grid[(r * columns + c) as usize * FIELDS + field])
+    };
+    let weights = weights(fy, fx);
+    let (level, sigma) = (interpolate(corners(BACKGROUND), weights), interpolate(corners(NOISE), weights));
+    [level as f32, sigma as f32, snr(pixel, level, sigma)]
+}
+
+/// The rows of `pixels` in rows of `width`, or an error unless they make whole rows.
+fn rows_of(pixels: &[f32], width: usize) -> GpuResult<usize> {
+    require(width > 0 && pixels.len().is_multiple_of(width), || {
+        format!("background: {} pixels do not make rows of {width}", pixels.len())
+    })?;
+    Ok(pixels.len() / width)
+}
+
+/// The maps of `pixels` (row-major, `width` a row) with `params`, on the CPU, by the same
+/// definitions and arithmetic as the kernels (the module's notes give them); an error for
+/// parameters [`background`] refuses.
+///
+/// ```
+/// use cuda_kernels::background::{cpu_reference, Params};
+///
+/// // A row of 20 pixels, 0 and 1 alternating, and 100 at column 10: one box holds them all.
+/// let mut pixels: Vec<f32> = (0..20).map(|x| (x % 2) as f32).collect();
+/// pixels[10] = 100.0;
+/// let maps = cpu_reference(&pixels, 20, &Params::new(19, 40))?;
+/// assert_eq!(maps.grid_shape, (1, 2));
+/// // Round 1 clips 100 (median 1, σ 21.7); round 2 keeps the other 19: 9 zeros and 10 ones.
+/// assert_eq!(maps.grid[0], 1.0);
+/// assert!((maps.grid[1] - 90f64.sqrt() / 19.0).abs() < 1e-12);
+/// assert_eq!(maps.background[[0, 5]], 1.0);
+/// assert!(maps.snr[[0, 10]] > 190.0);
+/// # Ok::<(), cuda_kernels::GpuError>(())
+/// ```
+pub fn cpu_reference(pixels: &[f32], width: usize, params: &Params) -> GpuResult<Maps> {
+    let height = rows_of(pixels, width)?;
+    let layout = params.layout(height, width)?;
+    let grid = cpu_grid(pixels, &layout);
+    let maps: Vec<[f32; 3]> =
+        (0..pixels.len()).into_par_iter().map(|i| pixel_maps(pixels, &grid, &layout, i)).collect();
+    let map =
+        |k: usize| Array2::from_shape_vec((height, width), maps.iter().map(|m| m[k]).collect()).expect("a pixel each");
+    Ok(Maps { grid_shape: layout.grid_shape(), grid, background: map(0), noise: map(1), snr: map(2) })
+}
+
+/// The σ-clipped median and standard deviation of the box around grid point (`row`, `column`)
+/// of `pixels` (row-major, `width` a row), on the CPU: one point of [`cpu_reference`]'s grid,
+/// for checking a few points of an image too large to map whole on the CPU.
+pub fn cpu_point(pixels: &[f32], width: usize, params: &Params, (row, column): (usize, usize)) -> GpuResult<[f64; 2]> {
+    let layout = params.layout(rows_of(pixels, width)?, width)?;
+    let (rows, columns) = layout.grid_shape();
+    require(row < rows && column < columns, || {
+        format!("background: no grid point ({row}, {column}) on {rows}×{columns}")
+    })?;
+    Ok(grid_point(pixels, &layout, (row, column)))
+}
+
+/// The background, noise and S/N at pixel `i` of `pixels` (row-major, `width` a row),
+/// interpolated from `grid` ([`Maps::grid`], from the GPU or [`cpu_reference`]) on the CPU as
+/// the kernel interpolates: one pixel of [`cpu_reference`]'s maps, for checking a few pixels
+/// of an image too large to map whole on the CPU.
+pub fn cpu_pixel(pixels: &[f32], width: usize, params: &Params, grid: &[f64], i: usize) -> GpuResult<[f32; 3]> {
+    let layout = params.layout(rows_of(pixels, width)?, width)?;
+    require(i < pixels.len(), || format!("background: no pixel {i} of {}", pixels.len()))?;
+    require(grid.len() == layout.points() * FIELDS, || {
+        format!("background: a grid of {} values for {} points", grid.len(), layout.points())
+    })?;
+    Ok(pixel_maps(pixels, grid, &layout, i))
+}
+
+/// Where `a` and `b` stand apart in f32 steps (0: the same bits, or both NaN).
+fn ulps(a: f32, b: f32) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => 0.0,
+        (false, false) => (peak_key(a) as f64 - peak_key(b) as f64).abs(),
+        _ => f64::INFINITY,
+    }
+}
+
+/// The verdict on `errors`, each in units of its tolerance (1 passes; NaN fails).
+fn verdict(errors: impl Iterator<Item = f64>, same_shape: bool) -> Check {
+    let errors: Vec<f64> = errors.map(|e| if e.is_nan() { f64::INFINITY } else { e }).collect();
+    let failing = |e: &f64| *e > 1.0;
+    Check {
+        passed: same_shape && !errors.iter().any(failing),
+        worst_error: errors.iter().copied().fold(0.0, f64::max),
+        tolerance: 1.0,
+        mismatches: errors.iter().filter(|e| failing(e)).count(),
+        first_mismatch: errors.iter().position(failing),
+        race: None,
+    }
+}
+
+/// 0 where `g` and `c` are the same bits or both NaN, else ∞.
+fn exact(g: f64, c: f64) -> f64 {
+    if g.to_bits() == c.to_bits() || (g.is_nan() && c.is_nan()) {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Each grid value's error in units of its tolerance: the median exact, the noise within
+/// [`NOISE_TOLERANCE`] relative.
+fn grid_errors<'a>(gpu: &'a [f64], cpu: &'a [f64]) -> impl Iterator<Item = f64> + 'a {
+    gpu.iter().zip(cpu).enumerate().map(|(i, (&g, &c))| match i % FIELDS {
+        BACKGROUND => exact(g, c),
+        _ if g == c || (g.is_nan() && c.is_nan()) => 0.0,
+        _ => (g - c).abs() / (c.abs() * NOISE_TOLERANCE),
+    })
+}
+
+/// A grid from `background_grid` against the CPU's ([`Maps::grid`]): the medians equal bit
+/// for bit, the noise within [`NOISE_TOLERANCE`] relative, NaN only where the other is NaN.
+pub fn compare_grid(gpu: &[f64], cpu: &[f64]) -> Check {
+    verdict(grid_errors(gpu, cpu), gpu.len() == cpu.len())
+}
+
+/// `gpu` against `cpu`: the grid as [`compare_grid`] holds it, the background map equal bit
+/// for bit, the noise and S/N maps within one f32 ulp; NaN only where the other is NaN. Each
+/// element's error is in units of its tolerance (1 passes; an exact field's error is 0 or ∞),
+/// the grid's elements first, then the three maps'.
+pub fn compare(gpu: &Maps, cpu: &Maps) -> Check {
+    let background = gpu.background.iter().zip(&cpu.background).map(|(&g, &c)| exact(g as f64, c as f64));
+    let maps = [(&gpu.noise, &cpu.noise), (&gpu.snr, &cpu.snr)];
+    let others = maps.into_iter().flat_map(|(g, c)| g.iter().zip(c).map(|(&g, &c)| ulps(g, c)));
+    let same_shape = gpu.grid_shape == cpu.grid_shape
+        && gpu.grid.len() == cpu.grid.len()
+        && gpu.background.dim() == cpu.background.dim()
+        && gpu.noise.dim() == cpu.noise.dim()
+        && gpu.snr.dim() == cpu.snr.dim();
+    verdict(grid_errors(&gpu.grid, &cpu.grid).chain(background).chain(others), same_shape)
+}
+
+/// The kernels' arguments for images of one shape and one set of [`Params`], checked once.
+#[derive(Debug, Clone, Copy)]
+pub struct Mapper {
+    layout: Layout,
+}
+
+impl Mapper {
+    /// The grid and boxes of `params` on a `height × width` image, checked against the device:
+    /// an error names what does not fit (the image, the steps, the box, κ, the shared memory).
+    pub fn new(gpu: &Gpu, shape: (usize, usize), params: &Params) -> GpuResult<Self> {
+        let mapper = Self::for_shape(shape, params)?;
+        for (kernel, config) in mapper.configs() {
+            gpu.validate(kernel, &config)?;
+        }
+        Ok(mapper)
+    }
+
+    /// [`Mapper::new`] without a device: the checks of `params` alone.
+    pub fn for_shape((height, width): (usize, usize), params: &Params) -> GpuResult<Self> {
+        Ok(Self { layout: params.layout(height, width)? })
+    }
+
+    /// Each kernel's launch shape: for `background_grid`, a block per grid point and an f32 of
+    /// shared memory per pixel of the largest box (after its count and sums); for
+    /// `background_interpolate`, a thread per pixel.
+    pub fn configs(&self) -> [(&'static str, LaunchConfig); 2] {
+        let l = &self.layout;
+        let area = (l.box_y as usize).min(l.height) * (l.box_x as usize).min(l.width);
+        let grid = grid_config(l.points(), area);
+        let pixels = LaunchConfig {
+            grid: (((l.width * l.height).div_ceil(INTERPOLATE_BLOCK as usize)) as u32, 1, 1),
+            block: (INTERPOLATE_BLOCK, 1, 1),
+            shared_bytes: 0,
+        };
+        [("background_grid", grid), ("background_interpolate", pixels)]
+    }
+
+    /// Grid points along the rows and the columns.
+    pub fn grid_shape(&self) -> (usize, usize) {
+        self.layout.grid_shape()
+    }
+
+    /// f64 values of the grid: [`FIELDS`] per point.
+    pub fn grid_len(&self) -> usize {
+        self.layout.points() * FIELDS
+    }
+
+    /// `background_grid`'s arguments: `image` into `grid`.
+    pub fn grid_args<'a>(&self, image: &'a DeviceSlice<f32>, grid: &'a DeviceSlice<f64>) -> GridArgs<'a> {
+        let l = self.layout;
+        GridArgs {
+            image,
+            width: l.width,
+            height: l.height,
+            step_x: l.step_x,
+            step_y: l.step_y,
+            box_x: l.box_x,
+            box_y: l.box_y,
+            kappa: l.kappa,
+            rounds: l.rounds,
+            grid,
+        }
+    }
+
+    /// `background_interpolate`'s arguments: `grid` and `image` into the maps.
+    pub fn interpolate_args<'a>(
+        &self,
+        image: &'a DeviceSlice<f32>,
+        grid: &'a DeviceSlice<f64>,
+        background: &'a DeviceSlice<f32>,
+        noise: &'a DeviceSlice<f32>,
+        snr: Option<&'a DeviceSlice<f32>>,
+    ) -> InterpolateArgs<'a> {
+        let l = self.layout;
+        InterpolateArgs {
+            image,
+            width: l.width,
+            height: l.height,
+            step_x: l.step_x,
+            step_y: l.step_y,
+            grid,
+            background,
+            noise,
+            snr,
+        }
+    }
+}
+
+/// The background and noise maps of `image` with `params` on `gpu`, written to `background`
+/// and `noise`, and the S/N image to `snr` when given; returns the grid (rows × columns ×
+/// [`FIELDS`] f64, as [`Maps::grid`]), whose drop waits for the kernels that use it.
+///
+/// The definitions are the module's (BANE's, with the differences it lists); the maps equal
+/// [`cpu_reference`]'s as [`compare`] checks. Two kernels are queued and nothing waits: one
+/// block per grid point sorts its box's finite pixels in shared memory and clips them, then a
+/// thread per pixel interpolates.
+///
+/// Checked before anything runs: every map has the image's shape and every array lives on
+/// `gpu`; the image has 1 to 2^32 − 1 pixels; steps and boxes are at least 1; κ is a number
+/// above 0; a box cut to the image holds at most [`MAX_BOX`] pixels, which the device's shared
+/// memory must hold too. An error says what is wrong, e.g. "background: the noise map is 3×4,
+/// the image 4×3".
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::background::{background, cpu_reference, Params};
+/// use cuda_kernels::data::random_normal;
+/// use cuda_kernels::DeviceMatrix;
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// // Noise on a slope, 37×53 pixels, a grid step of 8 and boxes of 24.
+/// let pixels = Array2::from_shape_fn((37, 53), |(y, x)| 0.01 * x as f32 + 0.1 * y as f32);
+/// let noisy = &pixels + &Array2::from_shape_vec((37, 53), random_normal(37 * 53, 5)).unwrap();
+/// let params = Params::new(8, 24);
+/// let image = DeviceMatrix::from_array(&gpu, noisy.view())?;
+/// let (mut level, mut noise, mut snr) =
+///     (DeviceMatrix::zeros(&gpu, (37, 53))?, DeviceMatrix::zeros(&gpu, (37, 53))?, DeviceMatrix::zeros(&gpu, (37, 53))?);
+/// let grid = background(&gpu, &image, &params, &mut level, &mut noise, Some(&mut snr))?;
+/// let expected = cpu_reference(noisy.as_slice().unwrap(), 53, &params)?;
+/// assert_eq!(level.to_array(&gpu)?, expected.background);
+/// assert_eq!(grid.to_array(&gpu)?.as_slice().unwrap(), &expected.grid[..]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn background(
+    gpu: &Gpu,
+    image: &DeviceMatrix<f32>,
+    params: &Params,
+    background: &mut DeviceMatrix<f32>,
+    noise: &mut DeviceMatrix<f32>,
+    snr: Option<&mut DeviceMatrix<f32>>,
+) -> GpuResult<DeviceVector<f64>> {
+    let (height, width) = image.dim();
+    let snr = snr.map(|s| &*s);
+    for (name, map) in [("background", Some(&*background)), ("noise", Some(&*noise)), ("S/N", snr)] {
+        if let Some(map) = map {
+            let (rows, cols) = map.dim();
+            require(map.dim() == image.dim(), || {
+                format!("background: the {name} map is {rows}×{cols}, the image {height}×{width}")
+            })?;
+        }
+    }
+    gpu.bind()?;
+    let mapper = Mapper::new(gpu, (height, width), params)?;
+    let grid = DeviceArray::zeros(gpu, mapper.grid_len())?;
+    let (pixels, grid_slice) = (image.slice(gpu)?, grid.slice(gpu)?);
+    let (level, sigma) = (background.slice(gpu)?, noise.slice(gpu)?);
+    let ratio = snr.map(|s| s.slice(gpu)).transpose()?;
+    // SAFETY: every buffer is a DeviceArray whose use is recorded below, so none is freed
+    // before the stream has run the kernels.
+    let launched = unsafe {
+        gpu.launch("background_grid", &mapper.grid_args(pixels, grid_slice)).and_then(|()| {
+            gpu.launch("background_interpolate", &mapper.interpolate_args(pixels, grid_slice, level, sigma, ratio))
+        })
+    };
+    // Recorded whatever the second launch did: the first kernel may be queued.
+    image.record_use(gpu)?;
+    grid.record_use(gpu)?;
+    background.record_use(gpu)?;
+    noise.record_use(gpu)?;
+    if let Some(snr) = snr {
+        snr.record_use(gpu)?;
+    }
+    launched?;
+    Ok(grid)
+}
+
+/// [`background`] of an `ndarray` image: copies `image` (any memory layout) to `gpu`, makes
+/// the grid, the maps and the S/N image, and copies them back. The same inputs as
+/// [`background`]'s are errors.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::background::{background_array, compare, cpu_reference, Params};
+/// use ndarray::Array2;
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// // A blanked corner: the maps are NaN there, and numbers elsewhere.
+/// let image = Array2::from_shape_fn((30, 41), |(y, x)| if x + y < 8 { f32::NAN } else { ((x * 7 + y * 13) % 11) as f32 });
+/// let maps = background_array(&gpu, image.view(), &Params::new(10, 20))?;
+/// assert!(maps.noise[[0, 0]].is_nan() && maps.noise[[20, 20]] > 0.0);
+/// assert!(compare(&maps, &cpu_reference(image.as_slice().unwrap(), 41, &Params::new(10, 20))?).passed);
+/// # Ok(())
+/// # }
+/// ```
+pub fn background_array(gpu: &Gpu, image: ArrayView2<f32>, params: &Params) -> GpuResult<Maps> {
+    let dim = image.dim();
+    let grid_shape = params.layout(dim.0, dim.1)?.grid_shape();
+    let device_image = DeviceArray::from_array(gpu, image)?;
+    let (mut level, mut sigma, mut ratio) =
+        (DeviceArray::zeros(gpu, dim)?, DeviceArray::zeros(gpu, dim)?, DeviceArray::zeros(gpu, dim)?);
+    let grid = background(gpu, &device_image, params, &mut level, &mut sigma, Some(&mut ratio))?;
+    Ok(Maps {
+        grid_shape,
+        grid: grid.to_array(gpu)?.to_vec(),
+        background: level.to_array(gpu)?,
+        noise: sigma.to_array(gpu)?,
+        snr: ratio.to_array(gpu)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(height: usize, width: usize, params: &Params) -> Layout {
+        params.layout(height, width).unwrap()
+    }
+
+    #[test]
+    fn grid_points_sit_on_steps_and_the_last_pixel() {
+        let l = layout(33, 34, &Params::new(16, 96));
+        assert_eq!(l.grid_shape(), (3, 4));
+        let columns: Vec<u32> = (0..4).map(|i| grid_coordinate(i, 34, l.step_x, 4)).collect();
+        assert_eq!(columns, [0, 16, 32, 33]);
+        let rows: Vec<u32> = (0..3).map(|i| grid_coordinate(i, 33, l.step_y, 3)).collect();
+        assert_eq!(rows, [0, 16, 32]);
+        // One pixel along an axis: one point; a step past the image: its two ends.
+        assert_eq!(layout(1, 9, &Params::new(4, 4)).grid_shape(), (1, 3));
+        assert_eq!(layout(5, 9, &Params::new(100, 4)).grid_shape(), (2, 2));
+    }
+
+    #[test]
+    fn boxes_are_cut_to_the_image() {
+        assert_eq!(box_range(16, 34, 96), (0, 34));
+        assert_eq!(box_range(16, 100, 8), (12, 20));
+        // An odd box: ⌊7/2⌋ = 3 before the centre, 4 from it on.
+        assert_eq!(box_range(10, 100, 7), (7, 14));
+        assert_eq!(box_range(0, 1, u32::MAX), (0, 1));
+    }
+
+    #[test]
+    fn cells_and_weights_interpolate_between_points() {
+        // Points at 0, 16, 32, 33 along 34 pixels.
+        assert_eq!(cell(0, 34, 16, 4), (0, 0.0));
+        assert_eq!(cell(8, 34, 16, 4), (0, 0.5));
+        assert_eq!(cell(16, 34, 16, 4), (1, 0.0));
+        assert_eq!(cell(32, 34, 16, 4), (2, 0.0));
+        assert_eq!(cell(33, 34, 16, 4), (2, 1.0));
+        assert_eq!((next(2, 4), next(3, 4)), (3, 3));
+        assert_eq!((cell(0, 1, 16, 1), next(0, 1)), ((0, 0.0), 0));
+        let w = weights(0.25, 0.5);
+        assert_eq!(w, [0.375, 0.375, 0.125, 0.125]);
+        assert_eq!(interpolate([1.0, 3.0, 5.0, 7.0], w), 0.375 + 1.125 + 0.625 + 0.875);
+        // NaN corners are left out, and so are corners of zero weight.
+        assert_eq!(interpolate([1.0, f64::NAN, 5.0, 7.0], w), (0.375 + 0.625 + 0.875) / 0.625);
+        assert_eq!(interpolate([2.0, f64::NAN, f64::NAN, f64::NAN], weights(0.0, 0.0)), 2.0);
+        assert!(interpolate([f64::NAN, 1.0, 1.0, 1.0], weights(0.0, 0.0)).is_nan());
+    }
+
+    #[test]
+    fn clipping_drops_outliers_and_stops_as_bane_does() {
+        // 1..=9 and 100: median 5.5 and σ 28.6 put 100 outside 5.5 ± 3σ; round 2 keeps all
+        // of 1..=9 (median 5, σ 2.58) and stops.
+        let mut values = vec![9.0, 1.0, 100.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let (middle, sigma) = clipped(&mut values, 3.0, 10);
+        assert_eq!(middle, 5.0);
+        assert!((sigma - (20.0f64 / 3.0).sqrt()).abs() < 1e-15, "{sigma}");
+        // No rounds: the statistics of all of them.
+        assert_eq!(clipped(&mut values, 3.0, 0).0, 5.5);
+        // Equal values: σ = 0 keeps none, so the first statistics stand.
+        assert_eq!(clipped(&mut [2.5; 7], 3.0, 10), (2.5, 0.0));
+        let (middle, sigma) = clipped(&mut [], 3.0, 10);
+        assert!(middle.is_nan() && sigma.is_nan());
+    }
+
+    #[test]
+    fn sums_follow_the_blocks_order() {
+        // 2^53 + 1 rounds back to 2^53 (ties to even), so the order of additions shows: one
+        // after another, 2^53 + 1 + 0 + 1 loses both ones; the block's tree adds lanes 1 and 3
+        // (two apart) first, and 2^53 + 2 is exact.
+        let values = [9_007_199_254_740_992.0f64, 1.0, 0.0, 1.0];
+        assert_eq!(values.iter().sum::<f64>(), 9_007_199_254_740_992.0);
+        assert_eq!(block_sum(|t| values.get(t).copied().unwrap_or(0.0)), 9_007_199_254_740_994.0);
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let refused = |height, width, params: Params| params.layout(height, width).unwrap_err().to_string();
+        assert!(refused(0, 5, Params::default()).contains("a 0×5 image"));
+        assert!(refused(5, 5, Params::new(0, 4)).contains("a grid step of 0×0 pixels"));
+        assert!(refused(5, 5, Params::new(2, 0)).contains("a box of 0×0 pixels"));
+        let kappa = Params { kappa: f64::NAN, ..Params::default() };
+        assert!(refused(5, 5, kappa).contains("κ = NaN"));
+        let message = refused(1000, 1000, Params::new(16, 256));
+        assert!(message.contains("a box of 256×256 pixels holds 65536 pixels"), "{message}");
+        // A box bigger than the image is cut to it.
+        assert_eq!(layout(100, 300, &Params::new(16, 10_000)).box_x, 600);
+        assert!(layout(1, 40960, &Params::new(16, 1 << 40)).box_y == 2);
+        let beam = Beam { major: 0.0, minor: 1.0, pixel_x: 1.0, pixel_y: 1.0 };
+        assert!(Params::from_beam(&beam).is_err());
+    }
+
+    #[test]
+    fn compare_holds_background_exact_and_noise_to_an_ulp() {
+        let pixels: Vec<f32> = (0..15 * 17).map(|i| ((i * 37) % 23) as f32 * 0.25 - 1.0).collect();
+        let cpu = cpu_reference(&pixels, 17, &Params::new(4, 9)).unwrap();
+        assert!(compare(&cpu, &cpu).passed);
+        let mut moved = cpu.clone();
+        moved.background[[3, 3]] = f32::from_bits(moved.background[[3, 3]].to_bits() + 1);
+        assert!(!compare(&moved, &cpu).passed, "a background an ulp off fails");
+        let mut moved = cpu.clone();
+        moved.noise[[3, 3]] = f32::from_bits(moved.noise[[3, 3]].to_bits() + 1);
+        assert!(compare(&moved, &cpu).passed, "a noise an ulp off passes");
+        moved.noise[[3, 3]] = f32::from_bits(moved.noise[[3, 3]].to_bits() + 1);
+        assert!(!compare(&moved, &cpu).passed, "two ulps fail");
+        let mut moved = cpu.clone();
+        moved.snr[[0, 0]] = f32::NAN;
+        assert!(!compare(&moved, &cpu).passed, "a NaN where the CPU has a number fails");
+    }
+}

@@ -1,0 +1,340 @@
+//! Step H3 on the host, split k (`kernels/src/matmul/wgmma_split.rs`): the pipelined wgmma
+//! kernels on a grid `splits` layers deep, each layer a run of k's slices writing its partial
+//! product into a workspace of `splits × m × n` floats, then [`REDUCE`] summing the layers into
+//! C in a fixed order, so that a product gives the same C on every run.
+//!
+//! [`splits_for`] is the choice [`super::gemm`] makes: none while C's tiles fill more than a
+//! quarter of the SMs; else as many as fill them about once, each split at least
+//! `SPLIT_MIN_SLICES` slices long. 64×64×65536 in BF16 becomes 128 splits of 8 slices,
+//! 16×4096×4096 8 of 8.
+
+use super::hopper::{launch_config, with_args, Precision, Step, TensorMaps, WgmmaArgs};
+use crate::gpu::{
+    blocks, product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuResult,
+    KernelArgs, LaunchConfig, Params,
+};
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::stream::Stream;
+use interface::wgmma::{reduce_groups, split_count, BM, BN, REDUCE_THREADS, SPLIT_MIN_SLICES};
+
+/// The reduction that sums the splits' partial products into C.
+pub const REDUCE: &str = "matmul_split_reduce";
+
+/// Slices of k (one stage of the kernels each) of an inner dimension `k` in `precision`.
+pub fn slices(precision: Precision, k: usize) -> usize {
+    k.div_ceil(precision.bk())
+}
+
+/// The splits of k [`super::gemm`] runs an `m × n × k` product in on a GPU of `sms` SMs: 1 while
+/// C's tiles fill more than a quarter of them, or while the partial products would outweigh A
+/// and B; else enough that tiles × splits fill the SMs about once, each split at least
+/// `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
+///
+/// Measured on an H100 (132 SMs), one split count against another: at 64×64×65536 in BF16, 128
+/// splits 22.2 µs, 64 24.1, 256 26.5; at 128×128×16384, 64 splits 17.2 µs, 32 17.9, 128 18.2.
+/// Where the tiles already cover many SMs, the reduction costs more than the split gains:
+/// 128×14336×4096 (56 tiles) took 58.2 µs whole and 65.6 in 2 splits, 1024³ (32 tiles, 16 MB of
+/// partials for 4 MB of inputs) 17.6 µs whole and 20.0 in 4.
+pub fn splits_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: usize) -> usize {
+    let tiles = m.div_ceil(BM) * n.div_ceil(BN);
+    if 4 * tiles > sms {
+        return 1;
+    }
+    let slices = slices(precision, k);
+    let splits = split_count(slices, (sms / tiles).min(slices / SPLIT_MIN_SLICES));
+    let (partials, inputs) = (4 * splits * m * n, precision.bytes() * k * (m + n));
+    if partials > inputs {
+        1
+    } else {
+        splits
+    }
+}
+
+/// A workspace for the partial products of `splits` splits of an `m × n` C (poisoned: an
+/// element no split wrote would show as NaN).
+pub fn workspace(gpu: &Gpu, (m, n): (usize, usize), splits: usize) -> GpuResult<DeviceBuffer<f32>> {
+    gpu.poisoned::<f32>("the partial products of split k", product(REDUCE, splits, product(REDUCE, m, n)?)?)
+}
+
+/// The arguments of a split product: the pipelined kernel of the maps' precision on a grid
+/// `splits` layers deep, each writing its partial product to its layer of `partials`.
+pub struct SplitArgs<'a, T: DeviceCopy> {
+    /// The tensor maps of A and B, in device memory, and the operands they describe.
+    pub maps: &'a TensorMaps<'a, T>,
+    /// `splits` partial products of `m × n` f32, one after the other, written.
+    pub partials: &'a DeviceSlice<f32>,
+    /// Rows of A and C; must equal the maps'.
+    pub m: usize,
+    /// Columns of B and C; must equal the maps'.
+    pub n: usize,
+    /// The inner dimension; must equal the maps'.
+    pub k: usize,
+    /// Splits of k's slices: at least 1, none of them empty ([`split_count`] of itself).
+    pub splits: usize,
+}
+
+// SAFETY: `TensorMaps::check_product` checks what `WgmmaArgs` does, with `partials` as the
+// output: maps of A and B with TMA's strides for these dimensions, in a buffer of two 64-byte
+// aligned, the kernel the pipelined one of their precision, `partials` holding `splits·m·n`
+// floats, 16-byte aligned when `n` is a multiple of 4, overlapping neither matrix. `splits` is
+// checked to leave no split empty. The grid is the pipelined kernel's, `splits` deep, as its
+// `# Safety` section asks. The parameters are `maps, c: *mut f32, m, n, k`, `c` being `partials`.
+unsafe impl<T: DeviceCopy> KernelArgs for SplitArgs<'_, T> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
+        let precision = self.maps.precision();
+        let slices = slices(precision, k);
+        if splits == 0 || split_count(slices, splits) != splits {
+            let even = split_count(slices, splits);
+            return Err(refuse(
+                kernel,
+                format!("{splits} splits of k's {slices} slices: each needs at least one ({even} would do)"),
+            ));
+        }
+        let layers = product(kernel, splits, product(kernel, m, n)?)?;
+        let pipelined = [Step::Pipelined.kernel(precision)];
+        self.maps.check_product(kernel, &pipelined, (m, n, k), ("the partial products", self.partials, layers))?;
+        let depth =
+            u32::try_from(splits).map_err(|_| refuse(kernel, format!("{splits} splits exceed a grid's depth")))?;
+        let per_tile = launch_config(Step::Pipelined, m, n, 1)?;
+        Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().pointer(self.maps.device()).pointer(self.partials).value(self.m).value(self.n).value(self.k)
+    }
+}
+
+/// The arguments of [`REDUCE`]: `c[e] = Σ_s partials[s·len + e]` for `e < len`.
+pub struct ReduceArgs<'a> {
+    /// `splits` layers of `len` floats, one after the other.
+    pub partials: &'a DeviceSlice<f32>,
+    /// The sums, `len` floats, written.
+    pub c: &'a DeviceSlice<f32>,
+    /// Elements of one layer, and of C: at least 1.
+    pub len: usize,
+    /// Layers: at least 1.
+    pub splits: usize,
+}
+
+// SAFETY: the kernel reads `partials[..splits·len]` and writes `c[..len]`, both checked that long
+// (the product checked for overflow) and not to overlap, both 16-byte aligned when `len` is a
+// multiple of 4 (its quad loads and stores); `len` and `splits` are at least 1. The launch is
+// `reduce_launch`'s, the blocks and grid its indexing assumes. The parameters are
+// `partials: &[f32], c: *mut f32, len: usize, splits: usize`.
+unsafe impl KernelArgs for ReduceArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[REDUCE], "ReduceArgs")?;
+        let (len, splits) = (self.len, self.splits);
+        if len == 0 || splits == 0 {
+            return Err(refuse(kernel, format!("{splits} layers of {len} elements: both must be at least 1")));
+        }
+        let read = product(kernel, splits, len)?;
+        require_len(kernel, "the partial products", self.partials, read)?;
+        require_len(kernel, "C", self.c, len)?;
+        require_disjoint(kernel, ("C", self.c, len), ("the partial products", self.partials, read))?;
+        if len.is_multiple_of(4) {
+            require_aligned(kernel, "the partial products", self.partials, 16)?;
+            require_aligned(kernel, "C", self.c, 16)?;
+        }
+        reduce_launch(len, splits)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.partials).pointer(self.c).value(self.len).value(self.splits)
+    }
+}
+
+/// The reduction's launch for `splits` layers of `len`: blocks of `REDUCE_THREADS`, each
+/// `REDUCE_THREADS / reduce_groups(splits)` quads of C.
+pub fn reduce_launch(len: usize, splits: usize) -> GpuResult<LaunchConfig> {
+    let quads = REDUCE_THREADS / reduce_groups(splits);
+    Ok(LaunchConfig {
+        grid: (blocks(len.div_ceil(4), quads)?, 1, 1),
+        block: (REDUCE_THREADS as u32, 1, 1),
+        shared_bytes: 0,
+    })
+}
+
+/// Queues `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty): the
+/// pipelined kernel of the maps' precision into `partials` (`splits·m·n` floats, see
+/// [`workspace`]), then their sum into `c`. One split is the plain product straight into `c`,
+/// `partials` unused.
+///
+/// # Safety
+/// Queued, not finished, on return: the buffers behind `maps`, `partials` and `c` must stay
+/// allocated until `stream` has run both kernels (see [`Gpu::launch`]).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_on<T: DeviceCopy>(
+    gpu: &Gpu,
+    stream: &Stream,
+    maps: &TensorMaps<T>,
+    partials: &DeviceSlice<f32>,
+    c: &DeviceSlice<f32>,
+    (m, n, k): (usize, usize, usize),
+    splits: usize,
+) -> GpuResult<()> {
+    let kernel = Step::Pipelined.kernel(maps.precision());
+    if splits == 1 {
+        let blocks = gpu.info().multiprocessors as u32;
+        // SAFETY: the caller keeps the buffers alive until the stream has run it.
+        return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, c, m, n, k, blocks }) };
+    }
+    let reduce = ReduceArgs { partials, c, len: product(REDUCE, m, n)?, splits };
+    // Refused before the product is queued, rather than after.
+    reduce.checked_config(REDUCE)?;
+    // SAFETY: as above; the reduction runs after the product on the same stream.
+    unsafe {
+        gpu.launch_on(stream, kernel, &SplitArgs { maps, partials, m, n, k, splits })?;
+        gpu.launch_on(stream, REDUCE, &reduce)
+    }
+}
+
+/// `C = A × B` over `splits` splits of k on the pipelined kernel of `precision`, A (`m×k`) and
+/// B (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of it, C `m×n` f32, as
+/// [`super::hopper::launch`] runs a step: finished on return.
+pub fn launch<T: DeviceCopy + bytemuck::Pod>(
+    gpu: &Gpu,
+    precision: Precision,
+    (a, b): (&DeviceSlice<T>, &DeviceSlice<T>),
+    c: &DeviceSlice<f32>,
+    (m, n, k): (usize, usize, usize),
+    splits: usize,
+) -> GpuResult<()> {
+    let kernel = Step::Pipelined.kernel(precision);
+    let partials = workspace(gpu, (m, n), splits)?;
+    // SAFETY: `with_args` waits for the stream before it returns, and `partials` outlives it.
+    with_args(gpu, kernel, a, b, c, (m, n, k), |args| unsafe {
+        launch_on(gpu, gpu.stream(), args.maps, &partials, c, (m, n, k), splits)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::hopper::Operands;
+    use super::*;
+    use crate::gpu::{GpuError, HOPPER_PTX};
+    use crate::scan::tests::{same_memory, shifted, FakeMemory};
+
+    #[test]
+    fn long_k_on_few_tiles_splits_to_fill_the_sms_once() {
+        let bf16 = |dims| splits_for(Precision::Bf16, dims, 132);
+        assert_eq!(bf16((64, 64, 65536)), 128);
+        assert_eq!(bf16((128, 128, 16384)), 64);
+        assert_eq!(bf16((16, 4096, 4096)), 8);
+        assert_eq!(splits_for(Precision::Tf32, (64, 64, 65536), 132), 128);
+        // Enough tiles, partials larger than the inputs, or too little k for two splits of
+        // SPLIT_MIN_SLICES: no split.
+        assert_eq!(bf16((8192, 8192, 256)), 1);
+        assert_eq!(bf16((4096, 4096, 4096)), 1);
+        assert_eq!(bf16((128, 14336, 4096)), 1);
+        assert_eq!(bf16((1024, 1024, 1024)), 1);
+        assert_eq!(bf16((64, 8192, 64)), 1);
+        assert_eq!(bf16((64, 64, 64 * (2 * SPLIT_MIN_SLICES - 1))), 1);
+        assert_eq!(bf16((1, 1, 1)), 1);
+    }
+
+    #[test]
+    fn every_split_takes_at_least_one_slice_and_together_all_of_them() {
+        for slices in 1..60 {
+            for wanted in 0..70 {
+                let splits = split_count(slices, wanted);
+                assert!((1..=slices.max(1)).contains(&splits), "{slices} slices, {wanted} wanted: {splits}");
+                let mut next = 0;
+                for split in 0..splits {
+                    let (first, count) = interface::wgmma::split_slices(slices, split, splits);
+                    assert!(first == next && count >= 1, "{slices} slices, split {split} of {splits}");
+                    next = first + count;
+                }
+                assert_eq!(next, slices, "{slices} slices in {splits} splits");
+            }
+        }
+    }
+
+    /// The sizes of the parameters of the Hopper module's entry `kernel`: all 64-bit here.
+    fn ptx_parameters(kernel: &str) -> Vec<usize> {
+        let start = HOPPER_PTX.find(&format!(".entry {kernel}(")).unwrap_or_else(|| panic!("no {kernel} in the PTX"));
+        let list = &HOPPER_PTX[start..start + HOPPER_PTX[start..].find(')').expect("a parameter list")];
+        list.split(',').filter(|p| p.contains(".param")).map(|p| if p.contains(".u64 ") { 8 } else { 0 }).collect()
+    }
+
+    /// As `launch_checks.rs` checks a binding: `valid` accepted for `kernel` with its entry's
+    /// parameters and refused for `other`, every one of `refused` refused.
+    fn check_binding(
+        kernel: &str,
+        other: &str,
+        valid: &dyn KernelArgs,
+        refused: Vec<(&str, Box<dyn KernelArgs + '_>)>,
+    ) {
+        valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
+        assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
+        let is_refused = |result: GpuResult<LaunchConfig>, what: &str| match result {
+            Err(GpuError::InvalidLaunch { .. }) => {}
+            other => panic!("{kernel} with {what}: expected a refused launch, got {other:?}"),
+        };
+        is_refused(valid.checked_config(other), other);
+        for (what, args) in refused {
+            is_refused(args.checked_config(kernel), what);
+        }
+    }
+
+    #[test]
+    fn the_reduction_binding_refuses_what_its_kernel_must_not_touch() {
+        let mut memory = FakeMemory::new();
+        let (len, splits) = (4100, 7);
+        let (partials, c) = (memory.slice::<f32>(splits * len), memory.slice::<f32>(len));
+        let with =
+            |partials, c, len, splits| -> Box<dyn KernelArgs> { Box::new(ReduceArgs { partials, c, len, splits }) };
+        let refused = vec![
+            ("partials short", with(memory.slice(splits * len - 1), c, len, splits)),
+            ("C short", with(partials, memory.slice(len - 1), len, splits)),
+            ("C inside the partials", with(partials, same_memory(partials), len, splits)),
+            ("partials misaligned", with(shifted(memory.slice(splits * len + 1)), c, len, splits)),
+            ("C misaligned", with(partials, shifted(memory.slice(len + 1)), len, splits)),
+            ("no splits", with(partials, c, len, 0)),
+            ("no elements", with(partials, c, 0, splits)),
+        ];
+        check_binding(REDUCE, "matmul_wgmma_bf16", &*with(partials, c, len, splits), refused);
+        // Elements one at a time: a C one float past a 16-byte boundary is fine.
+        let odd = with(memory.slice(splits * 4099), shifted(memory.slice(4100)), 4099, splits);
+        odd.checked_config(REDUCE).expect("an odd length stores one float at a time");
+    }
+
+    #[test]
+    fn the_split_binding_refuses_empty_splits_and_short_or_overlapping_partials() {
+        let mut memory = FakeMemory::new();
+        // 4000 of k is 63 slices of 64.
+        let (m, n, k, splits) = (200, 72, 4000, 8);
+        let (a, b) = (memory.slice::<u16>(m * k), memory.slice::<u16>(k * n));
+        let operands = Operands { precision: Precision::Bf16, a, lda: k, b, ldb: n, m, n, k };
+        // SAFETY: no launch with these maps runs: each case is only checked.
+        let maps = unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) };
+        let partials = memory.slice::<f32>(splits * m * n);
+        let with = |partials, splits| -> Box<dyn KernelArgs + '_> {
+            Box::new(SplitArgs { maps: &maps, partials, m, n, k, splits })
+        };
+        let refused = vec![
+            ("no split", with(partials, 0)),
+            ("more splits than slices", with(memory.slice(64 * m * n), 64)),
+            // 62 splits of 63 slices are runs of 2: the last 30 splits would be empty.
+            ("an empty split", with(memory.slice(62 * m * n), 62)),
+            ("partials short", with(memory.slice(splits * m * n - 1), splits)),
+            ("partials misaligned", with(shifted(memory.slice(splits * m * n + 1)), splits)),
+            ("partials over A", with(same_memory(a), splits)),
+        ];
+        let valid = with(partials, splits);
+        check_binding("matmul_wgmma_bf16", "matmul_wgmma_persistent_bf16", &*valid, refused);
+        assert_eq!(valid.checked_config("matmul_wgmma_bf16").expect("a launch").grid, (1, 2, 8));
+        with(memory.slice(63 * m * n), 63).checked_config("matmul_wgmma_bf16").expect("a slice per split");
+    }
+
+    #[test]
+    fn the_reduction_gives_each_quad_a_power_of_two_of_threads() {
+        assert_eq!([1, 2, 4, 5, 8, 9, 16, 64, 128, 1000].map(reduce_groups), [1, 1, 1, 2, 2, 4, 4, 16, 32, 32]);
+        for splits in 1..300 {
+            let config = reduce_launch(4099, splits).expect("a launch");
+            let quads = REDUCE_THREADS / reduce_groups(splits);
+            assert!(config.grid.0 as usize * quads * 4 >= 4099);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Split k (step H3: `kernels/src/matmul/wgmma_split.rs`, `library/src/matmul/split.rs`) on the
+//! GPU: the split product against an f64 CPU reference at odd shapes and at every split count
+//! they allow, `gemm`'s choice of it at long k (reproducible to the bit, within the tolerance),
+//! its speed and accuracy beside one block per tile, and bad launches refused. Without a GPU
+//! each test says `SKIPPED` and passes; on a GPU other than Hopper, the split product is refused
+//! as needing sm_90.
+
+mod common;
+
+use common::gpu;
+use cuda_kernels::data::random_f32;
+use cuda_kernels::gpu::{Cache, DeviceMatrix, Gpu, GpuError};
+use cuda_kernels::matmul::hopper::{self, Precision, Step};
+use cuda_kernels::matmul::split::{self, ReduceArgs, REDUCE};
+use cuda_kernels::matmul::tensor::tolerance;
+use cuda_kernels::matmul::{gemm_array, gemm_with, hopper_precision, rounded_reference, Dtype, GemmKernel};
+use interface::wgmma::split_count;
+use ndarray::Array2;
+
+const SEED: u64 = 32;
+
+/// 1×1×1; k within one slice; rows TMA cannot stride over (padded); several tiles; C of 3 rows
+/// and a length no multiple of 4 (the reduction's single floats).
+const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (17, 31, 13), (130, 70, 700), (257, 263, 1031), (3, 4097, 1500)];
+
+/// Whether `gpu` runs the Hopper module; if not, checks that a split product says it needs it.
+fn hopper_or_refused(gpu: &Gpu) -> bool {
+    if gpu.has_hopper() {
+        return true;
+    }
+    let kernel = Step::Pipelined.kernel(Precision::Bf16);
+    let err = hopper::run_split(gpu, kernel, (64, 64, 1024), 4, SEED, 1, Cache::Warm).err().expect("a refusal");
+    assert!(matches!(&err, GpuError::InvalidLaunch { reason, .. } if reason.contains("needs sm_90")), "{err}");
+    false
+}
+
+#[test]
+fn split_products_match_the_cpu_at_odd_shapes_and_every_split() {
+    let Some(gpu) = gpu("split_products_match_the_cpu_at_odd_shapes_and_every_split") else { return };
+    if !hopper_or_refused(&gpu) {
+        return;
+    }
+    for precision in Precision::ALL {
+        let kernel = Step::Pipelined.kernel(precision);
+        for shape in SHAPES {
+            let slices = split::slices(precision, shape.2);
+            let mut counts: Vec<usize> = (1..=slices).map(|wanted| split_count(slices, wanted)).collect();
+            counts.dedup();
+            for splits in counts {
+                let outcome = hopper::run_split(&gpu, kernel, shape, splits, SEED, 1, Cache::Warm)
+                    .unwrap_or_else(|e| panic!("{kernel} {shape:?} in {splits} splits: {e}"));
+                assert!(
+                    outcome.worst <= 1.0,
+                    "{kernel} {shape:?} in {splits}: error {} of the tolerance",
+                    outcome.worst
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
+    let Some(gpu) = gpu("gemm_splits_long_k_reproducibly_within_the_tolerance") else { return };
+    let (m, n, k) = (67, 61, 20000);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, SEED)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, SEED + 1)).unwrap();
+    let (da, db) =
+        (DeviceMatrix::from_array(&gpu, a.view()).unwrap(), DeviceMatrix::from_array(&gpu, b.view()).unwrap());
+    for dtype in [Dtype::Tf32, Dtype::Bf16, Dtype::F16] {
+        let chosen = GemmKernel::chosen(&gpu, dtype, (m, n, k)).unwrap();
+        if gpu.has_hopper() {
+            assert!(matches!(chosen, GemmKernel::Split(splits) if splits > 1), "{dtype:?}: {chosen:?}");
+        }
+        let c = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
+        let again = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
+        assert!(c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{dtype:?}: two runs differ");
+        let expected = rounded_reference(dtype, a.as_slice().unwrap(), b.as_slice().unwrap(), m, n, k);
+        let close = |c: &Array2<f32>| c.iter().zip(&expected).all(|(x, y)| ((x - y).abs() as f64) <= tolerance(k));
+        assert!(close(&c), "{dtype:?}: C differs from the reference beyond the tolerance");
+        if !gpu.has_hopper() {
+            continue;
+        }
+        // Counts past the slices, or that would leave a split empty, run as the fewest even ones.
+        let slices = split::slices(hopper_precision(dtype).unwrap(), k);
+        for wanted in [2, 7, slices - 1, 10 * slices] {
+            let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
+            gemm_with(&gpu, &da, &db, &mut c, dtype, GemmKernel::Split(wanted)).unwrap();
+            assert!(close(&c.to_array(&gpu).unwrap()), "{dtype:?} in {wanted} splits");
+        }
+    }
+}
+
+#[test]
+fn split_k_beats_one_block_per_tile_at_long_k_and_loses_no_accuracy() {
+    let Some(gpu) = gpu("split_k_beats_one_block_per_tile_at_long_k_and_loses_no_accuracy") else { return };
+    if !hopper_or_refused(&gpu) {
+        return;
+    }
+    let sms = gpu.info().multiprocessors as usize;
+    let cases = [
+        (Precision::Bf16, (64, 64, 65536)),
+        (Precision::Tf32, (64, 64, 65536)),
+        (Precision::F16, (64, 64, 65536)),
+        (Precision::Bf16, (128, 128, 16384)),
+        (Precision::Bf16, (64, 64, 8192)),
+        (Precision::Bf16, (16, 4096, 4096)),
+    ];
+    for (precision, shape) in cases {
+        let splits = split::splits_for(precision, shape, sms);
+        assert!(splits > 1, "{precision:?} {shape:?} is not split");
+        let kernel = Step::Pipelined.kernel(precision);
+        let split = hopper::run_split(&gpu, kernel, shape, splits, SEED, 20, Cache::Flushed).unwrap();
+        let whole = hopper::run(&gpu, Step::Persistent.kernel(precision), shape, SEED, 20, Cache::Flushed).unwrap();
+        println!(
+            "{precision:?} {shape:?}: {splits} splits {:.4} ms (mean error {:.3e}, largest {:.3e}); \
+             one block per tile {:.4} ms (mean error {:.3e}, largest {:.3e})",
+            split.timing.median_ms,
+            split.mean_error,
+            split.max_error,
+            whole.timing.median_ms,
+            whole.mean_error,
+            whole.max_error
+        );
+        assert!(split.worst <= 1.0 && whole.worst <= 1.0, "{precision:?} {shape:?}: beyond the tolerance");
+        if shape.2 >= 16384 {
+            assert!(split.timing.median_ms * 2.0 < whole.timing.median_ms, "{precision:?} {shape:?}: too slow");
+            assert!(split.mean_error <= whole.mean_error, "{precision:?} {shape:?}: less accurate");
+        }
+    }
+}
+
+#[test]
+fn bad_split_launches_are_refused_on_the_gpu() {
+    let Some(gpu) = gpu("bad_split_launches_are_refused_on_the_gpu") else { return };
+    let refused = |result: Result<(), GpuError>, what: &str| match result {
+        Err(GpuError::InvalidLaunch { .. }) => {}
+        other => panic!("{what}: expected a refused launch, got {other:?}"),
+    };
+    // 1000 of k is 16 slices of 64.
+    let (m, n, k) = (100, 36, 1000);
+    let (a, b) = (gpu.upload("A", &vec![0u16; m * k]).unwrap(), gpu.upload("B", &vec![0u16; k * n]).unwrap());
+    let c = gpu.poisoned::<f32>("C", m * n).unwrap();
+    for (splits, what) in [(0, "no split"), (17, "more splits than slices"), (15, "an empty split")] {
+        refused(split::launch(&gpu, Precision::Bf16, (&a, &b), &c, (m, n, k), splits), what);
+    }
+    let short = gpu.poisoned::<f32>("C", m * n - 1).unwrap();
+    refused(split::launch(&gpu, Precision::Bf16, (&a, &b), &short, (m, n, k), 4), "C short");
+    let partials = gpu.poisoned::<f32>("partials", 4 * m * n).unwrap();
+    let (tail, head) = (partials.index(1..), partials.index(..m * n));
+    let with = |partials, c, len, splits| ReduceArgs { partials, c, len, splits };
+    let cases = [
+        ("partials short", with(&tail, &*c, m * n, 4)),
+        ("C inside the partials", with(&partials, &head, m * n, 4)),
+        ("partials misaligned", with(&tail, &*c, m * n, 3)),
+        ("no splits", with(&partials, &*c, m * n, 0)),
+    ];
+    for (what, args) in cases {
+        // SAFETY: a refused launch queues nothing, and the buffers outlive the synchronization.
+        refused(unsafe { gpu.launch(REDUCE, &args) }, what);
+    }
+    gpu.synchronize("nothing: every launch was refused").unwrap();
+}
