@@ -3,7 +3,7 @@
 //! before it are skipped by their sizes), or the one [`Hdu`] names; BITPIX 8, 16, 32, 64, -32
 //! and -64, big-endian, scaled by BSCALE and BZERO, integers equal to BLANK read as NaN; whole
 //! files compressed with gzip (told by their first bytes, not their name); and tile-compressed
-//! images ([`compressed`]). Radio images often carry degenerate frequency and Stokes axes, so
+//! images (`fits/compressed.rs`). Radio images often carry degenerate frequency and Stokes axes, so
 //! NAXIS 3 or more is read when every axis past the second has length 1.
 //!
 //! The values are astropy's, to the bit, rounded to f32 where astropy's are wider: scaled 8-

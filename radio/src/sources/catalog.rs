@@ -22,7 +22,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// The CSV's first columns, the lesson's measures of each island, in the order they have
-/// always had; the rest of [`columns`] follows.
+/// always had; the sky, shape, flux and flag columns follow.
 pub const HEADER: &str = "label,y,x,flux,peak,pixels,y_min,y_max,x_min,x_max";
 
 /// A flag: the source lies where the projection has no sky (its sky columns are empty).
