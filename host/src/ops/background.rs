@@ -3,11 +3,11 @@
 pub use cuda_kernels::background::*;
 
 use crate::fits::{self, Header};
-use crate::gpu::{require, Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{Gpu, GpuResult, LaunchConfig};
 use crate::io;
+use crate::ops::label::synthetic_sky;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use crate::sky;
 use cust::memory::DeviceBuffer;
 use std::path::{Path, PathBuf};
 
@@ -47,9 +47,6 @@ pub struct Options {
     pub snr_map: Option<PathBuf>,
 }
 
-/// The noise of the synthetic sky, Jy/beam: `host sky`'s default.
-const SKY_NOISE: f64 = 0.0133;
-
 /// The beam and pixel size in the header of the FITS file at `path`, as BANE reads them
 /// (`get_step_size`): `None` without BMAJ and BMIN or without a pixel size.
 fn beam_of(path: &Path, header: &Header) -> GpuResult<Option<Beam>> {
@@ -74,20 +71,7 @@ impl Options {
                 let image = io::read_image(path)?;
                 Ok((image.width, image.height, image.pixels, None))
             }
-            None => {
-                let side = self.side;
-                require((1..=sky::MAX_SIDE).contains(&side), || {
-                    format!("--side must be 1 to {} pixels (got {})", sky::MAX_SIDE, side)
-                })?;
-                let components = if side >= sky::MIN_SIDE {
-                    sky::components(side, 190 * side * side / (2048 * 2048), self.blank, seed)?
-                } else {
-                    vec![]
-                };
-                // The noise seeded as `host sky` seeds it: the same image as `host sky --side`.
-                let (pixels, _) = sky::render(side, &components, SKY_NOISE, self.blank, seed ^ 1);
-                Ok((side, side, pixels, None))
-            }
+            None => Ok((self.side, self.side, synthetic_sky(self.side, self.blank, seed)?, None)),
         }
     }
 

@@ -43,6 +43,19 @@ pub struct Detection {
     pub level: f64,
 }
 
+/// `host sky`'s image of `side` pixels a side, as `--side` and `--blank` ask for it: its noise,
+/// core, shell and point sources, as many per area as its 190 at 2048 (noise alone below
+/// `sky::MIN_SIDE`), drawn and seeded as `host sky` draws and seeds them.
+pub fn synthetic_sky(side: usize, blank: bool, seed: u64) -> GpuResult<Vec<f32>> {
+    require((1..=sky::MAX_SIDE).contains(&side), || format!("--side must be 1 to {} pixels (got {})", sky::MAX_SIDE, side))?;
+    let components = if side >= sky::MIN_SIDE {
+        sky::components(side, 190 * side * side / (2048 * 2048), blank, seed)?
+    } else {
+        vec![]
+    };
+    Ok(sky::render(side, &components, SKY_NOISE, blank, seed ^ 1).0)
+}
+
 impl Input {
     /// The image the options name, and its level.
     pub fn read(&self, seed: u64) -> GpuResult<Detection> {
@@ -55,20 +68,7 @@ impl Input {
                 let sigma = clip::kappa_sigma(&mut clip::Values(values), 3.0)?.sigma;
                 (image.width, image.height, image.pixels, sigma)
             }
-            None => {
-                let side = self.side;
-                require((1..=sky::MAX_SIDE).contains(&side), || {
-                    format!("--side must be 1 to {} pixels (got {})", sky::MAX_SIDE, side)
-                })?;
-                let components = if side >= sky::MIN_SIDE {
-                    sky::components(side, 190 * side * side / (2048 * 2048), self.blank, seed)?
-                } else {
-                    vec![]
-                };
-                // The noise seeded as `host sky` seeds it: the same image as `host sky --side`.
-                let (pixels, _) = sky::render(side, &components, SKY_NOISE, self.blank, seed ^ 1);
-                (side, side, pixels, SKY_NOISE)
-            }
+            None => (self.side, self.side, synthetic_sky(self.side, self.blank, seed)?, SKY_NOISE),
         };
         Ok(Detection { width, height, pixels, level: self.threshold * sigma })
     }
