@@ -30,11 +30,9 @@ pub fn slices(precision: Precision, k: usize) -> usize {
 /// and B; else enough that tiles × splits fill the SMs about once, each split at least
 /// `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
 ///
-/// Measured on an H100 (132 SMs), one split count against another: at 64×64×65536 in BF16, 128
-/// splits 22.2 µs, 64 24.1, 256 26.5; at 128×128×16384, 64 splits 17.2 µs, 32 17.9, 128 18.2.
-/// Where the tiles already cover many SMs, the reduction costs more than the split gains:
-/// 128×14336×4096 (56 tiles) took 58.2 µs whole and 65.6 in 2 splits, 1024³ (32 tiles, 16 MB of
-/// partials for 4 MB of inputs) 17.6 µs whole and 20.0 in 4.
+/// One wave of splits beats half a wave and two; where the tiles already cover many SMs, or
+/// the partials outweigh the inputs, writing and summing the partials costs more than the
+/// split gains (the measurements are in this step's closing note, issue 32).
 pub fn splits_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: usize) -> usize {
     let tiles = m.div_ceil(BM) * n.div_ceil(BN);
     if 4 * tiles > sms {
