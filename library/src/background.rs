@@ -536,16 +536,7 @@ fn ulps(a: f32, b: f32) -> f64 {
 
 /// The verdict on `errors`, each in units of its tolerance (1 passes; NaN fails).
 fn verdict(errors: impl Iterator<Item = f64>, same_shape: bool) -> Check {
-    let errors: Vec<f64> = errors.map(|e| if e.is_nan() { f64::INFINITY } else { e }).collect();
-    let failing = |e: &f64| *e > 1.0;
-    Check {
-        passed: same_shape && !errors.iter().any(failing),
-        worst_error: errors.iter().copied().fold(0.0, f64::max),
-        tolerance: 1.0,
-        mismatches: errors.iter().filter(|e| failing(e)).count(),
-        first_mismatch: errors.iter().position(failing),
-        race: None,
-    }
+    Check::from_errors(errors, 1.0, same_shape)
 }
 
 /// 0 where `g` and `c` are the same bits or both NaN, else ∞.

@@ -42,7 +42,8 @@ impl Check {
         }
     }
 
-    fn from_errors(errors: impl Iterator<Item = f64>, tolerance: f64, len_ok: bool) -> Self {
+    /// The verdict on `errors` against `tolerance` (NaN fails), and on the lengths (`len_ok`).
+    pub(crate) fn from_errors(errors: impl Iterator<Item = f64>, tolerance: f64, len_ok: bool) -> Self {
         let (mut worst, mut mismatches, mut first) = (0.0f64, 0usize, None);
         for (i, error) in errors.enumerate() {
             // NaN compares false: an error that is NaN is a mismatch.

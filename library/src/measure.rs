@@ -327,15 +327,7 @@ pub fn compare(gpu: &[Source], cpu: &[Source]) -> Check {
             }
         })
         .collect();
-    let failing = |e: &f64| *e > 1.0;
-    Check {
-        passed: gpu.len() == cpu.len() && !errors.iter().any(failing),
-        worst_error: errors.iter().copied().fold(0.0, f64::max),
-        tolerance: 1.0,
-        mismatches: errors.iter().filter(|e| failing(e)).count(),
-        first_mismatch: errors.iter().position(failing),
-        race: None,
-    }
+    Check::from_errors(errors.into_iter(), 1.0, gpu.len() == cpu.len())
 }
 
 /// The most pixels an image to measure may have: a record keeps rows, columns and pixel
