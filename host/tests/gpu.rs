@@ -223,11 +223,11 @@ fn jobs_divided_among_gpus_match_the_cpu() {
 /// every result against the CPU, since a race between joins would show only now and then.
 #[test]
 fn labeler_and_measurer_match_the_cpu_every_time() {
-    use host::ops::label::{cpu_reference as label, detect, Connectivity, Input, Labeler};
+    use host::ops::label::{cpu_reference as label, detect, Connectivity, Input, Labeler, Sky};
     use host::ops::measure::{compare, cpu_reference as measure, Measurer};
     let Some(gpu) = gpu("labeler_and_measurer_match_the_cpu_every_time") else { return };
     for (side, blank, threshold) in [(509, false, 0.0), (1031, true, 3.0), (2048, false, 5.0), (2048, true, 0.5)] {
-        let input = Input { side, blank, image: None, threshold };
+        let input = Input { sky: Sky { side, blank, image: None }, threshold };
         let d = input.read(SEED).expect("the synthetic sky");
         let image = gpu.upload("the image", &d.pixels).expect("an upload");
         let labeler = Labeler::new(&gpu, d.width, d.height).expect("a labeler");

@@ -175,6 +175,31 @@ pub fn beats(value: f32, neighbour: f32, neighbour_first: bool) -> bool {
     !neighbour.is_finite() || value > neighbour || (value == neighbour && !neighbour_first)
 }
 
+/// Whether pixel (`row`, `col`) of value `value`, in an image of `height` × `width`, is a
+/// summit: no neighbour of its island (of the eight around it) [`beats`] it. `in_island(j)` is
+/// pixel `j`'s value where pixel `j` belongs to the island, else `None`.
+#[inline(always)]
+pub fn is_summit(
+    value: f32,
+    (row, col): (usize, usize),
+    (height, width): (usize, usize),
+    in_island: impl Fn(usize) -> Option<f32>,
+) -> bool {
+    let mut summit = true;
+    for dr in 0..3 {
+        for dc in 0..3 {
+            let inside =
+                (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 && col + dc <= width;
+            if inside {
+                if let Some(neighbour) = in_island((row + dr - 1) * width + col + dc - 1) {
+                    summit &= beats(value, neighbour, dr == 0 || (dr == 1 && dc == 0));
+                }
+            }
+        }
+    }
+    summit
+}
+
 /// The order of summits: brighter first, then first in raster order of the box (`index`).
 /// Every key is above 0.
 #[inline(always)]

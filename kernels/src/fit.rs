@@ -12,7 +12,7 @@
 //! column `x_min + k % w`. It belongs to the island where its label is the island's.
 //!
 //! 1. Summits: a pixel of the island above `seed` × its noise that no neighbour (8-connected,
-//!    in the island) beats (`interface::fit::beats`). Each thread looks at every
+//!    in the island) beats (`interface::fit::is_summit`). Each thread looks at every
 //!    `BLOCK`-th pixel of the box; the brightest summit is a `max` of its key
 //!    (`summit_key`: value, then raster order) over the block, in a shared `atom.max.u64`, and
 //!    the next brightest is found by a pass for the largest key below it, so the components are
@@ -59,7 +59,7 @@ use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::{intrinsics, shared_array, GpuFloat};
 use interface::fit::{
-    beats, clamp, gaussian, gram_len, pair, rows, segments, settle, small_step, start, summit_key, summit_of, usable,
+    clamp, gaussian, gram_len, is_summit, pair, rows, segments, settle, small_step, start, summit_key, summit_of, usable,
     window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
     GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
     LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
@@ -132,26 +132,14 @@ impl Island {
         (self.y0 + k / self.box_width, self.x0 + k % self.box_width)
     }
 
-    /// Whether no neighbour in the island beats pixel (`row`, `col`) of value `value`.
+    /// Whether pixel (`row`, `col`) of value `value` is a summit of the island.
     #[inline(always)]
     unsafe fn is_summit(&self, row: usize, col: usize, value: f32) -> bool {
-        let mut summit = true;
-        for dr in 0..3 {
-            for dc in 0..3 {
-                let inside = (dr != 1 || dc != 1)
-                    && row + dr >= 1
-                    && row + dr <= self.height
-                    && col + dc >= 1
-                    && col + dc <= self.width;
-                if inside {
-                    let j = (row + dr - 1) * self.width + col + dc - 1;
-                    if *self.labels.add(j) == self.label {
-                        summit &= beats(value, *self.image.add(j), dr == 0 || (dr == 1 && dc == 0));
-                    }
-                }
-            }
-        }
-        summit
+        // `is_summit` asks only for pixels inside the image, which the kernel's promises make
+        // readable.
+        is_summit(value, (row, col), (self.height, self.width), |j| {
+            (*self.labels.add(j) == self.label).then(|| *self.image.add(j))
+        })
     }
 }
 

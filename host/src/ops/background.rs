@@ -5,7 +5,7 @@ pub use cuda_kernels::background::*;
 use crate::fits::{self, Header};
 use crate::gpu::{Gpu, GpuResult, LaunchConfig};
 use crate::io;
-use crate::ops::label::synthetic_sky;
+use crate::ops::label::Sky;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
 use cust::memory::DeviceBuffer;
@@ -13,17 +13,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
-    /// Pixels a side of the synthetic sky (`host sky`: its noise, core, shell and point
-    /// sources, as many per area as its 190 at 2048; below 16 pixels, noise alone).
-    #[arg(long, default_value_t = 2048)]
-    pub side: usize,
-    /// The synthetic sky's pixels outside the primary beam are NaN.
-    #[arg(long)]
-    pub blank: bool,
-    /// An image (FITS, .npy) instead of the synthetic sky. BMAJ, BMIN and CDELT1/2 (or
-    /// CD1_1/CD2_2) in the header of a FITS image's HDU set the grid as BANE sets it.
-    #[arg(long, conflicts_with_all = ["side", "blank"])]
-    pub image: Option<PathBuf>,
+    #[command(flatten)]
+    pub sky: Sky,
     /// Pixels between grid points (default: 4 beams from the header, else 16).
     #[arg(long)]
     pub step: Option<usize>,
@@ -62,7 +53,7 @@ fn beam_of(path: &Path, header: &Header) -> GpuResult<Option<Beam>> {
 impl Options {
     /// The image the options name: its width, height and pixels, and the beam of its header.
     fn read(&self, seed: u64) -> GpuResult<(usize, usize, Vec<f32>, Option<Beam>)> {
-        match &self.image {
+        match &self.sky.image {
             Some(path) if io::ImageKind::of(path) == io::ImageKind::Fits => {
                 let (image, header) = fits::read_image_and_header(path, None)?;
                 Ok((image.width, image.height, image.pixels, beam_of(path, &header)?))
@@ -71,7 +62,10 @@ impl Options {
                 let image = io::read_image(path)?;
                 Ok((image.width, image.height, image.pixels, None))
             }
-            None => Ok((self.side, self.side, synthetic_sky(self.side, self.blank, seed)?, None)),
+            None => {
+                let (width, height, pixels) = self.sky.synthetic(seed)?;
+                Ok((width, height, pixels, None))
+            }
         }
     }
 
@@ -356,9 +350,7 @@ mod tests {
 
     fn options(step: Option<usize>, box_size: Option<usize>) -> Options {
         Options {
-            side: 64,
-            blank: false,
-            image: None,
+            sky: Sky { side: 64, blank: false, image: None },
             step,
             box_size,
             kappa: DEFAULT_KAPPA,

@@ -14,8 +14,9 @@ use cust::memory::DeviceBuffer;
 use interface::label::{BLOCK, MERGE_BLOCK, TILE_HEIGHT, TILE_WIDTH};
 use std::path::PathBuf;
 
+/// The image a family of the source finder runs on: `host sky`'s synthetic sky, or a file.
 #[derive(Debug, clap::Args)]
-pub struct Input {
+pub struct Sky {
     /// Pixels a side of the synthetic sky (`host sky`: its noise, core, shell and point
     /// sources, as many per area as its 190 at 2048; below 16 pixels, noise alone).
     #[arg(long, default_value_t = 2048)]
@@ -23,11 +24,25 @@ pub struct Input {
     /// The synthetic sky's pixels outside the primary beam are NaN.
     #[arg(long)]
     pub blank: bool,
-    /// An image (FITS, .npy) instead of the synthetic sky; its noise is the σ of κσ clipping
-    /// at κ = 3.
+    /// An image (FITS, .npy) instead of the synthetic sky.
     #[arg(long, conflicts_with_all = ["side", "blank"])]
     pub image: Option<PathBuf>,
-    /// Sources are the pixels strictly above threshold · the noise's σ.
+}
+
+impl Sky {
+    /// The synthetic sky `--side` and `--blank` ask for, drawn with `seed`, as `(width, height,
+    /// pixels)`.
+    pub fn synthetic(&self, seed: u64) -> GpuResult<(usize, usize, Vec<f32>)> {
+        Ok((self.side, self.side, synthetic_sky(self.side, self.blank, seed)?))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Input {
+    #[command(flatten)]
+    pub sky: Sky,
+    /// Sources are the pixels strictly above threshold · the noise's σ (an image's σ is that
+    /// of κσ clipping at κ = 3).
     #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     pub threshold: f64,
 }
@@ -46,7 +61,7 @@ pub struct Detection {
 /// `host sky`'s image of `side` pixels a side, as `--side` and `--blank` ask for it: its noise,
 /// core, shell and point sources, as many per area as its 190 at 2048 (noise alone below
 /// `sky::MIN_SIDE`), drawn and seeded as `host sky` draws and seeds them.
-pub fn synthetic_sky(side: usize, blank: bool, seed: u64) -> GpuResult<Vec<f32>> {
+fn synthetic_sky(side: usize, blank: bool, seed: u64) -> GpuResult<Vec<f32>> {
     require((1..=sky::MAX_SIDE).contains(&side), || format!("--side must be 1 to {} pixels (got {})", sky::MAX_SIDE, side))?;
     let components = if side >= sky::MIN_SIDE {
         sky::components(side, 190 * side * side / (2048 * 2048), blank, seed)?
@@ -60,7 +75,7 @@ impl Input {
     /// The image the options name, and its level.
     pub fn read(&self, seed: u64) -> GpuResult<Detection> {
         require(self.threshold.is_finite(), || format!("--threshold must be finite (got {})", self.threshold))?;
-        let (width, height, pixels, sigma) = match &self.image {
+        let (width, height, pixels, sigma) = match &self.sky.image {
             Some(path) => {
                 let image = io::read_image(path)?;
                 let (values, _) = stats::without_nan(&image.pixels);
@@ -68,7 +83,10 @@ impl Input {
                 let sigma = clip::kappa_sigma(&mut clip::Values(values), 3.0)?.sigma;
                 (image.width, image.height, image.pixels, sigma)
             }
-            None => (self.side, self.side, synthetic_sky(self.side, self.blank, seed)?, SKY_NOISE),
+            None => {
+                let (width, height, pixels) = self.sky.synthetic(seed)?;
+                (width, height, pixels, SKY_NOISE)
+            }
         };
         Ok(Detection { width, height, pixels, level: self.threshold * sigma })
     }
@@ -327,7 +345,7 @@ mod tests {
 
     #[test]
     fn the_input_is_host_skys_image_at_the_level_asked() {
-        let sky = |side, blank, threshold| Input { side, blank, image: None, threshold }.read(7);
+        let sky = |side, blank, threshold| Input { sky: Sky { side, blank, image: None }, threshold }.read(7);
         let d = sky(37, true, 5.0).unwrap();
         let components = sky::components(37, 0, true, 7).unwrap();
         let (pixels, blanked) = sky::render(37, &components, SKY_NOISE, true, 7 ^ 1);
