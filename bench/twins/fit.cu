@@ -9,6 +9,8 @@
 #define FIT_COUNT_SUMMITS (FIT_WARPS + 1)
 #define FIT_COUNT_NAN (FIT_WARPS + 2)
 #define FIT_COUNT_SMALL (FIT_WARPS + 3)
+// The slot of the summit keys that holds the brightest pixel above the seed level.
+#define FIT_FALLBACK (FIT_MAX_COMPONENTS + 1)
 
 struct FitShape {
     double cos, sin, a, b;
@@ -43,8 +45,19 @@ static __device__ __forceinline__ bool fit_usable(float value, float noise) {
     return isfinite(value) && isfinite(noise) && noise > 0.0f;
 }
 
-static __device__ __forceinline__ bool fit_beats(float value, float neighbour, bool neighbour_first) {
-    return !isfinite(neighbour) || value > neighbour || (value == neighbour && !neighbour_first);
+static __device__ __forceinline__ bool fit_beats(double value, double neighbour, bool neighbour_first) {
+    return value > neighbour || (value == neighbour && !neighbour_first);
+}
+
+// interface::fit::smoothing_radius: round(σ²), 1 to 8.
+static __device__ __forceinline__ size_t fit_smoothing_radius(double beam) {
+    double radius = beam * beam + 0.5;
+    return radius < 2.0 ? 1 : radius >= 9.0 ? 8 : (size_t)radius;
+}
+
+// C(n, k + 1) from C(n, k), exact.
+static __device__ __forceinline__ double fit_next_binomial(double weight, size_t n, size_t k) {
+    return weight * (double)(n - k) / (double)(k + 1);
 }
 
 static __device__ __forceinline__ unsigned fit_peak_key(float value) {
@@ -146,19 +159,51 @@ struct FitIsland {
     bool noise_map;
     size_t width, height, index;
     unsigned label;
-    size_t x0, y0, box_width, box_pixels;
+    size_t x0, y0, box_width, box_pixels, radius;
+    // The rows and columns the fit evaluates: every `step`-th (interface::fit::sample_step).
+    size_t step, sample_width, sample_pixels;
+
+    __device__ __forceinline__ FitIsland sampled(size_t s) const {
+        FitIsland o = *this;
+        o.step = s, o.sample_width = (box_width + s - 1) / s;
+        o.sample_pixels = o.sample_width * ((box_pixels / box_width + s - 1) / s);
+        return o;
+    }
 
     __device__ __forceinline__ float noise_at(size_t i) const { return noise[noise_map ? i : index]; }
 
-    __device__ __forceinline__ bool is_summit(size_t row, size_t col, float value) const {
+    // interface::fit::smoothed: the island's pixels around (row, col), binomial weights.
+    __device__ __forceinline__ double smoothed(size_t row, size_t col) const {
+        size_t n = 2 * radius;
+        double sum = 0.0, row_weight = 1.0;
+        for (size_t a = 0; a <= n; ++a) {
+            if (row + a >= radius && row + a < height + radius) {
+                double col_weight = 1.0;
+                for (size_t b = 0; b <= n; ++b) {
+                    if (col + b >= radius && col + b < width + radius) {
+                        size_t j = (row + a - radius) * width + col + b - radius;
+                        if (labels[j] == label && isfinite(image[j])) sum += row_weight * col_weight * (double)image[j];
+                    }
+                    col_weight = fit_next_binomial(col_weight, n, b);
+                }
+            }
+            row_weight = fit_next_binomial(row_weight, n, a);
+        }
+        return sum;
+    }
+
+    // interface::fit::is_summit: no finite neighbour of the island beats it smoothed.
+    __device__ __forceinline__ bool is_summit(size_t row, size_t col) const {
+        double own = smoothed(row, col);
         bool summit = true;
         for (size_t dr = 0; dr < 3; ++dr)
             for (size_t dc = 0; dc < 3; ++dc) {
                 bool inside = (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 &&
                               col + dc <= width;
-                if (inside) {
-                    size_t j = (row + dr - 1) * width + col + dc - 1;
-                    if (labels[j] == label) summit &= fit_beats(value, image[j], dr == 0 || (dr == 1 && dc == 0));
+                if (summit && inside) {
+                    size_t r = row + dr - 1, c = col + dc - 1, j = r * width + c;
+                    if (labels[j] == label && isfinite(image[j]))
+                        summit = fit_beats(own, smoothed(r, c), dr == 0 || (dr == 1 && dc == 0));
                 }
             }
         return summit;
@@ -168,7 +213,7 @@ struct FitIsland {
 static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, const FitShared& shared, double seed,
                                                        unsigned long long limit, bool count) {
     unsigned pixels = 0, summits = 0, nan = 0;
-    unsigned long long best = 0;
+    unsigned long long best = 0, brightest = 0;
     for (size_t k = threadIdx.x; k < island.box_pixels; k += FIT_THREADS) {
         size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
         size_t i = row * island.width + col;
@@ -176,10 +221,13 @@ static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, 
         float value = island.image[i], noise = island.noise_at(i);
         if (fit_usable(value, noise)) {
             pixels += 1;
-            if ((double)value > seed * (double)noise && island.is_summit(row, col, value)) {
-                summits += 1;
+            if ((double)value > seed * (double)noise) {
                 unsigned long long key = fit_summit_key(value, (unsigned)k);
-                if (key < limit && key > best) best = key;
+                if (count && key > brightest) brightest = key;
+                if (island.is_summit(row, col)) {
+                    summits += 1;
+                    if (key < limit && key > best) best = key;
+                }
             }
         } else {
             nan = 1;
@@ -189,6 +237,7 @@ static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, 
         atomicAdd(&shared.counts[FIT_COUNT_PIXELS], pixels);
         atomicAdd(&shared.counts[FIT_COUNT_SUMMITS], summits);
         atomicAdd(&shared.counts[FIT_COUNT_NAN], nan);
+        if (brightest > 0) atomicMax(&shared.keys[FIT_FALLBACK], brightest);
     }
     if (best > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], best);
 }
@@ -248,7 +297,7 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
     size_t stride = parameters + 1, capacity = fit_rows(parameters), span = fit_window(parameters);
     size_t warp = t / 32, lane = t % 32;
     size_t filled = 0;
-    for (size_t first = 0; first < island.box_pixels; first += span) {
+    for (size_t first = 0; first < island.sample_pixels; first += span) {
         if (filled + span > capacity) {
             fit_accumulate(shared, gram, filled, parameters);
             filled = 0;
@@ -256,9 +305,9 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
         }
         size_t k = first + t, row = 0, col = 0;
         float value = 0.0f, noise = 0.0f;
-        bool valid = t < span && k < island.box_pixels;
+        bool valid = t < span && k < island.sample_pixels;
         if (valid) {
-            row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
+            row = island.y0 + k / island.sample_width * island.step, col = island.x0 + k % island.sample_width * island.step;
             size_t i = row * island.width + col;
             value = island.image[i];
             noise = island.noise_at(i);
@@ -386,7 +435,7 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
         high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS];
     __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
     __shared__ double partials[FIT_BLOCK];
-    __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 1];
+    __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 2];
     __shared__ unsigned counts[FIT_WARPS + 4];
     FitShared shared{tile, grams, current, trial, low, high, scale, step, shapes, partials, keys, counts};
     size_t t = threadIdx.x, index = blockIdx.x;
@@ -402,20 +451,31 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
     }
     size_t box_width = x1 - x0 + 1;
     FitIsland island{image, labels, noise, noise_map != 0, width, height, index, label,
-                     x0, y0, box_width, box_width * (y1 - y0 + 1)};
+                     x0, y0, box_width, box_width * (y1 - y0 + 1), fit_smoothing_radius(beam),
+                     1, box_width, box_width * (y1 - y0 + 1)};
 
     // 1. The summits, brightest first.
     if (t == 0) {
         for (int slot = 0; slot < 4; ++slot) counts[FIT_COUNT_PIXELS + slot] = 0;
         keys[FIT_MAX_COMPONENTS] = 0;
+        keys[FIT_FALLBACK] = 0;
     }
     __syncthreads();
     fit_summit_pass(island, shared, seed, ~0ull, true);
     __syncthreads();
     unsigned pixels = counts[FIT_COUNT_PIXELS];
     size_t summits = counts[FIT_COUNT_SUMMITS];
+    if (summits == 0 && keys[FIT_FALLBACK] > 0) {
+        // No smoothed maximum above the seed level: the brightest pixel above it is the summit.
+        summits = 1;
+        __syncthreads();
+        if (t == 0) keys[FIT_MAX_COMPONENTS] = keys[FIT_FALLBACK];
+        __syncthreads();
+    }
     size_t chosen = summits < FIT_MAX_COMPONENTS ? summits : FIT_MAX_COMPONENTS;
-    size_t fitted = chosen < pixels / FIT_PARAMETERS ? chosen : pixels / FIT_PARAMETERS;
+    // Each component needs more pixels than its parameters (interface::fit::fitted_components).
+    size_t most = pixels > 0 ? (pixels - 1) / FIT_PARAMETERS : 0;
+    size_t fitted = chosen < most ? chosen : most;
     size_t given = fitted == 0 && chosen > 0 ? 1 : fitted;
     unsigned flags = 0;
     flags |= y0 == 0 || x0 == 0 || y1 == height - 1 || x1 == width - 1 ? FIT_AT_EDGE : 0;
@@ -456,7 +516,10 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
         return;
     }
 
-    // 2. Levenberg–Marquardt.
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
+    size_t step = 1;
+    while ((unsigned long long)pixels > (unsigned long long)(step * step) * FIT_MAX_FIT_PIXELS) ++step;
+    island = island.sampled(step);
     size_t parameters = fitted * FIT_PARAMETERS;
     size_t entries = fit_gram_len(parameters);
     size_t normal = parameters * (parameters + 1) / 2;

@@ -104,6 +104,7 @@
 #define FIT_SIGMA_LOW 0.8
 #define FIT_SIGMA_START 1.01
 #define FIT_SIGMA_HIGH 1.1
+#define FIT_MAX_FIT_PIXELS 4096
 
 // interface::background
 #define BACKGROUND_THREADS 256
@@ -222,6 +223,7 @@
 #define WGMMA_BN 256
 #define WGMMA_BK 64
 #define WGMMA_BK_TF32 32
+#define WGMMA_BK_FP8 128
 #define WGMMA_STAGES 4
 #define WGMMA_CONSUMERS 2
 #define WGMMA_WARPGROUP 128
@@ -239,6 +241,10 @@
 #define WGMMA_REDUCE_THREADS 256
 #define WGMMA_REDUCE_SPLITS_PER_THREAD 4
 #define WGMMA_REDUCE_MAX_GROUPS 32
+#define WGMMA_FP8_ROW_ALIGN 16
+#define WGMMA_E4M3_MAX 448.0
+#define WGMMA_FP8_CONVERT_THREADS 256
+#define WGMMA_FP8_TILE 64
 
 // interface::matmul::TILE_CONFIGS, the first the default:
 // X(kernel, BM, BN, BK, TM, TN, MIN_BLOCKS, THREADS, SHARED_BYTES) for each.

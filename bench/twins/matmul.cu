@@ -1,6 +1,7 @@
 // Twins of kernels/src/matmul/ (sizes: interface/src/matmul.rs): the SGEMM ladder and the
 // tensor-core steps for mma.sync, one file per step in the ladder's order. The Hopper steps
-// (matmul/wgmma.cu) are built apart, for sm_90a.
+// (matmul/wgmma.cu, which includes wgmma_split.cu and wgmma_fp8.cu: H1 to H4) are built apart,
+// for sm_90a.
 #include "matmul/naive.cu"
 #include "matmul/tiled.cu"
 #include "matmul/blocked.cu"

@@ -1742,14 +1742,14 @@ struct Runner {
         return e == 0 ? sign * mant * 0x1p-24f : sign * std::ldexp(1.0f + mant / 1024.0f, e - 15);
     }
 
-    // The tensor map of a row-major rows x cols matrix of `type` (2 or 4 bytes an element),
-    // boxes of box_rows x box_cols, the 128-byte swizzle, zeros outside: as
-    // host/src/ops/matmul/hopper.rs encodes it.
+    // The tensor map of a row-major rows x cols matrix of `type` (1, 2 or 4 bytes an element),
+    // its rows `ld` elements apart (0: dense), boxes of box_rows x box_cols, the 128-byte
+    // swizzle, zeros outside: as library/src/matmul/hopper.rs encodes it.
     static CUtensorMap tensor_map(CUtensorMapDataType type, CUdeviceptr address, size_t rows, size_t cols,
-                                  unsigned box_rows, unsigned box_cols) {
+                                  unsigned box_rows, unsigned box_cols, size_t ld = 0) {
         CUtensorMap map{};
-        size_t bytes = type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 2;
-        cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};
+        size_t bytes = type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : type == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? 1 : 2;
+        cuuint64_t dims[2] = {cols, rows}, strides[1] = {(ld ? ld : cols) * bytes};
         cuuint32_t box[2] = {box_cols, box_rows}, element_strides[2] = {1, 1};
         CK(cuTensorMapEncodeTiled(&map, type, 2, (void*)address, dims, strides, box, element_strides,
                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -1956,6 +1956,214 @@ struct Runner {
     }
 #endif
 
+#if CUDA_VERSION >= 12000
+    // x as e4m3 bits, as cvt.rn.satfinite.e4m3x2.f32 rounds and library/src/matmul/fp8.rs's
+    // e4m3_bits computes it, on the value: to the nearest multiple of the quantum of x's binade
+    // (2^(e-3), 2^-9 below 2^-6), ties to even, past 448 saturated, NaN kept with its sign.
+    static uint8_t e4m3_bits(float x) {
+        uint8_t sign = std::signbit(x) ? 0x80 : 0;
+        if (std::isnan(x)) return sign | 0x7f;
+        float magnitude = std::fabs(x);
+        if (magnitude >= (float)WGMMA_E4M3_MAX) return sign | 0x7e;
+        uint32_t bits;
+        std::memcpy(&bits, &magnitude, 4);
+        int exponent = std::max((int)((bits >> 23) & 0xff) - 127, -6);
+        double quantum = std::ldexp(1.0, exponent - 3);
+        // Exact in f64; nearbyint rounds ties to even in the default rounding mode.
+        double rounded = std::nearbyint(magnitude / quantum) * quantum;
+        if (rounded < 0x1p-6) return sign | (uint8_t)(rounded / 0x1p-9);
+        int binade = std::ilogb(rounded);
+        uint8_t mantissa = (uint8_t)(rounded / std::ldexp(1.0, binade - 3)) - 8;
+        return sign | (uint8_t)((binade + 7) << 3) | mantissa;
+    }
+    static float e4m3_value(uint8_t q) {
+        float sign = q & 0x80 ? -1.0f : 1.0f;
+        int exponent = (q >> 3) & 0xf, mantissa = q & 7;
+        if (exponent == 15 && mantissa == 7) return NAN;
+        return exponent == 0 ? sign * mantissa * 0x1p-9f : sign * std::ldexp(8.0f + mantissa, exponent - 10);
+    }
+
+    // The per-tensor scale of values whose largest finite magnitude is amax (fp8.rs's
+    // scale_for): amax / 448, 1 for zeros, at least the smallest normal float.
+    static float e4m3_scale(const std::vector<float>& values) {
+        float amax = 0;
+        for (float v : values)
+            if (std::fabs(v) > amax) amax = std::fabs(v);
+        return amax == 0 ? 1.0f : std::max(amax / (float)WGMMA_E4M3_MAX, FLT_MIN);
+    }
+
+    // out[i] = f(i) for every i < out.size(), on the host's cores.
+    template <class T, class F>
+    static void fill_parallel(std::vector<T>& out, F f) {
+        size_t n = out.size();
+        unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+        std::vector<std::thread> pool;
+        for (unsigned w = 0; w < workers; ++w)
+            pool.emplace_back([&, w] {
+                for (size_t i = n * w / workers; i < n * (w + 1) / workers; ++i) out[i] = f(i);
+            });
+        for (auto& t : pool) t.join();
+    }
+
+    static size_t fp8_padded(size_t cols) {
+        return (cols + WGMMA_FP8_ROW_ALIGN - 1) / WGMMA_FP8_ROW_ALIGN * WGMMA_FP8_ROW_ALIGN;
+    }
+
+    // The grid-stride launch of the FP8 conversions, as fp8.rs's grid_stride: blocks of
+    // WGMMA_FP8_CONVERT_THREADS over `items`, at most 8 for each of an H100's 132 SMs (a fixed
+    // count there, not the GPU's).
+    static Shape fp8_grid_stride(size_t items) {
+        return {std::min(blocks(items, WGMMA_FP8_CONVERT_THREADS), 8u * 132u), 1, WGMMA_FP8_CONVERT_THREADS, 1, 0};
+    }
+
+    // Step H4, FP8 (kernels/src/matmul/wgmma_fp8.rs, twin in matmul/wgmma_fp8.cu): A (m x k)
+    // and B given as Bᵀ (n x k), each the first values of a random matrix, scaled by one scale
+    // per matrix and rounded to e4m3 here (as fp8.rs's quantize), rows padded with zeros to 16
+    // bytes as E4m3Matrix holds them; at the host's default 4096^3, 8192^3, and a shape odd in
+    // every dimension (partial tiles, the second consumer idle in the last row of tiles, C's
+    // rows not 16-byte aligned, k's last stage partial).
+    void wgmma_fp8() {
+        if (hopper_ptx.empty()) return;
+        struct Dims {
+            size_t m, n, k;
+        };
+        std::vector<Dims> shapes = {{4096, 4096, 4096}};
+        if (!quick) shapes.push_back({8192, 8192, 8192});
+        shapes.push_back({949, 1001, 999});
+        size_t large = pick(8192, 4096);
+        auto af = random_f32(large * large, 51), bf = random_f32(large * large, 52);
+        const float scale_a = e4m3_scale(af), scale_b = e4m3_scale(bf);
+        const float inverse_a = 1.0f / scale_a, inverse_b = 1.0f / scale_b;
+        // The e4m3 bits, and their values for the reference (the scales apply to its f64 sums).
+        std::vector<uint8_t> qa(af.size()), qb(bf.size());
+        fill_parallel(qa, [&](size_t i) { return e4m3_bits(af[i] * inverse_a); });
+        fill_parallel(qb, [&](size_t i) { return e4m3_bits(bf[i] * inverse_b); });
+        std::vector<float> av(qa.size()), bv(qb.size());
+        fill_parallel(av, [&](size_t i) { return e4m3_value(qa[i]); });
+        fill_parallel(bv, [&](size_t i) { return e4m3_value(qb[i]); });
+        for (Dims d : shapes) {
+            size_t m = d.m, n = d.n, k = d.k, ld = fp8_padded(k);
+            // rows x k of q in rows of ld bytes, zeros past k.
+            auto padded = [&](const std::vector<uint8_t>& q, size_t rows) {
+                std::vector<uint8_t> out(g_dry ? 0 : rows * ld);
+                fill_parallel(out, [&](size_t i) { return i % ld < k ? q[i / ld * k + i % ld] : (uint8_t)0; });
+                return upload(out);
+            };
+            auto a = padded(qa, m), b = padded(qb, n);
+            std::vector<CUtensorMap> maps(2);
+            if (!g_dry)
+                maps = {tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, a->ptr, m, k, WGMMA_BM, WGMMA_BK_FP8, ld),
+                        tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, b->ptr, n, k, WGMMA_BOX_N, WGMMA_BK_FP8, ld)};
+            auto map_buffer = upload(maps);
+            auto c = device(4 * m * n);
+            Case x;
+            x.hopper = true;
+            x.kernel = "matmul_wgmma_e4m3";
+            x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+            x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+            x.shape = Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+            x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k).add(scale_a).add(scale_b);
+            // The same products in the same order: equal up to nothing the runner should see.
+            x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
+            x.reference = [=, &av, &bv](const std::vector<unsigned char>& out) -> std::string {
+                const float* o = reinterpret_cast<const float*>(out.data());
+                double scale = (double)scale_a * scale_b;
+                for (size_t e : sample_indices(m * n, 32, 53)) {
+                    size_t i = e / n, j = e % n;
+                    double sum = 0, magnitude = 0;
+                    for (size_t p = 0; p < k; ++p) {
+                        double t = (double)av[i * k + p] * bv[j * k + p];
+                        sum += t, magnitude += std::fabs(t);
+                    }
+                    sum *= scale, magnitude *= scale;
+                    // fp8.rs's tolerance: 2^-13 of the magnitude per instruction (32 of k), the
+                    // tensor cores' FP8 accumulation, on top of the f32 bound of the other steps.
+                    double tolerance = (double)((k + 31) / 32) * 0x1p-13 * magnitude +
+                                       2.0 * k * FLT_EPSILON * magnitude + FLT_MIN;
+                    if (!(std::fabs(o[e] - sum) <= tolerance))
+                        return "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + fmt("%.9g", o[e]) +
+                               ", want " + fmt("%.9g", sum);
+                }
+                return "";
+            };
+            run(x);
+        }
+    }
+
+    // FP8's conversions (kernels/src/matmul/convert_fp8.rs, twins in matmul/wgmma_fp8.cu) on a
+    // random f32 matrix, at 4096x4096 and at a size whose rows are neither whole words nor whole
+    // tiles: the largest magnitude, then the rounding as the matrix lies and transposed, each
+    // byte (the zero padding too) checked against the rounding here.
+    void convert_fp8() {
+        if (hopper_ptx.empty()) return;
+        struct Dims {
+            size_t rows, cols;
+        };
+        for (Dims d : {Dims{4096, 4096}, Dims{999, 1001}}) {
+            size_t rows = d.rows, cols = d.cols, len = rows * cols;
+            std::string size = std::to_string(rows) + "x" + std::to_string(cols);
+            auto values = random_f32(len, 61);
+            auto src = upload(values);
+            // The largest magnitude's bits, which the scale and its inverse come from.
+            const float scale = e4m3_scale(values), inverse = 1.0f / scale;
+            uint32_t amax_bits = 0;
+            for (float v : values) {
+                float a = std::fabs(v);
+                uint32_t bits;
+                std::memcpy(&bits, &a, 4);
+                amax_bits = std::max(amax_bits, bits);
+            }
+            auto amax = device(4);
+            Case x;
+            x.hopper = true;
+            x.kernel = "convert_fp8_amax", x.size = size, x.unit = "GB/s", x.work = 4.0 * len;
+            x.shape = fp8_grid_stride(len);
+            x.args.slice(src, len).ptr(amax).add(len);
+            // The kernel raises what amax holds: every launch starts from 0.
+            x.reset = [amax](CUstream s) { CK(cuMemsetD32Async(amax->ptr, 0, 1, s)); };
+            x.out = amax, x.compare = Compare::Exact;
+            x.reference = [amax_bits](const std::vector<unsigned char>& out) -> std::string {
+                uint32_t got;
+                std::memcpy(&got, out.data(), 4);
+                if (got == amax_bits) return "";
+                return "amax bits " + std::to_string(got) + ", want " + std::to_string(amax_bits);
+            };
+            run(x);
+
+            for (bool transposed : {false, true}) {
+                // The output: rows of cols (transposed: cols rows of rows), padded to 16 bytes.
+                size_t out_rows = transposed ? cols : rows, out_cols = transposed ? rows : cols;
+                size_t ld = fp8_padded(out_cols), bytes = out_rows * ld;
+                std::vector<uint8_t> want(g_dry ? 0 : bytes);
+                fill_parallel(want, [&](size_t i) {
+                    size_t r = i / ld, col = i % ld;
+                    if (col >= out_cols) return (uint8_t)0;
+                    return e4m3_bits(values[transposed ? col * cols + r : r * cols + col] * inverse);
+                });
+                auto dst = device(bytes);
+                Case y;
+                y.hopper = true;
+                y.kernel = transposed ? "convert_e4m3_transposed" : "convert_e4m3";
+                y.size = size, y.unit = "GB/s", y.work = 4.0 * len + bytes;
+                y.shape = transposed ? Shape{blocks(cols, WGMMA_FP8_TILE), blocks(rows, WGMMA_FP8_TILE),
+                                             WGMMA_FP8_CONVERT_THREADS, 1, 0}
+                                     : fp8_grid_stride(bytes / 4);
+                y.args.slice(src, len).ptr(dst).add(rows).add(cols).add(inverse);
+                y.out = dst, y.compare = Compare::Exact;
+                y.reference = [want = std::move(want), ld](const std::vector<unsigned char>& out) -> std::string {
+                    for (size_t i = 0; i < want.size(); ++i)
+                        if (out[i] != want[i])
+                            return "byte " + std::to_string(i) + " (row " + std::to_string(i / ld) + ", column " +
+                                   std::to_string(i % ld) + ") = " + std::to_string(out[i]) + ", want " +
+                                   std::to_string(want[i]);
+                    return "";
+                };
+                run(y);
+            }
+        }
+    }
+#endif
+
     // Entries of the project PTX that no case launches: a new kernel that needs a twin.
     std::vector<std::string> untwinned() const {
         std::vector<std::string> names;
@@ -1974,6 +2182,8 @@ struct Runner {
 #if CUDA_VERSION >= 12000
         wgmma();
         wgmma_split();
+        wgmma_fp8();
+        convert_fp8();
 #else
         if (!hopper_ptx.empty()) std::fprintf(stderr, "runner: built with CUDA < 12 (no tensor maps): --hopper ignored\n");
 #endif

@@ -23,6 +23,7 @@ use cuda_kernels::matmul::split::{ReduceArgs, REDUCE};
 use cust::memory::{DeviceCopy, DeviceSlice};
 use host::gpu::{Gpu, GpuError, GpuResult, KernelArgs, HOPPER_PTX, KERNELS_PTX};
 use host::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
+use host::ops::matmul::fp8::{self, AmaxArgs, E4m3Args, Fp8Args, Fp8Maps, Fp8Operands};
 use host::ops::matmul::hopper::{self, Operands, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
 use host::ops::scan::Scanner;
 use host::ops::FAMILIES;
@@ -308,9 +309,18 @@ fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
     for (what, args) in refused {
         assert_refused(args.checked_config(REDUCE), "wgmma", REDUCE, &what);
     }
+    for kernel in fp8::KERNELS {
+        let Cases { valid, refused } = fp8_cases(kernel, &mut memory);
+        valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
+        assert_eq!(valid.params(kernel).sizes(), ptx_parameters(kernel), "{kernel}: binding vs PTX parameters");
+        assert_refused(valid.checked_config("matmul_wgmma_bf16"), "fp8", "matmul_wgmma_bf16", "FP8 arguments");
+        for (what, args) in refused {
+            assert_refused(args.checked_config(kernel), "fp8", kernel, &what);
+        }
+    }
     // The pipelined kernels' split launches are bound by `SplitArgs`, checked in the library
     // (`matmul::split`'s unit tests), on the same entries as above.
-    let bound = hopper::kernels().count() + 1;
+    let bound = hopper::kernels().count() + 1 + fp8::KERNELS.len();
     assert_eq!(bound, HOPPER_PTX.matches(".visible .entry ").count(), "a Hopper PTX entry with no binding");
 }
 
@@ -326,7 +336,76 @@ fn bad_hopper_launches_are_refused_on_the_gpu() {
     for (what, args) in split_reduce_cases(&mut memory).refused {
         assert_refused(launch(&gpu, REDUCE, &*args), "wgmma", REDUCE, &what);
     }
+    for kernel in fp8::KERNELS {
+        for (what, args) in fp8_cases(kernel, &mut memory).refused {
+            assert_refused(launch(&gpu, kernel, &*args), "fp8", kernel, &what);
+        }
+    }
     gpu.synchronize("nothing: every launch was refused").expect("no kernel ran and failed");
+}
+
+/// The FP8 kernels' cases (step H4): the largest magnitude, the two roundings, and the product
+/// on maps of A (m × padded k bytes) and Bᵀ (n × padded k), with C beside them.
+fn fp8_cases(kernel: &str, memory: &mut Memory) -> Cases {
+    if kernel == fp8::AMAX {
+        let (len, src, amax) = (1000, memory.f32s(1000), memory.u32s(1));
+        let with = |src, amax, len| -> Args { Box::new(AmaxArgs { src, amax, len }) };
+        let refused = vec![
+            ("values short".to_string(), with(memory.f32s(len - 1), amax, len)),
+            ("no values".into(), with(src, amax, 0)),
+            ("no place for the result".into(), with(src, memory.u32s(0), len)),
+            ("the result inside the values".into(), with(src, memory.same_memory(src), len)),
+        ];
+        return Cases { valid: with(src, amax, len), refused };
+    }
+    if kernel != fp8::GEMM {
+        // 37 × 13 f32 into rows of 16 bytes: 37 of them, or transposed 13 of 48.
+        let (rows, cols) = (37, 13);
+        let written = if kernel == fp8::CONVERT { rows * 16 } else { cols * 48 };
+        let (src, dst) = (memory.f32s(rows * cols), memory.slice::<u8>(written));
+        let with = |src, dst, rows, cols| -> Args { Box::new(E4m3Args { src, dst, rows, cols, inverse: 2.0 }) };
+        let refused = vec![
+            ("destination unpadded".to_string(), with(src, memory.slice(rows * cols), rows, cols)),
+            ("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)),
+            ("destination over the source".into(), with(src, memory.same_memory(src), rows, cols)),
+            ("dimensions overflow".into(), with(src, dst, usize::MAX, 2)),
+            ("destination misaligned".into(), with(src, shifted(memory.slice(written + 1)), rows, cols)),
+        ];
+        return Cases { valid: with(src, dst, rows, cols), refused };
+    }
+    let (m, n, k) = (200, 72, 40);
+    let ld = 48;
+    let (a, b, c) = (memory.slice::<u8>(m * ld), memory.slice::<u8>(n * ld), memory.f32s(m * n));
+    let device = memory.slice::<TensorMap>(2);
+    let maps = |operands: Fp8Operands<'static>, device: &'static DeviceSlice<TensorMap>| -> &'static Fp8Maps<'static> {
+        // SAFETY: no launch with these maps runs: each case is checked only, or refused.
+        Box::leak(Box::new(unsafe { Fp8Maps::assume_uploaded(operands, device) }))
+    };
+    let operands = Fp8Operands { a, lda: ld, b, ldb: ld, m, n, k };
+    let valid = maps(operands, device);
+    let with = |maps, c, (m, n, k)| -> Args { Box::new(Fp8Args { maps, c, m, n, k, scale_a: 0.5, scale_b: 2.0 }) };
+    let refused = vec![
+        ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
+        ("k one more than the maps".into(), with(valid, c, (m, n, k + 1))),
+        ("C short".into(), with(valid, memory.f32s(m * n - 1), (m, n, k))),
+        ("C is A".into(), with(valid, memory.same_memory(a), (m, n, k))),
+        ("A short".into(), with(maps(Fp8Operands { a: memory.slice(m * ld - 9), ..operands }, device), c, (m, n, k))),
+        ("B short".into(), with(maps(Fp8Operands { b: memory.slice(n * ld - 9), ..operands }, device), c, (m, n, k))),
+        (
+            "B misaligned".into(),
+            with(maps(Fp8Operands { b: shifted(memory.slice(n * ld + 1)), ..operands }, device), c, (m, n, k)),
+        ),
+        // n is a multiple of 4: the epilogue stores four floats at once.
+        ("C misaligned".into(), with(valid, shifted(memory.f32s(m * n + 1)), (m, n, k))),
+        ("a row stride TMA cannot take".into(), with(maps(Fp8Operands { lda: k, ..operands }, device), c, (m, n, k))),
+        ("no k".into(), with(maps(Fp8Operands { k: 0, ..operands }, device), c, (m, n, 0))),
+        ("one tensor map".into(), with(maps(operands, memory.slice(1)), c, (m, n, k))),
+        (
+            "an infinite scale".into(),
+            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: f32::INFINITY, scale_b: 1.0 }),
+        ),
+    ];
+    Cases { valid: with(valid, c, (m, n, k)), refused }
 }
 
 /// The reason of a refused launch, or a panic naming `kernel` and what came instead.

@@ -17,6 +17,9 @@ pub const BN: usize = 256;
 pub const BK: usize = 64;
 /// k per stage for TF32: 32 elements of 4 bytes, the same 128-byte span.
 pub const BK_TF32: usize = 32;
+/// k per stage for FP8 (e4m3): 128 one-byte elements, the same 128-byte span; one
+/// `m64n256k32` instruction per 32 of them.
+pub const BK_FP8: usize = 128;
 /// Stages in flight between the producer and the consumers.
 pub const STAGES: usize = 4;
 /// Consumer warpgroups.
@@ -96,9 +99,25 @@ pub const fn reduce_groups(splits: usize) -> usize {
     groups
 }
 
+/// FP8 operands (`kernels/src/matmul/convert_fp8.rs`): rows padded with zeros to a multiple of
+/// 16 one-byte elements, the row stride TMA requires.
+pub const FP8_ROW_ALIGN: usize = 16;
+/// The largest finite e4m3 value: a per-tensor scale maps a tensor's largest magnitude here.
+pub const E4M3_MAX: f64 = 448.0;
+/// Threads per block of the FP8 conversions (the largest magnitude, the rounding).
+pub const FP8_CONVERT_THREADS: usize = 256;
+/// Side of the square of B one block of the transposing FP8 conversion takes (rows of k by
+/// columns of n), staged in shared memory with a column of padding.
+pub const FP8_TILE: usize = 64;
+
+/// `cols` padded to [`FP8_ROW_ALIGN`].
+pub const fn fp8_padded(cols: usize) -> usize {
+    (cols + FP8_ROW_ALIGN - 1) / FP8_ROW_ALIGN * FP8_ROW_ALIGN
+}
+
 /// One block of [`THREADS`] per SM: its shared memory allows no second. The reduction's blocks
-/// are small, and its registers few.
-pub const BOUNDS: [LaunchBounds; 7] = [
+/// are small, and its registers few; so are the FP8 conversions'.
+pub const BOUNDS: [LaunchBounds; 11] = [
     LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
@@ -106,8 +125,16 @@ pub const BOUNDS: [LaunchBounds; 7] = [
     LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_split_reduce", max_threads: REDUCE_THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_e4m3", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "convert_fp8_amax", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "convert_e4m3", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "convert_e4m3_transposed", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
 ];
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
 const _: () = assert!(REDUCE_THREADS % REDUCE_MAX_GROUPS == 0 && REDUCE_MAX_GROUPS.is_power_of_two());
+// The transposing conversion: each thread stages whole rows of the tile, and writes whole
+// 4-byte words of it.
+const _: () =
+    assert!(BK_FP8 == 128 && FP8_TILE % FP8_ROW_ALIGN == 0 && (FP8_TILE * FP8_TILE / 4) % FP8_CONVERT_THREADS == 0);

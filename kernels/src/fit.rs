@@ -12,12 +12,15 @@
 //! column `x_min + k % w`. It belongs to the island where its label is the island's.
 //!
 //! 1. Summits: a pixel of the island above `seed` × its noise that no neighbour (8-connected,
-//!    in the island) beats (`interface::fit::is_summit`). Each thread looks at every
-//!    `BLOCK`-th pixel of the box; the brightest summit is a `max` of its key
-//!    (`summit_key`: value, then raster order) over the block, in a shared `atom.max.u64`, and
-//!    the next brightest is found by a pass for the largest key below it, so the components are
-//!    in a fixed order whatever the threads' timing. The first pass also counts the island's
-//!    usable pixels and its summits.
+//!    in the island) beats on the island smoothed by a binomial kernel of half the beam's
+//!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
+//!    the CPU's bit for bit). Each thread looks at every `BLOCK`-th pixel of the box and
+//!    smooths around its candidates from global memory (3 × 3 taps each for a beam of σ 1);
+//!    the brightest summit is a `max` of its key (`summit_key`: value, then raster order) over
+//!    the block, in a shared `atom.max.u64`, and the next brightest is found by a pass for the
+//!    largest key below it, so the components are in a fixed order whatever the threads'
+//!    timing. The first pass also counts the island's usable pixels and its summits, and keeps
+//!    the brightest pixel above the seed: the one summit of an island that has no other.
 //! 2. Each iteration solves `(JᵀJ + λ D) δ = Jᵀr` (Marquardt's damping, `D` the largest
 //!    diagonal of `JᵀJ` seen so far, as MINPACK scales) for the step, with `J` and `r`
 //!    weighted by 1/noise, and keeps the step when the island's χ² drops (then λ shrinks
@@ -44,27 +47,29 @@
 //!
 //! Memory: 42.7 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 3.6
 //! KiB of parameters, bounds, scales, step, shapes, partial sums, summit keys and counts) and
-//! 113 registers a thread (ptxas, sm_90): four blocks an H100 SM, which the registers bound;
-//! nothing in local memory. The sums go in the same order as the CPU reference's
+//! 132 registers a thread (ptxas, sm_90; 113 before the summits were smoothed): three blocks
+//! an H100 SM, which the registers bound; nothing in local memory (a summit test kept out of
+//! line took 136 and a stack frame). The sums go in the same order as the CPU reference's
 //! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
 //! two fits differ only by the rounding of `exp`, `sincospi` and contracted multiply-adds.
 //!
 //! Cost: a pass is `pixels · (P + 1)(P + 2) / 2` multiply-adds for `P` parameters, spread over
-//! the block's threads, so an island of thousands of pixels with eight components (an extended
-//! source whose noise makes hundreds of summits) takes milliseconds, and the launch lasts as
-//! long as its slowest island.
+//! the block's threads, and the launch lasts as long as its slowest island. An island of more
+//! than `interface::fit::MAX_FIT_PIXELS` usable pixels (a survey image's ring or core) is so
+//! fitted on every `s`-th row and column of its box (`interface::fit::sample_step`): its passes
+//! cost what an island of that size costs, whatever its extent.
 
 use crate::{ballot, shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::{intrinsics, shared_array, GpuFloat};
 use interface::fit::{
-    clamp, gaussian, gram_len, is_summit, pair, rows, segments, settle, small_step, start, summit_key, summit_of, usable,
-    window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
-    GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
-    LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
-    PARAMETERS, PEAK, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS,
-    STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
+    clamp, fitted_components, gaussian, gram_len, is_summit, sample_step, pair, rows, segments, settle, small_step, smoothing_radius, start,
+    summit_key, summit_of, usable, window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
+    COMPONENT_WORDS, FEW_PIXELS, GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX,
+    ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN,
+    NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS,
+    STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
 
 const THREADS: usize = BLOCK as usize;
@@ -73,6 +78,8 @@ const PIXELS: usize = WARPS;
 const SUMMITS: usize = WARPS + 1;
 const HAS_NAN: usize = WARPS + 2;
 const SMALL: usize = WARPS + 3;
+/// The slot of the summit keys that holds the brightest pixel above the seed level.
+const FALLBACK: usize = MAX_COMPONENTS + 1;
 
 /// Entry (`row`, `column`), column ≤ row, of a lower triangle stored row by row.
 #[inline(always)]
@@ -97,13 +104,15 @@ struct Shared {
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
-    /// The summits chosen, then the search's running maximum.
+    /// The summits chosen, then the search's running maximum, then the brightest pixel above
+    /// the seed level.
     keys: *mut u64,
     /// The warps' window counts, then the island's pixels, summits, NaN flag, small-step flag.
     counts: *mut u32,
 }
 
 /// The island a block fits, and where its image lies.
+#[derive(Clone, Copy)]
 struct Island {
     image: *const f32,
     labels: *const u32,
@@ -117,6 +126,13 @@ struct Island {
     y0: usize,
     box_width: usize,
     box_pixels: usize,
+    /// The radius of the binomial kernel the summits are found on.
+    radius: usize,
+    /// The step between the box's rows and columns the fit evaluates, and how many of the
+    /// box's pixels a row and the whole sample hold.
+    step: usize,
+    sample_width: usize,
+    sample_pixels: usize,
 }
 
 impl Island {
@@ -132,12 +148,26 @@ impl Island {
         (self.y0 + k / self.box_width, self.x0 + k % self.box_width)
     }
 
-    /// Whether pixel (`row`, `col`) of value `value` is a summit of the island.
+    /// The island sampled every `step` rows and columns of its box (`interface::fit::sample_step`).
     #[inline(always)]
-    unsafe fn is_summit(&self, row: usize, col: usize, value: f32) -> bool {
+    fn sampled(self, step: usize) -> Island {
+        let sample_width = (self.box_width + step - 1) / step;
+        let sample_height = (self.box_pixels / self.box_width + step - 1) / step;
+        Island { step, sample_width, sample_pixels: sample_width * sample_height, ..self }
+    }
+
+    /// Row and column of pixel `k` of the sample.
+    #[inline(always)]
+    fn sample_at(&self, k: usize) -> (usize, usize) {
+        (self.y0 + k / self.sample_width * self.step, self.x0 + k % self.sample_width * self.step)
+    }
+
+    /// Whether pixel (`row`, `col`) is a summit of the island.
+    #[inline(always)]
+    unsafe fn is_summit(&self, row: usize, col: usize) -> bool {
         // `is_summit` asks only for pixels inside the image, which the kernel's promises make
         // readable.
-        is_summit(value, (row, col), (self.height, self.width), |j| {
+        is_summit((row, col), (self.height, self.width), self.radius, |j| {
             (*self.labels.add(j) == self.label).then(|| *self.image.add(j))
         })
     }
@@ -155,13 +185,14 @@ unsafe fn shared_max(slot: *mut u64, value: u64) {
 
 /// One pass of the summit search: the largest summit key below `limit` into
 /// `keys[MAX_COMPONENTS]`, and with `count` the island's usable pixels, summits and whether it
-/// has NaN into the counters.
+/// has NaN into the counters, and the largest key of any pixel above the seed level into
+/// `keys[FALLBACK]`.
 ///
 /// # Safety
 /// Every thread of the block calls it together, the counters zeroed as `count` needs them.
 #[inline(always)]
 unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, count: bool) {
-    let (mut pixels, mut summits, mut nan, mut best) = (0u32, 0u32, 0u32, 0u64);
+    let (mut pixels, mut summits, mut nan, mut best, mut brightest) = (0u32, 0u32, 0u32, 0u64, 0u64);
     let mut k = thread::thread_idx_x() as usize;
     while k < island.box_pixels {
         let (row, col) = island.at(k);
@@ -170,11 +201,16 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, c
             let (value, noise) = (*island.image.add(i), island.noise_at(i));
             if usable(value, noise) {
                 pixels += 1;
-                if value as f64 > seed * noise as f64 && island.is_summit(row, col, value) {
-                    summits += 1;
+                if value as f64 > seed * noise as f64 {
                     let key = summit_key(value, k as u32);
-                    if key < limit && key > best {
-                        best = key;
+                    if count && key > brightest {
+                        brightest = key;
+                    }
+                    if island.is_summit(row, col) {
+                        summits += 1;
+                        if key < limit && key > best {
+                            best = key;
+                        }
                     }
                 }
             } else {
@@ -187,6 +223,9 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, c
         shared_add(shared.counts.add(PIXELS), pixels);
         shared_add(shared.counts.add(SUMMITS), summits);
         shared_add(shared.counts.add(HAS_NAN), nan);
+        if brightest > 0 {
+            shared_max(shared.keys.add(FALLBACK), brightest);
+        }
     }
     if best > 0 {
         shared_max(shared.keys.add(MAX_COMPONENTS), best);
@@ -269,7 +308,7 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
     let (warp, lane) = (t / 32, t % 32);
     let mut filled = 0;
     let mut first = 0;
-    while first < island.box_pixels {
+    while first < island.sample_pixels {
         if filled + span > capacity {
             accumulate(shared, gram, filled, parameters);
             filled = 0;
@@ -277,9 +316,9 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
         }
         let k = first + t;
         let (mut row, mut col, mut value, mut noise) = (0, 0, 0.0f32, 0.0f32);
-        let mut valid = t < span && k < island.box_pixels;
+        let mut valid = t < span && k < island.sample_pixels;
         if valid {
-            let (r, c) = island.at(k);
+            let (r, c) = island.sample_at(k);
             let i = r * island.width + c;
             row = r;
             col = c;
@@ -394,7 +433,7 @@ pub unsafe fn fit_islands(
         step: shared_array![f64; MAX_PARAMETERS],
         shapes: shared_array![Shape; MAX_COMPONENTS],
         partials: shared_array![f64; THREADS],
-        keys: shared_array![u64; MAX_COMPONENTS + 1],
+        keys: shared_array![u64; MAX_COMPONENTS + 2],
         counts: shared_array![u32; WARPS + 4],
     };
     let t = thread::thread_idx_x() as usize;
@@ -426,6 +465,10 @@ pub unsafe fn fit_islands(
         y0,
         box_width,
         box_pixels: box_width * (y1 - y0 + 1),
+        radius: smoothing_radius(beam),
+        step: 1,
+        sample_width: box_width,
+        sample_pixels: box_width * (y1 - y0 + 1),
     };
 
     // 1. The summits, brightest first.
@@ -434,14 +477,25 @@ pub unsafe fn fit_islands(
             *shared.counts.add(PIXELS + slot) = 0;
         }
         *shared.keys.add(MAX_COMPONENTS) = 0;
+        *shared.keys.add(FALLBACK) = 0;
     }
     thread::sync_threads();
     summit_pass(&island, &shared, seed, u64::MAX, true);
     thread::sync_threads();
     let pixels = *shared.counts.add(PIXELS);
-    let summits = *shared.counts.add(SUMMITS) as usize;
+    let mut summits = *shared.counts.add(SUMMITS) as usize;
+    if summits == 0 && *shared.keys.add(FALLBACK) > 0 {
+        // No smoothed maximum lies above the seed level: the brightest pixel that does is the
+        // island's one summit, as `interface::fit::is_summit` says.
+        summits = 1;
+        thread::sync_threads();
+        if t == 0 {
+            *shared.keys.add(MAX_COMPONENTS) = *shared.keys.add(FALLBACK);
+        }
+        thread::sync_threads();
+    }
     let chosen = if summits < MAX_COMPONENTS { summits } else { MAX_COMPONENTS };
-    let fitted = if chosen < pixels as usize / PARAMETERS { chosen } else { pixels as usize / PARAMETERS };
+    let fitted = fitted_components(chosen, pixels);
     // Without a component to fit, the brightest summit's start is still given.
     let given = if fitted == 0 && chosen > 0 { 1 } else { fitted };
     let mut flags = 0;
@@ -486,7 +540,8 @@ pub unsafe fn fit_islands(
         return;
     }
 
-    // 2. Levenberg–Marquardt.
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
+    let island = island.sampled(sample_step(pixels));
     let parameters = fitted * PARAMETERS;
     let entries = gram_len(parameters);
     let normal = parameters * (parameters + 1) / 2;

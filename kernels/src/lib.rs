@@ -34,11 +34,14 @@ interface::for_each_family!(not_hopper);
 // The `cp.async` helpers the matmul and convolution kernels share.
 not_hopper!(async_copy);
 pub mod tensor;
-/// The Hopper module's matrix products: `matmul/wgmma*.rs`, without the SIMT ladder.
+/// The Hopper module's matrix products: `matmul/wgmma*.rs` and the FP8 conversions, without
+/// the SIMT ladder.
 #[cfg(feature = "hopper")]
 #[path = "matmul"]
 pub mod matmul {
+    pub mod convert_fp8;
     pub mod wgmma;
+    pub mod wgmma_fp8;
     pub mod wgmma_persistent;
     pub mod wgmma_split;
 }

@@ -16,12 +16,12 @@ use crate::gpu::{
 use crate::measure::Source;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::fit::{
-    clamp, gaussian, gram_len, is_summit, pair, rows, segments, settle, small_step, start, summit_key, summit_of, usable,
-    window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
-    ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START,
-    MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK, RECORD_WORDS,
-    SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA,
-    TOO_MANY_SUMMITS, X, Y,
+    clamp, fitted_components, gaussian, gram_len, is_summit, sample_step, pair, rows, segments, settle, small_step, smoothing_radius, start,
+    summit_key, summit_of, usable, window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
+    COMPONENT_WORDS, FEW_PIXELS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN,
+    LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
+    PARAMETERS, PEAK, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS,
+    STATUS_SUMMITS, STATUS_WORDS, THETA, TOO_MANY_SUMMITS, X, Y,
 };
 use ndarray::ArrayView2;
 use rayon::prelude::*;
@@ -149,8 +149,8 @@ impl Flags {
     pub const TOO_MANY_SUMMITS: Flags = Flags(TOO_MANY_SUMMITS);
     /// The normal equations at the solution are singular: the errors are NaN.
     pub const SINGULAR: Flags = Flags(SINGULAR);
-    /// Fewer than six pixels per summit: fewer components fitted, or (under six pixels) none,
-    /// the brightest summit's start given instead.
+    /// Not more than six pixels per summit: fewer components fitted, or (six pixels or fewer)
+    /// none, the brightest summit's start given instead.
     pub const FEW_PIXELS: Flags = Flags(FEW_PIXELS);
     /// No summit above the seed level: no component.
     pub const NO_SUMMIT: Flags = Flags(NO_SUMMIT);
@@ -267,7 +267,8 @@ fn tri(row: usize, column: usize) -> usize {
     row * (row + 1) / 2 + column
 }
 
-/// One island's box and where its pixels are.
+/// One island's box and where its pixels are, sampled every `step` rows and columns.
+#[derive(Clone, Copy)]
 struct Boxed {
     label: u32,
     index: usize,
@@ -275,16 +276,24 @@ struct Boxed {
     y0: usize,
     width: usize,
     height: usize,
+    step: usize,
 }
 
 impl Boxed {
-    fn pixels(&self) -> usize {
-        self.width * self.height
+    /// The pixels of the sample's row, and of the whole sample.
+    fn sample(&self) -> (usize, usize) {
+        let width = self.width.div_ceil(self.step);
+        (width, width * self.height.div_ceil(self.step))
     }
 
-    /// Row, column and image index of pixel `k` of the box.
+    fn pixels(&self) -> usize {
+        self.sample().1
+    }
+
+    /// Row, column and image index of pixel `k` of the sample.
     fn at(&self, k: usize, image_width: usize) -> (usize, usize, usize) {
-        let (row, col) = (self.y0 + k / self.width, self.x0 + k % self.width);
+        let width = self.sample().0;
+        let (row, col) = (self.y0 + k / width * self.step, self.x0 + k % width * self.step);
         (row, col, row * image_width + col)
     }
 }
@@ -296,9 +305,10 @@ impl Image<'_> {
         (self.labels[i] == island.label && usable(value, noise)).then_some((value, noise))
     }
 
-    /// Whether pixel (`row`, `col`) of value `value` is a summit of island `label`.
-    fn is_summit(&self, label: u32, row: usize, col: usize, value: f32) -> bool {
-        is_summit(value, (row, col), (self.height, self.width), |j| (self.labels[j] == label).then(|| self.pixels[j]))
+    /// Whether pixel (`row`, `col`) is a summit of island `label` on the image smoothed by the
+    /// binomial kernel of `radius`.
+    fn is_summit(&self, label: u32, row: usize, col: usize, radius: usize) -> bool {
+        is_summit((row, col), (self.height, self.width), radius, |j| (self.labels[j] == label).then(|| self.pixels[j]))
     }
 
     /// The Gram matrix `[J r]ᵀ[J r]` of `island` at `params`, summed as the kernel sums it: the
@@ -427,10 +437,11 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
     if label == 0 || y0 > y1 || x0 > x1 || y1 >= image.height || x1 >= image.width {
         return (record(&[], f64::NAN), status(0, BAD_ISLAND, 0, 0, 0));
     }
-    let boxed = Boxed { label, index, x0, y0, width: x1 - x0 + 1, height: y1 - y0 + 1 };
+    let boxed = Boxed { label, index, x0, y0, width: x1 - x0 + 1, height: y1 - y0 + 1, step: 1 };
 
     // 1. The summits, brightest first.
-    let (mut pixels, mut nan, mut keys) = (0u32, false, Vec::new());
+    let radius = smoothing_radius(settings.beam_sigma);
+    let (mut pixels, mut nan, mut keys, mut brightest) = (0u32, false, Vec::new(), None);
     for k in 0..boxed.pixels() {
         let (row, col, i) = boxed.at(k, image.width);
         if image.labels[i] != label {
@@ -442,14 +453,22 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
             continue;
         }
         pixels += 1;
-        if f64::from(value) > settings.seed * f64::from(noise) && image.is_summit(label, row, col, value) {
-            keys.push(summit_key(value, k as u32));
+        if f64::from(value) > settings.seed * f64::from(noise) {
+            let key = summit_key(value, k as u32);
+            brightest = brightest.max(Some(key));
+            if image.is_summit(label, row, col, radius) {
+                keys.push(key);
+            }
         }
+    }
+    // No smoothed maximum above the seed level: the brightest pixel above it is the summit.
+    if keys.is_empty() {
+        keys.extend(brightest);
     }
     keys.sort_unstable_by(|a, b| b.cmp(a));
     let summits = keys.len();
     let chosen = summits.min(MAX_COMPONENTS);
-    let fitted = chosen.min(pixels as usize / PARAMETERS);
+    let fitted = fitted_components(chosen, pixels);
     let given = if fitted == 0 && chosen > 0 { 1 } else { fitted };
     let mut flags = 0;
     flags |= if y0 == 0 || x0 == 0 || y1 == image.height - 1 || x1 == image.width - 1 { AT_EDGE } else { 0 };
@@ -485,7 +504,8 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
         return (record(&components, f64::NAN), status(given, flags, 0, pixels, summits as u32));
     }
 
-    // 2. Levenberg–Marquardt.
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
+    let boxed = Boxed { step: sample_step(pixels), ..boxed };
     let parameters = fitted * PARAMETERS;
     let normal = parameters * (parameters + 1) / 2;
     let mut gram = image.evaluate(&boxed, &current);
@@ -728,45 +748,45 @@ pub fn compare(gpu: &[IslandFit], cpu: &[IslandFit]) -> Check {
         d.min(std::f64::consts::PI - d)
     };
     let errors = gpu.iter().zip(cpu).map(|(g, c)| {
-            let exact = (g.label, g.flags, g.pixels, g.summits, g.components.len())
-                == (c.label, c.flags, c.pixels, c.summits, c.components.len());
-            if !exact {
-                return f64::INFINITY;
+        let exact = (g.label, g.flags, g.pixels, g.summits, g.components.len())
+            == (c.label, c.flags, c.pixels, c.summits, c.components.len());
+        if !exact {
+            return f64::INFINITY;
+        }
+        if c.flags.contains(Flags::NOT_CONVERGED) || c.flags.contains(Flags::SINGULAR) {
+            return 0.0;
+        }
+        let mut worst = error(g.chi2, c.chi2, c.chi2.abs().max(1.0));
+        for (gc, cc) in g.components.iter().zip(&c.components) {
+            let (gp, cp) = (&gc.params, &cc.params);
+            let (ge, ce) = (&gc.errors, &cc.errors);
+            let round = ce.theta > ROUND;
+            let theta = if round {
+                0.0
+            } else if gp.theta.is_nan() || cp.theta.is_nan() {
+                error(gp.theta, cp.theta, 1.0)
+            } else {
+                turn(gp.theta, cp.theta) / TOLERANCE
+            };
+            for e in [
+                error(gp.peak, cp.peak, cp.peak.abs()),
+                error(gp.x, cp.x, 1.0),
+                error(gp.y, cp.y, 1.0),
+                error(gp.major, cp.major, cp.major.abs()),
+                error(gp.minor, cp.minor, cp.minor.abs()),
+                theta,
+                error(ge.peak, ce.peak, ce.peak.abs()),
+                error(ge.x, ce.x, ce.x.abs()),
+                error(ge.y, ce.y, ce.y.abs()),
+                error(ge.major, ce.major, ce.major.abs()),
+                error(ge.minor, ce.minor, ce.minor.abs()),
+                if round { 0.0 } else { error(ge.theta, ce.theta, ce.theta.abs()) },
+            ] {
+                worst = worst.max(e);
             }
-            if c.flags.contains(Flags::NOT_CONVERGED) || c.flags.contains(Flags::SINGULAR) {
-                return 0.0;
-            }
-            let mut worst = error(g.chi2, c.chi2, c.chi2.abs().max(1.0));
-            for (gc, cc) in g.components.iter().zip(&c.components) {
-                let (gp, cp) = (&gc.params, &cc.params);
-                let (ge, ce) = (&gc.errors, &cc.errors);
-                let round = ce.theta > ROUND;
-                let theta = if round {
-                    0.0
-                } else if gp.theta.is_nan() || cp.theta.is_nan() {
-                    error(gp.theta, cp.theta, 1.0)
-                } else {
-                    turn(gp.theta, cp.theta) / TOLERANCE
-                };
-                for e in [
-                    error(gp.peak, cp.peak, cp.peak.abs()),
-                    error(gp.x, cp.x, 1.0),
-                    error(gp.y, cp.y, 1.0),
-                    error(gp.major, cp.major, cp.major.abs()),
-                    error(gp.minor, cp.minor, cp.minor.abs()),
-                    theta,
-                    error(ge.peak, ce.peak, ce.peak.abs()),
-                    error(ge.x, ce.x, ce.x.abs()),
-                    error(ge.y, ce.y, ce.y.abs()),
-                    error(ge.major, ce.major, ce.major.abs()),
-                    error(ge.minor, ce.minor, ce.minor.abs()),
-                    if round { 0.0 } else { error(ge.theta, ce.theta, ce.theta.abs()) },
-                ] {
-                    worst = worst.max(e);
-                }
-            }
-            worst
-        });
+        }
+        worst
+    });
     Check::from_errors(errors, 1.0, gpu.len() == cpu.len())
 }
 
@@ -881,9 +901,11 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 /// value and a noise that is finite and above 0; any other is left out and flagged
 /// [`Flags::NAN`]):
 /// - its summits: pixels above `seed` × their noise that no 8-connected neighbour in the island
-///   beats (ties go to the first in raster order); the brightest
+///   beats on the island smoothed by a binomial kernel of about half the beam's variance
+///   (ties go to the first in raster order; `interface::fit::is_summit` says why), or, where
+///   no pixel is such a maximum, the brightest above the seed; the brightest
 ///   `interface::fit::MAX_COMPONENTS` are fitted ([`Flags::TOO_MANY_SUMMITS`] when there are
-///   more), at most one per six pixels ([`Flags::FEW_PIXELS`]);
+///   more), each with more pixels than its six parameters ([`Flags::FEW_PIXELS`]);
 /// - the model: a sum of one elliptical Gaussian per summit (peak, centre, σ_major, σ_minor, θ,
 ///   [`Gaussian`]), each starting at its summit with the beam's axes, bounded as Aegean bounds
 ///   it (`interface::fit::start`);
@@ -891,7 +913,9 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 ///   Jacobian, Marquardt's damping (λ from 10⁻³, tenfold down on a step that lowers χ², up
 ///   otherwise), each step clamped to the bounds; converged when a step moves no parameter by
 ///   more than 10⁻¹⁰ relative (or absolute, below 1) or lowers χ² by at most 10⁻¹² of it,
-///   [`Flags::NOT_CONVERGED`] after 100 iterations;
+///   [`Flags::NOT_CONVERGED`] after 100 iterations; an island of more than
+///   `interface::fit::MAX_FIT_PIXELS` pixels is fitted on every `s`-th row and column of its
+///   box, the least `s` that leaves at most that many (`interface::fit::sample_step`);
 /// - the errors: `√diag((JᵀJ)⁻¹)` at the solution, J weighted by 1/noise: the covariance for
 ///   independent pixels of the given noise ([`Flags::SINGULAR`] and NaN where it does not
 ///   exist). Neighbouring pixels of a radio image are correlated over a beam, so these are
@@ -914,12 +938,12 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 /// use ndarray::Array2;
 ///
 /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
-/// // Two Gaussians 4 pixels apart on one island, σ 1.58 along x and 1.22 along y.
+/// // Two Gaussians 5.2 pixels apart on one island, σ 1.58 along x and 1.22 along y.
 /// let image = Array2::from_shape_fn((15, 21), |(r, c)| {
 ///     let g = |x: f64, y: f64, peak: f64| {
 ///         peak * (-0.5 * ((c as f64 - x).powi(2) / 2.5 + (r as f64 - y).powi(2) / 1.5)).exp()
 ///     };
-///     (g(8.2, 7.1, 3.0) + g(12.4, 7.6, 2.0)) as f32
+///     (g(8.2, 7.1, 3.0) + g(13.4, 7.6, 2.0)) as f32
 /// });
 /// let labels = image.mapv(|v| u32::from(v > 0.05));
 /// let islands = [Island { label: 1, y_min: 0, y_max: 14, x_min: 0, x_max: 20 }];
@@ -927,7 +951,7 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 /// let (device_image, device_labels) = (DeviceMatrix::from_array(&gpu, image.view())?, DeviceMatrix::from_array(&gpu, labels.view())?);
 /// let fits = fit(&gpu, &device_image, &device_labels, &islands, Noise::Level(0.01), &settings)?;
 /// assert_eq!(fits[0].components.len(), 2);
-/// assert!((fits[0].components[1].params.x - 12.4).abs() < 1e-6 && fits[0].components[1].params.theta.abs() < 1e-6);
+/// assert!((fits[0].components[1].params.x - 13.4).abs() < 1e-6 && fits[0].components[1].params.theta.abs() < 1e-6);
 /// let (pixels, labels) = (image.as_slice().unwrap(), labels.as_slice().unwrap());
 /// let expected = cpu_reference(pixels, 21, labels, &islands, Noise::Level(0.01), &settings)?;
 /// assert!(compare(&fits, &expected).passed);
@@ -1045,6 +1069,7 @@ mod tests {
     use crate::gpu::doctest_gpu;
     use crate::label::{cpu_reference as label, detect, Connectivity};
     use crate::measure::cpu_reference as measure;
+    use interface::fit::FWHM;
     use std::f64::consts::PI;
     use std::io::Write;
 
@@ -1136,16 +1161,17 @@ mod tests {
         (truth, scene)
     }
 
-    /// Single bright pixels, a pair of pixels and a 2 × 3 block: islands of 1, 2 and 6 pixels.
+    /// Single bright pixels, a pair of pixels and a 2 × 3 block with one more below: islands of 1, 2
+    /// and 7 pixels.
     fn tiny() -> Scene {
         let mut pixels = vec![0.0f32; 15 * 9];
         for i in [16, 2 * 15 + 10, 7 * 15 + 1, 7 * 15 + 2] {
             pixels[i] = 1.0;
         }
-        for (row, col) in [(4, 6), (4, 7), (4, 8), (5, 6), (5, 7), (5, 8)] {
+        for (row, col) in [(4, 6), (4, 7), (4, 8), (5, 6), (5, 7), (5, 8), (6, 7)] {
             pixels[row * 15 + col] = 0.8 + 0.01 * (row * 15 + col) as f32;
         }
-        Scene::new("islands of 1, 2 and 6 pixels", 15, pixels, 0.5)
+        Scene::new("islands of 1, 2 and 7 pixels", 15, pixels, 0.5)
     }
 
     /// Ten Gaussians on one pedestal: one island, ten summits, the brightest eight fitted.
@@ -1235,6 +1261,91 @@ mod tests {
         assert_near(&fits[0].components[1].params, &truth[1], 1e-6);
     }
 
+    /// A resolved source: σ 5.5 × 1.6 pixels (FWHM 13 × 3.8, axis ratio 3.4) at S/N 25, on a
+    /// 47 × 39 image.
+    const ELLIPSE: Gaussian = Gaussian { peak: 0.25, x: 23.3, y: 18.6, major: 5.5, minor: 1.6, theta: 0.5 };
+
+    /// Two sources of σ 1.2 (FWHM 2.83 pixels) two FWHM (5.65 pixels) apart, S/N 80 and 40 (one
+    /// island above 4σ), on a 31 × 23 image.
+    fn close_pair() -> [Gaussian; 2] {
+        let apart = 2.0 * 1.2 * FWHM;
+        [
+            gaussian_at(0.8, 13.2, 11.4, 1.2, 1.2, 0.0),
+            gaussian_at(0.4, 13.2 + 0.8 * apart, 11.4 + 0.6 * apart, 1.2, 1.2, 0.0),
+        ]
+    }
+
+    /// The settings of `host sources` on a sky without a beam in its header: a beam of σ 1.
+    const SKY: FitSettings = FitSettings { seed: 5.0, beam_sigma: 1.0 };
+
+    /// `sources` on a `width × height` image with noise of σ [`NOISE`] (seeded by `seed`), and
+    /// its islands above 4σ as the pipeline floods them.
+    fn in_noise(width: usize, height: usize, sources: &[Gaussian], seed: u64) -> Scene {
+        let mut pixels = draw(width, height, sources);
+        let noise = crate::data::random_normal(pixels.len(), seed);
+        for (p, n) in pixels.iter_mut().zip(noise) {
+            *p += (NOISE * f64::from(n)) as f32;
+        }
+        Scene::new("noisy sources", width, pixels, 4.0 * NOISE)
+    }
+
+    /// The fit of the island of [`in_noise`]'s scene that holds the pixel nearest `sources[0]`'s
+    /// centre, at the pipeline's beam, and the summits the raw rule (8 neighbours, no smoothing)
+    /// finds in it.
+    fn noisy_fit(width: usize, height: usize, sources: &[Gaussian], seed: u64) -> (IslandFit, usize) {
+        let scene = in_noise(width, height, sources, seed);
+        let centre = sources[0].y.round() as usize * width + sources[0].x.round() as usize;
+        let label = scene.labels[centre];
+        let island = *scene.islands.iter().find(|i| i.label == label).expect("the sources' island");
+        let fits = cpu_reference(&scene.pixels, width, &scene.labels, &[island], Noise::Level(NOISE), &SKY);
+        // Radius 0 smooths nothing: the rule before the smoothing.
+        let raw = (island.y_min..=island.y_max)
+            .flat_map(|row| (island.x_min..=island.x_max).map(move |col| (row, col)))
+            .filter(|&(row, col)| {
+                let i = row * width + col;
+                let in_island = |j: usize| (scene.labels[j] == label).then(|| scene.pixels[j]);
+                in_island(i).is_some_and(|v| f64::from(v) > SKY.seed * NOISE)
+                    && is_summit((row, col), (height, width), 0, in_island)
+            })
+            .count();
+        (fits.expect("fits").remove(0), raw)
+    }
+
+    #[test]
+    fn a_broad_noisy_ellipse_is_one_component() {
+        let truth = ELLIPSE;
+        let (mut single, mut surplus, mut raw_surplus) = (0, 0, 0);
+        for seed in 0..20 {
+            let (fit, raw) = noisy_fit(47, 39, &[truth], seed);
+            surplus += fit.summits as usize - 1;
+            raw_surplus += raw - 1;
+            if (fit.summits, fit.components.len()) == (1, 1) {
+                single += 1;
+                assert!(!fit.flags.contains(Flags::NOT_CONVERGED), "seed {seed}: {fit:?}");
+                let p = &fit.components[0].params;
+                assert!((p.x - truth.x).abs() < 0.3 && (p.y - truth.y).abs() < 0.3, "seed {seed}: {p:?}");
+                assert!((p.major / truth.major - 1.0).abs() < 0.15, "seed {seed}: {p:?}");
+            }
+        }
+        // A ridge 13 pixels long stays flat enough for noise to raise a second maximum on it
+        // now and then; the smoothing removes most of those the raw rule finds.
+        assert!(single >= 14, "{single} of 20 fits are one component");
+        assert!(2 * surplus <= raw_surplus, "{surplus} summits past the first, {raw_surplus} by the raw rule");
+    }
+
+    #[test]
+    fn a_pair_two_beams_apart_is_two_components() {
+        let pair = close_pair();
+        for seed in 0..20 {
+            let (fit, _) = noisy_fit(31, 23, &pair, seed);
+            assert_eq!((fit.summits, fit.components.len()), (2, 2), "seed {seed}: {fit:?}");
+            for (component, want) in fit.components.iter().zip(&pair) {
+                let p = &component.params;
+                assert!((p.x - want.x).abs() < 0.1 && (p.y - want.y).abs() < 0.1, "seed {seed}: {p:?} vs {want:?}");
+            }
+        }
+    }
+
     #[test]
     fn an_island_at_the_edge_is_fitted_and_flagged() {
         let (truth, scene) = at_edge();
@@ -1266,18 +1377,18 @@ mod tests {
         let scene = tiny();
         let fits = scene.fit();
         let sizes: Vec<u32> = fits.iter().map(|f| f.pixels).collect();
-        assert_eq!(sizes, [1, 1, 6, 2]);
-        for fit in fits.iter().filter(|f| f.pixels < 6) {
+        assert_eq!(sizes, [1, 1, 7, 2]);
+        for fit in fits.iter().filter(|f| f.pixels < 7) {
             assert_eq!((fit.flags, fit.components.len(), fit.iterations), (Flags::FEW_PIXELS, 1, 0), "{fit:?}");
             let c = &fit.components[0];
             assert!(c.errors.peak.is_nan() && fit.chi2.is_nan(), "an unfitted start has no errors: {fit:?}");
             let (col, row) = (c.params.x as usize, c.params.y as usize);
             assert_eq!(f64::from(scene.pixels[row * 15 + col]), c.params.peak, "the summit's value and place");
         }
-        // Six pixels: a component fitted, or flagged where six parameters do not settle.
-        let six = &fits[2];
-        assert_eq!((six.components.len(), six.summits), (1, 1));
-        assert!(!six.flags.contains(Flags::FEW_PIXELS), "{six:?}");
+        // Seven pixels: a component fitted, with a pixel to spare for its errors.
+        let seven = &fits[2];
+        assert_eq!((seven.components.len(), seven.summits), (1, 1));
+        assert!(!seven.flags.contains(Flags::FEW_PIXELS), "{seven:?}");
     }
 
     #[test]
@@ -1453,6 +1564,30 @@ mod tests {
             let expected = scene.fit();
             let check = compare(&fits, &expected);
             assert!(check.passed, "{}: {check:?}\nGPU {fits:?}\nCPU {expected:?}", scene.name);
+        }
+        // The summits of resolved sources and pairs in noise, at the pipeline's beam (radius 1)
+        // and at the tests' (radius 2).
+        for seed in 0..4 {
+            for (scene, width, height) in
+                [(in_noise(47, 39, &[ELLIPSE], seed), 47, 39), (in_noise(31, 23, &close_pair(), seed), 31, 23)]
+            {
+                let image = ArrayView2::from_shape((height, width), &scene.pixels[..]).expect("rows");
+                let labels = ArrayView2::from_shape((height, width), &scene.labels[..]).expect("rows");
+                for settings in [SKY, SETTINGS] {
+                    let fits = fit_array(&gpu, image, labels, &scene.islands, Noise::Level(NOISE), &settings)
+                        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                    let expected = cpu_reference(
+                        &scene.pixels,
+                        width,
+                        &scene.labels,
+                        &scene.islands,
+                        Noise::Level(NOISE),
+                        &settings,
+                    );
+                    let check = compare(&fits, &expected.expect("fits"));
+                    assert!(check.passed, "seed {seed}, {settings:?}: {check:?}");
+                }
+            }
         }
         // A noise map, and islands the kernel must flag rather than read.
         let (_, scene) = with_nan();

@@ -3,7 +3,8 @@
 // B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
 // warpgroups with setmaxnreg; then the persistent grid in grouped tile order; then split k's
-// reduction (wgmma_split.cu, included at the end). The same PTX instructions, tiles, stages and
+// reduction (wgmma_split.cu, included at the end), and the FP8 step with its conversions
+// (wgmma_fp8.cu). The same PTX instructions, tiles, stages and
 // order as the Rust. A translation unit of its own, built for sm_90a (bench/twins/build, with a
 // CUDA 12 or newer nvcc).
 #include <stddef.h>
@@ -358,3 +359,5 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS
 
 // Step H3: the reduction of split k's partial products.
 #include "wgmma_split.cu"
+// Step H4: FP8 (e4m3) inputs, and their conversions.
+#include "wgmma_fp8.cu"

@@ -295,6 +295,30 @@ impl Workload for Fit {
             flagged(Flags::NOT_CONVERGED),
             flagged(Flags::TOO_MANY_SUMMITS)
         );
-        Ok(Checked { check: compare(&fits, &self.expected), note: Some(note) })
+        let check = compare(&fits, &self.expected);
+        // A mismatch names the first island that differs, as each side fitted it.
+        let note = match check.first_mismatch.and_then(|i| Some((fits.get(i)?, self.expected.get(i)?))) {
+            Some((g, c)) => format!("{note}; first mismatch: GPU {} / CPU {}", summary(g), summary(c)),
+            None => note,
+        };
+        Ok(Checked { check, note: Some(note) })
     }
+}
+
+/// An island's fit in a line: what [`compare`] holds equal, and the first component.
+fn summary(fit: &IslandFit) -> String {
+    let first = fit.components.first().map_or(String::new(), |c| {
+        let p = &c.params;
+        format!(", first ({:.6e}, {:.6}, {:.6}, {:.6}, {:.6}, {:.6})", p.peak, p.x, p.y, p.major, p.minor, p.theta)
+    });
+    format!(
+        "island {}: flags {:#x}, {} iterations, {} pixels, {} summits, {} components, χ² {:.9e}{first}",
+        fit.label,
+        fit.flags.0,
+        fit.iterations,
+        fit.pixels,
+        fit.summits,
+        fit.components.len(),
+        fit.chi2
+    )
 }

@@ -322,11 +322,12 @@ fn encode_tiled() -> GpuResult<EncodeTiled> {
     Ok(unsafe { std::mem::transmute::<*mut c_void, EncodeTiled>(function) })
 }
 
-/// The tensor map of a row-major `rows × cols` matrix of `precision` at `address` with row
-/// stride `ld` (elements), copied in boxes of `box_dims` (contiguous dimension first) with the
-/// 128-byte swizzle; the parts of a box outside the matrix are filled with zeros.
-fn encode(
-    precision: Precision,
+/// The tensor map of a row-major `rows × cols` matrix at `address` with row stride `ld`
+/// (elements), its elements of the driver's data type `element.0`, `element.1` bytes each,
+/// copied in boxes of `box_dims` (contiguous dimension first) with the 128-byte swizzle; the
+/// parts of a box outside the matrix are filled with zeros.
+pub(super) fn encode(
+    element: (u32, usize),
     address: u64,
     rows: usize,
     cols: usize,
@@ -336,7 +337,7 @@ fn encode(
     let encode = encode_tiled()?;
     let mut map = TensorMap([0; 16]);
     let dims = [cols as u64, rows as u64];
-    let strides = [(ld * precision.bytes()) as u64];
+    let strides = [(ld * element.1) as u64];
     let element_strides = [1u32, 1];
     let (no_interleave, swizzle_128b, l2_promote_256b, zero_fill) = (0, 3, 3, 0);
     // SAFETY: every pointer is to a live local of the length the rank (2) implies; `map` is
@@ -345,7 +346,7 @@ fn encode(
     let result = unsafe {
         encode(
             &mut map,
-            precision.tensor_map_type(),
+            element.0,
             2,
             address as *mut c_void,
             dims.as_ptr(),
@@ -379,9 +380,10 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
         let (bk, box_n) = (precision.bk() as u32, BOX_N as u32);
         let (b_rows, b_cols) = precision.b_shape(n, k);
         let b_box = if precision == Precision::Tf32 { [bk, box_n] } else { [box_n, bk] };
+        let element = (precision.tensor_map_type(), precision.bytes());
         let maps = [
-            encode(precision, a.as_device_ptr().as_raw(), m, k, lda, [bk, BM as u32])?,
-            encode(precision, b.as_device_ptr().as_raw(), b_rows, b_cols, ldb, b_box)?,
+            encode(element, a.as_device_ptr().as_raw(), m, k, lda, [bk, BM as u32])?,
+            encode(element, b.as_device_ptr().as_raw(), b_rows, b_cols, ldb, b_box)?,
         ];
         cust::memory::CopyDestination::copy_from(&mut device.index(..2), &maps[..])
             .map_err(|source| GpuError::Cuda { what: "copying the tensor maps to the GPU".into(), source })?;

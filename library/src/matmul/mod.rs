@@ -1,6 +1,6 @@
 //! C = A × B on the GPU: the SGEMM ladder (`launch`), the tensor cores' conversions and
-//! mma.sync steps (`tensor`) and Hopper's wgmma steps (`hopper`, and `split` for split k), with
-//! their CPU references.
+//! mma.sync steps (`tensor`) and Hopper's wgmma steps (`hopper`, `split` for split k, `fp8` for
+//! e4m3 inputs), with their CPU references.
 //!
 //! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
 //! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
@@ -8,6 +8,7 @@
 //! differ by up to `4·k·ε`, about 12 times the typical error. Inputs from files scale that by
 //! `max(1, max|a|·max|b|)`, the bound of a product term.
 
+pub mod fp8;
 mod gemm;
 pub mod hopper;
 pub mod launch;
