@@ -101,7 +101,8 @@ def cupy_times(data, runs):
 def host_sources(host, image, runs, scratch):
     """`host sources` on `image`: its summary, its catalog and its labels."""
     catalog, labels = scratch / f"{image.stem}-host.csv", scratch / f"{image.stem}-labels.npy"
-    command = [host, "--json", "sources", "--image", str(image), "--catalog", str(catalog)]
+    # The lesson's mode: the pipeline the lesson's CuPy code runs, and SciPy's labels to match.
+    command = [host, "--json", "sources", "--mode", "lesson", "--image", str(image), "--catalog", str(catalog)]
     command += ["--labels", str(labels), "--runs", str(runs)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

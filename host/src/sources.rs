@@ -1,4 +1,6 @@
-//! `host sources`: finds the sources of an image on the GPU, checks them against the CPU and reports both.
+//! `host sources`: finds the sources of an image on the GPU (Aegean's and BANE's local
+//! background, flooded islands and Gaussian fits, or the CuPy lesson's global pipeline), checks
+//! them against the CPU where asked, and reports both.
 
 use crate::data::timed;
 use crate::fits;
@@ -26,13 +28,48 @@ pub struct Options {
     /// first 2-D image].
     #[arg(long)]
     pub hdu: Option<fits::Hdu>,
-    /// κ of the κσ clipping: each round keeps the pixels strictly inside median ± κσ.
+    /// How to find the sources: `local` (BANE's background and noise maps, islands seeded at
+    /// --seed-snr and flooded to --flood in local S/N, an elliptical Gaussian fitted per summit)
+    /// or `lesson` (the CuPy lesson's global κσ clip and --threshold, islands measured).
+    #[arg(long, value_parser = crate::registry::named::<Mode>(), default_value_t = Mode::Local)]
+    pub mode: Mode,
+    /// κ of the κσ clipping: each round keeps the pixels strictly inside median ± κσ (of the
+    /// whole image in the lesson's mode, of each box of the background's grid in the local one).
     #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub kappa: f64,
-    /// Sources are pixels strictly above threshold·σ of the clipped background.
+    /// The lesson's mode: sources are pixels strictly above threshold·σ of the clipped
+    /// background.
     #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     pub threshold: f64,
-    /// Pixels touching at an edge (4, SciPy's default) or also at a corner (8) are one source.
+    /// The local mode: an island holds at least one pixel whose local S/N is above this (the
+    /// seed; `--seed` is the random seed of every command).
+    #[arg(long, default_value_t = local::SEED, allow_negative_numbers = true)]
+    pub seed_snr: f64,
+    /// The local mode: islands grow to every connected pixel whose local S/N is above this.
+    #[arg(long, default_value_t = local::FLOOD, allow_negative_numbers = true)]
+    pub flood: f64,
+    /// The local mode: islands of fewer pixels are left out [default: a third of the beam's
+    /// area, PyBDSF's `minpix_isl`].
+    #[arg(long)]
+    pub min_pixels: Option<usize>,
+    /// The local mode: the background and noise maps once (BANE's), or again with the islands
+    /// of the first left out, so that sources wider than the box stay out of the background.
+    #[arg(long, value_parser = crate::registry::named::<local::Passes>(), default_value_t = local::Passes::Two)]
+    pub background_passes: local::Passes,
+    /// The local mode: the beam's FWHM in pixels, over BMAJ and BMIN in the header [default:
+    /// the header's; without one, 2.35 pixels (σ 1) for the fits, and integrated fluxes as sums
+    /// of pixels].
+    #[arg(long, allow_negative_numbers = true)]
+    pub beam: Option<f64>,
+    /// The local mode: pixels between the background's grid points [default: 4 beams, or 16
+    /// without a beam in the header, as BANE].
+    #[arg(long)]
+    pub step: Option<usize>,
+    /// The local mode: pixels a side of each grid point's box [default: 6 steps].
+    #[arg(long = "box")]
+    pub box_size: Option<usize>,
+    /// Pixels touching at an edge (4, SciPy's default) or also at a corner (8) are one source
+    /// (one island in the local mode).
     #[arg(long, value_parser = crate::registry::named::<Connectivity>(), default_value_t = Connectivity::Four)]
     pub connectivity: Connectivity,
     /// The catalog as CSV [default: `<image stem>-sources.csv` beside the image]; with --json
@@ -46,12 +83,24 @@ pub struct Options {
     /// where its header has a celestial WCS, else in image coordinates.
     #[arg(long)]
     pub regions: Option<PathBuf>,
-    /// A PNG of the image (asinh scale, row 0 at the top) with each source circled.
+    /// A PNG of the image (asinh scale, row 0 at the top) with each fitted source's ellipse,
+    /// and every other source circled.
     #[arg(long)]
     pub overlay: Option<PathBuf>,
-    /// The label image as a 2-D int32 .npy (`scipy.ndimage.label`'s output).
+    /// The label image as a 2-D int32 .npy (`scipy.ndimage.label`'s output; in the local
+    /// mode, every island above the flood).
     #[arg(long)]
     pub labels: Option<PathBuf>,
+    /// The local mode: the image less the fitted Gaussians, as an image (FITS, .npy or PNG, by
+    /// extension).
+    #[arg(long)]
+    pub residual: Option<PathBuf>,
+    /// The local mode: the background map, as an image.
+    #[arg(long)]
+    pub background_map: Option<PathBuf>,
+    /// The local mode: the noise map, as an image.
+    #[arg(long)]
+    pub noise_map: Option<PathBuf>,
     /// Runs on the CPU only (no GPU needed): the definitions the GPU is checked against.
     #[arg(long)]
     pub cpu: bool,
@@ -59,6 +108,10 @@ pub struct Options {
     /// median.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Checks the GPU's results against the CPU's [the lesson's mode's default; the local
+    /// mode's CPU reference takes seconds on a survey image, so it runs when asked].
+    #[arg(long, conflicts_with = "no_check")]
+    pub check: bool,
     /// Skips checking the GPU's results against the CPU's.
     #[arg(long)]
     pub no_check: bool,
@@ -66,6 +119,31 @@ pub struct Options {
     /// position and flux errors per S/N bin.
     #[arg(long)]
     pub truth: Option<PathBuf>,
+}
+
+impl Options {
+    /// Whether the GPU's results are checked against the CPU's: `--check`, `--no-check`, else
+    /// the mode's default (the lesson's checks, the local mode does not); never with `--cpu`.
+    pub fn checks(&self) -> bool {
+        !self.cpu && (self.check || (!self.no_check && self.mode == Mode::Lesson))
+    }
+}
+
+/// What the local mode used and found, beside the summary's common facts.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalSummary {
+    pub settings: local::Settings,
+    /// Where the beam came from.
+    pub beam: String,
+    /// The grid's noise σ: least, median, largest.
+    pub noise: Option<(f64, f64, f64)>,
+    /// Islands above the flood level, and those with a seed.
+    pub flooded: usize,
+    pub seeded: usize,
+    /// Components fitted.
+    pub components: usize,
+    /// Islands by the flags of their fits.
+    pub flags: Vec<(&'static str, usize)>,
 }
 
 /// What `host sources` did and found (`--json` prints it; the JSON catalog adds the sources).
@@ -76,20 +154,29 @@ pub struct Summary {
     pub height: usize,
     /// "CPU", or the GPU's name.
     pub device: String,
+    pub mode: Mode,
     pub settings: Settings,
     pub nan_pixels: usize,
-    pub background: Background,
-    pub level: f64,
+    /// The lesson's mode: the clipped background, and the level a pixel of a source exceeds.
+    pub background: Option<Background>,
+    pub level: Option<f64>,
+    /// The local mode's settings and findings.
+    pub local: Option<LocalSummary>,
+    /// Pixels of the sources' islands (above the threshold, or the flood).
     pub detected_pixels: usize,
+    /// The catalog's rows: islands in the lesson's mode, fitted components (and the islands no
+    /// fit gave one) in the local one.
     pub sources: usize,
     /// Each stage's wall time, reading and writing included; on the GPU the median of `runs`.
     pub stages: Vec<Stage>,
     pub runs: u32,
-    /// On the GPU, from the NaN count to the measures: the median over `runs` of the
-    /// pipeline's own time, the image already on the GPU (what the lesson times of CuPy).
+    /// On the GPU, from the first step to the last: the median over `runs` of the pipeline's
+    /// own time, the image already on the GPU (what the lesson times of CuPy).
     pub pipeline_ms: Option<f64>,
-    /// The GPU's results against the CPU's (empty with `--cpu` or `--no-check`).
+    /// The GPU's results against the CPU's (empty when not checked).
     pub checks: Vec<Agreement>,
+    /// Why the GPU's results were not checked against the CPU's, when they were not.
+    pub unchecked: Option<String>,
     /// Where the positions come from: the WCS's frame and projection, or why they are pixels.
     pub coordinates: String,
     pub catalog: String,
@@ -98,11 +185,14 @@ pub struct Summary {
     pub regions: Option<String>,
     pub overlay: Option<String>,
     pub labels: Option<String>,
+    pub residual: Option<String>,
+    pub background_map: Option<String>,
+    pub noise_map: Option<String>,
     /// The catalog against `--truth`, where given.
     pub score: Option<score::Score>,
 }
 
-/// The JSON catalog: the summary's facts and every source.
+/// The JSON catalog of the lesson's mode: the summary's facts and every island.
 #[derive(Serialize)]
 struct CatalogJson<'a> {
     image: &'a str,
@@ -113,6 +203,18 @@ struct CatalogJson<'a> {
     background: &'a Background,
     level: f64,
     sources: &'a [Source],
+}
+
+/// The JSON catalog of the local mode: its settings and every row of the catalog.
+#[derive(Serialize)]
+struct LocalCatalogJson<'a> {
+    image: &'a str,
+    width: usize,
+    height: usize,
+    mode: Mode,
+    settings: &'a local::Settings,
+    nan_pixels: usize,
+    sources: &'a [catalog::Row],
 }
 
 fn right(text: String) -> Cell {
@@ -127,7 +229,10 @@ impl Summary {
     }
 
     pub fn print(&self) {
-        println!("sources in {} ({}x{}), on the {}", self.image, self.width, self.height, self.device);
+        println!(
+            "sources in {} ({}x{}), on the {}, {} mode",
+            self.image, self.width, self.height, self.device, self.mode
+        );
         let mut table = Table::new();
         let header = if self.runs > 1 { format!("ms (median of {})", self.runs) } else { "ms".into() };
         table.load_preset(UTF8_FULL_CONDENSED).set_header(["stage".to_string(), header]);
@@ -135,28 +240,59 @@ impl Summary {
             table.add_row([Cell::new(stage.name), right(format!("{:.3}", stage.ms))]);
         }
         if let Some(ms) = self.pipeline_ms {
-            table.add_row([Cell::new("GPU pipeline, NaN count to measures"), right(format!("{:.3}", ms))]);
+            table.add_row([Cell::new("GPU pipeline, first step to last"), right(format!("{:.3}", ms))]);
         }
         println!("{}", table);
-        let b = &self.background;
         println!("NaN pixels ignored: {}", grouped(self.nan_pixels as u64));
-        println!(
-            "background: median {:.5e}, σ {:.5e} after {} clipping rounds at κ {} ({} pixels kept)",
-            b.median,
-            b.sigma,
-            b.rounds,
-            self.settings.kappa,
-            grouped(b.kept as u64)
-        );
-        println!(
-            "detection: {} pixels above {}σ = {:.5e}, {}-connected",
-            grouped(self.detected_pixels as u64),
-            self.settings.threshold,
-            self.level,
-            self.settings.connectivity.neighbours()
-        );
+        if let (Some(b), Some(level)) = (&self.background, self.level) {
+            println!(
+                "background: median {:.5e}, σ {:.5e} after {} clipping rounds at κ {} ({} pixels kept)",
+                b.median,
+                b.sigma,
+                b.rounds,
+                self.settings.kappa,
+                grouped(b.kept as u64)
+            );
+            println!(
+                "detection: {} pixels above {}σ = {:.5e}, {}-connected",
+                grouped(self.detected_pixels as u64),
+                self.settings.threshold,
+                level,
+                self.settings.connectivity.neighbours()
+            );
+        }
+        if let Some(local) = &self.local {
+            let s = &local.settings;
+            let p = &s.params;
+            println!(
+                "background: σ-clipped median and σ in {}×{}-pixel boxes every {}×{} pixels, up to {} clipping rounds at κ {}; beam {:.3} pixels FWHM ({})",
+                p.box_size.1, p.box_size.0, p.step.1, p.step.0, p.rounds, p.kappa, s.beam.fwhm, local.beam
+            );
+            if let Some((least, median, most)) = local.noise {
+                println!("noise σ: {:.5e} to {:.5e}, median {:.5e}", least, most, median);
+            }
+            println!(
+                "detection: {} pixels above the flood, {}σ local, in {} islands; {} with a seed above {}σ, {}-connected",
+                grouped(self.detected_pixels as u64),
+                s.flood,
+                grouped(local.flooded as u64),
+                grouped(local.seeded as u64),
+                s.seed,
+                s.connectivity.neighbours()
+            );
+            let flags: Vec<String> = local.flags.iter().map(|(name, n)| format!("{} {}", name, n)).collect();
+            println!(
+                "fits: {} components in {} islands; islands flagged: {}",
+                grouped(local.components as u64),
+                grouped(local.seeded as u64),
+                if flags.is_empty() { "none".to_string() } else { flags.join(", ") }
+            );
+        }
         println!("{} source{}", grouped(self.sources as u64), if self.sources == 1 { "" } else { "s" });
         println!("coordinates: {}", self.coordinates);
+        if let Some(why) = &self.unchecked {
+            println!("{}", why);
+        }
         if !self.checks.is_empty() {
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header(["GPU vs CPU", "GPU / CPU or worst", "bar", "check"]);
@@ -173,6 +309,9 @@ impl Summary {
             self.regions.as_ref(),
             self.overlay.as_ref(),
             self.labels.as_ref(),
+            self.residual.as_ref(),
+            self.background_map.as_ref(),
+            self.noise_map.as_ref(),
         ];
         for path in written.into_iter().flatten() {
             println!("wrote {}", path);
@@ -194,6 +333,16 @@ fn median_of(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// The stages of `runs` (each with the same stages), each the median of its times.
+fn median_stages(runs: &[Vec<Stage>]) -> Vec<Stage> {
+    runs.first()
+        .map(|first| {
+            let at = |i: usize| median_of(runs.iter().map(|r| r[i].ms).collect());
+            first.iter().enumerate().map(|(i, stage)| Stage { name: stage.name, ms: at(i) }).collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Runs the pipeline on the GPU `runs` times; the result of the last, each stage's time the
 /// median, and the median total. Copies the labels back when `labels`.
 fn run_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> GpuResult<(Found, String, f64)> {
@@ -203,15 +352,37 @@ fn run_on_gpu(image: &Image, settings: &Settings, runs: u32, labels: bool) -> Gp
     let mut found = pipeline.runs(image, settings, runs as usize)?;
     let totals = found.iter().map(Found::total_ms).collect();
     let mut stages = vec![Stage { name: "upload", ms: upload_ms }];
-    for (i, stage) in found[0].stages.iter().enumerate() {
-        stages.push(Stage { name: stage.name, ms: median_of(found.iter().map(|f| f.stages[i].ms).collect()) });
-    }
+    stages.extend(median_stages(&found.iter().map(|f| f.stages.clone()).collect::<Vec<_>>()));
     let mut last = found.pop().ok_or_else(|| GpuError::InvalidInput("the pipeline needs at least 1 run".into()))?;
     if labels {
         let (copied, ms) = timed(|| pipeline.labels());
         last.labels = copied?;
         stages.push(Stage { name: "labels copied back", ms });
     }
+    last.stages = stages;
+    Ok((last, gpu.info().name.clone(), median_of(totals)))
+}
+
+/// The local mode on the GPU, `runs` times: the result of the last (with what `copy` asks
+/// copied back), each stage's time the median, and the median total.
+fn run_local_on_gpu(
+    image: &Image,
+    settings: &local::Settings,
+    runs: u32,
+    copy: local::gpu::CopyBack,
+) -> GpuResult<(local::Found, String, f64)> {
+    let gpu = Gpu::new()?;
+    let (pipeline, upload_ms) = timed(|| local::gpu::Pipeline::new(&gpu, image));
+    let pipeline = pipeline?;
+    let mut found = pipeline.runs(image, settings, runs as usize, copy)?;
+    // The copies back are the last run's alone, and not the pipeline's.
+    let copied = |f: &local::Found| f.stages.iter().filter(|s| !s.name.ends_with("copied back")).cloned().collect();
+    let pipelines: Vec<Vec<Stage>> = found.iter().map(copied).collect();
+    let totals = pipelines.iter().map(|stages| stages.iter().map(|s| s.ms).sum()).collect();
+    let mut last = found.pop().ok_or_else(|| GpuError::InvalidInput("the pipeline needs at least 1 run".into()))?;
+    let mut stages = vec![Stage { name: "upload", ms: upload_ms }];
+    stages.extend(median_stages(&pipelines));
+    stages.extend(last.stages.iter().filter(|s| s.name.ends_with("copied back")).cloned());
     last.stages = stages;
     Ok((last, gpu.info().name.clone(), median_of(totals)))
 }
@@ -257,13 +428,166 @@ fn about(image: &Path, error: GpuError) -> GpuError {
     }
 }
 
+/// The local mode's settings for `options` and the image's `header`, and where the beam came
+/// from.
+fn local_settings(options: &Options, header: Option<&fits::Header>) -> GpuResult<(local::Settings, String)> {
+    let beam = match header {
+        Some(header) => local::beam_of(header).map_err(|reason| file_error(&options.image, reason))?,
+        None => None,
+    };
+    let width = local::beam_width(beam.as_ref(), options.beam)?;
+    let from = match (options.beam, beam) {
+        (Some(_), _) => "given".to_string(),
+        (None, Some(_)) => "BMAJ and BMIN".to_string(),
+        (None, None) => "assumed: no beam in the header; integrated fluxes are sums of pixels".to_string(),
+    };
+    let params = local::grid(&width, options.step, options.box_size, options.kappa)?;
+    let settings = local::Settings {
+        seed: options.seed_snr,
+        flood: options.flood,
+        connectivity: options.connectivity,
+        params,
+        beam: width,
+        passes: options.background_passes,
+        min_pixels: options.min_pixels.unwrap_or_else(|| local::min_pixels(&width)),
+    };
+    settings.check()?;
+    Ok((settings, from))
+}
+
+/// What one mode found, as the rest of the run needs it.
+struct Outcome {
+    device: String,
+    pipeline_ms: Option<f64>,
+    nan_pixels: usize,
+    detected_pixels: usize,
+    rows: Vec<catalog::Row>,
+    checks: Vec<Agreement>,
+    /// The noise σ of a truth without a noise column.
+    noise: f64,
+    /// What a row's integrated flux is multiplied by to be a sum of pixels, as the truth's.
+    to_pixel_sums: f64,
+    through_beam: bool,
+    scale: overlay::Scale,
+    marks: Vec<overlay::Mark>,
+    lesson: Option<Found>,
+    local: Option<(local::Found, LocalSummary)>,
+    stages: Vec<Stage>,
+}
+
+/// The lesson's mode on `image`.
+fn lesson(options: &Options, settings: &Settings, image: &Image) -> GpuResult<Outcome> {
+    let about_image = |e| about(&options.image, e);
+    let mut stages = Vec::new();
+    let (found, device, pipeline_ms) = if options.cpu {
+        (find(image, settings).map_err(about_image)?, "CPU".to_string(), None)
+    } else {
+        let labels = options.labels.is_some() || options.checks();
+        let (found, device, total) = run_on_gpu(image, settings, options.runs, labels).map_err(about_image)?;
+        (found, device, Some(total))
+    };
+    stages.extend(found.stages.iter().cloned());
+    let checks = if options.checks() {
+        let (cpu, ms) = timed(|| find(image, settings));
+        stages.push(Stage { name: "CPU reference, for the checks", ms });
+        compare(&found, &cpu.map_err(about_image)?)
+    } else {
+        Vec::new()
+    };
+    let rows = catalog::rows(&found.sources, found.background.sigma);
+    Ok(Outcome {
+        device,
+        pipeline_ms,
+        nan_pixels: found.nan_pixels,
+        detected_pixels: found.detected_pixels,
+        rows,
+        checks,
+        noise: found.background.sigma,
+        to_pixel_sums: 1.0,
+        through_beam: true,
+        scale: (&found.background).into(),
+        marks: overlay::circles(&found.sources),
+        lesson: Some(found),
+        local: None,
+        stages,
+    })
+}
+
+/// The local mode on `image` with `settings`.
+fn local_mode(options: &Options, settings: &local::Settings, from: String, image: &Image) -> GpuResult<Outcome> {
+    let about_image = |e| about(&options.image, e);
+    let mut stages = Vec::new();
+    let maps_wanted = options.background_map.is_some() || options.noise_map.is_some();
+    let (found, device, pipeline_ms) = if options.cpu {
+        (local::find(image, settings).map_err(about_image)?, "CPU".to_string(), None)
+    } else {
+        let copy = local::gpu::CopyBack {
+            maps: maps_wanted || options.checks(),
+            labels: options.labels.is_some() || options.checks(),
+        };
+        let (found, device, total) = run_local_on_gpu(image, settings, options.runs, copy).map_err(about_image)?;
+        (found, device, Some(total))
+    };
+    stages.extend(found.stages.iter().cloned());
+    let checks = if options.checks() {
+        let (cpu, ms) = timed(|| local::find(image, settings));
+        stages.push(Stage { name: "CPU reference, for the checks", ms });
+        local::compare(&found, &cpu.map_err(about_image)?)
+    } else {
+        Vec::new()
+    };
+    let (rows, ms) = timed(|| local::rows(image, settings, &found));
+    stages.push(Stage { name: "catalog rows", ms });
+    let (background, noise) = found.medians().unwrap_or((0.0, 1.0));
+    let summary = LocalSummary {
+        settings: *settings,
+        beam: from,
+        noise: found.noise_range(),
+        flooded: found.flooded,
+        seeded: found.islands.len(),
+        components: found.fits.iter().map(|f| f.components.len()).sum(),
+        flags: found.flag_counts(),
+    };
+    Ok(Outcome {
+        device,
+        pipeline_ms,
+        nan_pixels: found.nan_pixels,
+        detected_pixels: found.flooded_pixels,
+        marks: overlay::marks(&rows),
+        rows,
+        checks,
+        noise,
+        to_pixel_sums: settings.beam.area(),
+        through_beam: settings.beam.known,
+        scale: overlay::Scale { median: background, sigma: noise },
+        lesson: None,
+        local: Some((found, summary)),
+        stages,
+    })
+}
+
 /// Checks `options`, reads the image and its WCS, finds its sources, and writes the catalog
-/// (CSV; JSON when `json`; VOTable and ds9 regions when asked) and the overlay.
+/// (CSV; JSON when `json`; VOTable and ds9 regions when asked), the overlay and the maps.
 pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     let settings = Settings { kappa: options.kappa, threshold: options.threshold, connectivity: options.connectivity };
     settings.check()?;
+    // The local mode's levels are checked whatever the mode, as the lesson's are.
+    local::check_levels(options.seed_snr, options.flood)?;
     let catalog = catalog_path(&options.image, options.catalog.as_deref());
     let catalog_json = json.then(|| catalog.with_extension("json"));
+    let local_outputs = [
+        ("--residual", options.residual.as_deref()),
+        ("--background-map", options.background_map.as_deref()),
+        ("--noise-map", options.noise_map.as_deref()),
+    ];
+    if options.mode == Mode::Lesson {
+        if let Some((name, _)) = local_outputs.iter().find(|(_, path)| path.is_some()) {
+            return Err(GpuError::InvalidInput(format!(
+                "{} is the local mode's (the lesson's mode has no maps and fits nothing)",
+                name
+            )));
+        }
+    }
     let outputs: Vec<(&str, &Path)> = [
         ("--catalog", Some(catalog.as_path())),
         ("the JSON catalog", catalog_json.as_deref()),
@@ -273,6 +597,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         ("--labels", options.labels.as_deref()),
     ]
     .into_iter()
+    .chain(local_outputs)
     .filter_map(|(name, path)| path.map(|p| (name, p)))
     .collect();
     for (i, &(name, path)) in outputs.iter().enumerate() {
@@ -299,33 +624,29 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     let (coordinates, ms) = timed(|| coordinates_of(&options.image, header.as_ref()));
     let (coordinates, unit) = coordinates?;
     stages.push(Stage { name: "WCS", ms });
-    let about_image = |e| about(&options.image, e);
-    check_shape(&image).map_err(about_image)?;
-    let (found, device, pipeline_ms) = if options.cpu {
-        (find(&image, &settings).map_err(about_image)?, "CPU".to_string(), None)
-    } else {
-        let labels = options.labels.is_some() || !options.no_check;
-        let (found, device, total) = run_on_gpu(&image, &settings, options.runs, labels).map_err(about_image)?;
-        (found, device, Some(total))
+    check_shape(&image).map_err(|e| about(&options.image, e))?;
+    let outcome = match options.mode {
+        Mode::Lesson => lesson(options, &settings, &image)?,
+        Mode::Local => {
+            let (local_settings, from) = local_settings(options, header.as_ref())?;
+            local_mode(options, &local_settings, from, &image)?
+        }
     };
-    stages.extend(found.stages.iter().cloned());
-    let checks = if options.cpu || options.no_check {
-        Vec::new()
-    } else {
-        let (cpu, ms) = timed(|| find(&image, &settings));
-        stages.push(Stage { name: "CPU reference, for the checks", ms });
-        compare(&found, &cpu.map_err(about_image)?)
-    };
+    stages.extend(outcome.stages.iter().cloned());
     let image_name = options.image.display().to_string();
     let described = coordinates.describe();
 
-    let rows = catalog::rows(&found.sources, found.background.sigma);
     let score = match &options.truth {
-        Some(path) => Some(score_against(path, &rows, found.background.sigma)?),
+        Some(path) => Some(score_against(path, &outcome.rows, outcome.noise, outcome.to_pixel_sums)?),
         None => None,
     };
+    let rows = outcome.rows;
+    let sources = rows.len();
     let (written, ms) = timed(|| -> GpuResult<()> {
-        let table = Catalog::new(&image_name, coordinates, unit.as_deref(), rows);
+        let mut table = Catalog::new(&image_name, coordinates, unit.as_deref(), rows);
+        if !outcome.through_beam {
+            table = table.in_pixel_sums();
+        }
         table.write_csv(&catalog)?;
         if let Some(path) = &options.votable {
             table.write_votable(path)?;
@@ -334,60 +655,129 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
             table.write_regions(path)?;
         }
         if let Some(path) = &catalog_json {
-            let document = CatalogJson {
-                image: &image_name,
-                width: image.width,
-                height: image.height,
-                settings: &settings,
-                nan_pixels: found.nan_pixels,
-                background: &found.background,
-                level: found.level,
-                sources: &found.sources,
-            };
-            catalog::write_json(path, &document)?;
+            match (&outcome.lesson, &outcome.local) {
+                (Some(found), _) => {
+                    let document = CatalogJson {
+                        image: &image_name,
+                        width: image.width,
+                        height: image.height,
+                        settings: &settings,
+                        nan_pixels: found.nan_pixels,
+                        background: &found.background,
+                        level: found.level,
+                        sources: &found.sources,
+                    };
+                    catalog::write_json(path, &document)?;
+                }
+                (None, Some((_, summary))) => {
+                    let document = LocalCatalogJson {
+                        image: &image_name,
+                        width: image.width,
+                        height: image.height,
+                        mode: Mode::Local,
+                        settings: &summary.settings,
+                        nan_pixels: outcome.nan_pixels,
+                        sources: &table.rows,
+                    };
+                    catalog::write_json(path, &document)?;
+                }
+                (None, None) => {}
+            }
         }
         if let Some(path) = &options.labels {
-            catalog::write_labels(path, image.width, image.height, &found.labels)?;
+            let labels = match (&outcome.lesson, &outcome.local) {
+                (Some(found), _) => &found.labels,
+                (None, Some((found, _))) => &found.labels,
+                (None, None) => return Ok(()),
+            };
+            catalog::write_labels(path, image.width, image.height, labels)?;
         }
         Ok(())
     });
     written?;
     stages.push(Stage { name: "catalog", ms });
+    if let Some((found, _)) = &outcome.local {
+        let (written, ms) = timed(|| write_local_images(options, &image, found));
+        written?;
+        if options.residual.is_some() || options.background_map.is_some() || options.noise_map.is_some() {
+            stages.push(Stage { name: "residual and maps", ms });
+        }
+    }
     if let Some(path) = &options.overlay {
-        let (written, ms) = timed(|| overlay::write(path, &image, &found.background, &found.sources));
+        let (written, ms) = timed(|| overlay::write_marks(path, &image, outcome.scale, &outcome.marks));
         written?;
         stages.push(Stage { name: "overlay", ms });
     }
 
+    let unchecked = if options.cpu || options.checks() {
+        None
+    } else if options.no_check {
+        Some("not checked against the CPU (--no-check)".to_string())
+    } else {
+        Some("not checked against the CPU: --check runs the CPU reference and compares".to_string())
+    };
+    let shown = |path: &Option<PathBuf>| path.as_ref().map(|p| p.display().to_string());
+    let (background, level) = match &outcome.lesson {
+        Some(found) => (Some(found.background), Some(found.level)),
+        None => (None, None),
+    };
     Ok(Summary {
         image: image_name,
         width: image.width,
         height: image.height,
-        device,
+        device: outcome.device,
+        mode: options.mode,
         settings,
-        nan_pixels: found.nan_pixels,
-        background: found.background,
-        level: found.level,
-        detected_pixels: found.detected_pixels,
-        sources: found.sources.len(),
+        nan_pixels: outcome.nan_pixels,
+        background,
+        level,
+        local: outcome.local.map(|(_, summary)| summary),
+        detected_pixels: outcome.detected_pixels,
+        sources,
         stages,
         runs: if options.cpu { 1 } else { options.runs },
-        pipeline_ms,
-        checks,
+        pipeline_ms: outcome.pipeline_ms,
+        checks: outcome.checks,
+        unchecked,
         coordinates: described,
         catalog: catalog.display().to_string(),
         catalog_json: catalog_json.map(|p| p.display().to_string()),
-        votable: options.votable.as_ref().map(|p| p.display().to_string()),
-        regions: options.regions.as_ref().map(|p| p.display().to_string()),
-        overlay: options.overlay.as_ref().map(|p| p.display().to_string()),
-        labels: options.labels.as_ref().map(|p| p.display().to_string()),
+        votable: shown(&options.votable),
+        regions: shown(&options.regions),
+        overlay: shown(&options.overlay),
+        labels: shown(&options.labels),
+        residual: shown(&options.residual),
+        background_map: shown(&options.background_map),
+        noise_map: shown(&options.noise_map),
         score,
     })
 }
 
-/// `rows` scored against the truth CSV at `path`; a lesson sky's truth has no noise column,
-/// and its σ is the clipped background's, `sigma`.
-fn score_against(path: &Path, rows: &[catalog::Row], sigma: f64) -> GpuResult<score::Score> {
+/// Writes the local mode's images that `options` asks for: the residual, the background and
+/// the noise maps.
+fn write_local_images(options: &Options, image: &Image, found: &local::Found) -> GpuResult<()> {
+    if let Some(path) = &options.residual {
+        io::write_image(path, image.width, image.height, &local::residual(image, &found.fits))?;
+    }
+    let maps = [(&options.background_map, "background"), (&options.noise_map, "noise")];
+    for (path, which) in maps {
+        let Some(path) = path else { continue };
+        let Some(maps) = &found.maps else {
+            return Err(GpuError::InvalidInput(format!("the {} map was not copied back", which)));
+        };
+        let map = if which == "background" { &maps.background } else { &maps.noise };
+        let pixels =
+            map.as_slice().ok_or_else(|| GpuError::InvalidInput(format!("the {} map is not row-major", which)))?;
+        io::write_image(path, image.width, image.height, pixels)?;
+    }
+    Ok(())
+}
+
+/// `rows` scored against the truth CSV at `path`. A lesson sky's truth has no noise column: its
+/// σ is `sigma`. A row's flux is its integrated flux times `to_pixel_sums` (the beam's area,
+/// in pixels, for a flux in Jy) where it has one, else its island's sum: the truth's fluxes are
+/// sums of pixels.
+fn score_against(path: &Path, rows: &[catalog::Row], sigma: f64, to_pixel_sums: f64) -> GpuResult<score::Score> {
     let truth = score::read_truth(path, Some(sigma))?;
     let detections: Vec<score::Detection> = rows
         .iter()
@@ -395,8 +785,11 @@ fn score_against(path: &Path, rows: &[catalog::Row], sigma: f64) -> GpuResult<sc
             x: row.x.value,
             y: row.y.value,
             peak: row.peak.map_or(f64::NAN, |p| p.value),
-            // The truth's flux is a sum of pixels, as an island's measures are.
-            flux: row.measures.as_ref().map_or(f64::NAN, |m| m.sum),
+            flux: match (row.integrated, row.measures) {
+                (Some(integrated), _) => integrated.value * to_pixel_sums,
+                (None, Some(island)) => island.sum,
+                (None, None) => f64::NAN,
+            },
             snr: row.snr(),
         })
         .collect();
@@ -498,21 +891,33 @@ mod tests {
         }
     }
 
-    /// Options for `host sources` on `image`, writing into `dir`.
+    /// Options for `host sources` on `image` in the lesson's mode, writing into `dir`.
     fn options(image: &Path, dir: &Path) -> Options {
         Options {
             image: image.to_path_buf(),
             hdu: None,
+            mode: Mode::Lesson,
             kappa: 3.0,
             threshold: 5.0,
+            seed_snr: local::SEED,
+            flood: local::FLOOD,
+            min_pixels: None,
+            background_passes: local::Passes::Two,
+            beam: None,
+            step: None,
+            box_size: None,
             connectivity: Connectivity::Four,
             catalog: None,
             votable: None,
             regions: None,
             overlay: Some(dir.join("overlay.png")),
             labels: None,
+            residual: None,
+            background_map: None,
+            noise_map: None,
             cpu: true,
             runs: 1,
+            check: false,
             no_check: false,
             truth: None,
         }
@@ -588,6 +993,83 @@ mod tests {
     }
 
     #[test]
+    fn the_local_mode_fits_the_sources_and_writes_the_maps_and_the_residual() {
+        let dir = scratch("sources", "local");
+        let (image, components, _) = synthetic(400, 8, false, 11);
+        let (path, truth) = (dir.join("sky.fits"), dir.join("sky-truth.csv"));
+        crate::fits::write_image(&path, 400, 400, &image.pixels).unwrap();
+        std::fs::write(&truth, sky::truth_csv(&components)).unwrap();
+        let maps = ["residual.fits", "background.fits", "noise.npy"].map(|name| dir.join(name));
+        let asked = Options {
+            mode: Mode::Local,
+            truth: Some(truth),
+            residual: Some(maps[0].clone()),
+            background_map: Some(maps[1].clone()),
+            noise_map: Some(maps[2].clone()),
+            regions: Some(dir.join("sky.reg")),
+            ..options(&path, &dir)
+        };
+        let summary = run(&asked, true).unwrap();
+        assert_eq!((summary.mode, summary.background, summary.level), (Mode::Local, None, None));
+        let local = summary.local.as_ref().expect("the local mode's summary");
+        assert_eq!(local.beam, "assumed: no beam in the header; integrated fluxes are sums of pixels");
+        assert_eq!((local.settings.params.step, local.settings.params.box_size), ((16, 16), (96, 96)));
+        assert!(summary.unchecked.is_none(), "--cpu has nothing to check");
+        // Every point source is found (a component within a pixel), and each row is a component.
+        let score = summary.score.as_ref().expect("a score");
+        let points = components.iter().filter(|c| c.kind == Kind::Point).count();
+        assert_eq!((score.completeness.count, score.completeness.of), (points, points), "{score}");
+        assert_eq!(summary.sources, score.detections);
+        assert!(local.components <= summary.sources && local.seeded <= local.flooded, "{local:?}");
+        let e = &score.errors_above;
+        assert!(e.position.is_some_and(|p| p < 0.05) && e.peak.is_some_and(|p| p < 0.02), "{score}");
+        assert!(e.flux.is_some_and(|f| f < 0.03), "{score}");
+
+        // The catalog has the fits' columns; its integrated fluxes are sums of pixels here.
+        let csv = std::fs::read_to_string(dir.join("sky-sources.csv")).unwrap();
+        let names: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        for column in ["x_err", "peak_err", "integrated", "integrated_err", "major_px", "angle_px"] {
+            let at = names.iter().position(|n| *n == column).unwrap();
+            assert!(first[at].parse::<f64>().is_ok_and(f64::is_finite), "{column}: {csv}");
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("sky-sources.json")).unwrap()).unwrap();
+        assert_eq!(json["sources"].as_array().map(Vec::len), Some(summary.sources));
+        assert_eq!(json["mode"], "local");
+        assert!(std::fs::read_to_string(dir.join("sky.reg")).unwrap().contains("ellipse("));
+        // The maps and the residual: images of the sky's size; the residual is the image less
+        // the fitted model.
+        let read = |path: &Path| io::read_image(path).unwrap();
+        for map in &maps {
+            assert_eq!((read(map).width, read(map).height), (400, 400));
+        }
+        let found = local::find(&image, &local.settings).unwrap();
+        assert_eq!(read(&maps[0]).pixels, local::residual(&image, &found.fits));
+        assert_eq!(read(&maps[1]).pixels, found.maps.as_ref().unwrap().background.as_slice().unwrap());
+
+        // The lesson's mode has no maps; the levels are checked whatever the mode.
+        let lesson = Options { residual: Some(maps[0].clone()), ..options(&path, &dir) };
+        assert!(error_of(run(&lesson, false)).contains("--residual is the local mode's"));
+        let flood = Options { flood: 6.0, ..options(&path, &dir) };
+        assert!(error_of(run(&flood, false)).contains("--flood (6) must not be above --seed-snr (5)"));
+        let same = Options { noise_map: Some(dir.join("sky-sources.csv")), ..asked };
+        assert!(error_of(run(&same, false)).contains("--catalog and --noise-map name the same file"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_check_is_the_lesson_s_default_and_asked_for_in_the_local_mode() {
+        let path = Path::new("sky.fits");
+        let on_gpu = |mode, check, no_check| Options { mode, check, no_check, cpu: false, ..options(path, path) };
+        assert!(on_gpu(Mode::Lesson, false, false).checks());
+        assert!(!on_gpu(Mode::Lesson, false, true).checks());
+        assert!(!on_gpu(Mode::Local, false, false).checks());
+        assert!(on_gpu(Mode::Local, true, false).checks());
+        assert!(!Options { cpu: true, ..on_gpu(Mode::Local, true, false) }.checks(), "--cpu: nothing to check");
+    }
+
+    #[test]
     fn an_image_without_sources_gives_an_empty_catalog() {
         let dir = scratch("sources", "empty");
         // -1 and 1 alternating: median 0, σ 1, nothing outside ±3σ, nothing above 5σ.
@@ -596,7 +1078,8 @@ mod tests {
         io::write_image(&path, 64, 48, &pixels).unwrap();
         let summary = run(&options(&path, &dir), true).unwrap();
         assert_eq!((summary.sources, summary.detected_pixels), (0, 0));
-        assert_eq!((summary.background.median, summary.background.sigma, summary.background.rounds), (0.0, 1.0, 1));
+        let background = summary.background.expect("the lesson's background");
+        assert_eq!((background.median, background.sigma, background.rounds), (0.0, 1.0, 1));
         let csv = std::fs::read_to_string(dir.join("flat-sources.csv")).unwrap();
         assert!(csv.starts_with(catalog::HEADER) && csv.lines().count() == 1, "{}", csv);
         assert_eq!(summary.coordinates, "positions in pixels: no celestial WCS (CTYPE1 absent, CTYPE2 absent)");

@@ -16,6 +16,7 @@
 use super::measure::Source;
 use crate::io::file_error;
 use crate::wcs::{Coordinates, Frame};
+use cuda_kernels::fit::Flags;
 use cuda_kernels::gpu::GpuResult;
 use serde::Serialize;
 use std::fmt::Write;
@@ -28,8 +29,17 @@ pub const HEADER: &str = "label,y,x,flux,peak,pixels,y_min,y_max,x_min,x_max";
 /// A flag: the source lies where the projection has no sky (its sky columns are empty).
 pub const OFF_SKY: u32 = 1;
 
+/// The flags a fit raises take the bits above [`OFF_SKY`], in their order
+/// (`cuda_kernels::fit::Flags`, each shifted one bit up): 2 not converged, 4 at the image's
+/// edge, 8 NaN pixels left out, 16 more summits than components, 32 singular (no errors), 64 too
+/// few pixels to fit (the summit's place and value only), 128 no summit above the seed, 256 a
+/// bad island.
+pub fn fit_flags(flags: Flags) -> u32 {
+    flags.0 << 1
+}
+
 /// A value and its 1σ error, where known.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Measured {
     pub value: f64,
     pub error: Option<f64>,
@@ -44,7 +54,7 @@ impl Measured {
 
 /// An elliptical shape in pixels: the major and minor axes' full widths at half maximum, and
 /// the major axis's angle in degrees from +x towards +y.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Shape {
     pub major: Measured,
     pub minor: Measured,
@@ -53,7 +63,7 @@ pub struct Shape {
 
 /// What the lesson measures of an island: its pixels, their sum and its bounding box
 /// (inclusive, 0-based rows and columns).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Island {
     pub pixels: usize,
     /// The sum of its pixels: the image's unit times pixels.
@@ -65,7 +75,7 @@ pub struct Island {
 }
 
 /// A source of the catalog.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     /// Its island's label.
     pub island: u32,
@@ -76,7 +86,8 @@ pub struct Row {
     pub y: Measured,
     /// The peak, in the image's unit (Jy/beam for a radio image).
     pub peak: Option<Measured>,
-    /// The integrated flux, in Jy for an image in Jy/beam (integrated through the beam).
+    /// The integrated flux, in Jy for an image in Jy/beam (integrated through the beam), or
+    /// the image's unit times pixels where the beam is not known ([`Catalog::in_pixel_sums`]).
     pub integrated: Option<Measured>,
     /// The noise σ at the source, in the image's unit.
     pub rms: Option<f64>,
@@ -147,6 +158,9 @@ pub struct Catalog {
     pub rows: Vec<Row>,
     /// Each row's place on the sky: empty without a WCS, `None` for a row off the projection.
     pub sky: Vec<Option<OnSky>>,
+    /// Whether integrated fluxes are through the beam (Jy for an image in Jy/beam); else they
+    /// are sums of pixels, the image's unit times pixels.
+    pub through_beam: bool,
 }
 
 impl Catalog {
@@ -185,7 +199,12 @@ impl Catalog {
                 })
                 .collect(),
         };
-        Catalog { image: image.to_string(), coordinates, unit: unit.map(str::to_string), rows, sky }
+        Catalog { image: image.to_string(), coordinates, unit: unit.map(str::to_string), rows, sky, through_beam: true }
+    }
+
+    /// The same catalog, its integrated fluxes sums of pixels (no beam to integrate through).
+    pub fn in_pixel_sums(self) -> Catalog {
+        Catalog { through_beam: false, ..self }
     }
 
     /// The sky frame, when there is one.
@@ -204,7 +223,7 @@ impl Catalog {
     /// As CSV: a header, then a line per row; an absent value is an empty field. Numbers are
     /// written in full (Rust's shortest text that reads back to the same f64).
     pub fn csv(&self) -> String {
-        let columns = columns(self.frame(), self.unit.as_deref());
+        let columns = columns(self.frame(), self.unit.as_deref(), self.through_beam);
         let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
         let mut text = names.join(",") + "\n";
         for (row, sky) in self.entries() {
@@ -219,7 +238,7 @@ impl Catalog {
     /// As a VOTable 1.4 document: one table, a FIELD per column with its unit, UCD and
     /// description, the sky columns referring to a COOSYS, the rows as TABLEDATA.
     pub fn votable(&self) -> String {
-        let columns = columns(self.frame(), self.unit.as_deref());
+        let columns = columns(self.frame(), self.unit.as_deref(), self.through_beam);
         let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         // VOTable 1.4 keeps 1.3's namespace; its schema has a name of its own.
         let namespace = "http://www.ivoa.net/xml/VOTable/v1.3";
@@ -430,8 +449,9 @@ fn vo_unit(bunit: &str) -> Option<&'static str> {
 }
 
 /// The columns, in order: [`HEADER`]'s, then the component, errors, integrated flux, noise,
-/// S/N, shape and flags, then, with a `frame`, the sky's. `bunit` is the image's unit.
-fn columns(frame: Option<Frame>, bunit: Option<&str>) -> Vec<Column> {
+/// S/N, shape and flags, then, with a `frame`, the sky's. `bunit` is the image's unit;
+/// `through_beam`, whether integrated fluxes are in Jy (else sums of pixels).
+fn columns(frame: Option<Frame>, bunit: Option<&str>, through_beam: bool) -> Vec<Column> {
     let unit = bunit.and_then(vo_unit);
     // A unit that is not a VOUnit goes into the description instead.
     let in_unit = |what: &str| match bunit {
@@ -489,18 +509,25 @@ fn columns(frame: Option<Frame>, bunit: Option<&str>) -> Vec<Column> {
     add("peak_err", Real, unit, "stat.error;phot.flux.density", in_unit("1σ error of the peak"), |r, _| {
         real(r.peak.and_then(|m| m.error))
     });
-    add(
-        "integrated",
-        Real,
-        Some("Jy"),
-        "phot.flux.density",
-        "Integrated flux, through the beam (Jy for an image in Jy/beam)".into(),
-        |r, _| real(r.integrated.map(|m| m.value)),
-    );
+    let (integrated_unit, integrated) = if through_beam {
+        (Some("Jy"), "Integrated flux, through the beam (Jy for an image in Jy/beam)".to_string())
+    } else {
+        let what = "Integrated flux, the sum of the source's pixels (no beam in the header)";
+        (
+            None,
+            match bunit {
+                Some(b) => format!("{}, in the image's unit ({}) times pixels", what, b),
+                None => format!("{}, in the image's unit times pixels", what),
+            },
+        )
+    };
+    add("integrated", Real, integrated_unit, "phot.flux.density", integrated, |r, _| {
+        real(r.integrated.map(|m| m.value))
+    });
     add(
         "integrated_err",
         Real,
-        Some("Jy"),
+        integrated_unit,
         "stat.error;phot.flux.density",
         "1σ error of the integrated flux".into(),
         |r, _| real(r.integrated.and_then(|m| m.error)),
@@ -530,7 +557,15 @@ fn columns(frame: Option<Frame>, bunit: Option<&str>) -> Vec<Column> {
         Integer,
         None,
         "meta.code",
-        format!("Bits: {} the position is off the projection's sky", OFF_SKY),
+        format!(
+            "Bits: {} the position is off the projection's sky; the fit's, from 2 up: {}",
+            OFF_SKY,
+            Flags::NAMED
+                .iter()
+                .map(|&(flag, name)| format!("{} {}", fit_flags(flag), name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         |r, _| integer(Some(r.flags)),
     );
     let Some(frame) = frame else { return columns };

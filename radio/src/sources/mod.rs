@@ -1,4 +1,6 @@
-//! Finding the sources in a radio image as the CuPy lesson does, in four steps.
+//! Finding the sources in a radio image, in one of two modes ([`Mode`]): the local background,
+//! flooded islands and Gaussian fits of Aegean and BANE ([`local`], the default of `host
+//! sources`), or the CuPy lesson's global pipeline, here, in four steps:
 //!
 //! 1. κσ clipping ([`clip`]): the median and standard deviation of the pixels (`cuda_kernels::stats`),
 //!    those strictly inside median ± κσ kept, repeated until nothing more is clipped; the
@@ -16,6 +18,7 @@
 pub mod catalog;
 pub mod clip;
 pub mod gpu;
+pub mod local;
 pub mod overlay;
 pub mod score;
 
@@ -28,6 +31,7 @@ use clip::Background;
 use cuda_kernels::check::grouped;
 
 pub use label::Connectivity;
+pub use local::Mode;
 use measure::Source;
 use rayon::prelude::*;
 use serde::Serialize;

@@ -1,8 +1,10 @@
 //! A picture of what was found: the image on an asinh scale (linear within the noise,
-//! logarithmic for the bright sources), each source circled, as a PNG. Row 0 is at the top,
-//! as NumPy and matplotlib show `image[y, x]` (a FITS viewer shows it at the bottom), so a
-//! catalog's (x, y) is the PNG's pixel (x, y).
+//! logarithmic for the bright sources), each source marked, as a PNG: a fitted source by its
+//! ellipse, any other by a circle clear of its island. Row 0 is at the top, as NumPy and
+//! matplotlib show `image[y, x]` (a FITS viewer shows it at the bottom), so a catalog's (x, y)
+//! is the PNG's pixel (x, y).
 
+use super::catalog::Row;
 use super::clip::Background;
 use super::measure::Source;
 use crate::io::{file_error, Image};
@@ -11,31 +13,92 @@ use image::{ImageFormat, RgbImage};
 use rayon::prelude::*;
 use std::path::Path;
 
-/// The circles' colour: red-orange, apart from every grey.
+/// The marks' colour: red-orange, apart from every grey.
 pub const MARK: [u8; 3] = [255, 72, 40];
 /// Blanked (NaN) pixels: a dark blue, apart from the noise's greys.
 pub const BLANK: [u8; 3] = [28, 38, 72];
 
+/// The grey scale's anchors: the background's level and the noise σ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    pub median: f64,
+    pub sigma: f64,
+}
+
+impl From<&Background> for Scale {
+    fn from(background: &Background) -> Self {
+        Scale { median: background.median, sigma: background.sigma }
+    }
+}
+
+/// How a source is marked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// A circle clear of a box of half-side `half` (pixels) around (x, y).
+    Circle { x: f64, y: f64, half: f64 },
+    /// A fitted ellipse: its axes' full widths at half maximum (pixels) and the major axis's
+    /// angle in degrees from +x towards +y.
+    Ellipse { x: f64, y: f64, major: f64, minor: f64, angle: f64 },
+}
+
+/// The circle of each island of the lesson.
+pub fn circles(sources: &[Source]) -> Vec<Mark> {
+    sources
+        .iter()
+        .map(|s| Mark::Circle { x: s.x, y: s.y, half: (s.y_max - s.y_min).max(s.x_max - s.x_min) as f64 / 2.0 })
+        .collect()
+}
+
+/// The mark of each catalog row: its ellipse where it has a shape, else a circle clear of its
+/// island's box (of no size without one).
+pub fn marks(rows: &[Row]) -> Vec<Mark> {
+    rows.iter()
+        .map(|r| {
+            let (x, y) = (r.x.value, r.y.value);
+            match (r.shape, r.measures) {
+                (Some(s), _) => {
+                    Mark::Ellipse { x, y, major: s.major.value, minor: s.minor.value, angle: s.angle.value }
+                }
+                (None, Some(m)) => Mark::Circle { x, y, half: (m.y_max - m.y_min).max(m.x_max - m.x_min) as f64 / 2.0 },
+                (None, None) => Mark::Circle { x, y, half: 0.0 },
+            }
+        })
+        .collect()
+}
+
 /// Grey levels in [0, 1]: asinh((v − low)/σ) over its value at the brightest pixel, with low
 /// two σ under the median, so the noise shows as texture and the brightest source as white.
-fn stretch(pixels: &[f32], background: &Background) -> impl Fn(f32) -> f64 + Sync {
-    let sigma = background.sigma;
-    let low = background.median - 2.0 * sigma;
+fn stretch(pixels: &[f32], scale: Scale) -> impl Fn(f32) -> f64 + Sync {
+    let sigma = scale.sigma;
+    let low = scale.median - 2.0 * sigma;
     let brightest = pixels.par_iter().copied().filter(|v| v.is_finite()).reduce(|| f32::NEG_INFINITY, f32::max);
     let span = ((f64::from(brightest) - low) / sigma).max(1.0).asinh();
     move |v| ((f64::from(v) - low) / sigma).asinh().clamp(0.0, span) / span
 }
 
-/// How far from a source's centre its circle is drawn: clear of its bounding box.
-fn radius(source: &Source, thickness: f64) -> f64 {
-    let half = (source.y_max - source.y_min).max(source.x_max - source.x_min) as f64 / 2.0;
-    half + 3.0 + thickness
+/// A mark's outline: its centre, its semi-axes (pixels), its angle (radians), for a line of
+/// `thickness`. A circle clears its box by 3 pixels and the line; an ellipse has the fitted
+/// shape, its semi-axes half the FWHM, scaled up where needed so that the line clears the
+/// source's brightest pixels (a semi-minor axis of at least 2 pixels and the line).
+fn outline(mark: &Mark, thickness: f64) -> (f64, f64, f64, f64, f64) {
+    match *mark {
+        Mark::Circle { x, y, half } => {
+            let r = half + 3.0 + thickness;
+            (x, y, r, r, 0.0)
+        }
+        Mark::Ellipse { x, y, major, minor, angle } => {
+            let (a, b) = (major.max(minor) / 2.0, major.min(minor) / 2.0);
+            let scale = if b > 0.0 { ((2.0 + thickness) / b).max(1.0) } else { 1.0 };
+            (x, y, a * scale, b * scale, angle.to_radians())
+        }
+    }
 }
 
-/// The overlay as RGB bytes, row by row.
-pub fn render(image: &Image, background: &Background, sources: &[Source]) -> Vec<u8> {
+/// The overlay as RGB bytes, row by row: `image` on the grey scale of `scale`, each of `marks`
+/// drawn.
+pub fn render_marks(image: &Image, scale: Scale, marks: &[Mark]) -> Vec<u8> {
     let (width, height) = (image.width, image.height);
-    let grey = stretch(&image.pixels, background);
+    let grey = stretch(&image.pixels, scale);
     let mut rgb: Vec<u8> = image
         .pixels
         .par_iter()
@@ -47,15 +110,24 @@ pub fn render(image: &Image, background: &Background, sources: &[Source]) -> Vec
     // Lines a pixel wide up to 1024 pixels a side, thicker above, so they show when a large
     // image is viewed whole.
     let thickness = (width.max(height) as f64 / 1024.0).max(1.0);
-    for source in sources {
-        let r = radius(source, thickness);
-        let reach = r + thickness;
-        let rows = (source.y - reach).floor().max(0.0) as usize..((source.y + reach).ceil() as usize + 1).min(height);
-        let cols = (source.x - reach).floor().max(0.0) as usize..((source.x + reach).ceil() as usize + 1).min(width);
+    for mark in marks {
+        let (x, y, a, b, angle) = outline(mark, thickness);
+        if !(x.is_finite() && y.is_finite() && a.is_finite() && b > 0.0 && angle.is_finite()) {
+            continue;
+        }
+        let (sin, cos) = angle.sin_cos();
+        let reach = a + thickness;
+        let rows =
+            (y - reach).floor().max(0.0) as usize..((y + reach).ceil().max(-1.0) + 1.0).min(height as f64) as usize;
+        let cols =
+            (x - reach).floor().max(0.0) as usize..((x + reach).ceil().max(-1.0) + 1.0).min(width as f64) as usize;
         for row in rows {
             for col in cols.clone() {
-                let distance = (row as f64 - source.y).hypot(col as f64 - source.x);
-                if (distance - r).abs() <= thickness / 2.0 {
+                let (dx, dy) = (col as f64 - x, row as f64 - y);
+                let (along, across) = (dx * cos + dy * sin, dy * cos - dx * sin);
+                let (distance, r) = (along.hypot(across), (along / a).hypot(across / b));
+                // Along the ray from the centre, the outline lies at distance / r.
+                if r > 0.0 && (distance - distance / r).abs() <= thickness / 2.0 {
                     let i = 3 * (row * width + col);
                     rgb[i..i + 3].copy_from_slice(&MARK);
                 }
@@ -65,15 +137,25 @@ pub fn render(image: &Image, background: &Background, sources: &[Source]) -> Vec
     rgb
 }
 
-/// Writes the overlay of `sources` on `image` to `path` as an RGB PNG.
-pub fn write(path: &Path, image: &Image, background: &Background, sources: &[Source]) -> GpuResult<()> {
+/// The overlay of the lesson's `sources` on `image` as RGB bytes, each circled.
+pub fn render(image: &Image, background: &Background, sources: &[Source]) -> Vec<u8> {
+    render_marks(image, background.into(), &circles(sources))
+}
+
+/// Writes the overlay of `marks` on `image` to `path` as an RGB PNG.
+pub fn write_marks(path: &Path, image: &Image, scale: Scale, marks: &[Mark]) -> GpuResult<()> {
     let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));
     let (Ok(width), Ok(height)) = (u32::try_from(image.width), u32::try_from(image.height)) else {
         return Err(cannot(format!("{}x{} is too large for a PNG", image.width, image.height)));
     };
-    let picture = RgbImage::from_raw(width, height, render(image, background, sources))
+    let picture = RgbImage::from_raw(width, height, render_marks(image, scale, marks))
         .ok_or_else(|| cannot(format!("the pixels do not make a {}x{} image", width, height)))?;
     picture.save_with_format(path, ImageFormat::Png).map_err(|e| cannot(e.to_string()))
+}
+
+/// Writes the overlay of the lesson's `sources` on `image` to `path` as an RGB PNG.
+pub fn write(path: &Path, image: &Image, background: &Background, sources: &[Source]) -> GpuResult<()> {
+    write_marks(path, image, background.into(), &circles(sources))
 }
 
 #[cfg(test)]
@@ -129,5 +211,36 @@ mod tests {
         let unwritable = test_support::error_of(write(&dir.join("no-dir").join("o.png"), &image, &background, &[]));
         assert!(unwritable.contains("cannot write"), "{}", unwritable);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fitted_source_is_drawn_as_its_ellipse() {
+        // A 60x40 flat image; an ellipse of FWHM 16 x 8 along +x at (30, 20), and one turned by
+        // 90°: the first reaches 8 pixels along x and 4 along y, the second the other way.
+        let (width, height) = (60, 40);
+        let image = Image { width, height, pixels: vec![0.0; width * height] };
+        let scale = Scale { median: 0.0, sigma: 1.0 };
+        let ellipse = |x: f64, major: f64, minor: f64, angle: f64| Mark::Ellipse { x, y: 20.0, major, minor, angle };
+        let along = ellipse(30.0, 16.0, 8.0, 0.0);
+        let rgb = render_marks(&image, scale, &[along]);
+        let at =
+            |rgb: &[u8], row: usize, col: usize| -> [u8; 3] { rgb[3 * (row * width + col)..][..3].try_into().unwrap() };
+        for (row, col) in [(20, 38), (20, 22), (16, 30), (24, 30)] {
+            assert_eq!(at(&rgb, row, col), MARK, "({row}, {col})");
+        }
+        assert_ne!(at(&rgb, 12, 30), MARK, "not a circle of the major axis");
+        assert_ne!(at(&rgb, 20, 30), MARK, "not at the centre");
+        let turned = render_marks(&image, scale, &[ellipse(30.0, 16.0, 8.0, 90.0)]);
+        for (row, col) in [(12, 30), (28, 30), (20, 26), (20, 34)] {
+            assert_eq!(at(&turned, row, col), MARK, "turned: ({row}, {col})");
+        }
+        assert_ne!(at(&turned, 20, 38), MARK);
+        // A narrow ellipse is scaled up to clear its centre by 2 pixels and the line, keeping its
+        // axis ratio: FWHM 2 x 1 draws semi-axes 6 and 3.
+        let small = render_marks(&image, scale, &[ellipse(30.0, 2.0, 1.0, 0.0)]);
+        assert_eq!((at(&small, 20, 36), at(&small, 23, 30)), (MARK, MARK));
+        // A non-finite mark is left out, not drawn.
+        let none = render_marks(&image, scale, &[ellipse(f64::NAN, 16.0, 8.0, 0.0)]);
+        assert!(none.chunks(3).all(|p| p != MARK));
     }
 }

@@ -1,0 +1,278 @@
+//! The local mode on the GPU: the image goes up once, and the maps, the S/N image, the labels
+//! and the image less its background stay there; only the grid (a few f64 a point), the label
+//! count, the islands' records and the fits come back, and the maps and labels when asked.
+//!
+//! ```text
+//!   image ──► background_grid ──► background_interpolate ──► background, noise, S/N
+//!     │                                                              │
+//!     │      S/N ──► label(S/N > flood) ──► measure(S/N) ──► seeded islands (host)
+//!     └──► image − background (saxpy, a = −1) ──► measure ──► fit(islands, noise map)
+//! ```
+//!
+//! With two background passes (the default), the first pass's grid comes back, and the mask's
+//! grid goes up and is interpolated; its S/N image comes back, the masked image goes up into the
+//! buffer of the image less its background (free until then), its grid comes back, is filled
+//! and goes up again for the second interpolation: the mask and the fill are the CPU's own
+//! functions (the mask's grid, the masked image, the crowded grid points left out and
+//! [`super::fill`]), so both paths make the same maps. The S/N image's trip down and the masked image's up are the pass's cost beside
+//! its two kernels (a mask kernel would keep them on the GPU).
+
+use super::{drop_crowded, fill, masked, nan_pixels, seeded, sky_grid, Found, Passes, Settings};
+use crate::io::Image;
+use crate::sources::Stage;
+use cuda_kernels::background::{Mapper, Maps, Params};
+use cuda_kernels::data::timed;
+use cuda_kernels::fit::{self, FitArgs};
+use cuda_kernels::gpu::{blocks, CudaContext, Gpu, GpuResult};
+use cuda_kernels::label::Labeler;
+use cuda_kernels::measure::{Measurer, Source};
+use cuda_kernels::saxpy::{Method, SaxpyArgs, BLOCKS_PER_SM};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+use interface::fit::{RECORD_WORDS, STATUS_WORDS};
+use interface::DEFAULT_BLOCK;
+use ndarray::Array2;
+
+/// What to copy back besides the catalog: the maps (for `--check`, `--background-map` and
+/// `--noise-map`) and the labels (for `--check` and `--labels`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyBack {
+    pub maps: bool,
+    pub labels: bool,
+}
+
+/// The image on the GPU, and the labeling's and measures' buffers, allocated once: the
+/// pipeline can run again on the same image (`host sources --runs`).
+pub struct Pipeline<'g> {
+    gpu: &'g Gpu,
+    width: usize,
+    height: usize,
+    image: DeviceBuffer<f32>,
+    labeler: Labeler,
+    measurer: Measurer,
+}
+
+impl Drop for Pipeline<'_> {
+    /// Waits for the work queued on the pipeline's buffers before they are freed; an error here
+    /// is one a wait already returned.
+    fn drop(&mut self) {
+        let _ = self.gpu.synchronize("the local source finder");
+    }
+}
+
+/// The buffers of one run, the image's size each (the grid's, its points').
+struct Run {
+    grid: DeviceBuffer<f64>,
+    background: DeviceBuffer<f32>,
+    noise: DeviceBuffer<f32>,
+    snr: DeviceBuffer<f32>,
+    /// The image less its background: what the fit reads.
+    data: DeviceBuffer<f32>,
+}
+
+impl<'g> Pipeline<'g> {
+    /// Uploads `image` and allocates the labeling's and the measures' buffers.
+    pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
+        crate::sources::check_shape(image)?;
+        let (width, height) = (image.width, image.height);
+        Ok(Self {
+            gpu,
+            width,
+            height,
+            image: gpu.upload("the image", &image.pixels)?,
+            labeler: Labeler::new(gpu, width, height)?,
+            measurer: Measurer::new(gpu, width, height)?,
+        })
+    }
+
+    /// Runs the three steps on the uploaded image (`image` is what was uploaded: its NaN pixels
+    /// are counted, and an infinite one named, on the host), the background made as
+    /// often as `settings.passes` says. The result equals [`super::find`]'s as [`super::compare`] holds it; `maps`
+    /// and `labels` are there as `copy` asks.
+    pub fn find(&self, image: &Image, settings: &Settings, copy: CopyBack) -> GpuResult<Found> {
+        settings.check()?;
+        let gpu = self.gpu;
+        let n = self.width * self.height;
+        let mut stages = Vec::new();
+        let (nan, ms) = timed(|| nan_pixels(image));
+        let nan_pixels = nan?;
+        stages.push(Stage { name: "NaN count", ms });
+
+        let mapper = Mapper::new(gpu, (self.height, self.width), &settings.params)?;
+        let (made, ms) = timed(|| -> GpuResult<(Run, Vec<f64>)> {
+            let run = Run {
+                grid: gpu.poisoned("the background grid", mapper.grid_len())?,
+                background: gpu.poisoned("the background map", n)?,
+                noise: gpu.poisoned("the noise map", n)?,
+                snr: gpu.poisoned("the S/N image", n)?,
+                data: gpu.poisoned("the image less its background", n)?,
+            };
+            // SAFETY: the pipeline owns the image and `run` its buffers; the grid's download
+            // below waits for both kernels, and `run` is dropped only after the fit's downloads.
+            unsafe {
+                gpu.launch("background_grid", &mapper.grid_args(&self.image, &run.grid))?;
+                let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
+                gpu.launch("background_interpolate", &maps)?;
+            }
+            let grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
+            Ok((run, grid))
+        });
+        let (mut run, mut grid) = made?;
+        stages.push(Stage { name: "background and noise (κσ clipping)", ms });
+        let mut masked_pixels = None;
+        if settings.passes == Passes::Two {
+            let (second, ms) = timed(|| self.second_pass(&mapper, &run, image, settings, &grid));
+            let (second, count) = second?;
+            (grid, masked_pixels) = (second, Some(count));
+            stages.push(Stage { name: "background pass 2 (sources masked)", ms });
+        }
+
+        let (count, ms) = timed(|| self.labeler.label(gpu, &run.snr, settings.flood, settings.connectivity));
+        let count = count?;
+        stages.push(Stage { name: "flood labeling", ms });
+
+        let (measured, ms) = timed(|| -> GpuResult<(Vec<Source>, Vec<Source>, usize)> {
+            let labels = self.labeler.labels();
+            let on_snr = self.measurer.measure(gpu, &run.snr, labels, count)?;
+            let keep = seeded(&on_snr, settings);
+            // Every pixel above the flood is an island's, seeded or not.
+            let flooded_pixels = on_snr.iter().map(|s| s.pixels).sum();
+            // SAFETY: `run` and the pipeline outlive the copy and the kernel: the measures'
+            // download below waits for them.
+            unsafe {
+                run.data.async_copy_from(&self.image, gpu.stream()).during("copying the image on the GPU")?;
+                let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
+                let grid = blocks(n.div_ceil(4), DEFAULT_BLOCK as usize)?.min(most);
+                let args = SaxpyArgs { a: -1.0, x: &run.background, y: &run.data, grid, block: DEFAULT_BLOCK };
+                gpu.launch(Method::Vec4.kernel(), &args)?;
+            }
+            let on_data = self.measurer.measure(gpu, &run.data, labels, count)?;
+            let pick = |all: &[Source]| keep.iter().map(|&i| all[i].clone()).collect::<Vec<_>>();
+            Ok((pick(&on_snr), pick(&on_data), flooded_pixels))
+        });
+        let (islands, measures, flooded_pixels) = measured?;
+        stages.push(Stage { name: "island measures", ms });
+
+        let (fits, ms) = timed(|| self.fit(&run, &islands, settings));
+        let fits = fits?;
+        stages.push(Stage { name: "Gaussian fits", ms });
+
+        let mut found = Found {
+            nan_pixels,
+            grid,
+            masked_pixels,
+            maps: None,
+            flooded_pixels,
+            flooded: count as usize,
+            islands,
+            measures,
+            fits,
+            labels: Vec::new(),
+            stages,
+        };
+        if copy.maps {
+            let (maps, ms) = timed(|| self.maps(&run, &settings.params, found.grid.clone()));
+            found.maps = Some(maps?);
+            found.stages.push(Stage { name: "maps copied back", ms });
+        }
+        if copy.labels {
+            let (labels, ms) = timed(|| gpu.download("the labels", self.labeler.labels(), n));
+            found.labels = labels?;
+            found.stages.push(Stage { name: "labels copied back", ms });
+        }
+        Ok(found)
+    }
+
+    /// The second background pass over `run`, whose maps and grid (`first`, on the host too)
+    /// are the first's: the mask's S/N interpolated from [`sky_grid`] and copied back, the
+    /// masked image up into `run.data`, its grid made, copied back, [`fill`]ed and up again,
+    /// and interpolated over the image into `run`'s maps. Returns the filled grid and how many
+    /// pixels were left out.
+    fn second_pass(
+        &self,
+        mapper: &Mapper,
+        run: &Run,
+        image: &Image,
+        settings: &Settings,
+        first: &[f64],
+    ) -> GpuResult<(Vec<f64>, usize)> {
+        let gpu = self.gpu;
+        let n = self.width * self.height;
+        let (rows, columns) = mapper.grid_shape();
+        let interpolate = |grid: &[f64]| -> GpuResult<()> {
+            // A synchronous copy on the legacy stream, which the pipeline's blocking stream
+            // waits for: the interpolation queued after it reads the new grid.
+            run.grid.index(..).copy_from(grid).during("copying the background grid to the GPU")?;
+            let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
+            // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the kernel:
+            // the copies back after it wait for it.
+            unsafe { gpu.launch("background_interpolate", &maps) }
+        };
+        interpolate(&sky_grid(first, (rows, columns), &settings.params))?;
+        let snr = gpu.download("the mask's S/N image", &run.snr, n)?;
+        let (pixels, count) = masked(&image.pixels, &snr, settings.flood);
+        run.data.index(..).copy_from(&pixels[..]).during("copying the masked image to the GPU")?;
+        // SAFETY: as for the interpolation: the grid's copy back waits for the kernel.
+        unsafe { gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid))? };
+        let mut grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
+        drop_crowded(&mut grid, &image.pixels, &pixels, self.width, &settings.params)?;
+        fill(&mut grid, first, columns);
+        interpolate(&grid)?;
+        Ok((grid, count))
+    }
+
+    /// The fits of `islands` in the image less its background, weighted by the noise map.
+    fn fit(&self, run: &Run, islands: &[Source], settings: &Settings) -> GpuResult<Vec<fit::IslandFit>> {
+        if islands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let gpu = self.gpu;
+        let boxes: Vec<fit::Island> = islands.iter().map(fit::Island::from).collect();
+        let records = gpu.upload("the islands", &fit::island_words(&boxes))?;
+        let (fits, status) = fit::outputs(gpu, boxes.len())?;
+        let fit_settings = settings.fit();
+        let args = FitArgs {
+            image: &run.data,
+            labels: self.labeler.labels(),
+            noise: &run.noise,
+            noise_map: true,
+            width: self.width,
+            height: self.height,
+            islands: &records,
+            seed: fit_settings.seed,
+            beam_sigma: fit_settings.beam_sigma,
+            fits: &fits,
+            status: &status,
+        };
+        // SAFETY: the downloads below wait for the kernel before any buffer it reads or writes
+        // can go.
+        unsafe { gpu.launch("fit_islands", &args) }?;
+        let fit_words = gpu.download("the fits", &fits, boxes.len() * RECORD_WORDS)?;
+        let status_words = gpu.download("the fits' status", &status, boxes.len() * STATUS_WORDS)?;
+        Ok(fit::decode(&boxes, &fit_words, &status_words))
+    }
+
+    /// The maps of `run` (made with `params`), copied back, with `grid`.
+    fn maps(&self, run: &Run, params: &Params, grid: Vec<f64>) -> GpuResult<Maps> {
+        let shape = (self.height, self.width);
+        let map = |what: &str, buffer: &DeviceBuffer<f32>| -> GpuResult<Array2<f32>> {
+            let values = self.gpu.download(what, buffer, self.width * self.height)?;
+            Ok(Array2::from_shape_vec(shape, values).expect("a value per pixel"))
+        };
+        Ok(Maps {
+            grid_shape: Mapper::for_shape(shape, params)?.grid_shape(),
+            grid,
+            background: map("the background map", &run.background)?,
+            noise: map("the noise map", &run.noise)?,
+            snr: map("the S/N image", &run.snr)?,
+        })
+    }
+
+    /// Each run's result in order, `runs` times (at least once) on the uploaded image: what
+    /// `host sources --runs` times. Only the last copies back what `copy` asks.
+    pub fn runs(&self, image: &Image, settings: &Settings, runs: usize, copy: CopyBack) -> GpuResult<Vec<Found>> {
+        let runs = runs.max(1);
+        (0..runs)
+            .map(|run| self.find(image, settings, if run + 1 == runs { copy } else { CopyBack::default() }))
+            .collect()
+    }
+}

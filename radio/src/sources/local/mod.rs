@@ -1,0 +1,728 @@
+//! Finding the sources as Aegean and BANE find them, the `local` mode of `host sources`:
+//!
+//! 1. **Background and noise** (`cuda_kernels::background`): the σ-clipped median and standard
+//!    deviation in a box around each point of a coarse grid, interpolated to every pixel, and
+//!    the S/N image `(pixel − background) / noise`. The grid and the box come from the beam
+//!    (BMAJ, BMIN and the pixel's size in the header, or `--beam`), else BANE's defaults.
+//!    By default ([`Passes::Two`]) the maps are made twice, as SExtractor, photutils and PyBDSF
+//!    make them: extended emission wider than the box (the bright core) raises the first pass's
+//!    background and noise so much that it is never detected, and a ring drags the background
+//!    up along its ridge. So the second pass leaves out the pixels that stand above the sky
+//!    (the mask: the first pass's background, and its noise taken as the least within
+//!    [`MASK_REACH`] boxes, so that the noise the core inflates does not hide the core), fills
+//!    the grid points whose boxes lost more than [`MASKED_AT_MOST`] of their pixels from their
+//!    neighbours ([`fill`]), and interpolates that grid over the whole image.
+//! 2. **Islands** (`cuda_kernels::label`, `cuda_kernels::measure`): the connected pixels whose
+//!    S/N is above the flood level (4) that hold at least one pixel above the seed level (5).
+//!    Measured on the S/N image, an island's peak is its highest S/N; measured on the image
+//!    less its background, its pixels' sum and centroid.
+//! 3. **Fits** (`cuda_kernels::fit`): elliptical Gaussians, one per summit, fitted to the image
+//!    less its background, each pixel weighted by its noise, the summits above the seed level.
+//!
+//! The steps run on the GPU ([`gpu::Pipeline`]) or on the CPU ([`find`]), where each family's
+//! `cpu_reference` is the definition the GPU is checked against ([`compare`]). [`rows`] makes
+//! the catalog of the fits, [`residual`] the image less the fitted model.
+
+pub mod gpu;
+
+use super::catalog::{self, Island as IslandMeasures, Measured, Row, Shape};
+use super::{Agreement, Connectivity, Stage};
+use crate::fits::Header;
+use crate::io::Image;
+use cuda_kernels::background::{self, Beam, Maps, Params, MAX_BOX, STEPS_PER_BOX};
+use cuda_kernels::check::{grouped, Check};
+use cuda_kernels::data::timed;
+use cuda_kernels::fit::{self, FitSettings, Flags, IslandFit, Noise};
+use cuda_kernels::gpu::{require, GpuResult};
+use cuda_kernels::measure::{self, Source};
+use cuda_kernels::{label, Named};
+use interface::background::{box_range, grid_coordinate, BACKGROUND, FIELDS, NOISE};
+use ndarray::Array2;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::f64::consts::TAU;
+
+/// A Gaussian's full width at half maximum over its σ, 2√(2 ln 2).
+pub const FWHM: f64 = 2.354_820_045_030_949_4;
+/// Islands hold a pixel above this S/N (Aegean's `--seedclip`)…
+pub const SEED: f64 = 5.0;
+/// …and grow to every connected pixel above this one (Aegean's `--floodclip`).
+pub const FLOOD: f64 = 4.0;
+/// The beam assumed where the header has none and none is given: σ of 1 pixel (FWHM 2.35), the
+/// narrowest a sampled image holds. The fit bounds each axis below at 0.8 of the beam's, so a
+/// wider assumed beam would keep narrower sources from being fitted.
+pub const DEFAULT_BEAM_FWHM: f64 = FWHM;
+
+/// The second background pass leaves out the pixels whose S/N is above the flood level against
+/// the sky's noise, which at a grid point is the least noise of the first pass within this many
+/// boxes of it along each axis: a box of sky beside the extended emission, whose noise that
+/// emission does not inflate. Farther would reach where a primary-beam-corrected noise is
+/// lower, and leave out noise peaks of the sky: within a box it is at most 17% lower at the
+/// corners of a 2048² `host sky` image, and a 3.3σ peak is left out 1 time in 2000.
+pub const MASK_REACH: usize = 1;
+
+/// A grid point of the second pass keeps its own statistics only where the mask left out at
+/// most this share of its box's finite pixels (SExtractor's rule for a background mesh); the
+/// others are [`fill`]ed from their neighbours: what is left of their boxes is too little, and
+/// its upper tail is cut by the mask.
+pub const MASKED_AT_MOST: f64 = 0.5;
+
+/// How many times the background and noise maps are made (`--background-passes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Passes {
+    /// Once, over every pixel: BANE's maps.
+    One,
+    /// Again with the pixels above the sky left out (see the module's notes).
+    #[default]
+    Two,
+}
+
+cuda_kernels::named!(Passes { One => "1", Two => "2" });
+
+/// How the sources are found: the lesson's global κσ clip and threshold, or the local
+/// background, flooded islands and Gaussian fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Local,
+    Lesson,
+}
+
+cuda_kernels::named!(Mode { Local => "local", Lesson => "lesson" });
+
+impl Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(Named::name(*self))
+    }
+}
+
+/// The beam, as the fit and the integrated flux take it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BeamWidth {
+    /// Its FWHM in pixels (the geometric mean of its axes).
+    pub fwhm: f64,
+    /// Whether it is the image's (the header's, or given): integrated fluxes are then in Jy for
+    /// an image in Jy/beam. Otherwise [`DEFAULT_BEAM_FWHM`] is assumed for the fit alone, and
+    /// an integrated flux is the image's unit times pixels (the sum of the source's pixels).
+    pub known: bool,
+}
+
+impl BeamWidth {
+    /// The beam's σ in pixels.
+    pub fn sigma(&self) -> f64 {
+        self.fwhm / FWHM
+    }
+
+    /// The beam's area in pixels, 2π σ²: what a flux in Jy is multiplied by to make a sum of
+    /// pixels in Jy/beam; 1 for a beam not known, whose fluxes already are such sums.
+    pub fn area(&self) -> f64 {
+        if self.known {
+            TAU * self.sigma() * self.sigma()
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The beam in the header (`BMAJ`, `BMIN`, and `CDELT1`/`CDELT2` or `CD1_1`/`CD2_2`), as BANE
+/// reads it: `None` without the axes or the pixel's size; an error for a keyword that is not a
+/// number.
+pub fn beam_of(header: &Header) -> Result<Option<Beam>, String> {
+    let (Some(major), Some(minor)) = (header.real("BMAJ")?, header.real("BMIN")?) else { return Ok(None) };
+    let pixel = match (header.real("CDELT1")?, header.real("CDELT2")?, header.real("CD1_1")?, header.real("CD2_2")?) {
+        (Some(x), Some(y), _, _) | (_, _, Some(x), Some(y)) => (x, y),
+        _ => return Ok(None),
+    };
+    Ok(Some(Beam { major, minor, pixel_x: pixel.0, pixel_y: pixel.1 }))
+}
+
+/// The beam: `given` (FWHM in pixels, `--beam`) over the header's `beam`, else the default.
+pub fn beam_width(beam: Option<&Beam>, given: Option<f64>) -> GpuResult<BeamWidth> {
+    if let Some(fwhm) = given {
+        require(fwhm.is_finite() && fwhm > 0.0, || format!("--beam must be a positive number of pixels (got {fwhm})"))?;
+        return Ok(BeamWidth { fwhm, known: true });
+    }
+    match beam {
+        Some(beam) => Ok(BeamWidth { fwhm: beam.pixels()?, known: true }),
+        None => Ok(BeamWidth { fwhm: DEFAULT_BEAM_FWHM, known: false }),
+    }
+}
+
+/// The background's grid: `step` and `box_size` where given, else BANE's from a known beam
+/// (4 beams a step, 6 steps a box) or its defaults (16 and 96); `kappa` clips. A box derived
+/// from a wide beam is cut to the largest square the kernel sorts ([`MAX_BOX`] pixels).
+pub fn grid(beam: &BeamWidth, step: Option<usize>, box_size: Option<usize>, kappa: f64) -> GpuResult<Params> {
+    let from_beam = |beam: &BeamWidth| {
+        let width = Beam { major: beam.fwhm, minor: beam.fwhm, pixel_x: 1.0, pixel_y: 1.0 };
+        Params::from_beam(&width).map(|p| p.step.0)
+    };
+    let step = match (step, beam.known) {
+        (Some(step), _) => step,
+        (None, true) => from_beam(beam)?,
+        (None, false) => Params::default().step.0,
+    };
+    let widest = (MAX_BOX as f64).sqrt() as usize;
+    let box_size = box_size.unwrap_or((STEPS_PER_BOX * step).min(widest));
+    Ok(Params { kappa, ..Params::new(step, box_size) })
+}
+
+/// What the local mode is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Settings {
+    /// An island holds a pixel whose S/N is above this…
+    pub seed: f64,
+    /// …and every connected pixel above this.
+    pub flood: f64,
+    #[serde(serialize_with = "super::neighbours")]
+    pub connectivity: Connectivity,
+    #[serde(serialize_with = "params")]
+    pub params: Params,
+    pub beam: BeamWidth,
+    /// How many times the maps are made.
+    #[serde(serialize_with = "passes")]
+    pub passes: Passes,
+    /// Islands of fewer pixels are left out (PyBDSF's `minpix_isl`; [`min_pixels`]).
+    pub min_pixels: usize,
+}
+
+fn passes<S: serde::Serializer>(passes: &Passes, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(Named::name(*passes))
+}
+
+/// PyBDSF's least island (`minpix_isl`): a third of the beam's area in pixels, rounded up. Of
+/// a point source above the seed, more pixels than that lie above the flood; a lone noise pixel
+/// above the seed makes an island of one.
+pub fn min_pixels(beam: &BeamWidth) -> usize {
+    let sigma = beam.sigma();
+    (TAU * sigma * sigma / 3.0).ceil().max(1.0) as usize
+}
+
+fn params<S: serde::Serializer>(params: &Params, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut s = serializer.serialize_struct("Params", 4)?;
+    s.serialize_field("step", &[params.step.0, params.step.1])?;
+    s.serialize_field("box", &[params.box_size.0, params.box_size.1])?;
+    s.serialize_field("kappa", &params.kappa)?;
+    s.serialize_field("rounds", &params.rounds)?;
+    s.end()
+}
+
+impl Settings {
+    /// An error unless the levels are positive numbers and the flood is at most the seed
+    /// (the grid's parameters are checked by the background family).
+    pub fn check(&self) -> GpuResult<()> {
+        check_levels(self.seed, self.flood)
+    }
+
+    /// What the fit is given: the seed level, and the beam every component starts from.
+    pub fn fit(&self) -> FitSettings {
+        FitSettings { seed: self.seed, beam_sigma: self.beam.sigma() }
+    }
+}
+
+/// An error unless the seed and flood levels are positive S/N and the flood is at most the seed.
+pub fn check_levels(seed: f64, flood: f64) -> GpuResult<()> {
+    for (name, level) in [("--seed-snr", seed), ("--flood", flood)] {
+        require(level.is_finite() && level > 0.0, || format!("{name} must be a positive S/N (got {level})"))?;
+    }
+    require(flood <= seed, || {
+        format!("--flood ({flood}) must not be above --seed-snr ({seed}): islands grow down from their seeds")
+    })
+}
+
+/// What the local mode found in an image.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// NaN pixels, left out of everything.
+    pub nan_pixels: usize,
+    /// The background's grid: median and σ per point, as [`Maps::grid`] (the second pass's,
+    /// filled, with two passes).
+    pub grid: Vec<f64>,
+    /// Finite pixels the second background pass left out; `None` with one pass.
+    pub masked_pixels: Option<usize>,
+    /// The background, noise and S/N maps, where they are on the host: always on the CPU, on
+    /// the GPU when copied back.
+    pub maps: Option<Maps>,
+    /// Pixels above the flood level, and the islands they make (seeded or not).
+    pub flooded_pixels: usize,
+    pub flooded: usize,
+    /// The seeded islands measured on the S/N image: `peak` is the highest S/N.
+    pub islands: Vec<Source>,
+    /// The same islands measured on the image less its background.
+    pub measures: Vec<Source>,
+    /// Their fits, one per island.
+    pub fits: Vec<IslandFit>,
+    /// Each pixel's island (every island above the flood), row by row: empty where it stayed on
+    /// the GPU.
+    pub labels: Vec<u32>,
+    pub stages: Vec<Stage>,
+}
+
+impl Found {
+    /// The stages' time together, wall clock.
+    pub fn total_ms(&self) -> f64 {
+        self.stages.iter().map(|s| s.ms).sum()
+    }
+
+    /// The least, median and largest noise σ of the grid's points (NaN points left out).
+    pub fn noise_range(&self) -> Option<(f64, f64, f64)> {
+        let mut sigmas: Vec<f64> =
+            self.grid.iter().skip(NOISE).step_by(FIELDS).copied().filter(|s| s.is_finite()).collect();
+        sigmas.sort_by(f64::total_cmp);
+        let n = sigmas.len();
+        (n > 0).then(|| (sigmas[0], sigmas[n / 2], sigmas[n - 1]))
+    }
+
+    /// The median background and noise of the grid's points (NaN points left out): the
+    /// image's typical levels, for a picture's grey scale or a truth without a noise column.
+    pub fn medians(&self) -> Option<(f64, f64)> {
+        let median = |field: usize| {
+            let mut values: Vec<f64> =
+                self.grid.iter().skip(field).step_by(FIELDS).copied().filter(|v| v.is_finite()).collect();
+            values.sort_by(f64::total_cmp);
+            values.get(values.len() / 2).copied()
+        };
+        Some((median(BACKGROUND)?, median(NOISE)?))
+    }
+
+    /// Fits by what their flags say: (flag's name, islands), for the flags raised.
+    pub fn flag_counts(&self) -> Vec<(&'static str, usize)> {
+        Flags::NAMED
+            .iter()
+            .map(|&(flag, name)| (name, self.fits.iter().filter(|f| f.flags.contains(flag)).count()))
+            .filter(|&(_, count)| count > 0)
+            .collect()
+    }
+}
+
+/// The count of NaN pixels of `image`, or an error for an infinite pixel or an image with no
+/// finite one.
+fn nan_pixels(image: &Image) -> GpuResult<usize> {
+    if let Some(error) = super::infinite_pixel(image) {
+        return Err(error);
+    }
+    let nan = image.pixels.par_iter().filter(|v| v.is_nan()).count();
+    if nan == image.pixels.len() {
+        return Err(super::all_blanked(nan));
+    }
+    Ok(nan)
+}
+
+/// The seeded islands of `snr_islands` (measured on the S/N image): those whose highest S/N
+/// is above the seed level, of at least the least pixels, by index.
+fn seeded(snr_islands: &[Source], settings: &Settings) -> Vec<usize> {
+    let kept = |s: &Source| s.peak > settings.seed && s.pixels >= settings.min_pixels;
+    (0..snr_islands.len()).filter(|&i| kept(&snr_islands[i])).collect()
+}
+
+/// `pixels` less `background`, in f32 as the GPU subtracts it (`saxpy` with a = −1: one rounding).
+fn less_background(pixels: &[f32], background: &[f32]) -> Vec<f32> {
+    pixels.par_iter().zip(background).map(|(p, b)| p - b).collect()
+}
+
+/// The grid points of `params` on a `width`-wide image of `pixels`, each axis's.
+fn grid_shape(pixels: &[f32], width: usize, params: &Params) -> GpuResult<(usize, usize)> {
+    Ok(background::Mapper::for_shape((pixels.len() / width.max(1), width), params)?.grid_shape())
+}
+
+/// The grid of the second pass's mask: `first`'s background, and at each point the least noise
+/// of `first` within [`MASK_REACH`] boxes along each axis (NaN points left out; NaN only where
+/// every one is), taken along the rows and then the columns.
+fn sky_grid(first: &[f64], (rows, columns): (usize, usize), params: &Params) -> Vec<f64> {
+    let reach = |size: usize, step: usize| (MASK_REACH * size).div_ceil(step.max(1));
+    let (reach_y, reach_x) = (reach(params.box_size.0, params.step.0), reach(params.box_size.1, params.step.1));
+    let least = |values: &mut dyn Iterator<Item = f64>| values.fold(f64::NAN, f64::min);
+    let noise = |r: usize, c: usize| first[(r * columns + c) * FIELDS + NOISE];
+    let along_rows: Vec<f64> = (0..rows * columns)
+        .map(|p| {
+            let (r, c) = (p / columns, p % columns);
+            least(&mut (c.saturating_sub(reach_x)..(c + reach_x + 1).min(columns)).map(|c| noise(r, c)))
+        })
+        .collect();
+    let mut grid = first.to_vec();
+    for p in 0..rows * columns {
+        let (r, c) = (p / columns, p % columns);
+        let rows = r.saturating_sub(reach_y)..(r + reach_y + 1).min(rows);
+        grid[p * FIELDS + NOISE] = least(&mut rows.map(|r| along_rows[r * columns + c]));
+    }
+    grid
+}
+
+/// `pixels` with those whose `snr` is above `level` made NaN, and how many finite pixels were.
+fn masked(pixels: &[f32], snr: &[f32], level: f64) -> (Vec<f32>, usize) {
+    let above = |(p, s): (&f32, &f32)| p.is_finite() && f64::from(*s) > level;
+    let count = pixels.par_iter().zip(snr).filter(|&pair| above(pair)).count();
+    let pixels = pixels.par_iter().zip(snr).map(|pair| if above(pair) { f32::NAN } else { *pair.0 }).collect();
+    (pixels, count)
+}
+
+/// Makes NaN the points of the second pass's `grid` whose boxes had more than [`MASKED_AT_MOST`]
+/// of their finite `pixels` left out in `masked`: the count of each box's finite pixels in
+/// both, from each row's counts within each grid column's box.
+fn drop_crowded(grid: &mut [f64], pixels: &[f32], masked: &[f32], width: usize, params: &Params) -> GpuResult<()> {
+    let (rows, columns) = grid_shape(pixels, width, params)?;
+    let height = pixels.len() / width;
+    // Steps and boxes past twice the image give the grid and boxes that these give.
+    let fit = |size: usize, extent: usize| size.min(2 * extent) as u32;
+    let (w, h) = (width as u32, height as u32);
+    let (step_y, step_x) = (fit(params.step.0, height), fit(params.step.1, width));
+    let (box_y, box_x) = (fit(params.box_size.0, height), fit(params.box_size.1, width));
+    let spans: Vec<(usize, usize)> = (0..columns as u32)
+        .map(|c| box_range(grid_coordinate(c, w, step_x, columns as u32), w, box_x))
+        .map(|(a, b)| (a as usize, b as usize))
+        .collect();
+    let per_row: Vec<[u32; 2]> = (0..height)
+        .into_par_iter()
+        .flat_map_iter(|y| {
+            let (row, kept) = (&pixels[y * width..][..width], &masked[y * width..][..width]);
+            let mut prefix = vec![[0u32; 2]; width + 1];
+            for x in 0..width {
+                let [finite, left] = prefix[x];
+                prefix[x + 1] = [finite + u32::from(row[x].is_finite()), left + u32::from(kept[x].is_finite())];
+            }
+            spans
+                .iter()
+                .map(move |&(a, b)| [prefix[b][0] - prefix[a][0], prefix[b][1] - prefix[a][1]])
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    grid.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
+        let (r, c) = (p / columns, p % columns);
+        let (y0, y1) = box_range(grid_coordinate(r as u32, h, step_y, rows as u32), h, box_y);
+        let [finite, left] =
+            (y0 as usize..y1 as usize).map(|y| per_row[y * columns + c]).fold([0, 0], |[f, l], [a, b]| [f + a, l + b]);
+        if f64::from(finite - left) > MASKED_AT_MOST * f64::from(finite) {
+            point.fill(f64::NAN);
+        }
+    });
+    Ok(())
+}
+
+/// Fills the points of the second pass's `grid` (row-major, `columns` a row) that are NaN
+/// where the first pass's `first` is not (their boxes' finite pixels all left out): in rounds,
+/// each such point takes the mean of its 8 neighbours that had a value at the round's start,
+/// until none is left; a point no value reaches (every point left out) keeps `first`'s. Each
+/// field is filled alone; both paths fill with this function, so the maps stay equal.
+pub fn fill(grid: &mut [f64], first: &[f64], columns: usize) {
+    let points = grid.len() / FIELDS;
+    let rows = points / columns.max(1);
+    for field in [BACKGROUND, NOISE] {
+        let at = |p: usize| p * FIELDS + field;
+        let mut empty: Vec<usize> = (0..points).filter(|&p| grid[at(p)].is_nan() && !first[at(p)].is_nan()).collect();
+        while !empty.is_empty() {
+            let means: Vec<Option<f64>> = empty
+                .iter()
+                .map(|&p| {
+                    let (r, c) = (p / columns, p % columns);
+                    let (mut sum, mut count) = (0.0, 0u32);
+                    for nr in r.saturating_sub(1)..(r + 2).min(rows) {
+                        for nc in c.saturating_sub(1)..(c + 2).min(columns) {
+                            let v = grid[at(nr * columns + nc)];
+                            if !v.is_nan() {
+                                (sum, count) = (sum + v, count + 1);
+                            }
+                        }
+                    }
+                    (count > 0).then(|| sum / f64::from(count))
+                })
+                .collect();
+            if means.iter().all(Option::is_none) {
+                empty.iter().for_each(|&p| grid[at(p)] = first[at(p)]);
+                break;
+            }
+            for (&p, mean) in empty.iter().zip(&means) {
+                if let Some(mean) = mean {
+                    grid[at(p)] = *mean;
+                }
+            }
+            empty = empty.into_iter().zip(means).filter(|(_, m)| m.is_none()).map(|(p, _)| p).collect();
+        }
+    }
+}
+
+/// The maps of `pixels` from `grid`, on the CPU, every pixel as the interpolation kernel makes it.
+fn interpolated(pixels: &[f32], width: usize, params: &Params, grid: &[f64]) -> GpuResult<Vec<[f32; 3]>> {
+    (0..pixels.len()).into_par_iter().map(|i| background::cpu_pixel(pixels, width, params, grid, i)).collect()
+}
+
+/// The second background pass on the CPU from the first's `maps`: the pixels above the sky
+/// masked ([`sky_grid`], [`masked`]), the grid of what is left, [`fill`]ed, interpolated over
+/// every pixel. Returns the maps and how many pixels were left out.
+fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -> GpuResult<(Maps, usize)> {
+    let params = &settings.params;
+    let shape = grid_shape(pixels, width, params)?;
+    let sky = sky_grid(&maps.grid, shape, params);
+    let snr: Vec<f32> = interpolated(pixels, width, params, &sky)?.into_iter().map(|m| m[2]).collect();
+    let (masked, count) = masked(pixels, &snr, settings.flood);
+    let points: GpuResult<Vec<[f64; 2]>> = (0..shape.0 * shape.1)
+        .into_par_iter()
+        .map(|p| background::cpu_point(&masked, width, params, (p / shape.1, p % shape.1)))
+        .collect();
+    let mut grid: Vec<f64> = points?.into_iter().flatten().collect();
+    drop_crowded(&mut grid, pixels, &masked, width, params)?;
+    fill(&mut grid, &maps.grid, shape.1);
+    let values = interpolated(pixels, width, params, &grid)?;
+    let height = pixels.len() / width;
+    let map = |k: usize| {
+        Array2::from_shape_vec((height, width), values.iter().map(|m| m[k]).collect()).expect("a value per pixel")
+    };
+    Ok((Maps { grid_shape: shape, background: map(0), noise: map(1), snr: map(2), grid }, count))
+}
+
+/// Runs the three steps on `image` on the CPU, each family's `cpu_reference` in turn, the
+/// background made as often as `settings.passes` says.
+pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
+    settings.check()?;
+    super::check_shape(image)?;
+    let (pixels, width) = (&image.pixels[..], image.width);
+    let mut stages = Vec::new();
+    let (nan, ms) = timed(|| nan_pixels(image));
+    let nan_pixels = nan?;
+    stages.push(Stage { name: "NaN count", ms });
+
+    let (maps, ms) = timed(|| background::cpu_reference(pixels, width, &settings.params));
+    let mut maps = maps?;
+    stages.push(Stage { name: "background and noise (κσ clipping)", ms });
+    let mut masked_pixels = None;
+    if settings.passes == Passes::Two {
+        let (second, ms) = timed(|| second_pass(pixels, width, settings, &maps));
+        let (second, count) = second?;
+        (maps, masked_pixels) = (second, Some(count));
+        stages.push(Stage { name: "background pass 2 (sources masked)", ms });
+    }
+
+    let snr = maps.snr.as_slice().expect("maps are row-major");
+    let ((labels, count, flooded_pixels), ms) = timed(|| {
+        let mask = label::detect(snr, settings.flood);
+        let flooded_pixels = mask.par_iter().filter(|&&set| set).count();
+        let (labels, count) = label::cpu_reference(&mask, width, settings.connectivity);
+        (labels, count, flooded_pixels)
+    });
+    stages.push(Stage { name: "flood labeling", ms });
+
+    let background = maps.background.as_slice().expect("maps are row-major");
+    let ((islands, measures, data), ms) = timed(|| {
+        let on_snr = measure::cpu_reference(snr, width, &labels, count);
+        let keep = seeded(&on_snr, settings);
+        let data = less_background(pixels, background);
+        let on_data = measure::cpu_reference(&data, width, &labels, count);
+        let pick = |all: &[Source]| keep.iter().map(|&i| all[i].clone()).collect::<Vec<_>>();
+        (pick(&on_snr), pick(&on_data), data)
+    });
+    stages.push(Stage { name: "island measures", ms });
+
+    let noise = maps.noise.as_slice().expect("maps are row-major");
+    let boxes: Vec<fit::Island> = islands.iter().map(fit::Island::from).collect();
+    let (fits, ms) = timed(|| fit::cpu_reference(&data, width, &labels, &boxes, Noise::Map(noise), &settings.fit()));
+    let fits = fits?;
+    stages.push(Stage { name: "Gaussian fits", ms });
+
+    Ok(Found {
+        nan_pixels,
+        grid: maps.grid.clone(),
+        masked_pixels,
+        maps: Some(maps),
+        flooded_pixels,
+        flooded: count,
+        islands,
+        measures,
+        fits,
+        labels,
+        stages,
+    })
+}
+
+/// The noise σ at the pixel nearest (`x`, `y`), as the noise map has it; `None` outside the
+/// image or where the pixel is blanked.
+fn noise_at(image: &Image, params: &Params, grid: &[f64], x: f64, y: f64) -> Option<f64> {
+    let (column, row) = (x.round(), y.round());
+    let inside = column >= 0.0 && row >= 0.0 && (column as usize) < image.width && (row as usize) < image.height;
+    if !inside {
+        return None;
+    }
+    let i = row as usize * image.width + column as usize;
+    let noise = background::cpu_pixel(&image.pixels, image.width, params, grid, i).ok()?[1];
+    noise.is_finite().then_some(f64::from(noise))
+}
+
+/// `value ± error`, the error `None` unless it is a finite number.
+fn measured(value: f64, error: f64) -> Measured {
+    Measured { value, error: error.is_finite().then_some(error) }
+}
+
+/// The catalog's rows of what `found` found in `image` with `settings`: a row per fitted
+/// component, its position, peak, integrated flux (through the beam where it is known, see
+/// [`BeamWidth`]) and shape, with their errors, the noise at its centre, its island's measures
+/// and its fit's flags ([`catalog::fit_flags`]). An island whose fit gave no component keeps a row
+/// at its centroid, with its brightest pixel as the peak; a component only started (too few
+/// pixels to fit) has its summit's place and value, with no shape or errors. Nothing is made up:
+/// what a fit did not measure is absent.
+pub fn rows(image: &Image, settings: &Settings, found: &Found) -> Vec<Row> {
+    let area = settings.beam.area();
+    let noise = |x: f64, y: f64| noise_at(image, &settings.params, &found.grid, x, y);
+    found
+        .fits
+        .par_iter()
+        .zip(&found.measures)
+        .flat_map_iter(|(fit, island)| {
+            let measures = IslandMeasures {
+                pixels: island.pixels,
+                sum: island.flux,
+                y_min: island.y_min,
+                y_max: island.y_max,
+                x_min: island.x_min,
+                x_max: island.x_max,
+            };
+            let flags = catalog::fit_flags(fit.flags);
+            if fit.components.is_empty() {
+                let row = Row {
+                    island: fit.label,
+                    component: 0,
+                    x: Measured::bare(island.x),
+                    y: Measured::bare(island.y),
+                    peak: Some(Measured::bare(island.peak)),
+                    integrated: None,
+                    rms: noise(island.x, island.y),
+                    shape: None,
+                    measures: Some(measures),
+                    flags,
+                };
+                return vec![row];
+            }
+            let fitted = fit.iterations > 0;
+            fit.components
+                .iter()
+                .zip(0..)
+                .map(|(c, component)| {
+                    let (p, e) = (&c.params, &c.errors);
+                    let (shape, integrated) = if fitted {
+                        let shape = Shape {
+                            major: measured(FWHM * p.major, FWHM * e.major),
+                            minor: measured(FWHM * p.minor, FWHM * e.minor),
+                            angle: measured(p.theta.to_degrees(), e.theta.to_degrees()),
+                        };
+                        let flux = TAU * p.peak * p.major * p.minor / area;
+                        let relative =
+                            ((e.peak / p.peak).powi(2) + (e.major / p.major).powi(2) + (e.minor / p.minor).powi(2))
+                                .sqrt();
+                        (Some(shape), Some(measured(flux, flux * relative)))
+                    } else {
+                        (None, None)
+                    };
+                    Row {
+                        island: fit.label,
+                        component,
+                        x: measured(p.x, e.x),
+                        y: measured(p.y, e.y),
+                        peak: Some(measured(p.peak, e.peak)),
+                        integrated,
+                        rms: noise(p.x, p.y),
+                        shape,
+                        measures: Some(measures),
+                        flags,
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The components that were fitted (an island with iterations run), for the model.
+fn fitted(fits: &[IslandFit]) -> impl Iterator<Item = &fit::Gaussian> {
+    fits.iter().filter(|f| f.iterations > 0).flat_map(|f| f.components.iter().map(|c| &c.params))
+}
+
+/// How far from its centre a component's model is drawn, in σ of its major axis: past that it
+/// is below e^-18 (2e-8) of its peak.
+pub const MODEL_REACH: f64 = 6.0;
+
+/// The fitted model of `fits` on a `width × height` image: every fitted component's Gaussian,
+/// within [`MODEL_REACH`] σ of its centre.
+pub fn model(width: usize, height: usize, fits: &[IslandFit]) -> Vec<f32> {
+    let components: Vec<&fit::Gaussian> =
+        fitted(fits).filter(|g| [g.peak, g.x, g.y, g.major, g.minor, g.theta].iter().all(|v| v.is_finite())).collect();
+    let mut model = vec![0.0f64; width * height];
+    for g in components {
+        let reach = MODEL_REACH * g.major;
+        let rows =
+            (g.y - reach).floor().max(0.0) as usize..((g.y + reach).ceil() + 1.0).clamp(0.0, height as f64) as usize;
+        let columns =
+            (g.x - reach).floor().max(0.0) as usize..((g.x + reach).ceil() + 1.0).clamp(0.0, width as f64) as usize;
+        let (sin, cos) = g.theta.sin_cos();
+        for row in rows {
+            for column in columns.clone() {
+                let (dx, dy) = (column as f64 - g.x, row as f64 - g.y);
+                let (along, across) = (dx * cos + dy * sin, dy * cos - dx * sin);
+                let exponent = (along / g.major).powi(2) + (across / g.minor).powi(2);
+                model[row * width + column] += g.peak * (-0.5 * exponent).exp();
+            }
+        }
+    }
+    model.into_iter().map(|v| v as f32).collect()
+}
+
+/// The image less the fitted model of `fits` ([`model`]): what the fits left (the background
+/// stays in it, as Aegean's residual keeps it).
+pub fn residual(image: &Image, fits: &[IslandFit]) -> Vec<f32> {
+    let model = model(image.width, image.height, fits);
+    image.pixels.par_iter().zip(&model).map(|(p, m)| p - m).collect()
+}
+
+/// An agreement of the GPU with the CPU from a family's [`Check`].
+fn checked(what: &str, check: &Check, bar: &str) -> Agreement {
+    let found = if check.passed {
+        format!("worst {:.1e} of the bar", check.worst_error / check.tolerance)
+    } else {
+        format!("{} differ (worst {:.1e})", grouped(check.mismatches as u64), check.worst_error)
+    };
+    Agreement { what: what.into(), found, bar: bar.into(), passed: check.passed }
+}
+
+/// Compares every step of the GPU's result with the CPU's: NaN pixels; the pixels the second
+/// background pass left out (the mask's S/N is the interpolation kernel's, the same to an f32
+/// ulp, so only a pixel within an ulp of the flood level could differ); the maps as the
+/// background family holds them (the grid's medians and the background map exact, the noise
+/// within 1e-12 on the grid and an f32 ulp on the maps), or the grid alone where the GPU's maps
+/// stayed there; the flooded pixels and islands, the labels pixel by pixel where copied back;
+/// the seeded islands' measures as the measure family holds them; the fits as the fit family
+/// does (within 1e-4).
+pub fn compare(gpu: &Found, cpu: &Found) -> Vec<Agreement> {
+    let mut checks = Vec::new();
+    let mut equal = |what: &str, g: String, c: String| {
+        let passed = g == c;
+        checks.push(Agreement { what: what.into(), found: format!("{g} / {c}"), bar: "equal".into(), passed });
+    };
+    equal("NaN pixels", gpu.nan_pixels.to_string(), cpu.nan_pixels.to_string());
+    let masked = |f: &Found| f.masked_pixels.map_or("one pass".to_string(), |m| m.to_string());
+    equal("pixels the second background pass left out", masked(gpu), masked(cpu));
+    equal(
+        "flooded pixels, islands",
+        format!("{}, {}", gpu.flooded_pixels, gpu.flooded),
+        format!("{}, {}", cpu.flooded_pixels, cpu.flooded),
+    );
+    equal("seeded islands", gpu.islands.len().to_string(), cpu.islands.len().to_string());
+    let bar = "background exact, noise 1e-12 (grid), 1 ulp (maps)";
+    checks.push(match (&gpu.maps, &cpu.maps) {
+        (Some(g), Some(c)) => checked("background, noise and S/N maps", &background::compare(g, c), bar),
+        _ => checked("background grid", &background::compare_grid(&gpu.grid, &cpu.grid), bar),
+    });
+    if !gpu.labels.is_empty() {
+        let differ = gpu.labels.par_iter().zip(&cpu.labels).filter(|(g, c)| g != c).count();
+        let differ = differ + gpu.labels.len().abs_diff(cpu.labels.len());
+        let passed = differ == 0;
+        checks.push(Agreement {
+            what: "labels".into(),
+            found: format!("{} pixels differ", grouped(differ as u64)),
+            bar: "0".into(),
+            passed,
+        });
+    }
+    let measures = "pixels, boxes, peaks exact; sums 1e-5, centres 1e-4 px";
+    checks.push(checked("islands on the S/N image", &measure::compare(&gpu.islands, &cpu.islands), measures));
+    checks.push(checked(
+        "islands on the image less background",
+        &measure::compare(&gpu.measures, &cpu.measures),
+        measures,
+    ));
+    checks.push(checked("Gaussian fits", &fit::compare(&gpu.fits, &cpu.fits), "flags exact, values 1e-4"));
+    checks
+}
