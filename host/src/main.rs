@@ -128,7 +128,7 @@ fn cli() -> Command {
             "Writes a synthetic radio sky with known sources (.fits or .npy) and the true sources (CSV)",
         )))
         .subcommand(host::sources::Options::augment_args(Command::new("sources").about(
-            "Finds the sources in a radio image on the GPU (κσ clipping, threshold, labeling, measures), checks each step against the CPU, and writes a catalog",
+            "Finds the sources in a radio image on the GPU (local background and noise, flooded islands, Gaussian fits; or the lesson's κσ clipping and threshold) and writes a catalog",
         )))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads").arg(
             clap::Arg::new("hopper")

@@ -14,7 +14,8 @@ use cust::memory::DeviceBuffer;
 use interface::label::{BLOCK, MERGE_BLOCK, TILE_HEIGHT, TILE_WIDTH};
 use std::path::PathBuf;
 
-/// The image a family of the source finder runs on: `host sky`'s synthetic sky, or a file.
+// The image a family of the source finder runs on: `host sky`'s synthetic sky, or a file (a
+// comment, not a doc: clap would take a doc for the about of every command that flattens it).
 #[derive(Debug, clap::Args)]
 pub struct Sky {
     /// Pixels a side of the synthetic sky (`host sky`: its noise, core, shell and point
