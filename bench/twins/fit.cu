@@ -517,9 +517,9 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
     }
 
     // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
-    size_t step = 1;
-    while ((unsigned long long)pixels > (unsigned long long)(step * step) * FIT_MAX_FIT_PIXELS) ++step;
-    island = island.sampled(step);
+    size_t every = 1;
+    while ((unsigned long long)pixels > (unsigned long long)(every * every) * FIT_MAX_FIT_PIXELS) ++every;
+    island = island.sampled(every);
     size_t parameters = fitted * FIT_PARAMETERS;
     size_t entries = fit_gram_len(parameters);
     size_t normal = parameters * (parameters + 1) / 2;
