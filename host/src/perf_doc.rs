@@ -401,14 +401,14 @@ fn pipeline(w: &mut String, peers: &Peers) -> fmt::Result {
     }
     writeln!(
         w,
-        "## Finding sources: the lesson's pipeline against `host sources`
+        "## Finding sources: the lesson's pipeline against `host sources --mode lesson`
 "
     )?;
     writeln!(
         w,
         "The lesson's code from κσ clipping to the catalog, on the sky `host sky --side N` draws, the image \
-         already on the GPU (CUDA events around the whole pipeline, median of runs), beside `host sources` \
-         on the same image in the same run (wall clock, median of its `--runs`). *×* is the library's \
+         already on the GPU (CUDA events around the whole pipeline, median of runs), beside `host sources --mode \
+         lesson` on the same image in the same run (wall clock, median of its `--runs`). *×* is the library's \
          time over ours.\n"
     )?;
     writeln!(w, "| side | library | library ms | `host sources` ms | × |\n|---|---|---:|---:|---:|")?;
