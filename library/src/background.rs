@@ -51,6 +51,7 @@ use interface::background::{
 use interface::measure::peak_key;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// BANE's grid step without a beam in the header: 16 pixels (4 pixels a beam, 4 beams a step).
 pub const DEFAULT_STEP: usize = 16;
@@ -200,6 +201,15 @@ impl Layout {
     /// Grid points along the rows and the columns.
     fn grid_shape(&self) -> (usize, usize) {
         (grid_points(self.height as u32, self.step_y) as usize, grid_points(self.width as u32, self.step_x) as usize)
+    }
+
+    /// The rows and the columns of the box of grid point (`row`, `column`), cut to the image.
+    fn box_of(&self, (row, column): (usize, usize)) -> (Range<usize>, Range<usize>) {
+        let (rows, columns) = self.grid_shape();
+        let (w, h) = (self.width as u32, self.height as u32);
+        let (x0, x1) = box_range(grid_coordinate(column as u32, w, self.step_x, columns as u32), w, self.box_x);
+        let (y0, y1) = box_range(grid_coordinate(row as u32, h, self.step_y, rows as u32), h, self.box_y);
+        (y0 as usize..y1 as usize, x0 as usize..x1 as usize)
     }
 
     fn points(&self) -> usize {
@@ -420,14 +430,11 @@ fn clipped(values: &mut [f32], kappa: f64, rounds: u32) -> (f64, f64) {
 
 /// The background and noise of grid point (`row`, `column`) of `layout` over `pixels`, on the
 /// CPU: the box's finite pixels (-0.0 as 0.0, as the kernel stores it), clipped.
-fn grid_point(pixels: &[f32], layout: &Layout, (row, column): (usize, usize)) -> [f64; 2] {
-    let (rows, columns) = layout.grid_shape();
-    let (w, h) = (layout.width as u32, layout.height as u32);
-    let (x0, x1) = box_range(grid_coordinate(column as u32, w, layout.step_x, columns as u32), w, layout.box_x);
-    let (y0, y1) = box_range(grid_coordinate(row as u32, h, layout.step_y, rows as u32), h, layout.box_y);
-    let row_of = |y: u32| &pixels[y as usize * layout.width..][x0 as usize..x1 as usize];
+fn grid_point(pixels: &[f32], layout: &Layout, point: (usize, usize)) -> [f64; 2] {
+    let (rows, columns) = layout.box_of(point);
+    let row_of = |y: usize| &pixels[y * layout.width..][columns.clone()];
     let mut values: Vec<f32> =
-        (y0..y1).flat_map(row_of).filter(|v| v.is_finite()).map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
+        rows.flat_map(row_of).filter(|v| v.is_finite()).map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
     let (middle, sigma) = clipped(&mut values, layout.kappa, layout.rounds);
     [middle, sigma]
 }
@@ -620,6 +627,12 @@ impl Mapper {
     /// Grid points along the rows and the columns.
     pub fn grid_shape(&self) -> (usize, usize) {
         self.layout.grid_shape()
+    }
+
+    /// The image's rows and columns in the box of grid point (`row`, `column`), cut to the
+    /// image: the pixels its statistics come from.
+    pub fn box_of(&self, point: (usize, usize)) -> (Range<usize>, Range<usize>) {
+        self.layout.box_of(point)
     }
 
     /// f64 values of the grid: [`FIELDS`] per point.

@@ -59,8 +59,7 @@ pub const CLEARANCE: f64 = 4.0;
 pub const NOISE: f64 = 0.0133;
 pub const POINT_SOURCES: usize = 190;
 
-/// A Gaussian's full width at half maximum over its σ, 2√(2 ln 2).
-pub const FWHM: f64 = 2.354_820_045_030_949_4;
+pub use interface::fit::FWHM;
 /// Elliptical sources' σ along the major axis in pixels, uniform: 5.9 to 14.1 pixels FWHM,
 /// resolved against the widest point source (σ 2.5). Their peaks are drawn as point sources'.
 pub const ELLIPSE_MAJOR: (f64, f64) = (2.5, 6.0);

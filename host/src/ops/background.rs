@@ -39,15 +39,10 @@ pub struct Options {
 }
 
 /// The beam and pixel size in the header of the FITS file at `path`, as BANE reads them
-/// (`get_step_size`): `None` without BMAJ and BMIN or without a pixel size.
+/// (`get_step_size`, `radio::sources::local::beam_of`): `None` without BMAJ and BMIN or without
+/// a pixel size.
 fn beam_of(path: &Path, header: &Header) -> GpuResult<Option<Beam>> {
-    let real = |keyword: &str| header.real(keyword).map_err(|e| io::file_error(path, e));
-    let (Some(major), Some(minor)) = (real("BMAJ")?, real("BMIN")?) else { return Ok(None) };
-    let pixel = match (real("CDELT1")?, real("CDELT2")?, real("CD1_1")?, real("CD2_2")?) {
-        (Some(x), Some(y), _, _) | (_, _, Some(x), Some(y)) => (x, y),
-        _ => return Ok(None),
-    };
-    Ok(Some(Beam { major, minor, pixel_x: pixel.0, pixel_y: pixel.1 }))
+    radio::sources::local::beam_of(header).map_err(|e| io::file_error(path, e))
 }
 
 impl Options {

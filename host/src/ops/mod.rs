@@ -32,10 +32,14 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>>
             rows.push(resources::of(gpu, family.name(), kernel, &config)?);
         }
     }
-    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`).
+    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`,
+    // and FP8 through the library's `matmul::fp8`).
     if gpu.has_hopper() {
         for (kernel, step, _) in hopper::kernels() {
             let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
+            rows.push(resources::of(gpu, "matmul", kernel, &config)?);
+        }
+        for (kernel, config) in cuda_kernels::matmul::fp8::launch_configs(4096, 4096, 4096)? {
             rows.push(resources::of(gpu, "matmul", kernel, &config)?);
         }
     }

@@ -275,6 +275,28 @@ fn grid_stride(items: usize) -> GpuResult<LaunchConfig> {
     Ok(LaunchConfig { grid: (blocks, 1, 1), block: (FP8_CONVERT_THREADS as u32, 1, 1), shared_bytes: 0 })
 }
 
+/// The launch of a conversion of a `rows × cols` matrix into `written` bytes: a grid-stride
+/// loop over its 4-byte words, or for the transposed conversion a block per `FP8_TILE` square.
+fn convert_config(transposed: bool, (rows, cols): (usize, usize), written: usize) -> GpuResult<LaunchConfig> {
+    if transposed {
+        LaunchConfig::tiles_2d(cols, rows, (FP8_TILE, FP8_TILE), (FP8_CONVERT_THREADS as u32, 1), 0)
+    } else {
+        grid_stride(written / 4)
+    }
+}
+
+/// Each kernel and its launch for a product of an `m × k` A and a `k × n` B (what `host info
+/// --kernels` reports): A's largest magnitude and conversion, B's transposed conversion, the
+/// product.
+pub fn launch_configs(m: usize, n: usize, k: usize) -> GpuResult<[(&'static str, LaunchConfig); 4]> {
+    Ok([
+        (AMAX, grid_stride(product(AMAX, m, k)?)?),
+        (CONVERT, convert_config(false, (m, k), product(CONVERT, m, fp8_padded(k))?)?),
+        (CONVERT_TRANSPOSED, convert_config(true, (k, n), product(CONVERT_TRANSPOSED, n, fp8_padded(k))?)?),
+        (GEMM, launch_config(Step::Pipelined, m, n, 1)?),
+    ])
+}
+
 /// The arguments of [`CONVERT`] and [`CONVERT_TRANSPOSED`]: `src` (`rows × cols` f32) times
 /// `inverse`, rounded to e4m3 into `dst`, rows padded to 16 bytes: `rows` of them, or for the
 /// transposed conversion `cols` rows of `rows`.
@@ -311,11 +333,7 @@ unsafe impl KernelArgs for E4m3Args<'_> {
         require_len(kernel, "the destination", self.dst, written)?;
         require_aligned(kernel, "the destination", self.dst, 4)?;
         require_disjoint(kernel, ("the destination", self.dst, written), ("the source", self.src, read))?;
-        if transposed {
-            LaunchConfig::tiles_2d(cols, rows, (FP8_TILE, FP8_TILE), (FP8_CONVERT_THREADS as u32, 1), 0)
-        } else {
-            grid_stride(written / 4)
-        }
+        convert_config(transposed, (rows, cols), written)
     }
 
     fn params(&self, _kernel: &str) -> Params {

@@ -85,9 +85,9 @@ impl<'g> Pipeline<'g> {
     }
 
     /// Runs the three steps on the uploaded image (`image` is what was uploaded: its NaN pixels
-    /// are counted, and an infinite one named, on the host), the background made as
-    /// often as `settings.passes` says. The result equals [`super::find`]'s as [`super::compare`] holds it; `maps`
-    /// and `labels` are there as `copy` asks.
+    /// are counted, and an infinite one named, on the host), the background made as often as
+    /// `settings.passes` says. The result equals [`super::find`]'s as [`super::compare`] holds
+    /// it; `maps` and `labels` are there as `copy` asks.
     pub fn find(&self, image: &Image, settings: &Settings, copy: CopyBack) -> GpuResult<Found> {
         settings.check()?;
         let gpu = self.gpu;

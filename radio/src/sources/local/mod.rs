@@ -36,14 +36,14 @@ use cuda_kernels::fit::{self, FitSettings, Flags, IslandFit, Noise};
 use cuda_kernels::gpu::{require, GpuResult};
 use cuda_kernels::measure::{self, Source};
 use cuda_kernels::{label, Named};
-use interface::background::{box_range, grid_coordinate, BACKGROUND, FIELDS, NOISE};
+use interface::background::{BACKGROUND, FIELDS, NOISE};
 use ndarray::Array2;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::f64::consts::TAU;
+use std::ops::Range;
 
-/// A Gaussian's full width at half maximum over its σ, 2√(2 ln 2).
-pub const FWHM: f64 = 2.354_820_045_030_949_4;
+pub use interface::fit::FWHM;
 /// Islands hold a pixel above this S/N (Aegean's `--seedclip`)…
 pub const SEED: f64 = 5.0;
 /// …and grow to every connected pixel above this one (Aegean's `--floodclip`).
@@ -91,8 +91,13 @@ cuda_kernels::named!(Mode { Local => "local", Lesson => "lesson" });
 
 impl Serialize for Mode {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(Named::name(*self))
+        by_name(self, serializer)
     }
+}
+
+/// A named choice (`Mode`, `Passes`) as the command line names it.
+fn by_name<T: Named, S: serde::Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(value.name())
 }
 
 /// The beam, as the fit and the integrated flux take it.
@@ -178,14 +183,10 @@ pub struct Settings {
     pub params: Params,
     pub beam: BeamWidth,
     /// How many times the maps are made.
-    #[serde(serialize_with = "passes")]
+    #[serde(serialize_with = "by_name")]
     pub passes: Passes,
     /// Islands of fewer pixels are left out (PyBDSF's `minpix_isl`; [`min_pixels`]).
     pub min_pixels: usize,
-}
-
-fn passes<S: serde::Serializer>(passes: &Passes, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(Named::name(*passes))
 }
 
 /// PyBDSF's least island (`minpix_isl`): a third of the beam's area in pixels, rounded up. Of
@@ -359,21 +360,13 @@ fn masked(pixels: &[f32], snr: &[f32], level: f64) -> (Vec<f32>, usize) {
 /// of their finite `pixels` left out in `masked`: the count of each box's finite pixels in
 /// both, from each row's counts within each grid column's box.
 fn drop_crowded(grid: &mut [f64], pixels: &[f32], masked: &[f32], width: usize, params: &Params) -> GpuResult<()> {
-    let (rows, columns) = grid_shape(pixels, width, params)?;
-    let height = pixels.len() / width;
-    // Steps and boxes past twice the image give the grid and boxes that these give.
-    let fit = |size: usize, extent: usize| size.min(2 * extent) as u32;
-    let (w, h) = (width as u32, height as u32);
-    let (step_y, step_x) = (fit(params.step.0, height), fit(params.step.1, width));
-    let (box_y, box_x) = (fit(params.box_size.0, height), fit(params.box_size.1, width));
-    let spans: Vec<(usize, usize)> = (0..columns as u32)
-        .map(|c| box_range(grid_coordinate(c, w, step_x, columns as u32), w, box_x))
-        .map(|(a, b)| (a as usize, b as usize))
-        .collect();
-    let per_row: Vec<[u32; 2]> = (0..height)
-        .into_par_iter()
-        .flat_map_iter(|y| {
-            let (row, kept) = (&pixels[y * width..][..width], &masked[y * width..][..width]);
+    let mapper = background::Mapper::for_shape((pixels.len() / width.max(1), width), params)?;
+    let columns = mapper.grid_shape().1;
+    let spans: Vec<Range<usize>> = (0..columns).map(|c| mapper.box_of((0, c)).1).collect();
+    let per_row: Vec<[u32; 2]> = pixels
+        .par_chunks(width)
+        .zip(masked.par_chunks(width))
+        .flat_map_iter(|(row, kept)| {
             let mut prefix = vec![[0u32; 2]; width + 1];
             for x in 0..width {
                 let [finite, left] = prefix[x];
@@ -381,15 +374,14 @@ fn drop_crowded(grid: &mut [f64], pixels: &[f32], masked: &[f32], width: usize, 
             }
             spans
                 .iter()
-                .map(move |&(a, b)| [prefix[b][0] - prefix[a][0], prefix[b][1] - prefix[a][1]])
+                .map(move |s| [prefix[s.end][0] - prefix[s.start][0], prefix[s.end][1] - prefix[s.start][1]])
                 .collect::<Vec<_>>()
         })
         .collect();
     grid.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
         let (r, c) = (p / columns, p % columns);
-        let (y0, y1) = box_range(grid_coordinate(r as u32, h, step_y, rows as u32), h, box_y);
         let [finite, left] =
-            (y0 as usize..y1 as usize).map(|y| per_row[y * columns + c]).fold([0, 0], |[f, l], [a, b]| [f + a, l + b]);
+            mapper.box_of((r, 0)).0.map(|y| per_row[y * columns + c]).fold([0, 0], |[f, l], [a, b]| [f + a, l + b]);
         if f64::from(finite - left) > MASKED_AT_MOST * f64::from(finite) {
             point.fill(f64::NAN);
         }
