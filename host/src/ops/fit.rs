@@ -71,7 +71,10 @@ impl Kernel for Fit {
     }
 
     /// The check shapes: islands of one to a few pixels in noise (no summit, too few pixels, fits
-    /// at the bounds), odd skies with and without blanking, 8-connected islands, lower levels.
+    /// at the bounds), odd skies with and without blanking (the core and the shell, up to eight
+    /// components), 8-connected islands, lower levels, and one island of noise above 0.05σ
+    /// large enough to be fitted on a sampled grid. They stay small because racecheck runs them
+    /// too, a thousand times slower; `radio`'s tests check the fits of whole skies.
     fn sizes(purpose: Purpose) -> Vec<String> {
         let sides: &[usize] = match purpose {
             Purpose::Default => return vec![String::new()],
@@ -79,9 +82,10 @@ impl Kernel for Fit {
                 return [
                     "--side 7 --threshold 1 --seed-clip 2",
                     "--side 37 --threshold 2",
-                    "--side 509",
-                    "--side 509 --blank --connectivity 8 --beam-sigma 1.5",
-                    "--side 257 --blank --threshold 3 --seed-clip 4",
+                    "--side 127",
+                    "--side 131 --blank --connectivity 8 --beam-sigma 1.5",
+                    "--side 97 --blank --threshold 3 --seed-clip 4",
+                    "--side 131 --threshold 0.05 --connectivity 8 --seed-clip 100",
                 ]
                 .iter()
                 .map(|s| s.to_string())
