@@ -516,11 +516,15 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
         return;
     }
 
-    // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
-    size_t every = 1;
-    while ((unsigned long long)pixels > (unsigned long long)(every * every) * FIT_MAX_FIT_PIXELS) ++every;
-    island = island.sampled(every);
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large
+    // (interface::fit::fit_pixels and sample_step).
     size_t parameters = fitted * FIT_PARAMETERS;
+    unsigned long long sample = (unsigned long long)FIT_MAX_FIT_PIXELS * fit_gram_len(FIT_PARAMETERS) / fit_gram_len(parameters);
+    unsigned long long least = (unsigned long long)FIT_MIN_SAMPLE_PER_PARAMETER * parameters;
+    if (sample < least) sample = least;
+    size_t every = 1;
+    while ((unsigned long long)pixels > (unsigned long long)(every * every) * sample) ++every;
+    island = island.sampled(every);
     size_t entries = fit_gram_len(parameters);
     size_t normal = parameters * (parameters + 1) / 2;
     double* gram = grams;

@@ -105,6 +105,7 @@
 #define FIT_SIGMA_START 1.01
 #define FIT_SIGMA_HIGH 1.1
 #define FIT_MAX_FIT_PIXELS 4096
+#define FIT_MIN_SAMPLE_PER_PARAMETER 16
 
 // interface::background
 #define BACKGROUND_THREADS 256

@@ -297,19 +297,37 @@ pub fn fitted_components(chosen: usize, pixels: u32) -> usize {
     }
 }
 
-/// The most pixels a fit evaluates in a pass: an island of more usable pixels is fitted on
-/// every `s`-th row and column of its box ([`sample_step`]). An extended source's shape is
-/// still plain on that grid, and a pass over a survey image's largest island (a ring of a
-/// hundred thousand pixels) would otherwise take a second of the launch.
+/// The most pixels a one-component fit evaluates in a pass; a fit of more components
+/// evaluates fewer ([`fit_pixels`]). An island of more usable pixels is fitted on every `s`-th
+/// row and column of its box ([`sample_step`]). An extended source's shape is still plain on
+/// that grid, and the launch lasts as long as its slowest island: a survey image's core or
+/// ring (tens of thousands of pixels, eight components) would otherwise take most of it.
 pub const MAX_FIT_PIXELS: u32 = 4096;
 
-/// The step between the rows (and the columns) of its box that a fit samples on an island of
-/// `pixels` usable pixels: 1 up to [`MAX_FIT_PIXELS`], else the least `s` with
-/// `pixels ≤ s² · MAX_FIT_PIXELS`.
+/// The fewest pixels per parameter that a sampled fit keeps.
+pub const MIN_SAMPLE_PER_PARAMETER: u32 = 16;
+
+/// The most pixels a pass of a fit of `parameters` evaluates: as many as keep the pass's
+/// multiply-adds (`pixels · gram_len(parameters)`) within a one-component fit's over
+/// [`MAX_FIT_PIXELS`], but at least [`MIN_SAMPLE_PER_PARAMETER`] per parameter.
 #[inline(always)]
-pub fn sample_step(pixels: u32) -> usize {
+pub fn fit_pixels(parameters: usize) -> u64 {
+    let budget = MAX_FIT_PIXELS as u64 * gram_len(PARAMETERS) as u64 / gram_len(parameters) as u64;
+    let least = MIN_SAMPLE_PER_PARAMETER as u64 * parameters as u64;
+    if budget > least {
+        budget
+    } else {
+        least
+    }
+}
+
+/// The step between the rows (and the columns) of its box that a fit of `parameters` samples
+/// on an island of `pixels` usable pixels: the least `s` with `pixels ≤ s² · fit_pixels`.
+#[inline(always)]
+pub fn sample_step(pixels: u32, parameters: usize) -> usize {
+    let most = fit_pixels(parameters);
     let mut step = 1usize;
-    while pixels as u64 > (step * step) as u64 * MAX_FIT_PIXELS as u64 {
+    while pixels as u64 > (step * step) as u64 * most {
         step += 1;
     }
     step
@@ -486,5 +504,28 @@ pub fn settle(params: &mut [f64; PARAMETERS], errors: &mut [f64; PARAMETERS], x0
         let whole = turns as i64 as f64;
         let floor = if whole > turns { whole - 1.0 } else { whole };
         params[THETA] -= floor * core::f64::consts::PI;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_costs_about_a_one_component_fit_of_max_fit_pixels() {
+        assert_eq!(fit_pixels(PARAMETERS), MAX_FIT_PIXELS as u64);
+        assert_eq!(sample_step(MAX_FIT_PIXELS, PARAMETERS), 1);
+        assert_eq!(sample_step(MAX_FIT_PIXELS + 1, PARAMETERS), 2);
+        for components in 2..=MAX_COMPONENTS {
+            let parameters = components * PARAMETERS;
+            let most = fit_pixels(parameters);
+            assert!(most >= MIN_SAMPLE_PER_PARAMETER as u64 * parameters as u64);
+            let work = most * gram_len(parameters) as u64;
+            let one = MAX_FIT_PIXELS as u64 * gram_len(PARAMETERS) as u64;
+            assert!(work <= one || most == MIN_SAMPLE_PER_PARAMETER as u64 * parameters as u64, "{components}: {work}");
+        }
+        // A survey image's core: 29759 pixels, eight components, every 7th row and column.
+        assert_eq!(fit_pixels(MAX_PARAMETERS), 768);
+        assert_eq!(sample_step(29759, MAX_PARAMETERS), 7);
     }
 }

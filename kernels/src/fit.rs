@@ -55,9 +55,10 @@
 //!
 //! Cost: a pass is `pixels · (P + 1)(P + 2) / 2` multiply-adds for `P` parameters, spread over
 //! the block's threads, and the launch lasts as long as its slowest island. An island of more
-//! than `interface::fit::MAX_FIT_PIXELS` usable pixels (a survey image's ring or core) is so
-//! fitted on every `s`-th row and column of its box (`interface::fit::sample_step`): its passes
-//! cost what an island of that size costs, whatever its extent.
+//! pixels than a pass of its `P` may take (`interface::fit::fit_pixels`: 4096 for one
+//! component, fewer for more; a survey image's ring or core) is so fitted on every `s`-th row
+//! and column of its box (`interface::fit::sample_step`): its passes cost about what a
+//! one-component fit of 4096 pixels costs, whatever its extent.
 
 use crate::{ballot, shared_address, unroll};
 use core::arch::asm;
@@ -541,8 +542,8 @@ pub unsafe fn fit_islands(
     }
 
     // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
-    let island = island.sampled(sample_step(pixels));
     let parameters = fitted * PARAMETERS;
+    let island = island.sampled(sample_step(pixels, parameters));
     let entries = gram_len(parameters);
     let normal = parameters * (parameters + 1) / 2;
     let mut gram = shared.grams;

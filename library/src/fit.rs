@@ -505,8 +505,8 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
     }
 
     // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
-    let boxed = Boxed { step: sample_step(pixels), ..boxed };
     let parameters = fitted * PARAMETERS;
+    let boxed = Boxed { step: sample_step(pixels, parameters), ..boxed };
     let normal = parameters * (parameters + 1) / 2;
     let mut gram = image.evaluate(&boxed, &current);
     let mut scale: Vec<f64> = (0..parameters).map(|a| gram[tri(a, a)]).collect();
@@ -913,9 +913,10 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 ///   Jacobian, Marquardt's damping (λ from 10⁻³, tenfold down on a step that lowers χ², up
 ///   otherwise), each step clamped to the bounds; converged when a step moves no parameter by
 ///   more than 10⁻¹⁰ relative (or absolute, below 1) or lowers χ² by at most 10⁻¹² of it,
-///   [`Flags::NOT_CONVERGED`] after 100 iterations; an island of more than
-///   `interface::fit::MAX_FIT_PIXELS` pixels is fitted on every `s`-th row and column of its
-///   box, the least `s` that leaves at most that many (`interface::fit::sample_step`);
+///   [`Flags::NOT_CONVERGED`] after 100 iterations; an island of more pixels than a pass of
+///   its parameters may take (`interface::fit::fit_pixels`: 4096 for one component, fewer for
+///   more, at least 16 a parameter) is fitted on every `s`-th row and column of its box, the
+///   least `s` that leaves about that many (`interface::fit::sample_step`);
 /// - the errors: `√diag((JᵀJ)⁻¹)` at the solution, J weighted by 1/noise: the covariance for
 ///   independent pixels of the given noise ([`Flags::SINGULAR`] and NaN where it does not
 ///   exist). Neighbouring pixels of a radio image are correlated over a beam, so these are
