@@ -32,8 +32,8 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>>
             rows.push(resources::of(gpu, family.name(), kernel, &config)?);
         }
     }
-    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype tf32|bf16|f16`,
-    // and FP8 through the library's `matmul::fp8`).
+    // The Hopper module's kernels, where it is loaded (they run under `matmul --dtype
+    // tf32|bf16|f16|fp8`).
     if gpu.has_hopper() {
         for (kernel, step, _) in hopper::kernels() {
             let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;

@@ -7,7 +7,8 @@
 //! element is multiplied by `1 / scale` and rounded (`convert_e4m3`; for B,
 //! `convert_e4m3_transposed`, since FP8's wgmma reads B only as Bᵀ, contiguous along k). Rows
 //! are padded with zeros to 16 bytes, the stride TMA requires, so any m, n, k ≥ 1 works. [`gemm_e4m3`]
-//! multiplies two of them and applies both scales in the epilogue.
+//! multiplies two of them and applies both scales in the epilogue; [`E4m3Product`] holds two
+//! with their tensor maps, for launches timed one after another (`host matmul --dtype fp8`).
 //!
 //! The CPU rounds as the GPU does ([`e4m3_bits`]: to nearest, ties to even, saturated at
 //! ±448, NaN kept), written on the values rather than on the bits, so that the two are checked
@@ -29,6 +30,7 @@ use crate::gpu::{
     KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::stream::Stream;
 use interface::wgmma::{fp8_padded, BK_FP8, BM, BOX_N, E4M3_MAX, FP8_CONVERT_THREADS, FP8_ROW_ALIGN, FP8_TILE};
 use rayon::prelude::*;
 
@@ -219,20 +221,79 @@ impl E4m3Matrix {
 /// matrices' scales. Finished on return. Needs sm_90 (Hopper): on another GPU, an error
 /// saying so.
 pub fn gemm_e4m3(gpu: &Gpu, a: &E4m3Matrix, b: &E4m3Matrix, c: &DeviceSlice<f32>) -> GpuResult<()> {
+    let operands = operands(a, b)?;
+    let mut device = maps_buffer()?;
+    let maps = Fp8Maps::upload(operands, &mut device)?;
+    let (m, n, k) = (operands.m, operands.n, operands.k);
+    let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale };
+    // SAFETY: the matrices, the maps and C live until the synchronization that follows.
+    unsafe { gpu.launch(GEMM, &args)? };
+    gpu.synchronize(GEMM)
+}
+
+/// A and B in e4m3 with their tensor maps encoded on the GPU once, for a product launched many
+/// times, as a benchmark times it ([`gemm_e4m3`] encodes and copies the maps on every call, and
+/// waits for the product).
+pub struct E4m3Product {
+    a: E4m3Matrix,
+    b: E4m3Matrix,
+    maps: DeviceBuffer<TensorMap>,
+}
+
+impl E4m3Product {
+    /// The product of `a`, A (m × k, [`Layout::AsIs`]), and `b`, B held as Bᵀ (n × k,
+    /// [`Layout::Transposed`]): refused unless both have k columns, and where TMA cannot take
+    /// them (a dimension of 2^32 or more).
+    pub fn new(a: E4m3Matrix, b: E4m3Matrix) -> GpuResult<Self> {
+        let mut maps = maps_buffer()?;
+        Fp8Maps::upload(operands(&a, &b)?, &mut maps)?;
+        Ok(Self { a, b, maps })
+    }
+
+    /// A.
+    pub fn a(&self) -> &E4m3Matrix {
+        &self.a
+    }
+
+    /// B, held as Bᵀ.
+    pub fn b(&self) -> &E4m3Matrix {
+        &self.b
+    }
+
+    /// Queues `C = A × B` on `stream`: `c` receives C (m × n f32, row-major), scaled by both
+    /// matrices' scales. Needs sm_90 (Hopper): on another GPU, an error saying so.
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: `self` and `c` must stay allocated until `stream` has
+    /// run it (see [`Gpu::launch`]).
+    pub unsafe fn launch_on(&self, gpu: &Gpu, stream: &Stream, c: &DeviceSlice<f32>) -> GpuResult<()> {
+        let operands = operands(&self.a, &self.b)?;
+        // SAFETY: `new` encoded `maps` for these operands, whose buffers `self` owns and never
+        // reallocates or rewrites.
+        let maps = unsafe { Fp8Maps::assume_uploaded(operands, &self.maps) };
+        let (m, n, k) = (operands.m, operands.n, operands.k);
+        let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: self.a.scale, scale_b: self.b.scale };
+        // SAFETY: the caller keeps `self` (the matrices and their maps) and `c` until `stream`
+        // has run it.
+        unsafe { gpu.launch_on(stream, GEMM, &args) }
+    }
+}
+
+/// The operands of `a × b`, `b` being B held as Bᵀ; refused unless both have k columns.
+fn operands<'a>(a: &'a E4m3Matrix, b: &'a E4m3Matrix) -> GpuResult<Fp8Operands<'a>> {
     let (m, n, k) = (a.rows, b.rows, a.cols);
     if b.cols != k {
         let reason = format!("A is {m}×{k} but Bᵀ is {}×{}: both need k columns", b.rows, b.cols);
         return Err(refuse(GEMM, reason));
     }
-    let operands = Fp8Operands { a: &a.data, lda: a.ld(), b: &b.data, ldb: b.ld(), m, n, k };
-    // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before the kernel reads them.
-    let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
-        .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
-    let maps = Fp8Maps::upload(operands, &mut device)?;
-    let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale };
-    // SAFETY: the matrices, the maps and C live until the synchronization that follows.
-    unsafe { gpu.launch(GEMM, &args)? };
-    gpu.synchronize(GEMM)
+    Ok(Fp8Operands { a: &a.data, lda: a.ld(), b: &b.data, ldb: b.ld(), m, n, k })
+}
+
+/// Room on the GPU for a product's two tensor maps, which [`Fp8Maps::upload`] fills.
+fn maps_buffer() -> GpuResult<DeviceBuffer<TensorMap>> {
+    // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before a kernel reads them.
+    unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
+        .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })
 }
 
 /// The arguments of [`AMAX`]: the largest finite magnitude of `src[..len]` into `amax[0]`, as
@@ -557,11 +618,8 @@ pub fn run(
             })
         })
         .reduce(|| (0.0, 0.0, 0.0), |x, y| (x.0.max(y.0), x.1 + y.1, x.2.max(y.2)));
-    let operands = Fp8Operands { a: &qa.data, lda: qa.ld(), b: &qb.data, ldb: qb.ld(), m, n, k };
-    // SAFETY: `TensorMap` is plain bytes, and `upload` writes both maps before a kernel reads them.
-    let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
-        .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
-    let maps = Fp8Maps::upload(operands, &mut device)?;
+    let mut device = maps_buffer()?;
+    let maps = Fp8Maps::upload(operands(&qa, &qb)?, &mut device)?;
     let args = Fp8Args { maps: &maps, c: &c, m, n, k, scale_a: qa.scale, scale_b: qb.scale };
     // SAFETY: every buffer lives until `time` has synchronized its last launch.
     let timing = gpu.time(launches, cache, || Ok(()), || unsafe { gpu.launch(GEMM, &args) })?;

@@ -1,7 +1,8 @@
 //! Host side of `kernels::matmul`: C = A × B, f32, row-major, any m, n, k. A and B are random
 //! or read from `.npy` files (`--a`, `--b`); `--output` writes C as `.npy`. `--dtype` runs the
 //! tensor-core step for TF32, BF16 or FP16 instead of the f32 ladder (`tensor`); on a Hopper
-//! GPU, BF16 and FP16 also run the wgmma steps (`hopper`) on the same converted inputs.
+//! GPU, BF16 and FP16 also run the wgmma steps (`hopper`) on the same converted inputs, and
+//! `--dtype fp8` runs the e4m3 product (`e4m3`).
 //!
 //! Tolerance: random inputs are uniform in [-1, 1), so a product term has magnitude at most 1
 //! and a length-k dot product rounded in any order is typically within about k·ε/3 of the
@@ -19,20 +20,22 @@
 //! Which kernel the library's `gemm` would run here is marked in its row; `--chosen` runs it
 //! alone. By concern: `launch` (each kernel's launch shape and the binding of their one
 //! signature), `options` (the CLI and `.npy` input), `tune` (`--tune` and `--all-configs`),
-//! `gpus` (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance);
-//! here, the workload and its CPU reference.
+//! `gpus` (`--gpus N`), `tensor` (`--dtype`: conversions, bindings, rounding and tolerance),
+//! `e4m3` (`--dtype fp8`: its inputs, reference and per-element check); here, the workload and
+//! its CPU reference.
 
 mod cases;
+mod e4m3;
 mod gpus;
 mod options;
 mod tune;
 
 pub use cuda_kernels::matmul::*;
 pub use gpus::split;
-pub use options::Options;
+pub use options::{InputType, Options};
 
 use crate::check::{self, product_scale};
-use crate::gpu::{refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
+use crate::gpu::{is_hopper_kernel, refuse, require, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::io;
 use crate::multi::SplitReport;
 use crate::registry::{Checked, Kernel, Purpose, StepVariant, Variant, Workload};
@@ -40,6 +43,7 @@ use crate::report::{Arithmetic, Report, Work};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
+use e4m3::Fp8;
 use gpus::rows_to_check;
 use interface::matmul::{DEFAULT_TILE, TILE_CONFIGS};
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Dims, Inputs};
@@ -51,6 +55,12 @@ use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
 /// The types `--dtype` runs on the tensor cores, as the CLI names them.
 const TENSOR_DTYPES: [&str; 3] = ["tf32", "bf16", "f16"];
 
+/// The check shapes of the tensor types (and of FP8's GPU test, `tests/hopper.rs`): 1×1×1, k
+/// below one slice (17x31x13), odd shapes, two interior blocks with k a whole number of slices
+/// (256x512x64), and more.
+pub const TENSOR_CHECK_SHAPES: [(usize, usize, usize); 7] =
+    [(1, 1, 1), (17, 31, 13), (131, 67, 45), (257, 263, 300), (256, 512, 64), (300, 264, 48), (1, 300, 1)];
+
 /// A and B on the GPU, C poisoned, ready to launch any variant.
 pub struct Matmul {
     pub m: usize,
@@ -58,9 +68,12 @@ pub struct Matmul {
     pub k: usize,
     pub a: Vec<f32>,
     pub b: Vec<f32>,
-    /// The inputs' type on the tensor cores, and A and B converted to it on the GPU.
-    pub dtype: Dtype,
+    /// The inputs' type on the tensor cores, and A and B converted to it on the GPU (FP8's
+    /// apart, in `fp8`).
+    pub dtype: InputType,
     converted: Option<Converted>,
+    /// A and B in e4m3 (`--dtype fp8` on Hopper), and the reference of the checked rows.
+    fp8: Option<Fp8>,
     /// The tensor maps of the converted A and B, encoded once when a Hopper step runs.
     hopper_maps: Option<DeviceBuffer<hopper::TensorMap>>,
     variants: Vec<Variant>,
@@ -87,39 +100,51 @@ impl Matmul {
     /// Random A and B of shape `(m, n, k)`, to run the given steps (all when empty).
     pub fn new(gpu: &Gpu, shape: (usize, usize, usize), steps: &[Step], seed: u64) -> GpuResult<Self> {
         let variants = crate::registry::variants(steps);
-        Self::with_inputs(gpu, shape, Dtype::F32, variants, || random_inputs(shape, seed))
+        Self::with_inputs(gpu, shape, InputType::F32, variants, || random_inputs(shape, seed))
     }
 
     /// A and B from `inputs`, called once the shape is known to fit.
     fn with_inputs(
         gpu: &Gpu,
         (m, n, k): (usize, usize, usize),
-        dtype: Dtype,
+        dtype: InputType,
         variants: Vec<Variant>,
         inputs: impl FnOnce() -> Inputs,
     ) -> GpuResult<Self> {
         require_shape((m, n, k))?;
-        // The Hopper steps' launches are checked against their tensor maps when they launch.
-        for variant in variants.iter().filter(|v| hopper::kernel_of(&v.kernel).is_none()) {
+        // The Hopper module's launches (the wgmma steps, FP8's) are checked against their
+        // tensor maps when they launch.
+        for variant in variants.iter().filter(|v| !is_hopper_kernel(&v.kernel)) {
             gpu.validate(&variant.kernel, &product_launch(&variant.kernel, m, n)?)?;
         }
         let hopper = variants.iter().any(|v| hopper::kernel_of(&v.kernel).is_some());
-        // The converted copies, padded, take at most as much again (TF32 on Hopper: B twice).
+        // The converted copies, padded, take at most as much again (TF32 on Hopper: B twice;
+        // e4m3's, a byte an element, far less).
         let copies = match dtype {
-            Dtype::F32 => 1,
-            Dtype::Tf32 if hopper => 3,
+            InputType::F32 => 1,
+            InputType::Gemm(Dtype::Tf32) if hopper => 3,
             _ => 2,
         };
         gpu.ensure_fits("matmul's A, B and C", 4 * (copies * (m * k + k * n + 8 * (m + k)) + m * n) as u64)?;
         let (a, b) = inputs();
-        tensor::require_in_range(dtype, &a, &b)?;
+        if let Some(dtype) = dtype.gemm() {
+            tensor::require_in_range(dtype, &a, &b)?;
+        }
         let (da, db) = (gpu.upload("A", &a)?, gpu.upload("B", &b)?);
-        // SAFETY: the conversions are waited for right here, before `da` and `db` could go.
-        let converted = unsafe { tensor::convert(gpu, dtype, (&da, &db), (m, n, k), hopper) }?;
+        let converted = match dtype.gemm() {
+            // SAFETY: the conversions are waited for right here, before `da` and `db` could go.
+            Some(dtype) => unsafe { tensor::convert(gpu, dtype, (&da, &db), (m, n, k), hopper) }?,
+            None => None,
+        };
         gpu.synchronize("converting A and B")?;
-        let hopper_maps = match (&converted, hopper_precision(dtype)) {
+        let hopper_maps = match (&converted, dtype.gemm().and_then(hopper_precision)) {
             (Some(converted), Some(precision)) if hopper => Some(converted.upload_hopper_maps(precision, (m, n, k))?),
             _ => None,
+        };
+        // FP8's conversions, where its product runs (they need the Hopper module too).
+        let fp8 = match variants.iter().any(|v| v.kernel == fp8::GEMM) {
+            true => Some(Fp8::convert(gpu, (&da, &db), (&a, &b), (m, n, k))?),
+            false => None,
         };
         let dc = gpu.poisoned::<f32>("C", m * n)?;
         let scale = product_scale(&a, &b);
@@ -133,6 +158,7 @@ impl Matmul {
             b,
             dtype,
             converted,
+            fp8,
             hopper_maps,
             variants,
             notes,
@@ -154,8 +180,12 @@ impl Matmul {
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     pub unsafe fn launch_on(&self, gpu: &Gpu, stream: &Stream, kernel: &str) -> GpuResult<()> {
+        if let Some(fp8) = &self.fp8 {
+            // SAFETY: the inputs and C are `self`'s, which the caller keeps until the stream ran.
+            return unsafe { fp8.launch_on(gpu, stream, kernel, &self.dc) };
+        }
         let (m, n, k) = (self.m, self.n, self.k);
-        let hopper = (self.hopper_maps.as_ref(), hopper_precision(self.dtype), hopper::kernel_of(kernel));
+        let hopper = (self.hopper_maps.as_ref(), self.precision(), hopper::kernel_of(kernel));
         match (&self.converted, hopper) {
             // SAFETY: the buffers are `self`'s, which the caller keeps until the stream ran.
             (None, _) => unsafe {
@@ -179,7 +209,7 @@ impl Matmul {
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
-        let (dims, precision) = ((self.m, self.n, self.k), hopper_precision(self.dtype));
+        let (dims, precision) = ((self.m, self.n, self.k), self.precision());
         let (Some(converted), Some(maps), Some(precision)) = (&self.converted, &self.hopper_maps, precision) else {
             return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
         };
@@ -201,23 +231,51 @@ impl Matmul {
         gpu.download("C", &self.dc, self.m * self.n)
     }
 
-    /// All of C computed on the CPU.
+    /// All of C computed on the CPU, for the types of the library's `gemm`; FP8 as f32 (the
+    /// check compares FP8's with `e4m3`'s reference, on the inputs as rounded).
     pub fn cpu_reference(&self) -> Vec<f32> {
-        self.reference_rows(&(0..self.m).collect::<Vec<_>>())
+        self.reference_rows(self.dtype.gemm().unwrap_or(Dtype::F32), &(0..self.m).collect::<Vec<_>>())
     }
 
-    /// `rows` of C computed on the CPU: in f32 for f32, in f64 on the inputs rounded to the
-    /// type for the tensor cores.
-    fn reference_rows(&self, rows: &[usize]) -> Vec<f32> {
+    /// `rows` of C computed on the CPU: in f32 for f32, in f64 on the inputs rounded to
+    /// `dtype` for the tensor cores.
+    fn reference_rows(&self, dtype: Dtype, rows: &[usize]) -> Vec<f32> {
         let (n, k) = (self.n, self.k);
         let a = match rows.len() == self.m {
             true => Cow::Borrowed(&self.a[..]),
             false => Cow::Owned(rows.iter().flat_map(|&r| self.a[r * k..(r + 1) * k].iter().copied()).collect()),
         };
-        match self.dtype {
+        match dtype {
             Dtype::F32 => cpu_reference(&a, &self.b, rows.len(), n, k),
             dtype => rounded_reference(dtype, &a, &self.b, rows.len(), n, k),
         }
+    }
+
+    /// The wgmma steps' precision for the inputs' type, if they take it.
+    fn precision(&self) -> Option<hopper::Precision> {
+        self.dtype.gemm().and_then(hopper_precision)
+    }
+
+    /// `--dtype fp8`: its one product where the Hopper module is loaded; on another GPU nothing
+    /// runs, and the report names the product with the reason (`Gpu::function`'s "needs sm_90").
+    fn prepare_fp8(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let (shape, inputs) = shape_and_files(options)?;
+        let (variants, unavailable) = match gpu.function(fp8::GEMM) {
+            Ok(_) => (Self::variants_for(options)?, Vec::new()),
+            Err(why) => {
+                let why = why.to_string();
+                (Vec::new(), Self::variants_for(options)?.into_iter().map(|v| (v, why.clone())).collect())
+            }
+        };
+        let random = || random_inputs(shape, seed);
+        let mut matmul = Self::with_inputs(gpu, shape, InputType::Fp8, variants, || inputs.unwrap_or_else(random))?;
+        if let Some(fp8) = &matmul.fp8 {
+            matmul.notes.insert(fp8::GEMM.into(), fp8.note());
+            // C is written only where the product ran.
+            matmul.output = options.output.clone();
+        }
+        matmul.unavailable = unavailable;
+        Ok(matmul)
     }
 
     /// Whether the check compares only some rows of C.
@@ -227,12 +285,13 @@ impl Matmul {
 }
 
 /// The arithmetic a product of `dtype` runs in, whose peak its rate is measured against.
-fn arithmetic(dtype: Dtype) -> Arithmetic {
+fn arithmetic(dtype: InputType) -> Arithmetic {
     match dtype {
-        Dtype::F32 => Arithmetic::Fp32,
-        Dtype::Tf32 => Arithmetic::Tf32,
-        Dtype::Bf16 => Arithmetic::Bf16,
-        Dtype::F16 => Arithmetic::Fp16,
+        InputType::Gemm(Dtype::F32) => Arithmetic::Fp32,
+        InputType::Gemm(Dtype::Tf32) => Arithmetic::Tf32,
+        InputType::Gemm(Dtype::Bf16) => Arithmetic::Bf16,
+        InputType::Gemm(Dtype::F16) => Arithmetic::Fp16,
+        InputType::Fp8 => Arithmetic::Fp8,
     }
 }
 
@@ -299,7 +358,7 @@ pub const ENTRY: crate::registry::Entry<Matmul> = crate::registry::Entry::new();
 impl Kernel for Matmul {
     const NAME: &'static str = "matmul";
     const ABOUT: &'static str =
-        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16: mma.sync, and wgmma on Hopper); --tune keeps the fastest tile (f32) or step (a --dtype)";
+        "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16: mma.sync, and wgmma on Hopper; --dtype fp8: e4m3 wgmma on Hopper); --tune keeps the fastest tile (f32) or step (a --dtype)";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -333,19 +392,9 @@ impl Kernel for Matmul {
                     shapes.iter().chain([(1024, 768, 512)].iter()).map(|(m, n, k)| format!("--m {m} --n {n} --k {k}"));
                 // Every tile configuration on these shapes, edges in both dimensions.
                 let tiles = shapes.iter().map(|(m, n, k)| format!("--m {m} --n {n} --k {k} --all-configs"));
-                // The tensor steps: 1×1×1, k below one slice (17x31x13), odd shapes, two
-                // interior blocks with k a whole number of slices (256x512x64), and more.
-                let tensor_shapes = [
-                    (1, 1, 1),
-                    (17, 31, 13),
-                    (131, 67, 45),
-                    (257, 263, 300),
-                    (256, 512, 64),
-                    (300, 264, 48),
-                    (1, 300, 1),
-                ];
-                let tensor = TENSOR_DTYPES.iter().flat_map(|dtype| {
-                    tensor_shapes.iter().map(move |(m, n, k)| format!("--m {m} --n {n} --k {k} --dtype {dtype}"))
+                // FP8 too, here only: its product is not yet one of the report's sweeps.
+                let tensor = TENSOR_DTYPES.iter().chain([&e4m3::NAME]).flat_map(|dtype| {
+                    TENSOR_CHECK_SHAPES.iter().map(move |(m, n, k)| format!("--m {m} --n {n} --k {k} --dtype {dtype}"))
                 });
                 steps.chain(tiles).chain(tensor).collect()
             }
@@ -365,19 +414,31 @@ impl Kernel for Matmul {
 
     fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
         options.gpus.map(|gpus| match options.dtype {
-            Dtype::F32 => split(options, gpus as usize, seed, iters),
+            InputType::F32 => split(options, gpus as usize, seed, iters),
             _ => Err(GpuError::InvalidInput("--gpus runs the f32 ladder; it takes no --dtype".into())),
         })
     }
 
     fn variants_for(options: &Options) -> GpuResult<Vec<Variant>> {
-        if let Some(step) = options.dtype.step() {
+        let dtype = match options.dtype {
+            InputType::Gemm(dtype) => dtype,
+            InputType::Fp8 => {
+                // One kernel, which the library's `gemm` does not pick: nothing to choose or tune.
+                let choosing = !options.variants.is_empty() || options.all_configs || options.tune || options.chosen;
+                require(!(choosing || options.tuning_cache.is_some()), || {
+                    let options = "--variant, --all-configs, --tune, --chosen or --tuning-cache";
+                    format!("--dtype {} runs its one product, {}: it takes no {options}", e4m3::NAME, fp8::GEMM)
+                })?;
+                return Ok(vec![Variant::new(fp8::GEMM, fp8::GEMM)]);
+            }
+        };
+        if let Some(step) = dtype.step() {
             // Its other steps, the Hopper ones, join in `prepare`, where the GPU is known.
             let f32_only = !options.variants.is_empty() || options.all_configs;
             require(!f32_only, || {
                 format!(
                     "--variant and --all-configs pick among the f32 steps; --dtype {} runs all of its steps",
-                    options.dtype.name()
+                    dtype.name()
                 )
             })?;
             if options.chosen {
@@ -396,9 +457,10 @@ impl Kernel for Matmul {
     }
 
     fn prepare(gpu: &Gpu, options: &Options, seed: u64) -> GpuResult<Self> {
+        let Some(dtype) = options.dtype.gemm() else { return Self::prepare_fp8(gpu, options, seed) };
         let (shape, inputs) = shape_and_files(options)?;
         let (m, n, _) = shape;
-        let class = match options.dtype {
+        let class = match dtype {
             Dtype::F32 => shape_class(shape),
             dtype => format!("{} {}", shape_class(shape), dtype.name()),
         };
@@ -410,7 +472,7 @@ impl Kernel for Matmul {
             (None, false) => tuning::default_path().ok(),
         };
         let mut variants = Self::variants_for(options)?;
-        let pick = library_pick(gpu, options.dtype, shape)?;
+        let pick = library_pick(gpu, dtype, shape)?;
         // Split k joins the type's steps where the library picks it (not under --tune, which
         // keeps a kernel by name, and split k's is the pipelined step's).
         let split_k = pick.splits.is_some() && !(options.tune || options.all_configs);
@@ -420,7 +482,7 @@ impl Kernel for Matmul {
         // The wgmma steps beside the mma.sync one where the Hopper module is loaded; on another
         // GPU the report names them with the reason (`Gpu::function`'s "needs sm_90").
         let mut unavailable = Vec::new();
-        if let (Some(precision), false) = (hopper_precision(options.dtype), options.chosen) {
+        if let (Some(precision), false) = (hopper_precision(dtype), options.chosen) {
             for step in hopper::Step::ALL {
                 let kernel = step.kernel(precision);
                 match gpu.function(kernel) {
@@ -430,7 +492,7 @@ impl Kernel for Matmul {
             }
         }
         let (notes, tune) = if options.tune || options.all_configs {
-            let notes = if options.dtype == Dtype::F32 { tile_notes(gpu, (m, n))? } else { HashMap::new() };
+            let notes = if dtype == Dtype::F32 { tile_notes(gpu, (m, n))? } else { HashMap::new() };
             let tune = match cache_path.filter(|_| options.tune) {
                 Some(path) => {
                     TuningCache::load(&path)?; // a corrupt cache stops the run before the timing
@@ -459,7 +521,7 @@ impl Kernel for Matmul {
         }
         let random = || random_inputs(shape, seed);
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
-        if let (Some(wanted), Some(precision), true) = (pick.splits, hopper_precision(options.dtype), split_k) {
+        if let (Some(wanted), Some(precision), true) = (pick.splits, hopper_precision(dtype), split_k) {
             let splits = interface::wgmma::split_count(split::slices(precision, shape.2), wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
@@ -488,12 +550,14 @@ impl Workload for Matmul {
     }
 
     /// cuBLAS's key in `bench/peers/run`: SGEMM for f32, `cublasGemmEx` of the same type for
-    /// the tensor steps (f32 accumulation and output, as here).
+    /// the tensor steps (f32 accumulation and output, as here); none for FP8.
     fn peer(&self) -> Option<String> {
         let cube = self.m == self.n && self.n == self.k;
         let name = match self.dtype {
-            Dtype::F32 => "sgemm_f32".to_string(),
-            dtype => format!("gemm_{}", dtype.name()),
+            InputType::F32 => "sgemm_f32".to_string(),
+            InputType::Gemm(dtype) => format!("gemm_{}", dtype.name()),
+            // `bench/peers/run` has no FP8 product; `bench/peers/sweep.py` times cuBLASLt's.
+            InputType::Fp8 => return None,
         };
         Some(if cube { format!("{name}_{}", self.m) } else { format!("{name}_{}x{}x{}", self.m, self.n, self.k) })
     }
@@ -524,18 +588,33 @@ impl Workload for Matmul {
     }
 
     fn compute_reference(&mut self) {
-        self.expected = self.reference_rows(&self.checked);
+        match self.dtype.gemm() {
+            Some(dtype) => self.expected = self.reference_rows(dtype, &self.checked),
+            // FP8 on another GPU than Hopper runs nothing, so needs no reference.
+            None => {
+                if let Some(fp8) = &mut self.fp8 {
+                    fp8.compute_reference((&self.a, &self.b), &self.checked, (self.n, self.k));
+                }
+            }
+        }
     }
 
     fn check(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<Checked> {
-        let tolerance = if self.dtype == Dtype::F32 { tolerance(self.k) } else { tensor::tolerance(self.k) };
         let n = self.n;
         let c = self.result(gpu)?;
         let got: Vec<f32> = match self.sampled() {
             true => self.checked.iter().flat_map(|&r| c[r * n..(r + 1) * n].iter().copied()).collect(),
             false => c,
         };
-        let mut check = check::close(&got, &self.expected, tolerance * self.scale);
+        let mut check = match &self.fp8 {
+            // Each element within its own tolerance, on the inputs as rounded to e4m3.
+            Some(fp8) => fp8.check(&got),
+            None => {
+                let tolerance =
+                    if self.dtype == InputType::F32 { tolerance(self.k) } else { tensor::tolerance(self.k) };
+                check::close(&got, &self.expected, tolerance * self.scale)
+            }
+        };
         // The first mismatch as an index into all of C.
         check.first_mismatch = check.first_mismatch.map(|i| self.checked[i / n] * n + i % n);
         let mut notes: Vec<String> = self.notes.get(&variant.name).into_iter().cloned().collect();
@@ -562,7 +641,7 @@ impl Workload for Matmul {
             Some(target) => {
                 // The default the pick is measured against: the vec4 tile, or the portable
                 // mma.sync step of a tensor type.
-                let default = match self.dtype.step() {
+                let default = match self.dtype.gemm().and_then(Dtype::step) {
                     None => tile_label(&DEFAULT_TILE),
                     Some(step) => step.name().to_string(),
                 };
@@ -629,8 +708,39 @@ mod tests {
     }
 
     #[test]
+    fn fp8_runs_its_one_product_by_any_of_its_names_and_refuses_the_rest() {
+        let matmul = crate::ops::family("matmul").expect("the matmul family");
+        let variants = |options: &str| matmul.variants(&matmul.parse(options).expect("options that parse"));
+        let product = vec![Variant::new(fp8::GEMM, fp8::GEMM)];
+        for name in std::iter::once(e4m3::NAME).chain(e4m3::ALIASES) {
+            let options = format!("--m 1 --n 1 --k 1 --dtype {name}");
+            assert_eq!(variants(&options).expect("FP8's product"), product, "{name}");
+        }
+        for other in ["--tune", "--chosen", "--variant async", "--all-configs", "--tuning-cache t.json"] {
+            let refused = variants(&format!("--dtype fp8 {other}")).unwrap_err();
+            assert!(format!("{refused:#}").contains("runs its one product"), "{other}: {refused:#}");
+        }
+        // --gpus divides the f32 ladder alone: refused before a GPU is opened.
+        let split = matmul.split(&matmul.parse("--dtype e4m3 --gpus 2").expect("--gpus that parses"), 1, 1);
+        let refused = split.expect("--gpus taken up").unwrap_err();
+        assert!(format!("{refused:#}").contains("takes no --dtype"), "{refused:#}");
+        // --help lists it with the other types, where `bench/peers/sweep.py` looks.
+        let command = matmul.command();
+        let dtype = command.get_arguments().find(|a| a.get_id() == "dtype").expect("--dtype");
+        let names: Vec<String> = dtype.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
+        assert_eq!(names, ["f32", "tf32", "bf16", "f16", "fp8"]);
+        assert!(matmul.parse("--dtype e5m2").is_err());
+    }
+
+    #[test]
     fn each_type_is_measured_against_its_own_arithmetic() {
-        let named = [(Dtype::F32, "FP32"), (Dtype::Tf32, "TF32"), (Dtype::Bf16, "BF16"), (Dtype::F16, "FP16")];
+        let named = [
+            (InputType::F32, "FP32"),
+            (InputType::Gemm(Dtype::Tf32), "TF32"),
+            (InputType::Gemm(Dtype::Bf16), "BF16"),
+            (InputType::Gemm(Dtype::F16), "FP16"),
+            (InputType::Fp8, "FP8"),
+        ];
         for (dtype, name) in named {
             assert_eq!(arithmetic(dtype).name(), name);
         }

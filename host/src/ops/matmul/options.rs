@@ -1,11 +1,66 @@
 //! `host matmul`'s options, and its inputs: random, or A and B from `.npy` files.
 
-use super::{Dtype, Step};
+use super::{e4m3, Dtype, Step};
 use crate::data::random_f32;
 use crate::gpu::{require, GpuResult};
 use crate::io;
 use crate::tuning;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use cuda_kernels::Named;
+use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// What `--dtype` names: a type the library's `gemm` multiplies in, or FP8, which only the
+/// library's `matmul::fp8` does (e4m3 with a scale per tensor, on Hopper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputType {
+    /// f32 (the SGEMM ladder) or a tensor-core type.
+    Gemm(Dtype),
+    /// e4m3 (`e4m3::NAME`, or one of `e4m3::ALIASES`).
+    Fp8,
+}
+
+impl InputType {
+    /// f32: the SGEMM ladder.
+    pub const F32: Self = Self::Gemm(Dtype::F32);
+
+    /// The type as the library's `gemm` takes it; none for FP8.
+    pub fn gemm(self) -> Option<Dtype> {
+        match self {
+            Self::Gemm(dtype) => Some(dtype),
+            Self::Fp8 => None,
+        }
+    }
+
+    /// The name `--dtype` and the reports give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gemm(dtype) => dtype.name(),
+            Self::Fp8 => e4m3::NAME,
+        }
+    }
+
+    /// The type `name` names: one of `Dtype`'s names, FP8's or an alias of it.
+    fn named(name: &str) -> Option<Self> {
+        let fp8 = (name == e4m3::NAME || e4m3::ALIASES.contains(&name)).then_some(Self::Fp8);
+        fp8.or_else(|| Dtype::ALL.iter().find(|d| d.name() == name).map(|&d| Self::Gemm(d)))
+    }
+
+    /// `--dtype`'s parser: `--help` lists `Dtype`'s names and FP8's, and FP8's aliases are
+    /// taken too.
+    fn parser() -> impl TypedValueParser<Value = Self> {
+        let gemm = Dtype::ALL.iter().map(|d| PossibleValue::new(d.name()));
+        let fp8 = PossibleValue::new(e4m3::NAME).aliases(e4m3::ALIASES);
+        PossibleValuesParser::new(gemm.chain([fp8]))
+            .try_map(|name| Self::named(&name).ok_or_else(|| format!("no --dtype named {name}")))
+    }
+}
+
+impl fmt::Display for InputType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -16,9 +71,11 @@ pub struct Options {
     #[arg(long, default_value_t = 4096)]
     pub k: usize,
     /// The inputs' type: f32 runs the SGEMM ladder; tf32, bf16 and f16 the tensor-core step
-    /// for that type, on A and B converted once on the GPU (f32 accumulation and output).
-    #[arg(long, value_parser = crate::registry::named::<Dtype>(), default_value_t = Dtype::F32)]
-    pub dtype: Dtype,
+    /// for that type, on A and B converted once on the GPU (f32 accumulation and output); fp8
+    /// (also e4m3) the Hopper e4m3 product on A and B scaled per tensor (amax / 448) and
+    /// rounded once on the GPU (f32 output).
+    #[arg(long, value_parser = InputType::parser(), default_value_t = InputType::F32)]
+    pub dtype: InputType,
     /// Variants to run (all when omitted).
     #[arg(long = "variant", value_parser = crate::registry::named::<Step>())]
     pub variants: Vec<Step>,
