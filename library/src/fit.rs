@@ -1280,7 +1280,7 @@ mod tests {
     const SKY: FitSettings = FitSettings { seed: 5.0, beam_sigma: 1.0 };
 
     /// `sources` on a `width × height` image with noise of σ [`NOISE`] (seeded by `seed`), and
-    /// its islands above 4σ as the pipeline floods them.
+    /// its islands above 4σ (Aegean's flood level).
     fn in_noise(width: usize, height: usize, sources: &[Gaussian], seed: u64) -> Scene {
         let mut pixels = draw(width, height, sources);
         let noise = crate::data::random_normal(pixels.len(), seed);

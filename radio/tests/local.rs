@@ -40,7 +40,7 @@ fn bright_sources_are_found_where_they_are_with_their_flux() {
     let (image, components) = survey(512, 12, NoiseProfile::PrimaryBeam, 3);
     let settings = settings();
     let found = local::find(&image, &settings).expect("the local mode");
-    let rows = local::rows(&image, &settings, &found);
+    let (rows, floored) = local::rows(&image, &settings, &found);
     assert_eq!(found.fits.len(), found.islands.len());
     assert!(found.islands.iter().all(|i| i.peak > settings.seed), "every island has a seed");
     let names: Vec<&str> = found.stages.iter().map(|s| s.name).collect();
@@ -75,12 +75,18 @@ fn bright_sources_are_found_where_they_are_with_their_flux() {
             .fold(0.0, f64::max);
         assert!(left < 0.1 * c.peak, "{c:?}: {left} left of the peak");
     }
-    // A row per component, or one for an island without; flags shifted past OFF_SKY.
+    // A row per component, or one for an island without, less those at the peak's floor; each
+    // row has its island's flags, shifted past OFF_SKY.
     let expected: usize = found.fits.iter().map(|f| f.components.len().max(1)).sum();
-    assert_eq!(rows.len(), expected);
-    let flags: Vec<u32> =
-        found.fits.iter().flat_map(|f| vec![catalog::fit_flags(f.flags); f.components.len().max(1)]).collect();
-    assert_eq!(rows.iter().map(|r| r.flags).collect::<Vec<_>>(), flags);
+    assert_eq!(rows.len() + floored, expected);
+    for row in &rows {
+        let fit = found.fits.iter().find(|f| f.label == row.island).expect("the row's island");
+        assert_eq!(row.flags, catalog::fit_flags(fit.flags));
+        assert!(fit.components.len() > row.component as usize || (fit.components.is_empty() && row.component == 0));
+    }
+    // Every fitted component left in the catalog stands above the floor.
+    let floor = settings.floor();
+    assert!(rows.iter().filter(|r| r.shape.is_some()).all(|r| r.peak.unwrap().value >= floor * r.rms.unwrap()));
 }
 
 #[test]
@@ -154,10 +160,8 @@ fn the_second_background_pass_finds_emission_wider_than_the_box() {
     assert!(!on_it(&one), "one pass: {:?}", one.islands);
     let two = local::find(&image, &settings).expect("two passes");
     assert!(on_it(&two), "two passes: {:?}", two.islands);
-    assert_eq!(
-        local::rows(&image, &settings, &two).len(),
-        two.fits.iter().map(|f| f.components.len().max(1)).sum::<usize>()
-    );
+    let (rows, floored) = local::rows(&image, &settings, &two);
+    assert_eq!(rows.len() + floored, two.fits.iter().map(|f| f.components.len().max(1)).sum::<usize>());
     // The mask holds more than the blob's half-maximum disc and at most its pixels above 4σ of
     // the sky (π (2.69 σ)², 20,600) with a few noise peaks; the sky's noise comes back.
     let masked = two.masked_pixels.expect("two passes");
@@ -218,13 +222,38 @@ fn an_island_too_small_to_fit_keeps_a_row_of_its_summit() {
     let found = local::find(&image, &settings).expect("the local mode");
     assert_eq!(found.fits.len(), 1);
     assert!(found.fits[0].flags.contains(Flags::FEW_PIXELS), "{:?}", found.fits[0]);
-    let rows = local::rows(&image, &settings, &found);
-    assert_eq!(rows.len(), 1);
+    let (rows, floored) = local::rows(&image, &settings, &found);
+    assert_eq!((rows.len(), floored), (1, 0));
     let row = &rows[0];
     assert_eq!((row.x.value, row.y.value, row.x.error), (20.0, 30.0, None));
     assert_eq!((row.shape, row.integrated), (None, None));
     assert_eq!(row.flags, catalog::fit_flags(found.fits[0].flags));
     assert!(row.peak.is_some_and(|p| p.error.is_none() && p.value > 4.9));
+}
+
+#[test]
+fn a_component_at_the_fits_floor_is_left_out_of_the_catalog() {
+    // A bright blob, fitted; beside it a second component is made up with its peak just under,
+    // then just over, the floor at its centre: the first is left out and counted, the second
+    // has its row.
+    let image = blob(64, 0.01, 1.0, 1.5);
+    let settings = settings();
+    let mut found = local::find(&image, &settings).expect("the local mode");
+    let (rows, floored) = local::rows(&image, &settings, &found);
+    assert_eq!((rows.len(), floored), (1, 0), "{rows:?}");
+    let fit = found.fits.iter().position(|f| !f.components.is_empty() && f.iterations > 0).expect("a fit");
+    let mut beside = found.fits[fit].components[0];
+    (beside.params.x, beside.params.y) = (beside.params.x.round() + 4.0, beside.params.y.round());
+    let noise =
+        found.maps.as_ref().expect("the CPU's maps").noise[[beside.params.y as usize, beside.params.x as usize]];
+    let floor = settings.floor() * f64::from(noise);
+    for (peak, expected) in [(floor * (1.0 - 1e-9), (1, 1)), (floor * (1.0 + 1e-9), (2, 0))] {
+        beside.params.peak = peak;
+        found.fits[fit].components.truncate(1);
+        found.fits[fit].components.push(beside);
+        let (rows, floored) = local::rows(&image, &settings, &found);
+        assert_eq!((rows.len(), floored), expected, "peak {peak}, floor {floor}: {rows:?}");
+    }
 }
 
 #[test]
@@ -268,7 +297,8 @@ fn the_gpu_finds_what_the_cpu_finds() {
                 assert!(check.passed, "{what}, run {run}: {check:?}");
             }
             assert!(!cpu.fits.is_empty(), "{what}: a sky without sources tests little");
-            assert_eq!(local::rows(&image, &settings, &found).len(), local::rows(&image, &settings, &cpu).len());
+            let (gpu_rows, cpu_rows) = (local::rows(&image, &settings, &found), local::rows(&image, &settings, &cpu));
+            assert_eq!((gpu_rows.0.len(), gpu_rows.1), (cpu_rows.0.len(), cpu_rows.1), "{what}");
         }
         // Without copies back: no maps or labels, and the same fits.
         let bare = pipeline.find(&image, &settings, CopyBack::default()).expect("a run");

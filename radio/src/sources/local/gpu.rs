@@ -17,7 +17,7 @@
 //! [`super::fill`]), so both paths make the same maps. The S/N image's trip down and the masked image's up are the pass's cost beside
 //! its two kernels (a mask kernel would keep them on the GPU).
 
-use super::{drop_crowded, fill, masked, nan_pixels, seeded, sky_grid, Found, Passes, Settings};
+use super::{drop_crowded, fill, masked, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Params};
@@ -209,7 +209,7 @@ impl<'g> Pipeline<'g> {
         };
         interpolate(&sky_grid(first, (rows, columns), &settings.params))?;
         let snr = gpu.download("the mask's S/N image", &run.snr, n)?;
-        let (pixels, count) = masked(&image.pixels, &snr, settings.flood);
+        let (pixels, count) = masked(&image.pixels, &snr, MASK_LEVEL);
         run.data.index(..).copy_from(&pixels[..]).during("copying the masked image to the GPU")?;
         // SAFETY: as for the interpolation: the grid's copy back waits for the kernel.
         unsafe { gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid))? };

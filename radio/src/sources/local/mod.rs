@@ -8,12 +8,12 @@
 //!    make them: extended emission wider than the box (the bright core) raises the first pass's
 //!    background and noise so much that it is never detected, and a ring drags the background
 //!    up along its ridge. So the second pass leaves out the pixels that stand above the sky
-//!    (the mask: the first pass's background, and its noise taken as the least within
+//!    ([`MASK_LEVEL`] against the first pass's background, and its noise taken as the least within
 //!    [`MASK_REACH`] boxes, so that the noise the core inflates does not hide the core), fills
 //!    the grid points whose boxes lost more than [`MASKED_AT_MOST`] of their pixels from their
 //!    neighbours ([`fill`]), and interpolates that grid over the whole image.
 //! 2. **Islands** (`cuda_kernels::label`, `cuda_kernels::measure`): the connected pixels whose
-//!    S/N is above the flood level (4) that hold at least one pixel above the seed level (5).
+//!    S/N is above the flood level (3) that hold at least one pixel above the seed level (5).
 //!    Measured on the S/N image, an island's peak is its highest S/N; measured on the image
 //!    less its background, its pixels' sum and centroid.
 //! 3. **Fits** (`cuda_kernels::fit`): elliptical Gaussians, one per summit, fitted to the image
@@ -21,7 +21,8 @@
 //!
 //! The steps run on the GPU ([`gpu::Pipeline`]) or on the CPU ([`find`]), where each family's
 //! `cpu_reference` is the definition the GPU is checked against ([`compare`]). [`rows`] makes
-//! the catalog of the fits, [`residual`] the image less the fitted model.
+//! the catalog of the fits, leaving out the components the fit pushed down to its floor
+//! ([`FLOOR_MARGIN`]); [`residual`] is the image less the fitted model.
 
 pub mod gpu;
 
@@ -44,16 +45,37 @@ use std::f64::consts::TAU;
 use std::ops::Range;
 
 pub use interface::fit::FWHM;
+use interface::fit::PEAK_LOW;
 /// Islands hold a pixel above this S/N (Aegean's `--seedclip`)…
 pub const SEED: f64 = 5.0;
-/// …and grow to every connected pixel above this one (Aegean's `--floodclip`).
-pub const FLOOD: f64 = 4.0;
+/// …and grow to every connected pixel above this one: PyBDSF's `thresh_isl` (Aegean's
+/// `--floodclip` is 4). A faint resolved source, or the flank of extended emission, breaks at 4
+/// into several islands of a few pixels, each a false detection beside the one that matches;
+/// at 3 they are one island (`docs/performance.md` has the scores).
+pub const FLOOD: f64 = 3.0;
+
+/// A fitted component whose peak ended within this fraction above the fit's floor is left out
+/// of the catalog ([`rows`]). The fit bounds each peak below at [`PEAK_LOW`] times the seed
+/// level at its summit (Aegean's bound), and a component that ends there is one the data would
+/// take lower still: a noise bump on a resolved source, or a fragment the fit had no use for,
+/// below the level that seeds an island. The margin covers the noise between the summit, where
+/// the floor was set, and the fitted centre, where the row's noise is read (it changes by
+/// less than 0.3% over the few pixels between them on `host sky`'s primary-beam noise).
+pub const FLOOR_MARGIN: f64 = 0.01;
+
 /// The beam assumed where the header has none and none is given: σ of 1 pixel (FWHM 2.35), the
 /// narrowest a sampled image holds. The fit bounds each axis below at 0.8 of the beam's, so a
 /// wider assumed beam would keep narrower sources from being fitted.
 pub const DEFAULT_BEAM_FWHM: f64 = FWHM;
 
-/// The second background pass leaves out the pixels whose S/N is above the flood level against
+/// The second background pass leaves out the pixels whose S/N is above this level (Aegean's
+/// flood level) against the sky's noise ([`MASK_REACH`]). It is not the flood level: where that
+/// noise is the least of several boxes it is below the pixel's own, and a lower level leaves
+/// out the sky's own noise peaks: at 3σ the noise map of `host sky --survey` falls below the
+/// true σ towards the corners, at 4σ it stays at the clipping's own bias everywhere.
+pub const MASK_LEVEL: f64 = 4.0;
+
+/// The second background pass leaves out the pixels whose S/N is above [`MASK_LEVEL`] against
 /// the sky's noise, which at a grid point is the least noise of the first pass within this many
 /// boxes of it along each axis: a box of sky beside the extended emission, whose noise that
 /// emission does not inflate. Farther would reach where a primary-beam-corrected noise is
@@ -217,6 +239,12 @@ impl Settings {
     /// What the fit is given: the seed level, and the beam every component starts from.
     pub fn fit(&self) -> FitSettings {
         FitSettings { seed: self.seed, beam_sigma: self.beam.sigma() }
+    }
+
+    /// The S/N (fitted peak over the noise at its centre) below which a fitted component is at
+    /// the fit's floor and left out of the catalog ([`FLOOR_MARGIN`]).
+    pub fn floor(&self) -> f64 {
+        PEAK_LOW * self.seed * (1.0 + FLOOR_MARGIN)
     }
 }
 
@@ -444,7 +472,7 @@ fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -
     let shape = grid_shape(pixels, width, params)?;
     let sky = sky_grid(&maps.grid, shape, params);
     let snr: Vec<f32> = interpolated(pixels, width, params, &sky)?.into_iter().map(|m| m[2]).collect();
-    let (masked, count) = masked(pixels, &snr, settings.flood);
+    let (masked, count) = masked(pixels, &snr, MASK_LEVEL);
     let points: GpuResult<Vec<[f64; 2]>> = (0..shape.0 * shape.1)
         .into_par_iter()
         .map(|p| background::cpu_point(&masked, width, params, (p / shape.1, p % shape.1)))
@@ -547,15 +575,17 @@ fn measured(value: f64, error: f64) -> Measured {
 /// and its fit's flags ([`catalog::fit_flags`]). An island whose fit gave no component keeps a row
 /// at its centroid, with its brightest pixel as the peak; a component only started (too few
 /// pixels to fit) has its summit's place and value, with no shape or errors. Nothing is made up:
-/// what a fit did not measure is absent.
-pub fn rows(image: &Image, settings: &Settings, found: &Found) -> Vec<Row> {
+/// what a fit did not measure is absent. A fitted component whose peak ended at the fit's floor
+/// ([`FLOOR_MARGIN`]) has no row. Returns the rows, and how many components were so left out.
+pub fn rows(image: &Image, settings: &Settings, found: &Found) -> (Vec<Row>, usize) {
     let area = settings.beam.area();
+    let floor = settings.floor();
     let noise = |x: f64, y: f64| noise_at(image, &settings.params, &found.grid, x, y);
-    found
+    let islands: Vec<(Vec<Row>, usize)> = found
         .fits
         .par_iter()
         .zip(&found.measures)
-        .flat_map_iter(|(fit, island)| {
+        .map(|(fit, island)| {
             let measures = IslandMeasures {
                 pixels: island.pixels,
                 sum: island.flux,
@@ -578,14 +608,21 @@ pub fn rows(image: &Image, settings: &Settings, found: &Found) -> Vec<Row> {
                     measures: Some(measures),
                     flags,
                 };
-                return vec![row];
+                return (vec![row], 0);
             }
             let fitted = fit.iterations > 0;
-            fit.components
+            let mut floored = 0;
+            let rows = fit
+                .components
                 .iter()
                 .zip(0..)
-                .map(|(c, component)| {
+                .filter_map(|(c, component)| {
                     let (p, e) = (&c.params, &c.errors);
+                    let rms = noise(p.x, p.y);
+                    if fitted && rms.is_some_and(|n| p.peak < floor * n) {
+                        floored += 1;
+                        return None;
+                    }
                     let (shape, integrated) = if fitted {
                         let shape = Shape {
                             major: measured(FWHM * p.major, FWHM * e.major),
@@ -600,22 +637,25 @@ pub fn rows(image: &Image, settings: &Settings, found: &Found) -> Vec<Row> {
                     } else {
                         (None, None)
                     };
-                    Row {
+                    Some(Row {
                         island: fit.label,
                         component,
                         x: measured(p.x, e.x),
                         y: measured(p.y, e.y),
                         peak: Some(measured(p.peak, e.peak)),
                         integrated,
-                        rms: noise(p.x, p.y),
+                        rms,
                         shape,
                         measures: Some(measures),
                         flags,
-                    }
+                    })
                 })
-                .collect()
+                .collect();
+            (rows, floored)
         })
-        .collect()
+        .collect();
+    let floored = islands.iter().map(|(_, floored)| floored).sum();
+    (islands.into_iter().flat_map(|(rows, _)| rows).collect(), floored)
 }
 
 /// The components that were fitted (an island with iterations run), for the model.
@@ -671,7 +711,7 @@ fn checked(what: &str, check: &Check, bar: &str) -> Agreement {
 
 /// Compares every step of the GPU's result with the CPU's: NaN pixels; the pixels the second
 /// background pass left out (the mask's S/N is the interpolation kernel's, the same to an f32
-/// ulp, so only a pixel within an ulp of the flood level could differ); the maps as the
+/// ulp, so only a pixel within an ulp of [`MASK_LEVEL`] could differ); the maps as the
 /// background family holds them (the grid's medians and the background map exact, the noise
 /// within 1e-12 on the grid and an f32 ulp on the maps), or the grid alone where the GPU's maps
 /// stayed there; the flooded pixels and islands, the labels pixel by pixel where copied back;
