@@ -346,7 +346,8 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
     __syncthreads();
 }
 
-static __device__ bool fit_cholesky(double* tile, size_t n) {
+// interface::fit::RANK_TOLERANCE: a pivot must exceed `least` times the diagonal entry.
+static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagonal, double least) {
     size_t t = threadIdx.x;
     for (size_t j = 0; j < n; ++j) {
         if (t < n - j) {
@@ -357,7 +358,8 @@ static __device__ bool fit_cholesky(double* tile, size_t n) {
         }
         __syncthreads();
         double pivot = tile[fit_tri(j, j)];
-        if (!(pivot > 0.0 && pivot < INFINITY)) return false;
+        double floor = least > 0.0 ? least * diagonal[fit_tri(j, j)] : 0.0;
+        if (!(pivot > floor && pivot < INFINITY)) return false;
         double root = sqrt(pivot);
         if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
         __syncthreads();
@@ -544,7 +546,7 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
             tile[e] = gram[e] + (a == b ? lambda * scale[a] : 0.0);
         }
         __syncthreads();
-        if (!fit_cholesky(tile, parameters)) {
+        if (!fit_cholesky(tile, parameters, gram, 0.0)) {
             lambda *= FIT_LAMBDA_FACTOR;
             continue;
         }
@@ -576,7 +578,7 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
     for (size_t e = t; e < normal; e += FIT_THREADS) tile[e] = gram[e];
     __syncthreads();
     flags |= converged ? 0 : FIT_NOT_CONVERGED;
-    if (fit_cholesky(tile, parameters)) {
+    if (fit_cholesky(tile, parameters, gram, FIT_RANK_TOLERANCE)) {
         if (t < parameters) {
             double* inverse = tile + normal;
             inverse[fit_tri(t, t)] = 1.0 / sqrt(tile[fit_tri(t, t)]);

@@ -106,6 +106,7 @@
 #define FIT_SIGMA_HIGH 1.1
 #define FIT_MAX_FIT_PIXELS 4096
 #define FIT_MIN_SAMPLE_PER_PARAMETER 16
+#define FIT_RANK_TOLERANCE 1e-9
 
 // interface::background
 #define BACKGROUND_THREADS 256

@@ -65,6 +65,13 @@ pub const STATUS_ITERATIONS: usize = 2;
 pub const STATUS_PIXELS: usize = 3;
 pub const STATUS_SUMMITS: usize = 4;
 
+/// At the solution, a pivot of `JᵀJ`'s Cholesky factorisation at or below this fraction of its
+/// diagonal entry makes the fit [`SINGULAR`]: that parameter is, to rounding, a combination of
+/// the others (a round component's angle, a few pixels' worth of data), its error is
+/// meaningless, and rounding alone would decide the pivot's sign, so the GPU and the CPU, whose
+/// `exp` round differently, would disagree on the flag.
+pub const RANK_TOLERANCE: f64 = 1e-9;
+
 /// The fit stopped at [`MAX_ITERATIONS`] without meeting the convergence test.
 pub const NOT_CONVERGED: u32 = 1;
 /// The island's box touches the image's edge: the source may go on outside.
@@ -74,7 +81,8 @@ pub const AT_EDGE: u32 = 2;
 pub const NAN: u32 = 4;
 /// More summits than [`MAX_COMPONENTS`]: the brightest are fitted.
 pub const TOO_MANY_SUMMITS: u32 = 8;
-/// The normal equations at the solution are not positive definite: the errors are NaN.
+/// The normal equations at the solution are not positive definite, or nearly not
+/// ([`RANK_TOLERANCE`]): the errors are NaN.
 pub const SINGULAR: u32 = 16;
 /// Too few pixels for every summit's component ([`fitted_components`]): only as many as the
 /// pixels allow are fitted, and with [`PARAMETERS`] pixels or fewer none is: the brightest

@@ -69,7 +69,7 @@ use interface::fit::{
     summit_key, summit_of, usable, window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
     COMPONENT_WORDS, FEW_PIXELS, GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX,
     ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN,
-    NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS,
+    NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS,
     STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
 
@@ -373,11 +373,12 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
 
 /// Factors the `n × n` lower triangle in the tile in place by Cholesky, `L Lᵀ`: below the
 /// diagonal `L`, on it the pivots `L[j][j]²`. False (for every thread) when a pivot is not a
-/// finite positive number.
+/// finite number above `least` times the matrix's diagonal entry, which `diagonal` (a lower
+/// triangle of the same shape, not the tile) holds.
 ///
 /// # Safety
-/// Every thread of the block calls it together.
-unsafe fn cholesky(tile: *mut f64, n: usize) -> bool {
+/// Every thread of the block calls it together; `diagonal` is not written meanwhile.
+unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -> bool {
     let t = thread::thread_idx_x() as usize;
     for j in 0..n {
         if t < n - j {
@@ -390,7 +391,8 @@ unsafe fn cholesky(tile: *mut f64, n: usize) -> bool {
         }
         thread::sync_threads();
         let pivot = *tile.add(tri(j, j));
-        if !(pivot > 0.0 && pivot < f64::INFINITY) {
+        let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
+        if !(pivot > floor && pivot < f64::INFINITY) {
             return false;
         }
         let root = pivot.sqrt();
@@ -565,7 +567,7 @@ pub unsafe fn fit_islands(
             e += THREADS;
         }
         thread::sync_threads();
-        if !cholesky(shared.tile, parameters) {
+        if !cholesky(shared.tile, parameters, gram, 0.0) {
             lambda *= LAMBDA_FACTOR;
             continue;
         }
@@ -603,7 +605,7 @@ pub unsafe fn fit_islands(
     }
     thread::sync_threads();
     let mut flags = flags | if converged { 0 } else { NOT_CONVERGED };
-    if cholesky(shared.tile, parameters) {
+    if cholesky(shared.tile, parameters, gram, RANK_TOLERANCE) {
         if t < parameters {
             let inverse = shared.tile.add(normal);
             *inverse.add(tri(t, t)) = 1.0 / (*shared.tile.add(tri(t, t))).sqrt();
