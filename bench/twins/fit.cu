@@ -593,6 +593,8 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
             step[t] = sqrt(variance);
         }
     } else {
+        // No errors exist; `step` still holds the last step.
+        if (t < parameters) step[t] = NAN;
         flags |= FIT_SINGULAR;
     }
     __syncthreads();

@@ -622,6 +622,10 @@ pub unsafe fn fit_islands(
             *shared.step.add(t) = variance.sqrt();
         }
     } else {
+        // No errors exist; `step` still holds the last step.
+        if t < parameters {
+            *shared.step.add(t) = f64::NAN;
+        }
         flags |= SINGULAR;
     }
     thread::sync_threads();

@@ -730,6 +730,8 @@ pub const TOLERANCE: f64 = 1e-4;
 /// - θ and its error where the CPU's θ error is above [`ROUND`]: a round component has no
 ///   axis, and its θ wanders wherever rounding takes it.
 ///
+/// A fit flagged [`Flags::SINGULAR`], on either side, must have NaN errors.
+///
 /// The iterations are not compared: an iteration more or less where the convergence test is
 /// met by a rounding changes the fit by far less than the tolerance. Each island's error is in
 /// units of the tolerance (1 passes).
@@ -758,6 +760,14 @@ pub fn compare(gpu: &[IslandFit], cpu: &[IslandFit]) -> Check {
         let exact = (g.label, flags(g.flags), g.pixels, g.summits, g.components.len())
             == (c.label, flags(c.flags), c.pixels, c.summits, c.components.len());
         if !exact {
+            return f64::INFINITY;
+        }
+        // Whatever its parameters, a fit flagged singular has no errors.
+        let no_errors = |k: &Component| {
+            let e = &k.errors;
+            [e.peak, e.x, e.y, e.major, e.minor, e.theta].iter().all(|v| v.is_nan())
+        };
+        if [g, c].iter().any(|f| f.flags.contains(Flags::SINGULAR) && !f.components.iter().all(no_errors)) {
             return f64::INFINITY;
         }
         if c.flags.contains(Flags::NOT_CONVERGED) || c.flags.contains(Flags::SINGULAR) {
@@ -1487,7 +1497,17 @@ mod tests {
         singular[0].flags = Flags::SINGULAR;
         let mut elsewhere = singular.clone();
         elsewhere[0].components[0].params.x += 0.5;
+        assert!(!compare(&elsewhere, &singular).passed, "a singular fit with errors fails");
+        let no_errors = Gaussian { peak: f64::NAN, x: f64::NAN, y: f64::NAN, major: f64::NAN, minor: f64::NAN, theta: f64::NAN };
+        for f in [&mut singular, &mut elsewhere] {
+            f[0].components.iter_mut().for_each(|k| k.errors = no_errors);
+        }
         assert!(compare(&elsewhere, &singular).passed, "a singular fit has no one solution to agree on");
+        let mut stopped = fits.clone();
+        stopped[0].flags = Flags::NOT_CONVERGED;
+        let mut stopped_singular = singular.clone();
+        stopped_singular[0].flags = Flags(NOT_CONVERGED | SINGULAR);
+        assert!(compare(&stopped_singular, &stopped).passed, "where neither converged, singular or not is rounding's");
         let mut lost = fits.clone();
         lost[0].components[0].errors.x = f64::NAN;
         assert!(!compare(&lost, &fits).passed, "NaN against a number fails");
