@@ -120,6 +120,11 @@ impl Gaussian {
             theta: words[THETA],
         }
     }
+
+    /// The six numbers: peak, x, y, major, minor, θ.
+    pub fn values(&self) -> [f64; PARAMETERS] {
+        [self.peak, self.x, self.y, self.major, self.minor, self.theta]
+    }
 }
 
 /// One fitted component.
@@ -763,10 +768,7 @@ pub fn compare(gpu: &[IslandFit], cpu: &[IslandFit]) -> Check {
             return f64::INFINITY;
         }
         // Whatever its parameters, a fit flagged singular has no errors.
-        let no_errors = |k: &Component| {
-            let e = &k.errors;
-            [e.peak, e.x, e.y, e.major, e.minor, e.theta].iter().all(|v| v.is_nan())
-        };
+        let no_errors = |k: &Component| k.errors.values().iter().all(|v| v.is_nan());
         if [g, c].iter().any(|f| f.flags.contains(Flags::SINGULAR) && !f.components.iter().all(no_errors)) {
             return f64::INFINITY;
         }
@@ -1237,8 +1239,7 @@ mod tests {
         assert_eq!((fits.len(), fits[0].components.len(), fits[0].flags), (1, 1, Flags::default()));
         assert_near(&fits[0].components[0].params, &truth, 1e-6);
         let errors = fits[0].components[0].errors;
-        let all = [errors.peak, errors.x, errors.y, errors.major, errors.minor, errors.theta];
-        assert!(all.iter().all(|e| e.is_finite() && *e > 0.0), "{errors:?}");
+        assert!(errors.values().iter().all(|e| e.is_finite() && *e > 0.0), "{errors:?}");
         // Only the image's f32 rounding is left: 10⁻⁷ of the peak against a noise of 0.01.
         assert!(fits[0].chi2 < 1e-6 && fits[0].iterations >= 2, "{:?}", fits[0]);
     }
@@ -1498,7 +1499,7 @@ mod tests {
         let mut elsewhere = singular.clone();
         elsewhere[0].components[0].params.x += 0.5;
         assert!(!compare(&elsewhere, &singular).passed, "a singular fit with errors fails");
-        let no_errors = Gaussian { peak: f64::NAN, x: f64::NAN, y: f64::NAN, major: f64::NAN, minor: f64::NAN, theta: f64::NAN };
+        let no_errors = Gaussian::from_words(&[f64::NAN; PARAMETERS]);
         for f in [&mut singular, &mut elsewhere] {
             f[0].components.iter_mut().for_each(|k| k.errors = no_errors);
         }

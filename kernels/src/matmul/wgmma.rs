@@ -92,9 +92,10 @@ const K_STEP_BYTES: u32 = 32;
 const MMAS_PER_STAGE: u32 = ROW_BYTES / K_STEP_BYTES;
 
 /// The descriptor of instruction `kk`'s slice of an operand contiguous along k at shared address
-/// `base` (A, and TF32's Bᵀ): 32 bytes further along every 128-byte row per instruction.
+/// `base` (A, and TF32's and FP8's Bᵀ): 32 bytes further along every 128-byte row per
+/// instruction.
 #[inline(always)]
-fn k_major_descriptor(base: u32, kk: u32) -> u64 {
+pub(super) fn k_major_descriptor(base: u32, kk: u32) -> u64 {
     matrix_descriptor(base + kk * K_STEP_BYTES, 16, SWIZZLE_BLOCK, Swizzle::B128)
 }
 

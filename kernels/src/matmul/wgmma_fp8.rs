@@ -22,9 +22,9 @@
 //! **Edges** are `wgmma.rs`'s: the tensor maps carry the true m, n, k, TMA fills what lies
 //! outside with zeros, and only the stores check bounds.
 
-use super::wgmma::{consume, produce, store_tile, Input, Ring};
+use super::wgmma::{consume, k_major_descriptor, produce, store_tile, Input, Ring};
 use crate::tensor::hopper::{
-    claim_registers_to_232, matrix_descriptor, prefetch_tensor_map, release_registers_to_40, Swizzle, TensorMap,
+    claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap,
 };
 use crate::unrolled;
 use core::arch::asm;
@@ -84,8 +84,7 @@ impl Input for E4m3 {
     }
     #[inline(always)]
     fn b_descriptor(b: u32, kk: u32) -> u64 {
-        // 32 bytes (32 of k) per instruction along each 128-byte row; 8 rows 1024 bytes apart.
-        matrix_descriptor(b + kk * 32, 16, 1024, Swizzle::B128)
+        k_major_descriptor(b, kk)
     }
     #[inline(always)]
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {

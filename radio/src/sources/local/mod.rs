@@ -670,8 +670,7 @@ pub const MODEL_REACH: f64 = 6.0;
 /// The fitted model of `fits` on a `width × height` image: every fitted component's Gaussian,
 /// within [`MODEL_REACH`] σ of its centre.
 pub fn model(width: usize, height: usize, fits: &[IslandFit]) -> Vec<f32> {
-    let components: Vec<&fit::Gaussian> =
-        fitted(fits).filter(|g| [g.peak, g.x, g.y, g.major, g.minor, g.theta].iter().all(|v| v.is_finite())).collect();
+    let components: Vec<&fit::Gaussian> = fitted(fits).filter(|g| g.values().iter().all(|v| v.is_finite())).collect();
     let mut model = vec![0.0f64; width * height];
     for g in components {
         let reach = MODEL_REACH * g.major;
