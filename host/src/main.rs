@@ -65,6 +65,20 @@ struct Bench {
     peers: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct Score {
+    /// Another finder's catalog: a CSV with x and y (0-based pixels), peak (Jy/beam), flux (a
+    /// sum of pixels) and optionally snr, as bench/peers/finders.py writes Aegean's and PyBDSF's.
+    #[arg(long)]
+    catalog: PathBuf,
+    /// The truth CSV that `host sky` wrote beside the image.
+    #[arg(long)]
+    truth: PathBuf,
+    /// The image's noise σ, Jy/beam, for a truth without a `noise` column (the lesson's sky).
+    #[arg(long)]
+    noise: Option<f64>,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum CaseSet {
     Check,
@@ -129,6 +143,9 @@ fn cli() -> Command {
         )))
         .subcommand(host::sources::Options::augment_args(Command::new("sources").about(
             "Finds the sources in a radio image on the GPU (local background and noise, flooded islands, Gaussian fits; or the lesson's κσ clipping and threshold) and writes a catalog",
+        )))
+        .subcommand(Score::augment_args(Command::new("score").about(
+            "Scores another finder's catalog against a `host sky` truth, as `host sources --truth` scores its own",
         )))
         .subcommand(Command::new("ptx").about("Prints the kernels' PTX that this host embeds and loads").arg(
             clap::Arg::new("hopper")
@@ -220,6 +237,15 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         if let Some(failed) = summary.failed() {
             bail!("the GPU's sources did not match the CPU's: {}", failed);
         }
+        return Ok(vec![]);
+    }
+    if name == "score" {
+        use radio::sources::score;
+        let options = Score::from_arg_matches(options)?;
+        let truth = score::read_truth(&options.truth, options.noise)?;
+        let detections = score::read_detections(&options.catalog)?;
+        let scored = score::score(&truth, &detections, &score::ScoreOptions::default())?;
+        show(global.json, &scored, |s| println!("{}", s))?;
         return Ok(vec![]);
     }
     if name == "launches" {

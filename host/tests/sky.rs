@@ -181,3 +181,33 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert!(String::from_utf8_lossy(&start).contains("NVVM"), "{}", String::from_utf8_lossy(&start));
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn score_scores_another_finder_s_catalog_against_the_truth() {
+    let dir = scratch("score");
+    let sky = dir.join("sky.npy");
+    assert!(host(&["sky", "--side", "256", "--sources", "6", "--out", text(&sky)]).status.success());
+    // A perfect finder: each point source where the truth has it, and one false detection.
+    let truth = dir.join("sky-truth.csv");
+    let mut catalog = String::from("x,y,peak,flux\n");
+    for row in csv_rows(&truth).iter().filter(|r| r[6] == "point") {
+        catalog += &format!("{},{},{},{}\n", row[0], row[1], row[2], row[3]);
+    }
+    catalog += "3,3,0.1,1\n";
+    let path = dir.join("finder.csv");
+    std::fs::write(&path, catalog).unwrap();
+    let output = host(&["score", "--catalog", text(&path), "--truth", text(&truth), "--noise", "0.0133", "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let score: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!((&score["completeness"]["count"], &score["completeness"]["of"]), (&6.into(), &6.into()));
+    assert_eq!((&score["reliability"]["count"], &score["reliability"]["of"]), (&6.into(), &7.into()));
+
+    // The lesson's truth has no noise column: without --noise that is a clear error, as is a
+    // catalog that is not there.
+    let output = host(&["score", "--catalog", text(&path), "--truth", text(&truth)]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the truth has no `noise` column"));
+    let output = host(&["score", "--catalog", text(&dir.join("absent.csv")), "--truth", text(&truth), "--noise", "1"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("absent.csv"));
+}

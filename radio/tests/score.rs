@@ -2,7 +2,9 @@
 //! from how they are built, on a perfect catalog of a survey sky, and on bad input.
 
 use radio::sky::{Component, Kind, Noise, NoiseProfile, Population, Sky, NOISE};
-use radio::sources::score::{parse_truth, read_truth, score, Detection, ScoreOptions, Truth, SNR_EDGES};
+use radio::sources::score::{
+    parse_detections, parse_truth, read_detections, read_truth, score, Detection, ScoreOptions, Truth, SNR_EDGES,
+};
 use std::f64::consts::TAU;
 
 /// A point source of σ 1.5 at (x, y) with `peak`, its flux the integral, on noise of σ 1.
@@ -249,6 +251,43 @@ fn a_lesson_truth_takes_the_noise_given() {
         (t.component.x, t.component.y, t.component.peak, t.component.flux, t.snr()),
         (10.0, 20.0, 1.0, 14.1, 10.0)
     );
+}
+
+#[test]
+fn another_finder_s_catalog_is_read_in_any_column_order() {
+    let text = "snr, flux, peak, y, x\n\n12.5, 30.25, 1.5, 20.5, 10.25\nnan, nan, NaN, 3, 4\n";
+    let detections = parse_detections(text).unwrap();
+    assert_eq!(detections[0], Detection { x: 10.25, y: 20.5, peak: 1.5, flux: 30.25, snr: Some(12.5) });
+    let second = detections[1];
+    assert!((second.x, second.y) == (4.0, 3.0) && second.peak.is_nan() && second.flux.is_nan());
+    assert!(second.snr.is_some_and(f64::is_nan));
+    // Without an `snr` column, no detection has one.
+    let plain = parse_detections("x,y,peak,flux\n1,2,3,4\n").unwrap();
+    assert_eq!(plain, [Detection { x: 1.0, y: 2.0, peak: 3.0, flux: 4.0, snr: None }]);
+    // Read from a file, the same.
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("finder.csv");
+    std::fs::write(&file, text).unwrap();
+    assert_eq!(read_detections(&file).unwrap()[0], detections[0]);
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn bad_catalogs_are_clear_errors() {
+    let cases = [
+        ("", "the catalog is empty"),
+        ("x,y,peak\n", "the catalog's header has no `flux` column"),
+        ("x,y,peak,flux\n1,2,3\n", "line 2: 3 fields, but the header names 4"),
+        ("x,y,peak,flux\n1,2,three,4\n", "line 2: peak `three` is not a number"),
+        ("x,y,peak,flux\nnan,2,3,4\n", "line 2: the position (NaN, 2) is not finite"),
+        ("x,y,peak,flux,snr\n1,2,3,4,high\n", "line 2: snr `high` is not a number"),
+    ];
+    for (text, needle) in cases {
+        let message = parse_detections(text).unwrap_err().to_string();
+        assert!(message.contains(needle), "{:?}: {}", text, message);
+    }
+    let missing = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-catalog.csv");
+    let message = read_detections(&missing).unwrap_err().to_string();
+    assert!(message.contains("no-such-catalog.csv") && message.contains("cannot read"), "{}", message);
 }
 
 #[test]

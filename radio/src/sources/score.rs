@@ -215,6 +215,53 @@ pub fn read_truth(path: &Path, noise: Option<f64>) -> GpuResult<Vec<Truth>> {
     })
 }
 
+/// The columns of another finder's catalog to score: pixel position (0-based, as the truth's),
+/// peak (Jy/beam) and integrated flux as a sum of pixels; `snr` too where it has one.
+pub const DETECTION_COLUMNS: [&str; 4] = ["x", "y", "peak", "flux"];
+
+/// Detections from the text of a CSV with [`DETECTION_COLUMNS`] and an optional `snr`, in any
+/// order, as `bench/peers/finders.py` writes Aegean's and PyBDSF's catalogs. A position must be
+/// finite; a peak, flux or S/N may be `nan`, which leaves it out of its medians.
+pub fn parse_detections(text: &str) -> GpuResult<Vec<Detection>> {
+    let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| invalid("the catalog is empty: no header line".into()))?;
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    let column = |name: &str| names.iter().position(|&n| n == name);
+    let required = DETECTION_COLUMNS
+        .map(|name| column(name).ok_or_else(|| invalid(format!("the catalog's header has no `{}` column", name))));
+    let [x, y, peak, flux] = required;
+    let [x, y, peak, flux] = [x?, y?, peak?, flux?];
+    let snr = column("snr");
+    lines
+        .map(|(index, line)| {
+            let line_number = index + 1;
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            require(fields.len() == names.len(), || {
+                format!("line {}: {} fields, but the header names {}", line_number, fields.len(), names.len())
+            })?;
+            let number = |column: usize| {
+                fields[column].parse::<f64>().map_err(|_| {
+                    invalid(format!("line {}: {} `{}` is not a number", line_number, names[column], fields[column]))
+                })
+            };
+            let (x, y) = (number(x)?, number(y)?);
+            require(x.is_finite() && y.is_finite(), || {
+                format!("line {}: the position ({}, {}) is not finite", line_number, x, y)
+            })?;
+            Ok(Detection { x, y, peak: number(peak)?, flux: number(flux)?, snr: snr.map(number).transpose()? })
+        })
+        .collect()
+}
+
+/// [`parse_detections`] of the file at `path`; an error names it.
+pub fn read_detections(path: &Path) -> GpuResult<Vec<Detection>> {
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
+    parse_detections(&text).map_err(|e| match e {
+        GpuError::InvalidInput(why) => file_error(path, why),
+        other => other,
+    })
+}
+
 /// `count` of `of`, and their ratio when `of` is not 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Fraction {

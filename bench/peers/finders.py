@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The source finders radio astronomers use, BANE + Aegean (AegeanTools) and PyBDSF, beside
+`host sources`, on the survey skies `host sky --survey` draws: each one's wall time from the FITS
+file to its catalog, and its catalog scored against the sky's truth by `host score`, as
+`host sources --truth` scores ours (the same matching, zones and medians).
+
+    python3 finders.py HOST [--side 4096] [--skies primary-beam:2026,constant:7,...]
+                            [--finders host,aegean,pybdsf] [--cores N] [--cpu] [--scratch DIR]
+                            [--json OUT]
+
+Both peers need a celestial WCS and a beam, which `host sky` does not write, so they read a copy
+of each image with a radio header: a SIN projection with 1″ pixels, and a round beam of FWHM
+2.355 pixels (σ 1, what `host sources` takes without one), at 1.4 GHz. Their catalogs' RA and
+Dec go back to 0-based pixels through that same WCS, and their integrated fluxes (Jy) become sums
+of pixels, the truth's unit, times the beam's area in pixels. Each peer runs as a user runs it:
+defaults, every core (--cores), Aegean's component table and PyBDSF's source list. Each time is
+the wall time of the finder's processes, Python's start included, as `host sources` is timed
+(its CUDA start included; its own pipeline time is printed beside). Prints a table on stdout
+and, with --json, writes every score."""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from astropy.io import fits
+from astropy.wcs import WCS
+
+BEAM_FWHM = 2.354820045  # pixels: σ 1
+PIXEL_DEG = 1.0 / 3600.0
+FREQUENCY = 1.4e9
+# A Gaussian beam's area in pixels, π/(4 ln 2) FWHM²: Jy times this is a sum of Jy/beam pixels.
+BEAM_PIXELS = math.pi / (4.0 * math.log(2.0)) * BEAM_FWHM**2
+FINDERS = ("host", "aegean", "pybdsf")
+
+
+def note(message):
+    print(f"finders: {message}", file=sys.stderr, flush=True)
+
+
+def run(command, log):
+    """Runs `command`, its output to `log`; returns its wall seconds; exits on failure."""
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+    seconds = time.perf_counter() - start
+    if status != 0:
+        tail = Path(log).read_text(errors="replace").splitlines()[-15:]
+        sys.exit(f"finders: {' '.join(map(str, command[:3]))} … failed ({status}):\n" + "\n".join(tail))
+    return seconds
+
+
+def radio_copy(image, copy):
+    """`image` with a header both peers read: the celestial WCS and the beam."""
+    data = fits.getdata(image).astype(np.float32)
+    height, width = data.shape
+    header = fits.Header()
+    for key, value in [
+        ("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN"),
+        ("CRPIX1", width / 2 + 0.5), ("CRPIX2", height / 2 + 0.5),
+        ("CRVAL1", 150.0), ("CRVAL2", -30.0),
+        ("CDELT1", -PIXEL_DEG), ("CDELT2", PIXEL_DEG),
+        ("CUNIT1", "deg"), ("CUNIT2", "deg"), ("RADESYS", "ICRS"), ("EQUINOX", 2000.0),
+        ("BMAJ", BEAM_FWHM * PIXEL_DEG), ("BMIN", BEAM_FWHM * PIXEL_DEG), ("BPA", 0.0),
+        ("BUNIT", "JY/BEAM"), ("RESTFRQ", FREQUENCY),
+    ]:
+        header[key] = value
+    fits.writeto(copy, data, header, overwrite=True)
+    return WCS(header)
+
+
+def to_pixels(wcs, ra, dec):
+    x, y = wcs.all_world2pix(np.asarray(ra, float), np.asarray(dec, float), 0)
+    return x, y
+
+
+def write_detections(path, x, y, peak, flux, snr):
+    with open(path, "w") as out:
+        out.write("x,y,peak,flux,snr\n")
+        for row in zip(x, y, peak, flux, snr):
+            out.write(",".join(repr(float(v)) for v in row) + "\n")
+
+
+def read_csv(path, first):
+    """A CSV whose header line starts with `first` (PyBDSF's begins with '# ' and comments)."""
+    lines = Path(path).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip("# ").startswith(first))
+    names = [n.strip() for n in lines[start].lstrip("# ").split(",")]
+    rows = [line.split(",") for line in lines[start + 1:] if line.strip() and not line.startswith("#")]
+    return {name: np.array([float(r[i]) for r in rows]) for i, name in enumerate(names) if rows and _numeric(rows[0][i])}
+
+
+def _numeric(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def aegean(copy, wcs, work, cores):
+    python = [sys.executable, "-c"]
+    cli = "import sys; from AegeanTools.CLI.{0} import main; sys.argv[0] = '{0}'; sys.exit(main())"
+    seconds = run(python + [cli.format("BANE"), str(copy), "--cores", str(cores)], work / "bane.log")
+    table = work / "aegean.csv"
+    seconds += run(
+        python + [cli.format("aegean"), str(copy), "--autoload", "--cores", str(cores), "--table", str(table)],
+        work / "aegean.log",
+    )
+    comp = read_csv(work / "aegean_comp.csv", "island")
+    x, y = to_pixels(wcs, comp["ra"], comp["dec"])
+    detections = work / "aegean-detections.csv"
+    write_detections(detections, x, y, comp["peak_flux"], comp["int_flux"] * BEAM_PIXELS,
+                     comp["peak_flux"] / comp["local_rms"])
+    return seconds, detections
+
+
+def pybdsf(copy, wcs, work, cores):
+    catalog = work / "pybdsf.csv"
+    script = (
+        "import sys, bdsf\n"
+        f"image = bdsf.process_image({str(copy)!r}, frequency={FREQUENCY}, quiet=True, ncores={cores})\n"
+        f"image.write_catalog(outfile={str(catalog)!r}, format='csv', catalog_type='srl', clobber=True)\n"
+    )
+    seconds = run([sys.executable, "-c", script], work / "pybdsf.log")
+    srl = read_csv(catalog, "Source_id")
+    x, y = to_pixels(wcs, srl["RA"], srl["DEC"])
+    detections = work / "pybdsf-detections.csv"
+    write_detections(detections, x, y, srl["Peak_flux"], srl["Total_flux"] * BEAM_PIXELS,
+                     srl["Peak_flux"] / srl["Isl_rms"])
+    return seconds, detections
+
+
+def score(host, detections, truth):
+    out = subprocess.run([host, "score", "--catalog", str(detections), "--truth", str(truth), "--json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"finders: host score failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def ours(host, image, truth, cpu):
+    """`host sources` on the GPU (its own CPU check off: the tests and `--check` cover it), or
+    with `cpu` its CPU reference."""
+    start = time.perf_counter()
+    where = ["--cpu"] if cpu else ["--no-check"]
+    out = subprocess.run([host, "sources", "--image", str(image), "--truth", str(truth), *where, "--json"],
+                         capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"finders: host sources failed: {out.stderr.strip()}")
+    summary = json.loads(out.stdout)
+    return seconds, summary["score"], summary.get("pipeline_ms")
+
+
+def row(finder, sky, seconds, s, pipeline_ms=None):
+    e = s["errors_above"]
+    pct = lambda v: "-" if v is None else f"{100 * v:.2f}%"
+    return {
+        "finder": finder, "sky": sky, "seconds": seconds, "pipeline_ms": pipeline_ms,
+        "detections": s["detections"], "on_core": s["on_core"], "on_shell": s["on_shell"],
+        "completeness_above": s["completeness_above"], "reliability": s["reliability"],
+        "position_px": e["position"], "peak": e["peak"], "flux": e["flux"],
+        "line": (f"{finder:<7} {sky:<18} {seconds:8.2f} s  {s['detections']:5d}  "
+                 f"{s['completeness_above']['value']:.4f} ({s['completeness_above']['count']}/"
+                 f"{s['completeness_above']['of']})  {s['reliability']['value']:.4f} "
+                 f"({s['reliability']['of'] - s['reliability']['count']} false)  "
+                 f"{e['position'] or float('nan'):.4f} px  {pct(e['peak'])}  {pct(e['flux'])}  "
+                 f"core/shell {s['on_core']}/{s['on_shell']}"),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("host", help="the host binary")
+    parser.add_argument("--side", type=int, default=4096)
+    parser.add_argument("--skies", default="primary-beam:2026,primary-beam:7,constant:2026,constant:7",
+                        help="noise-profile:seed, comma-separated")
+    parser.add_argument("--finders", default=",".join(FINDERS))
+    parser.add_argument("--cores", type=int, default=os.cpu_count())
+    parser.add_argument("--cpu", action="store_true", help="host sources on the CPU (a machine without a GPU)")
+    parser.add_argument("--scratch", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    finders = args.finders.split(",")
+    if unknown := [f for f in finders if f not in FINDERS]:
+        sys.exit(f"finders: unknown finder {unknown} (known: {', '.join(FINDERS)})")
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="finders-"))
+    rows = []
+    print(f"{'finder':<7} {'sky':<18} {'wall':>10}  {'found':>5}  completeness>10σ  reliability  "
+          "position, peak, flux errors >20σ")
+    for sky in args.skies.split(","):
+        profile, seed = sky.split(":")
+        work = scratch / f"{profile}-{seed}"
+        work.mkdir(parents=True, exist_ok=True)
+        image, truth = work / "sky.fits", work / "sky-truth.csv"
+        run([args.host, "sky", "--side", str(args.side), "--survey", "--noise-profile", profile, "--seed", seed,
+             "--out", str(image)], work / "sky.log")
+        name = f"{profile} {seed}"
+        if "host" in finders:
+            seconds, s, pipeline_ms = ours(args.host, image, truth, args.cpu)
+            rows.append(row("host", name, seconds, s, pipeline_ms))
+            print(rows[-1]["line"] + (f"  (pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ""), flush=True)
+        copy = work / "radio.fits"
+        wcs = radio_copy(image, copy)
+        for finder, call in (("aegean", aegean), ("pybdsf", pybdsf)):
+            if finder in finders:
+                seconds, detections = call(copy, wcs, work, args.cores)
+                rows.append(row(finder, name, seconds, score(args.host, detections, truth)))
+                print(rows[-1]["line"], flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"side": args.side, "cores": args.cores, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
