@@ -15,5 +15,6 @@ pub mod report;
 pub mod resources;
 pub mod sky;
 pub mod sources;
+pub mod survey;
 
 pub mod ops;

@@ -144,6 +144,9 @@ fn cli() -> Command {
         .subcommand(host::sources::Options::augment_args(Command::new("sources").about(
             "Finds the sources in a radio image on the GPU (local background and noise, flooded islands, Gaussian fits; or the lesson's κσ clipping and threshold) and writes a catalog",
         )))
+        .subcommand(host::survey::Options::augment_args(Command::new("survey").about(
+            "Finds the sources of many images (files or directories) over --gpus GPUs, each catalog beside its image",
+        )))
         .subcommand(Score::augment_args(Command::new("score").about(
             "Scores another finder's catalog against a `host sky` truth, as `host sources --truth` scores its own",
         )))
@@ -236,6 +239,14 @@ fn run(global: &Global, name: &str, options: &ArgMatches) -> Result<Vec<Report>>
         show(global.json, &summary, |s| s.print())?;
         if let Some(failed) = summary.failed() {
             bail!("the GPU's sources did not match the CPU's: {}", failed);
+        }
+        return Ok(vec![]);
+    }
+    if name == "survey" {
+        let summary = host::survey::run(&host::survey::Options::from_arg_matches(options)?)?;
+        show(global.json, &summary, |s| s.print())?;
+        if !summary.failed.is_empty() {
+            bail!("{} of {} images failed", summary.failed.len(), summary.images);
         }
         return Ok(vec![]);
     }

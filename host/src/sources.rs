@@ -757,6 +757,57 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     })
 }
 
+impl Options {
+    /// What `host sources --image image` runs with: every other option at its default (clap's,
+    /// so that there is one place for them).
+    pub fn defaults(image: &Path) -> GpuResult<Self> {
+        use clap::{Args, FromArgMatches};
+        let args = [std::ffi::OsStr::new("sources"), std::ffi::OsStr::new("--image"), image.as_os_str()];
+        let matches = Self::augment_args(clap::Command::new("sources"))
+            .try_get_matches_from(args)
+            .map_err(|e| GpuError::InvalidInput(e.to_string()))?;
+        Self::from_arg_matches(&matches).map_err(|e| GpuError::InvalidInput(e.to_string()))
+    }
+}
+
+/// One image's catalog, as `host survey` writes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cataloged {
+    pub image: PathBuf,
+    pub catalog: PathBuf,
+    pub sources: usize,
+    /// The catalog's CSV text, for a merged catalog.
+    #[serde(skip)]
+    pub csv: String,
+    /// From reading the image to writing its catalog.
+    pub ms: f64,
+}
+
+/// The local mode on `options.image` with `gpu`, once and unchecked, its catalog's CSV written
+/// (at `--catalog`, or beside the image): what `host survey` runs for each image, with one `gpu`
+/// for many images. The other outputs of `host sources` are not written.
+pub fn catalog_on(gpu: &Gpu, options: &Options) -> GpuResult<Cataloged> {
+    let start = std::time::Instant::now();
+    let (image, header) = read_image(&options.image, options.hdu.as_ref())?;
+    let (coordinates, unit) = coordinates_of(&options.image, header.as_ref())?;
+    check_shape(&image).map_err(|e| about(&options.image, e))?;
+    let (settings, _) = local_settings(options, header.as_ref())?;
+    let found = local::gpu::Pipeline::new(gpu, &image)
+        .and_then(|pipeline| pipeline.find(&image, &settings, local::gpu::CopyBack::default()))
+        .map_err(|e| about(&options.image, e))?;
+    let (rows, _) = local::rows(&image, &settings, &found);
+    let sources = rows.len();
+    let mut table = Catalog::new(&options.image.display().to_string(), coordinates, unit.as_deref(), rows);
+    if !settings.beam.known {
+        table = table.in_pixel_sums();
+    }
+    let csv = table.csv();
+    let catalog = catalog_path(&options.image, options.catalog.as_deref());
+    require(catalog != options.image, || "--catalog must not overwrite the image".to_string())?;
+    std::fs::write(&catalog, &csv).map_err(|e| file_error(&catalog, format!("cannot write: {}", e)))?;
+    Ok(Cataloged { image: options.image.clone(), catalog, sources, csv, ms: start.elapsed().as_secs_f64() * 1e3 })
+}
+
 /// Writes the local mode's images that `options` asks for: the residual, the background and
 /// the noise maps.
 fn write_local_images(options: &Options, image: &Image, found: &local::Found) -> GpuResult<()> {

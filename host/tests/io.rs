@@ -263,3 +263,54 @@ fn bad_files_are_clear_errors() {
     let unwritable = path("no-such-dir/c.npy");
     expect_error(&gpu, "vector-add", &["--n", "10", "--output", &unwritable], "cannot write");
 }
+
+fn host_command(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_host")).args(args).output().expect("the host binary runs")
+}
+
+/// `host survey` over a directory and a file: each catalog the same as `host sources` writes for
+/// its image, the merged one holding every row once; more GPUs than present is a clear error.
+#[test]
+fn survey_writes_each_image_s_catalog_as_sources_does() {
+    let Some(gpu) = gpu("survey_writes_each_image_s_catalog_as_sources_does") else { return };
+    let dir = scratch("survey");
+    let images = dir.join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    let skies = [("a.fits", "509", "1"), ("b.npy", "300", "2"), ("c.fits", "777", "3")];
+    for (name, side, seed) in skies {
+        let out = images.join(name);
+        let sky = ["sky", "--side", side, "--survey", "--seed", seed, "--out", out.to_str().unwrap()];
+        assert!(host_command(&sky).status.success());
+    }
+    let other = dir.join("d.fits");
+    assert!(host_command(&["sky", "--side", "255", "--survey", "--out", other.to_str().unwrap()]).status.success());
+    let merged = dir.join("all.csv");
+    let args = ["survey", images.to_str().unwrap(), other.to_str().unwrap(), "--merged", merged.to_str().unwrap()];
+    let output = host_command(&[&args[..], &["--json"]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!((summary["images"].as_u64(), summary["per_gpu"][0].as_u64()), (Some(4), Some(4)));
+
+    let mut rows = 0;
+    for image in ["images/a.fits", "images/b.npy", "images/c.fits", "d.fits"].map(|p| dir.join(p)) {
+        let surveyed = image.with_file_name(format!("{}-sources.csv", image.file_stem().unwrap().to_string_lossy()));
+        let alone = dir.join("alone.csv");
+        let sources = ["sources", "--image", image.to_str().unwrap(), "--catalog", alone.to_str().unwrap()];
+        let output = host_command(&[&sources[..], &["--no-check"]].concat());
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let (surveyed, alone) = (std::fs::read_to_string(surveyed).unwrap(), std::fs::read_to_string(alone).unwrap());
+        assert_eq!(surveyed, alone, "{}", image.display());
+        assert!(alone.lines().count() > 1, "{}: no sources", image.display());
+        rows += alone.lines().count() - 1;
+    }
+    let merged = std::fs::read_to_string(&merged).unwrap();
+    assert!(merged.starts_with("image,"));
+    assert_eq!(merged.lines().count(), 1 + rows);
+    assert_eq!(summary["sources"].as_u64(), Some(rows as u64));
+
+    let too_many = (host::gpu::device_count().unwrap() + 1).to_string();
+    let output = host_command(&["survey", images.to_str().unwrap(), "--gpus", &too_many]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&format!("--gpus {too_many}: this machine has")));
+    drop(gpu);
+}

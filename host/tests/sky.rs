@@ -211,3 +211,23 @@ fn score_scores_another_finder_s_catalog_against_the_truth() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("absent.csv"));
 }
+
+#[test]
+fn bad_survey_paths_exit_with_a_message() {
+    let dir = scratch("survey");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.csv"), "x\n").unwrap();
+    let absent = dir.join("absent.fits");
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "the following required arguments were not provided"),
+        (&[text(&absent)], "absent.fits: no such image or directory"),
+        (&[text(&empty)], "holds no FITS or .npy image"),
+    ];
+    for (args, needle) in cases {
+        let output = host(&[&["survey"], *args].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(needle), "{:?}: {}", args, stderr);
+        assert!(!stderr.contains("panicked"), "{}", stderr);
+    }
+}
