@@ -60,6 +60,76 @@ static __device__ __forceinline__ double fit_next_binomial(double weight, size_t
     return weight * (double)(n - k) / (double)(k + 1);
 }
 
+// interface::fit::smoothed: the pixels of an image (height × width) around (row, col), binomial
+// weights, where in_island(j, value) says pixel j belongs (and gives its value).
+template <class InIsland>
+static __device__ __forceinline__ double fit_smoothed(size_t row, size_t col, size_t height, size_t width,
+                                                      size_t radius, const InIsland& in_island) {
+    size_t n = 2 * radius;
+    double sum = 0.0, row_weight = 1.0;
+    for (size_t a = 0; a <= n; ++a) {
+        if (row + a >= radius && row + a < height + radius) {
+            double col_weight = 1.0;
+            for (size_t b = 0; b <= n; ++b) {
+                if (col + b >= radius && col + b < width + radius) {
+                    float value;
+                    if (in_island((row + a - radius) * width + col + b - radius, value) && isfinite(value))
+                        sum += row_weight * col_weight * (double)value;
+                }
+                col_weight = fit_next_binomial(col_weight, n, b);
+            }
+        }
+        row_weight = fit_next_binomial(row_weight, n, a);
+    }
+    return sum;
+}
+
+// interface::fit::is_summit: no finite neighbour of the island beats it smoothed.
+template <class InIsland>
+static __device__ __forceinline__ bool fit_is_summit(size_t row, size_t col, size_t height, size_t width,
+                                                     size_t radius, const InIsland& in_island) {
+    double own = fit_smoothed(row, col, height, width, radius, in_island);
+    bool summit = true;
+    for (size_t dr = 0; dr < 3; ++dr)
+        for (size_t dc = 0; dc < 3; ++dc) {
+            bool inside =
+                (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 && col + dc <= width;
+            if (summit && inside) {
+                size_t r = row + dr - 1, c = col + dc - 1;
+                float value;
+                if (in_island(r * width + c, value) && isfinite(value))
+                    summit = fit_beats(own, fit_smoothed(r, c, height, width, radius, in_island),
+                                       dr == 0 || (dr == 1 && dc == 0));
+            }
+        }
+    return summit;
+}
+
+// interface::fit::sample_step: every how many rows and columns a fit of `parameters` samples
+// (interface::fit::fit_pixels says how many pixels a pass of them may take).
+static __device__ __forceinline__ size_t fit_sample_step(unsigned pixels, size_t parameters) {
+    unsigned long long most =
+        (unsigned long long)FIT_MAX_FIT_PIXELS * fit_gram_len(FIT_PARAMETERS) / fit_gram_len(parameters);
+    unsigned long long least = (unsigned long long)FIT_MIN_SAMPLE_PER_PARAMETER * parameters;
+    if (most < least) most = least;
+    size_t step = 1;
+    while ((unsigned long long)pixels > (unsigned long long)(step * step) * most) ++step;
+    return step;
+}
+
+// interface::fit::residual_room: one more component, fitted at every pixel with and without it,
+// in a box whose residual the tile holds.
+static __device__ __forceinline__ bool fit_residual_room(size_t fitted, unsigned pixels, size_t box_pixels) {
+    size_t most = pixels > 0 ? (pixels - 1) / FIT_PARAMETERS : 0;
+    return fitted < FIT_MAX_COMPONENTS && fitted + 1 <= most && fit_sample_step(pixels, fitted * FIT_PARAMETERS) == 1 &&
+           fit_sample_step(pixels, (fitted + 1) * FIT_PARAMETERS) == 1 && box_pixels <= FIT_RESIDUAL_BOX_PIXELS;
+}
+
+// interface::fit::keeps_added.
+static __device__ __forceinline__ bool fit_keeps_added(double before, double after, double peak, double floor_) {
+    return after < before - FIT_RESIDUAL_GAIN && peak > floor_ * (1.0 + FIT_FLOOR_MARGIN);
+}
+
 static __device__ __forceinline__ unsigned fit_peak_key(float value) {
     unsigned bits = __float_as_uint(value);
     return bits >> 31 == 1 ? ~bits : bits | 0x80000000u;
@@ -145,7 +215,7 @@ static __device__ __forceinline__ void fit_settle(double* params, double* errors
 struct FitShared {
     double* tile;
     double* grams;
-    double *current, *trial, *low, *high, *scale, *step;
+    double *current, *trial, *low, *high, *scale, *step, *errors, *saved;
     FitShape* shapes;
     double* partials;
     unsigned long long* keys;
@@ -172,41 +242,14 @@ struct FitIsland {
 
     __device__ __forceinline__ float noise_at(size_t i) const { return noise[noise_map ? i : index]; }
 
-    // interface::fit::smoothed: the island's pixels around (row, col), binomial weights.
-    __device__ __forceinline__ double smoothed(size_t row, size_t col) const {
-        size_t n = 2 * radius;
-        double sum = 0.0, row_weight = 1.0;
-        for (size_t a = 0; a <= n; ++a) {
-            if (row + a >= radius && row + a < height + radius) {
-                double col_weight = 1.0;
-                for (size_t b = 0; b <= n; ++b) {
-                    if (col + b >= radius && col + b < width + radius) {
-                        size_t j = (row + a - radius) * width + col + b - radius;
-                        if (labels[j] == label && isfinite(image[j])) sum += row_weight * col_weight * (double)image[j];
-                    }
-                    col_weight = fit_next_binomial(col_weight, n, b);
-                }
-            }
-            row_weight = fit_next_binomial(row_weight, n, a);
-        }
-        return sum;
-    }
-
-    // interface::fit::is_summit: no finite neighbour of the island beats it smoothed.
+    // Whether pixel (row, col) is a summit of the island's image.
     __device__ __forceinline__ bool is_summit(size_t row, size_t col) const {
-        double own = smoothed(row, col);
-        bool summit = true;
-        for (size_t dr = 0; dr < 3; ++dr)
-            for (size_t dc = 0; dc < 3; ++dc) {
-                bool inside = (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 &&
-                              col + dc <= width;
-                if (summit && inside) {
-                    size_t r = row + dr - 1, c = col + dc - 1, j = r * width + c;
-                    if (labels[j] == label && isfinite(image[j]))
-                        summit = fit_beats(own, smoothed(r, c), dr == 0 || (dr == 1 && dc == 0));
-                }
-            }
-        return summit;
+        auto in_island = [&](size_t j, float& value) {
+            if (labels[j] != label) return false;
+            value = image[j];
+            return true;
+        };
+        return fit_is_summit(row, col, height, width, radius, in_island);
     }
 };
 
@@ -388,11 +431,167 @@ static __device__ void fit_solve(const FitShared& shared, const double* gram, si
     shared.counts[FIT_COUNT_SMALL] = small;
 }
 
+// Where a Levenberg-Marquardt run ended; `gram` holds the matrix of its point (in `current`).
+struct FitRun {
+    double chi2;
+    unsigned iterations;
+    bool converged;
+    double* gram;
+};
+
+static __device__ __forceinline__ FitRun fit_levenberg(const FitIsland& island, const FitShared& shared,
+                                                       size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t entries = fit_gram_len(parameters);
+    size_t normal = parameters * (parameters + 1) / 2;
+    double* gram = shared.grams;
+    double* other = shared.grams + FIT_GRAM_WORDS;
+    fit_evaluate(island, shared, shared.current, gram, parameters);
+    if (t < parameters) shared.scale[t] = gram[fit_tri(t, t)];
+    double chi2 = gram[entries - 1];
+    double lambda = FIT_LAMBDA_START;
+    unsigned iterations = 0;
+    bool converged = false;
+    while (iterations < FIT_MAX_ITERATIONS && !converged) {
+        iterations += 1;
+        __syncthreads();
+        for (size_t e = t; e < normal; e += FIT_THREADS) {
+            size_t a, b;
+            fit_pair(e, a, b);
+            shared.tile[e] = gram[e] + (a == b ? lambda * shared.scale[a] : 0.0);
+        }
+        __syncthreads();
+        if (!fit_cholesky(shared.tile, parameters, gram, 0.0)) {
+            lambda *= FIT_LAMBDA_FACTOR;
+            continue;
+        }
+        if (t == 0) fit_solve(shared, gram, parameters);
+        __syncthreads();
+        fit_evaluate(island, shared, shared.trial, other, parameters);
+        double next = other[entries - 1];
+        bool small = shared.counts[FIT_COUNT_SMALL] != 0;
+        if (next < chi2) {
+            converged = small || chi2 - next <= FIT_CHI2_TOLERANCE * chi2;
+            chi2 = next;
+            double* swap = gram;
+            gram = other;
+            other = swap;
+            lambda /= FIT_LAMBDA_FACTOR;
+            if (t < parameters) {
+                shared.current[t] = shared.trial[t];
+                double diagonal = gram[fit_tri(t, t)];
+                if (diagonal > shared.scale[t]) shared.scale[t] = diagonal;
+            }
+        } else {
+            converged = small;
+            lambda *= FIT_LAMBDA_FACTOR;
+        }
+    }
+    __syncthreads();
+    return FitRun{chi2, iterations, converged, gram};
+}
+
+// sqrt(diag((J^T J)^-1)) from the inverse of the Cholesky factor into `errors`; NaN, and false,
+// where J^T J is not positive definite, or nearly not (FIT_RANK_TOLERANCE).
+static __device__ __forceinline__ bool fit_errors(const FitShared& shared, const double* gram, size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t normal = parameters * (parameters + 1) / 2;
+    double* tile = shared.tile;
+    for (size_t e = t; e < normal; e += FIT_THREADS) tile[e] = gram[e];
+    __syncthreads();
+    bool factored = fit_cholesky(tile, parameters, gram, FIT_RANK_TOLERANCE);
+    if (t < parameters) {
+        double error = NAN;
+        if (factored) {
+            double* inverse = tile + normal;
+            inverse[fit_tri(t, t)] = 1.0 / sqrt(tile[fit_tri(t, t)]);
+            double variance = inverse[fit_tri(t, t)] * inverse[fit_tri(t, t)];
+            for (size_t i = t + 1; i < parameters; ++i) {
+                double s = 0.0;
+                for (size_t k = t; k < i; ++k) s += tile[fit_tri(i, k)] * inverse[fit_tri(k, t)];
+                double value = -s / sqrt(tile[fit_tri(i, i)]);
+                inverse[fit_tri(i, t)] = value;
+                variance += value * value;
+            }
+            error = sqrt(variance);
+        }
+        shared.errors[t] = error;
+    }
+    __syncthreads();
+    return factored;
+}
+
+// The brightest summit of the residual (data less the model of the first `parameters` in
+// `current`) above the seed level, on the island's whole box, the residual in the tile as float
+// (NaN off the island, which the summit rule passes over as it does a pixel not in it); where
+// there is one, `current` is saved and a component started there after the others. False where
+// there is none.
+static __device__ __forceinline__ bool fit_residual_summit(const FitIsland& island, const FitShared& shared,
+                                                           double seed, double beam, size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t components = parameters / FIT_PARAMETERS;
+    if (t < components) {
+        const double* p = shared.current + t * FIT_PARAMETERS;
+        double s, c;
+        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
+        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+    }
+    if (t == 0) shared.keys[FIT_MAX_COMPONENTS] = 0;
+    __syncthreads();
+    float* residuals = reinterpret_cast<float*>(shared.tile);
+    size_t width = island.box_width, height = island.box_pixels / island.box_width;
+    for (size_t k = t; k < island.box_pixels; k += FIT_THREADS) {
+        size_t row = island.y0 + k / width, col = island.x0 + k % width, i = row * island.width + col;
+        float value = island.image[i], noise = island.noise_at(i), r = NAN;
+        if (island.labels[i] == island.label && fit_usable(value, noise)) {
+            double dx = (double)(col - island.x0), dy = (double)(row - island.y0), model = 0.0, d[FIT_PARAMETERS];
+            for (size_t c = 0; c < components; ++c) {
+                const double* p = shared.current + c * FIT_PARAMETERS;
+                model += fit_gaussian(p[FIT_PEAK], p[FIT_MAJOR], p[FIT_MINOR], shared.shapes[c], dx - p[FIT_X],
+                                      dy - p[FIT_Y], d);
+            }
+            r = (float)((double)value - model);
+        }
+        residuals[k] = r;
+    }
+    __syncthreads();
+    auto in_residual = [&](size_t j, float& value) {
+        value = residuals[j];
+        return true;
+    };
+    unsigned long long best = 0;
+    for (size_t k = t; k < island.box_pixels; k += FIT_THREADS) {
+        float value = residuals[k];
+        size_t i = (island.y0 + k / width) * island.width + island.x0 + k % width;
+        if ((double)value > seed * (double)island.noise_at(i) &&
+            fit_is_summit(k / width, k % width, height, width, island.radius, in_residual)) {
+            unsigned long long key = fit_summit_key(value, (unsigned)k);
+            if (key > best) best = key;
+        }
+    }
+    if (best > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], best);
+    __syncthreads();
+    unsigned long long key = shared.keys[FIT_MAX_COMPONENTS];
+    if (key == 0) return false;
+    if (t < parameters) shared.saved[t] = shared.current[t];
+    if (t == 0) {
+        float value;
+        unsigned k;
+        fit_summit_of(key, value, k);
+        size_t row = island.y0 + k / width, col = island.x0 + k % width;
+        double sigma = (double)island.noise_at(row * island.width + col);
+        fit_start((double)value, (double)(col - island.x0), (double)(row - island.y0), sigma, seed, beam, width,
+                  height, shared.current + parameters, shared.low + parameters, shared.high + parameters);
+    }
+    __syncthreads();
+    return true;
+}
+
 static __device__ void fit_settle_all(const FitShared& shared, size_t components, size_t x0, size_t y0) {
     size_t t = threadIdx.x;
     if (t < components) {
         double params[FIT_PARAMETERS], errors[FIT_PARAMETERS];
-        double *p = shared.current + t * FIT_PARAMETERS, *e = shared.step + t * FIT_PARAMETERS;
+        double *p = shared.current + t * FIT_PARAMETERS, *e = shared.errors + t * FIT_PARAMETERS;
 #pragma unroll
         for (int q = 0; q < FIT_PARAMETERS; ++q) params[q] = p[q], errors[q] = e[q];
         fit_settle(params, errors, (double)x0, (double)y0);
@@ -404,7 +603,7 @@ static __device__ void fit_settle_all(const FitShared& shared, size_t components
 
 static __device__ void fit_write(const FitShared& shared, double* fits, unsigned* status, size_t components,
                                  double chi2, unsigned flags, unsigned iterations, unsigned pixels,
-                                 unsigned summits) {
+                                 unsigned summits, unsigned added) {
     size_t t = threadIdx.x;
     for (size_t w = t; w < FIT_RECORD_WORDS; w += FIT_THREADS) {
         double value;
@@ -414,7 +613,7 @@ static __device__ void fit_write(const FitShared& shared, double* fits, unsigned
             size_t c = (w - FIT_COMPONENTS) / FIT_COMPONENT_WORDS, q = (w - FIT_COMPONENTS) % FIT_COMPONENT_WORDS;
             value = c >= components        ? NAN
                     : q < FIT_PARAMETERS ? shared.current[c * FIT_PARAMETERS + q]
-                                         : shared.step[c * FIT_PARAMETERS + q - FIT_PARAMETERS];
+                                         : shared.errors[c * FIT_PARAMETERS + q - FIT_PARAMETERS];
         }
         fits[w] = value;
     }
@@ -424,22 +623,25 @@ static __device__ void fit_write(const FitShared& shared, double* fits, unsigned
         status[FIT_STATUS_ITERATIONS] = iterations;
         status[FIT_STATUS_PIXELS] = pixels;
         status[FIT_STATUS_SUMMITS] = summits;
+        status[FIT_STATUS_ADDED] = added;
     }
 }
 
-extern "C" __global__ void fit_islands(const float* image, const unsigned* labels, const float* noise,
+// The launch bounds of the Rust kernel (interface::fit::BOUNDS).
+extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) fit_islands(const float* image, const unsigned* labels, const float* noise,
                                        unsigned noise_map, size_t width, size_t height, const unsigned* islands,
                                        size_t islands_len, double seed, double beam, double* fits,
                                        unsigned* status) {
     __shared__ double tile[FIT_TILE_WORDS];
     __shared__ double grams[2 * FIT_GRAM_WORDS];
     __shared__ double current[FIT_MAX_PARAMETERS], trial[FIT_MAX_PARAMETERS], low[FIT_MAX_PARAMETERS],
-        high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS];
+        high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS], errors[FIT_MAX_PARAMETERS],
+        saved[FIT_MAX_PARAMETERS];
     __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
     __shared__ double partials[FIT_BLOCK];
     __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 2];
     __shared__ unsigned counts[FIT_WARPS + 4];
-    FitShared shared{tile, grams, current, trial, low, high, scale, step, shapes, partials, keys, counts};
+    FitShared shared{tile, grams, current, trial, low, high, scale, step, errors, saved, shapes, partials, keys, counts};
     size_t t = threadIdx.x, index = blockIdx.x;
     const unsigned* record = islands + index * FIT_ISLAND_WORDS;
     unsigned label = record[FIT_ISLAND_LABEL];
@@ -448,7 +650,7 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
     double* out_fits = fits + index * FIT_RECORD_WORDS;
     unsigned* out_status = status + index * FIT_STATUS_WORDS;
     if (label == 0 || y0 > y1 || x0 > x1 || y1 >= height || x1 >= width) {
-        fit_write(shared, out_fits, out_status, 0, NAN, FIT_BAD_ISLAND, 0, 0, 0);
+        fit_write(shared, out_fits, out_status, 0, NAN, FIT_BAD_ISLAND, 0, 0, 0, 0);
         return;
     }
     size_t box_width = x1 - x0 + 1;
@@ -509,95 +711,47 @@ extern "C" __global__ void fit_islands(const float* image, const unsigned* label
         fit_start((double)value, (double)(col - x0), (double)(row - y0), sigma, seed, beam, box_width, y1 - y0 + 1,
                   current + base, low + base, high + base);
 #pragma unroll
-        for (int q = 0; q < FIT_PARAMETERS; ++q) step[base + q] = NAN;
+        for (int q = 0; q < FIT_PARAMETERS; ++q) errors[base + q] = NAN;
     }
     __syncthreads();
     if (fitted == 0) {
         fit_settle_all(shared, given, x0, y0);
-        fit_write(shared, out_fits, out_status, given, NAN, flags, 0, pixels, (unsigned)summits);
+        fit_write(shared, out_fits, out_status, given, NAN, flags, 0, pixels, (unsigned)summits, 0);
         return;
     }
 
-    // 2. Levenberg–Marquardt, on a sample of the box where the island is large
-    // (interface::fit::fit_pixels and sample_step).
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large, and the errors
+    // at its solution; 3. components from the residual, each fitted with the others and kept
+    // (with the errors of the new solution) or given up (back to the point saved).
     size_t parameters = fitted * FIT_PARAMETERS;
-    unsigned long long sample = (unsigned long long)FIT_MAX_FIT_PIXELS * fit_gram_len(FIT_PARAMETERS) / fit_gram_len(parameters);
-    unsigned long long least = (unsigned long long)FIT_MIN_SAMPLE_PER_PARAMETER * parameters;
-    if (sample < least) sample = least;
-    size_t every = 1;
-    while ((unsigned long long)pixels > (unsigned long long)(every * every) * sample) ++every;
-    island = island.sampled(every);
-    size_t entries = fit_gram_len(parameters);
-    size_t normal = parameters * (parameters + 1) / 2;
-    double* gram = grams;
-    double* other = grams + FIT_GRAM_WORDS;
-    fit_evaluate(island, shared, current, gram, parameters);
-    if (t < parameters) scale[t] = gram[fit_tri(t, t)];
-    double chi2 = gram[entries - 1];
-    double lambda = FIT_LAMBDA_START;
-    unsigned iterations = 0;
-    bool converged = false;
-    while (iterations < FIT_MAX_ITERATIONS && !converged) {
-        iterations += 1;
-        __syncthreads();
-        for (size_t e = t; e < normal; e += FIT_THREADS) {
-            size_t a, b;
-            fit_pair(e, a, b);
-            tile[e] = gram[e] + (a == b ? lambda * scale[a] : 0.0);
-        }
-        __syncthreads();
-        if (!fit_cholesky(tile, parameters, gram, 0.0)) {
-            lambda *= FIT_LAMBDA_FACTOR;
-            continue;
-        }
-        if (t == 0) fit_solve(shared, gram, parameters);
-        __syncthreads();
-        fit_evaluate(island, shared, trial, other, parameters);
-        double next = other[entries - 1];
-        bool small = counts[FIT_COUNT_SMALL] != 0;
-        if (next < chi2) {
-            converged = small || chi2 - next <= FIT_CHI2_TOLERANCE * chi2;
-            chi2 = next;
-            double* swap = gram;
-            gram = other;
-            other = swap;
-            lambda /= FIT_LAMBDA_FACTOR;
-            if (t < parameters) {
-                current[t] = trial[t];
-                double diagonal = gram[fit_tri(t, t)];
-                if (diagonal > scale[t]) scale[t] = diagonal;
+    island = island.sampled(fit_sample_step(pixels, parameters));
+    unsigned added = 0, iterations = 0;
+    bool trying = false, converged = false, singular = false;
+    double chi2 = NAN;
+    for (;;) {
+        FitRun run = fit_levenberg(island, shared, trying ? parameters + FIT_PARAMETERS : parameters);
+        iterations += run.iterations;
+        if (trying) {
+            size_t peak = parameters + FIT_PEAK;
+            if (!fit_keeps_added(chi2, run.chi2, current[peak], low[peak])) {
+                if (t < parameters) current[t] = saved[t];
+                break;
             }
-        } else {
-            converged = small;
-            lambda *= FIT_LAMBDA_FACTOR;
+            parameters += FIT_PARAMETERS;
+            added += 1;
         }
+        chi2 = run.chi2;
+        converged = run.converged;
+        singular = !fit_errors(shared, run.gram, parameters);
+        if (added == FIT_RESIDUAL_STEPS || !fit_residual_room(parameters / FIT_PARAMETERS, pixels, island.box_pixels) ||
+            !fit_residual_summit(island, shared, seed, beam, parameters))
+            break;
+        trying = true;
     }
-    __syncthreads();
-
-    // 3. The errors: sqrt(diag((J^T J)^-1)) at the solution, from the inverse of its Cholesky factor.
-    for (size_t e = t; e < normal; e += FIT_THREADS) tile[e] = gram[e];
-    __syncthreads();
+    fitted = parameters / FIT_PARAMETERS;
     flags |= converged ? 0 : FIT_NOT_CONVERGED;
-    if (fit_cholesky(tile, parameters, gram, FIT_RANK_TOLERANCE)) {
-        if (t < parameters) {
-            double* inverse = tile + normal;
-            inverse[fit_tri(t, t)] = 1.0 / sqrt(tile[fit_tri(t, t)]);
-            double variance = inverse[fit_tri(t, t)] * inverse[fit_tri(t, t)];
-            for (size_t i = t + 1; i < parameters; ++i) {
-                double s = 0.0;
-                for (size_t k = t; k < i; ++k) s += tile[fit_tri(i, k)] * inverse[fit_tri(k, t)];
-                double value = -s / sqrt(tile[fit_tri(i, i)]);
-                inverse[fit_tri(i, t)] = value;
-                variance += value * value;
-            }
-            step[t] = sqrt(variance);
-        }
-    } else {
-        // No errors exist; `step` still holds the last step.
-        if (t < parameters) step[t] = NAN;
-        flags |= FIT_SINGULAR;
-    }
+    flags |= singular ? FIT_SINGULAR : 0;
     __syncthreads();
     fit_settle_all(shared, fitted, x0, y0);
-    fit_write(shared, out_fits, out_status, fitted, chi2, flags, iterations, pixels, (unsigned)summits);
+    fit_write(shared, out_fits, out_status, fitted, chi2, flags, iterations, pixels, (unsigned)summits, added);
 }

@@ -119,13 +119,14 @@ pub mod c_header {
             section!(label: TILE_WIDTH, TILE_HEIGHT, MERGE_BLOCK, BLOCK, BACKGROUND),
             section!(measure: ITEMS, BLOCK, RECORD_WORDS, PIXELS, PEAK, Y_MIN, Y_MAX, X_MIN, X_MAX),
             section!(fit:
-                MAX_COMPONENTS, PARAMETERS, PEAK, X, Y, MAJOR, MINOR, THETA, MAX_PARAMETERS, BLOCK, WARPS, TILE_WORDS,
+                MAX_COMPONENTS, PARAMETERS, PEAK, X, Y, MAJOR, MINOR, THETA, MAX_PARAMETERS, BLOCK, WARPS, MIN_BLOCKS_PER_SM, TILE_WORDS,
                 GRAM_WORDS, LISTED_ISLANDS, ISLAND_WORDS, ISLAND_LABEL, ISLAND_Y_MIN, ISLAND_Y_MAX, ISLAND_X_MIN,
                 ISLAND_X_MAX, COMPONENT_WORDS, RECORD_WORDS, CHI2, COMPONENTS, STATUS_WORDS, STATUS_COMPONENTS,
-                STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, NOT_CONVERGED, AT_EDGE, NAN,
+                STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_ADDED, NOT_CONVERGED, AT_EDGE, NAN,
                 TOO_MANY_SUMMITS, SINGULAR, FEW_PIXELS, NO_SUMMIT, BAD_ISLAND, MAX_ITERATIONS, LAMBDA_START,
                 LAMBDA_FACTOR, STEP_TOLERANCE, CHI2_TOLERANCE, FWHM, PEAK_LOW, PEAK_HIGH, SIGMA_LOW, SIGMA_START,
-                SIGMA_HIGH, MAX_FIT_PIXELS, MIN_SAMPLE_PER_PARAMETER, RANK_TOLERANCE,
+                SIGMA_HIGH, MAX_FIT_PIXELS, MIN_SAMPLE_PER_PARAMETER, RANK_TOLERANCE, RESIDUAL_STEPS, RESIDUAL_GAIN,
+                FLOOR_MARGIN, RESIDUAL_BOX_PIXELS,
             ),
             section!(background:
                 THREADS, WARPS, MAX_BOX_PIXELS, SHARED_HEADER, SHARED_COUNT, SHARED_SUMS, SHARED_SQUARES,
@@ -177,9 +178,12 @@ pub struct LaunchBounds {
 
 /// Every kernel that has launch bounds.
 pub const LAUNCH_BOUNDS: &[LaunchBounds] =
-    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() }>(
-        &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS),
-        &histogram::F32_BOUNDS,
+    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() + fit::BOUNDS.len() }>(
+        &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() }>(
+            &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS),
+            &histogram::F32_BOUNDS,
+        ),
+        &fit::BOUNDS,
     );
 
 /// `a` then `b`, as one array of `N = a.len() + b.len()` bounds.

@@ -43,15 +43,28 @@
 //!    accepted one lowers χ² by at most `CHI2_TOLERANCE` of it; after `MAX_ITERATIONS` the fit
 //!    is flagged `NOT_CONVERGED`. The errors are the square roots of the diagonal of
 //!    `(JᵀJ)⁻¹` at the solution, the covariance for the noise given (Aegean's `covar_errors`):
-//!    the inverse of the Cholesky factor, a column per thread.
+//!    the inverse of the Cholesky factor, a column per thread, into an array of their own (NaN
+//!    where the factor does not exist, or a pivot is within `RANK_TOLERANCE` of nothing).
+//! 5. Components from the residual (`interface::fit::RESIDUAL_STEPS`), where
+//!    `interface::fit::residual_room` allows one more (the island fitted at every pixel, its box
+//!    within `RESIDUAL_BOX_PIXELS`): the residual of the box goes to the tile as f32 (NaN off
+//!    the island), one pixel a thread, and its summits above the seed level are found as the
+//!    data's are, on the tile; the brightest starts one more component, the current point is
+//!    saved, and the fit runs again over all of them. Kept (`interface::fit::keeps_added`), the
+//!    new fit's errors replace the old; given up, the saved point comes back, and with it the
+//!    errors, which the new fit did not touch.
 //!
-//! Memory: 42.7 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 3.6
-//! KiB of parameters, bounds, scales, step, shapes, partial sums, summit keys and counts) and
-//! 132 registers a thread (ptxas, sm_90; 113 before the summits were smoothed): three blocks
-//! an H100 SM, which the registers bound; nothing in local memory (a summit test kept out of
-//! line took 136 and a stack frame). The sums go in the same order as the CPU reference's
+//! Memory: 43.5 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 4.4
+//! KiB of parameters, bounds, scales, step, errors, the saved point, shapes, partial sums,
+//! summit keys and counts) and 164 registers a thread (ptxas 12.9, sm_90; 147 before the
+//! components from the residual, 156 with them before the launch bounds): three blocks an H100
+//! SM, which the registers bound and `interface::fit::BOUNDS` keeps; nothing in local memory.
+//! Searching the residual in global memory, a model evaluation at every tap of every summit
+//! test, took up to 176. The sums go in the same order as the CPU reference's
 //! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
-//! two fits differ only by the rounding of `exp`, `sincospi` and contracted multiply-adds.
+//! two fits differ only by the rounding of `exp`, `sincospi` and contracted multiply-adds; a
+//! residual summit or a kept component could part them only where a residual or a χ² gain
+//! lies within that rounding of its threshold.
 //!
 //! Cost: a pass is `pixels · (P + 1)(P + 2) / 2` multiply-adds for `P` parameters, spread over
 //! the block's threads, and the launch lasts as long as its slowest island. An island of more
@@ -65,12 +78,13 @@ use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::{intrinsics, shared_array, GpuFloat};
 use interface::fit::{
-    clamp, fitted_components, gaussian, gram_len, is_summit, sample_step, pair, rows, segments, settle, small_step, smoothing_radius, start,
-    summit_key, summit_of, usable, window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
-    COMPONENT_WORDS, FEW_PIXELS, GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX,
-    ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN,
-    NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, SINGULAR, STATUS_COMPONENTS, STATUS_FLAGS,
-    STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
+    clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
+    sample_step, segments, settle, small_step, smoothing_radius, start, summit_key, summit_of, usable, window, Shape,
+    AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS, GRAM_WORDS,
+    ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START,
+    MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK,
+    RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS,
+    STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
 
 const THREADS: usize = BLOCK as usize;
@@ -94,14 +108,17 @@ struct Shared {
     tile: *mut f64,
     /// The two Gram matrices, `GRAM_WORDS` apart.
     grams: *mut f64,
-    /// The current point, the trial point, the bounds, the damping scales and the step (then
-    /// the errors), `MAX_PARAMETERS` each.
+    /// The current point, the trial point, the bounds, the damping scales, the step, the
+    /// errors of the fit kept, and the point a component from the residual is tried from (to go
+    /// back to), `MAX_PARAMETERS` each.
     current: *mut f64,
     trial: *mut f64,
     low: *mut f64,
     high: *mut f64,
     scale: *mut f64,
     step: *mut f64,
+    errors: *mut f64,
+    saved: *mut f64,
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
@@ -434,6 +451,8 @@ pub unsafe fn fit_islands(
         high: shared_array![f64; MAX_PARAMETERS],
         scale: shared_array![f64; MAX_PARAMETERS],
         step: shared_array![f64; MAX_PARAMETERS],
+        errors: shared_array![f64; MAX_PARAMETERS],
+        saved: shared_array![f64; MAX_PARAMETERS],
         shapes: shared_array![Shape; MAX_COMPONENTS],
         partials: shared_array![f64; THREADS],
         keys: shared_array![u64; MAX_COMPONENTS + 2],
@@ -451,7 +470,7 @@ pub unsafe fn fit_islands(
     );
     let output = Output { fits: fits.add(index * RECORD_WORDS), status: status.add(index * STATUS_WORDS) };
     if label == 0 || y0 > y1 || x0 > x1 || y1 >= height || x1 >= width {
-        output.write(&shared, 0, f64::NAN, [BAD_ISLAND, 0, 0, 0]);
+        output.write(&shared, 0, f64::NAN, [BAD_ISLAND, 0, 0, 0, 0]);
         return;
     }
     let box_width = x1 - x0 + 1;
@@ -532,25 +551,79 @@ pub unsafe fn fit_islands(
             *shared.current.add(base + q) = s.params[q];
             *shared.low.add(base + q) = s.low[q];
             *shared.high.add(base + q) = s.high[q];
-            *shared.step.add(base + q) = f64::NAN;
+            *shared.errors.add(base + q) = f64::NAN;
         });
     }
     thread::sync_threads();
-    let counts = [flags, 0, pixels, summits as u32];
+    let counts = [flags, 0, pixels, summits as u32, 0];
     if fitted == 0 {
         output.settle(&shared, given, x0, y0);
         output.write(&shared, given, f64::NAN, counts);
         return;
     }
 
-    // 2. Levenberg–Marquardt, on a sample of the box where the island is large.
-    let parameters = fitted * PARAMETERS;
+    // 2. Levenberg–Marquardt, on a sample of the box where the island is large, and the errors
+    //    at its solution; 3. components from the residual, each fitted with the others and kept
+    //    (with the errors of the new solution) or given up (back to the point saved).
+    let mut parameters = fitted * PARAMETERS;
     let island = island.sampled(sample_step(pixels, parameters));
+    let (mut added, mut iterations, mut trying) = (0u32, 0, false);
+    let (mut chi2, mut converged, mut singular) = (f64::NAN, false, false);
+    loop {
+        let run = levenberg(&island, &shared, if trying { parameters + PARAMETERS } else { parameters });
+        iterations += run.iterations;
+        if trying {
+            let peak = parameters + PEAK;
+            if !keeps_added(chi2, run.chi2, *shared.current.add(peak), *shared.low.add(peak)) {
+                if t < parameters {
+                    *shared.current.add(t) = *shared.saved.add(t);
+                }
+                break;
+            }
+            parameters += PARAMETERS;
+            added += 1;
+        }
+        chi2 = run.chi2;
+        converged = run.converged;
+        singular = !errors(&shared, run.gram, parameters);
+        if added as usize == RESIDUAL_STEPS
+            || !residual_room(parameters / PARAMETERS, pixels, island.box_pixels)
+            || !residual_summit(&island, &shared, seed, beam, parameters)
+        {
+            break;
+        }
+        trying = true;
+    }
+    let fitted = parameters / PARAMETERS;
+    flags |= if converged { 0 } else { NOT_CONVERGED };
+    flags |= if singular { SINGULAR } else { 0 };
+    thread::sync_threads();
+    output.settle(&shared, fitted, x0, y0);
+    output.write(&shared, fitted, chi2, [flags, iterations, pixels, summits as u32, added]);
+}
+
+/// Where a Levenberg–Marquardt run ended: its χ², its iterations, whether it converged, and the
+/// Gram buffer that holds the matrix of its point (in `current`).
+struct Run {
+    chi2: f64,
+    iterations: u32,
+    converged: bool,
+    gram: *mut f64,
+}
+
+/// Levenberg–Marquardt on the island's first `parameters` parameters from `current`, within
+/// `low` and `high`; the point it ends at is left in `current`.
+///
+/// # Safety
+/// Every thread of the block calls it together, with `current`, `low` and `high` set.
+#[inline(always)]
+unsafe fn levenberg(island: &Island, shared: &Shared, parameters: usize) -> Run {
+    let t = thread::thread_idx_x() as usize;
     let entries = gram_len(parameters);
     let normal = parameters * (parameters + 1) / 2;
     let mut gram = shared.grams;
     let mut other = shared.grams.add(GRAM_WORDS);
-    evaluate(&island, &shared, shared.current, gram, parameters);
+    evaluate(island, shared, shared.current, gram, parameters);
     if t < parameters {
         *shared.scale.add(t) = *gram.add(tri(t, t));
     }
@@ -572,10 +645,10 @@ pub unsafe fn fit_islands(
             continue;
         }
         if t == 0 {
-            solve(&shared, gram, parameters);
+            solve(shared, gram, parameters);
         }
         thread::sync_threads();
-        evaluate(&island, &shared, shared.trial, other, parameters);
+        evaluate(island, shared, shared.trial, other, parameters);
         let trial = *other.add(entries - 1);
         let small = *shared.counts.add(SMALL) != 0;
         if trial < chi2 {
@@ -596,17 +669,30 @@ pub unsafe fn fit_islands(
         }
     }
     thread::sync_threads();
+    Run { chi2, iterations, converged, gram }
+}
 
-    // 3. The errors: √diag((JᵀJ)⁻¹) at the solution, from the inverse of its Cholesky factor.
+/// The errors at a solution whose Gram matrix is `gram`: `√diag((JᵀJ)⁻¹)`, from the inverse of
+/// the Cholesky factor of `JᵀJ` (in the tile), a column per thread, into `errors`; NaN, and
+/// false (for every thread), where `JᵀJ` is not positive definite, or nearly not
+/// (`interface::fit::RANK_TOLERANCE`).
+///
+/// # Safety
+/// Every thread of the block calls it together.
+#[inline(always)]
+unsafe fn errors(shared: &Shared, gram: *const f64, parameters: usize) -> bool {
+    let t = thread::thread_idx_x() as usize;
+    let normal = parameters * (parameters + 1) / 2;
     let mut e = t;
     while e < normal {
         *shared.tile.add(e) = *gram.add(e);
         e += THREADS;
     }
     thread::sync_threads();
-    let mut flags = flags | if converged { 0 } else { NOT_CONVERGED };
-    if cholesky(shared.tile, parameters, gram, RANK_TOLERANCE) {
-        if t < parameters {
+    let factored = cholesky(shared.tile, parameters, gram, RANK_TOLERANCE);
+    if t < parameters {
+        let mut error = f64::NAN;
+        if factored {
             let inverse = shared.tile.add(normal);
             *inverse.add(tri(t, t)) = 1.0 / (*shared.tile.add(tri(t, t))).sqrt();
             let mut variance = *inverse.add(tri(t, t)) * *inverse.add(tri(t, t));
@@ -619,18 +705,103 @@ pub unsafe fn fit_islands(
                 *inverse.add(tri(i, t)) = value;
                 variance += value * value;
             }
-            *shared.step.add(t) = variance.sqrt();
+            error = variance.sqrt();
         }
-    } else {
-        // No errors exist; `step` still holds the last step.
-        if t < parameters {
-            *shared.step.add(t) = f64::NAN;
-        }
-        flags |= SINGULAR;
+        *shared.errors.add(t) = error;
     }
     thread::sync_threads();
-    output.settle(&shared, fitted, x0, y0);
-    output.write(&shared, fitted, chi2, [flags, iterations, pixels, summits as u32]);
+    factored
+}
+
+/// The brightest summit of the residual of the island (sampled at every pixel, its box of at
+/// most `RESIDUAL_BOX_PIXELS`) under the model of its first `parameters` parameters in
+/// `current`: the island's usable pixels' data less the model (`interface::fit::residual`), in
+/// the tile as f32, NaN elsewhere (which `is_summit` passes over as it passes over a pixel not
+/// in the island); a summit where it is above `seed` × the noise and `is_summit` holds on the
+/// residual over the box (the brightest first, then the first in raster order: `summit_key`).
+/// Where there is one, saves `current` in `saved` and starts a component there after the others
+/// (`start`, into `current`, `low` and `high`). False (for every thread) where there is none.
+///
+/// # Safety
+/// Every thread of the block calls it together, the tile free, the island's box of at most
+/// `RESIDUAL_BOX_PIXELS` pixels (its residual fills the tile at most).
+#[inline(always)]
+unsafe fn residual_summit(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize) -> bool {
+    let t = thread::thread_idx_x() as usize;
+    let components = parameters / PARAMETERS;
+    if t < components {
+        let p = shared.current.add(t * PARAMETERS);
+        let (mut sin, mut cos) = (0.0f64, 0.0f64);
+        intrinsics::sincospi(*p.add(THETA) * core::f64::consts::FRAC_1_PI, &mut sin, &mut cos);
+        *shared.shapes.add(t) = Shape::new(*p.add(MAJOR), *p.add(MINOR), cos, sin);
+    }
+    if t == 0 {
+        *shared.keys.add(MAX_COMPONENTS) = 0;
+    }
+    thread::sync_threads();
+    let residuals = shared.tile as *mut f32;
+    let mut k = t;
+    while k < island.box_pixels {
+        let (row, col) = island.at(k);
+        let i = row * island.width + col;
+        let (value, noise) = (*island.image.add(i), island.noise_at(i));
+        let mut r = f32::NAN;
+        if *island.labels.add(i) == island.label && usable(value, noise) {
+            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            let mut model = 0.0f64;
+            for c in 0..components {
+                let p = shared.current.add(c * PARAMETERS);
+                let shape = &*shared.shapes.add(c);
+                let (x, y) = (dx - *p.add(X), dy - *p.add(Y));
+                model += gaussian(*p.add(PEAK), *p.add(MAJOR), *p.add(MINOR), shape, x, y, |x: f64| x.exp()).0;
+            }
+            r = residual(value, model);
+        }
+        *residuals.add(k) = r;
+        k += THREADS;
+    }
+    thread::sync_threads();
+    let (width, height) = (island.box_width, island.box_pixels / island.box_width);
+    let mut best = 0u64;
+    let mut k = t;
+    while k < island.box_pixels {
+        let value = *residuals.add(k);
+        let (row, col) = island.at(k);
+        if value as f64 > seed * island.noise_at(row * island.width + col) as f64
+            && is_summit((k / width, k % width), (height, width), island.radius, |j| Some(*residuals.add(j)))
+        {
+            let key = summit_key(value, k as u32);
+            if key > best {
+                best = key;
+            }
+        }
+        k += THREADS;
+    }
+    if best > 0 {
+        shared_max(shared.keys.add(MAX_COMPONENTS), best);
+    }
+    thread::sync_threads();
+    let key = *shared.keys.add(MAX_COMPONENTS);
+    if key == 0 {
+        return false;
+    }
+    if t < parameters {
+        *shared.saved.add(t) = *shared.current.add(t);
+    }
+    if t == 0 {
+        let (value, k) = summit_of(key);
+        let (row, col) = island.at(k as usize);
+        let sigma = island.noise_at(row * island.width + col) as f64;
+        let (x, y) = ((col - island.x0) as f64, (row - island.y0) as f64);
+        let s = start(value as f64, x, y, sigma, seed, beam, width, height, |x: f64| x.exp());
+        unroll!([0, 1, 2, 3, 4, 5], |q| {
+            *shared.current.add(parameters + q) = s.params[q];
+            *shared.low.add(parameters + q) = s.low[q];
+            *shared.high.add(parameters + q) = s.high[q];
+        });
+    }
+    thread::sync_threads();
+    true
 }
 
 /// The step from the factored damped matrix in the tile, and the trial point it leads to,
@@ -671,14 +842,14 @@ struct Output {
 
 impl Output {
     /// Settles the first `components` components in shared memory (`interface::fit::settle`):
-    /// their parameters in `current`, their errors in `step`.
+    /// their parameters in `current`, their errors in `errors`.
     ///
     /// # Safety
     /// Every thread of the block calls it together.
     unsafe fn settle(&self, shared: &Shared, components: usize, x0: usize, y0: usize) {
         let t = thread::thread_idx_x() as usize;
         if t < components {
-            let (p, e) = (shared.current.add(t * PARAMETERS), shared.step.add(t * PARAMETERS));
+            let (p, e) = (shared.current.add(t * PARAMETERS), shared.errors.add(t * PARAMETERS));
             let (mut params, mut errors) = ([0.0f64; PARAMETERS], [0.0f64; PARAMETERS]);
             unroll!([0, 1, 2, 3, 4, 5], |q| {
                 params[q] = *p.add(q);
@@ -694,11 +865,12 @@ impl Output {
     }
 
     /// Writes the record (χ², then the first `components` components from shared memory, NaN
-    /// after them) and the status (`counts`: flags, iterations, pixels, summits), each word once.
+    /// after them) and the status (`counts`: flags, iterations, pixels, summits, components
+    /// added from the residual), each word once.
     ///
     /// # Safety
     /// Every thread of the block calls it together.
-    unsafe fn write(&self, shared: &Shared, components: usize, chi2: f64, counts: [u32; 4]) {
+    unsafe fn write(&self, shared: &Shared, components: usize, chi2: f64, counts: [u32; 5]) {
         let t = thread::thread_idx_x() as usize;
         let mut w = t;
         while w < RECORD_WORDS {
@@ -711,7 +883,7 @@ impl Output {
                 } else if q < PARAMETERS {
                     *shared.current.add(c * PARAMETERS + q)
                 } else {
-                    *shared.step.add(c * PARAMETERS + q - PARAMETERS)
+                    *shared.errors.add(c * PARAMETERS + q - PARAMETERS)
                 }
             };
             *self.fits.add(w) = value;
@@ -723,6 +895,7 @@ impl Output {
             *self.status.add(STATUS_ITERATIONS) = counts[1];
             *self.status.add(STATUS_PIXELS) = counts[2];
             *self.status.add(STATUS_SUMMITS) = counts[3];
+            *self.status.add(STATUS_ADDED) = counts[4];
         }
     }
 }
