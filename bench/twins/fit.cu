@@ -9,8 +9,14 @@
 #define FIT_COUNT_SUMMITS (FIT_WARPS + 1)
 #define FIT_COUNT_NAN (FIT_WARPS + 2)
 #define FIT_COUNT_SMALL (FIT_WARPS + 3)
-// The slot of the summit keys that holds the brightest pixel above the seed level.
+// The slot of the summit keys that holds the brightest pixel above the seed level; once the
+// summits are chosen, the component a residual summit splits, plus one (0: none).
 #define FIT_FALLBACK (FIT_MAX_COMPONENTS + 1)
+#define FIT_SPLIT FIT_FALLBACK
+// What a Levenberg-Marquardt run tries beyond the fit kept (the kernel's Trying).
+#define FIT_TRYING_NOTHING 0
+#define FIT_TRYING_ADDED 1
+#define FIT_TRYING_SPLIT 2
 
 struct FitShape {
     double cos, sin, a, b;
@@ -177,6 +183,21 @@ static __device__ __forceinline__ void fit_start(double value, double x, double 
     high[FIT_MAJOR] = longest, high[FIT_MINOR] = longest, high[FIT_THETA] = INFINITY;
 }
 
+// interface::fit::split_at: the box pixel (row, col) nearest the residual's summit mirrored
+// through the centre of a component (x, y, shape) that reaches the summit; false where none.
+static __device__ __forceinline__ bool fit_split_at(double x, double y, const FitShape& s, size_t row, size_t col,
+                                                    size_t height, size_t width, size_t& mirror_row,
+                                                    size_t& mirror_col) {
+    double dx = (double)col - x, dy = (double)row - y;
+    double along = dx * s.cos + dy * s.sin;
+    double across = dy * s.cos - dx * s.sin;
+    if (!(along * along * s.a + across * across * s.b < FIT_SPLIT_REACH * FIT_SPLIT_REACH)) return false;
+    double mx = x - dx + 0.5, my = y - dy + 0.5;
+    if (!(mx >= 0.0 && my >= 0.0 && mx < (double)width && my < (double)height)) return false;
+    mirror_row = (size_t)my, mirror_col = (size_t)mx;
+    return !(mirror_row == row && mirror_col == col);
+}
+
 // interface::fit::gaussian: the value and the six derivatives at (dx, dy) from the centre.
 static __device__ __forceinline__ double fit_gaussian(double peak, double major, double minor, const FitShape& s,
                                                       double dx, double dy, double* d) {
@@ -216,6 +237,8 @@ struct FitShared {
     double* tile;
     double* grams;
     double *current, *trial, *low, *high, *scale, *step, *errors, *saved;
+    // The bounds of a component a split starts again (low, then high).
+    double* held;
     FitShape* shapes;
     double* partials;
     unsigned long long* keys;
@@ -521,13 +544,88 @@ static __device__ __forceinline__ bool fit_errors(const FitShared& shared, const
     return factored;
 }
 
+// Starts component `c` at image pixel (row, col) of the island's box, of value `value`
+// (interface::fit::start). One thread.
+static __device__ __forceinline__ void fit_start_component(const FitIsland& island, const FitShared& shared,
+                                                           double seed, double beam, size_t c, size_t row,
+                                                           size_t col, double value) {
+    size_t width = island.box_width, height = island.box_pixels / island.box_width, base = c * FIT_PARAMETERS;
+    double sigma = (double)island.noise_at(row * island.width + col);
+    fit_start(value, (double)(col - island.x0), (double)(row - island.y0), sigma, seed, beam, width, height,
+              shared.current + base, shared.low + base, shared.high + base);
+}
+
+// Starts a component after the first `parameters` at the residual's summit (its key in the
+// search's slot), from the data's value there where `from_data` (a split), else the residual's.
+// One thread.
+static __device__ __forceinline__ void fit_start_added(const FitIsland& island, const FitShared& shared,
+                                                       double seed, double beam, size_t parameters, bool from_data) {
+    float value;
+    unsigned k;
+    fit_summit_of(shared.keys[FIT_MAX_COMPONENTS], value, k);
+    size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
+    if (from_data) value = island.image[row * island.width + col];
+    fit_start_component(island, shared, seed, beam, parameters / FIT_PARAMETERS, row, col, (double)value);
+}
+
+// A split of component `c` given up: its bounds back from `held`, and one more component started
+// at the residual's summit instead. One thread.
+static __device__ __forceinline__ void fit_unsplit(const FitIsland& island, const FitShared& shared, double seed,
+                                                   double beam, size_t parameters, size_t c) {
+#pragma unroll
+    for (int q = 0; q < FIT_PARAMETERS; ++q) {
+        shared.low[c * FIT_PARAMETERS + q] = shared.held[q];
+        shared.high[c * FIT_PARAMETERS + q] = shared.held[FIT_PARAMETERS + q];
+    }
+    fit_start_added(island, shared, seed, beam, parameters, false);
+}
+
+// The split of the first component (its shape in `shapes`) that reaches the residual's summit
+// (fit_split_at): its bounds held, it starts again at the summit's mirror through its centre and
+// one more at the summit, each from the data's value there. Its index plus one; 0, and nothing
+// started, where none reaches the summit or the mirror or the summit is no usable pixel of the
+// island above the seed level. One thread.
+static __device__ __forceinline__ size_t fit_split(const FitIsland& island, const FitShared& shared, double seed,
+                                                   double beam, size_t parameters) {
+    float summit_value;
+    unsigned k;
+    fit_summit_of(shared.keys[FIT_MAX_COMPONENTS], summit_value, k);
+    size_t width = island.box_width, height = island.box_pixels / island.box_width;
+    size_t row = k / width, col = k % width;
+    auto above = [&](size_t r, size_t c) {
+        size_t i = (island.y0 + r) * island.width + island.x0 + c;
+        float value = island.image[i], noise = island.noise_at(i);
+        return island.labels[i] == island.label && fit_usable(value, noise) && (double)value > seed * (double)noise;
+    };
+    for (size_t c = 0; c < parameters / FIT_PARAMETERS; ++c) {
+        const double* p = shared.current + c * FIT_PARAMETERS;
+        size_t mirror_row, mirror_col;
+        if (fit_split_at(p[FIT_X], p[FIT_Y], shared.shapes[c], row, col, height, width, mirror_row, mirror_col)) {
+            if (!(above(mirror_row, mirror_col) && above(row, col))) return 0;
+            size_t base = c * FIT_PARAMETERS;
+#pragma unroll
+            for (int q = 0; q < FIT_PARAMETERS; ++q) {
+                shared.held[q] = shared.low[base + q];
+                shared.held[FIT_PARAMETERS + q] = shared.high[base + q];
+            }
+            size_t image_row = island.y0 + mirror_row, image_col = island.x0 + mirror_col;
+            double value = (double)island.image[image_row * island.width + image_col];
+            fit_start_component(island, shared, seed, beam, c, image_row, image_col, value);
+            fit_start_added(island, shared, seed, beam, parameters, true);
+            return c + 1;
+        }
+    }
+    return 0;
+}
+
 // The brightest summit of the residual (data less the model of the first `parameters` in
 // `current`) above the seed level, on the island's whole box, the residual in the tile as float
 // (NaN off the island, which the summit rule passes over as it does a pixel not in it); where
-// there is one, `current` is saved and a component started there after the others. False where
-// there is none.
-static __device__ __forceinline__ bool fit_residual_summit(const FitIsland& island, const FitShared& shared,
-                                                           double seed, double beam, size_t parameters) {
+// there is one, `current` is saved and the step started there: the split of a component that
+// reaches the summit (fit_split), else one more component after the others (fit_start_added).
+// What it starts; FIT_TRYING_NOTHING where there is no summit.
+static __device__ __forceinline__ int fit_residual_summit(const FitIsland& island, const FitShared& shared,
+                                                          double seed, double beam, size_t parameters) {
     size_t t = threadIdx.x;
     size_t components = parameters / FIT_PARAMETERS;
     if (t < components) {
@@ -572,19 +670,16 @@ static __device__ __forceinline__ bool fit_residual_summit(const FitIsland& isla
     if (best > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], best);
     __syncthreads();
     unsigned long long key = shared.keys[FIT_MAX_COMPONENTS];
-    if (key == 0) return false;
+    if (key == 0) return FIT_TRYING_NOTHING;
     if (t < parameters) shared.saved[t] = shared.current[t];
+    __syncthreads();
     if (t == 0) {
-        float value;
-        unsigned k;
-        fit_summit_of(key, value, k);
-        size_t row = island.y0 + k / width, col = island.x0 + k % width;
-        double sigma = (double)island.noise_at(row * island.width + col);
-        fit_start((double)value, (double)(col - island.x0), (double)(row - island.y0), sigma, seed, beam, width,
-                  height, shared.current + parameters, shared.low + parameters, shared.high + parameters);
+        size_t split = fit_split(island, shared, seed, beam, parameters);
+        shared.keys[FIT_SPLIT] = split;
+        if (split == 0) fit_start_added(island, shared, seed, beam, parameters, false);
     }
     __syncthreads();
-    return true;
+    return shared.keys[FIT_SPLIT] == 0 ? FIT_TRYING_ADDED : FIT_TRYING_SPLIT;
 }
 
 static __device__ void fit_settle_all(const FitShared& shared, size_t components, size_t x0, size_t y0) {
@@ -636,12 +731,13 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
     __shared__ double grams[2 * FIT_GRAM_WORDS];
     __shared__ double current[FIT_MAX_PARAMETERS], trial[FIT_MAX_PARAMETERS], low[FIT_MAX_PARAMETERS],
         high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS], errors[FIT_MAX_PARAMETERS],
-        saved[FIT_MAX_PARAMETERS];
+        saved[FIT_MAX_PARAMETERS], held[2 * FIT_PARAMETERS];
     __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
     __shared__ double partials[FIT_BLOCK];
     __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 2];
     __shared__ unsigned counts[FIT_WARPS + 4];
-    FitShared shared{tile, grams, current, trial, low, high, scale, step, errors, saved, shapes, partials, keys, counts};
+    FitShared shared{tile, grams, current, trial, low, high, scale, step, errors, saved, held, shapes, partials, keys,
+                     counts};
     size_t t = threadIdx.x, index = blockIdx.x;
     const unsigned* record = islands + index * FIT_ISLAND_WORDS;
     unsigned label = record[FIT_ISLAND_LABEL];
@@ -726,16 +822,29 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
     size_t parameters = fitted * FIT_PARAMETERS;
     island = island.sampled(fit_sample_step(pixels, parameters));
     unsigned added = 0, iterations = 0;
-    bool trying = false, converged = false, singular = false;
+    int trying = FIT_TRYING_NOTHING;
+    bool converged = false, singular = false;
     double chi2 = NAN;
     for (;;) {
-        FitRun run = fit_levenberg(island, shared, trying ? parameters + FIT_PARAMETERS : parameters);
+        FitRun run =
+            fit_levenberg(island, shared, trying == FIT_TRYING_NOTHING ? parameters : parameters + FIT_PARAMETERS);
         iterations += run.iterations;
-        if (trying) {
-            size_t peak = parameters + FIT_PEAK;
-            if (!fit_keeps_added(chi2, run.chi2, current[peak], low[peak])) {
+        if (trying != FIT_TRYING_NOTHING) {
+            size_t split = (size_t)keys[FIT_SPLIT], peak = parameters + FIT_PEAK;
+            bool keep = fit_keeps_added(chi2, run.chi2, current[peak], low[peak]);
+            if (trying == FIT_TRYING_SPLIT) {
+                size_t moved = (split - 1) * FIT_PARAMETERS + FIT_PEAK;
+                keep = run.converged && keep && fit_keeps_added(chi2, run.chi2, current[moved], low[moved]);
+            }
+            if (!keep) {
+                // Every thread has read the peaks that the point saved is about to replace.
+                __syncthreads();
                 if (t < parameters) current[t] = saved[t];
-                break;
+                if (trying == FIT_TRYING_ADDED) break;
+                if (t == 0) fit_unsplit(island, shared, seed, beam, parameters, split - 1);
+                __syncthreads();
+                trying = FIT_TRYING_ADDED;
+                continue;
             }
             parameters += FIT_PARAMETERS;
             added += 1;
@@ -743,10 +852,10 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
         chi2 = run.chi2;
         converged = run.converged;
         singular = !fit_errors(shared, run.gram, parameters);
-        if (added == FIT_RESIDUAL_STEPS || !fit_residual_room(parameters / FIT_PARAMETERS, pixels, island.box_pixels) ||
-            !fit_residual_summit(island, shared, seed, beam, parameters))
+        if (added == FIT_RESIDUAL_STEPS || !fit_residual_room(parameters / FIT_PARAMETERS, pixels, island.box_pixels))
             break;
-        trying = true;
+        trying = fit_residual_summit(island, shared, seed, beam, parameters);
+        if (trying == FIT_TRYING_NOTHING) break;
     }
     fitted = parameters / FIT_PARAMETERS;
     flags |= converged ? 0 : FIT_NOT_CONVERGED;

@@ -113,6 +113,7 @@
 #define FIT_RESIDUAL_GAIN 25.0
 #define FIT_FLOOR_MARGIN 0.01
 #define FIT_RESIDUAL_BOX_PIXELS 5120
+#define FIT_SPLIT_REACH 1.5
 
 // interface::background
 #define BACKGROUND_THREADS 256

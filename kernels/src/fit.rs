@@ -49,16 +49,22 @@
 //!    `interface::fit::residual_room` allows one more (the island fitted at every pixel, its box
 //!    within `RESIDUAL_BOX_PIXELS`): the residual of the box goes to the tile as f32 (NaN off
 //!    the island), one pixel a thread, and its summits above the seed level are found as the
-//!    data's are, on the tile; the brightest starts one more component, the current point is
-//!    saved, and the fit runs again over all of them. Kept (`interface::fit::keeps_added`), the
-//!    new fit's errors replace the old; given up, the saved point comes back, and with it the
-//!    errors, which the new fit did not touch.
+//!    data's are, on the tile; the current point is saved, and one thread starts the step at
+//!    the brightest: the split of the first component that reaches it
+//!    (`interface::fit::split_at`; its bounds held in shared memory, it starts again at the
+//!    summit's mirror and one more at the summit), else one more component there. The fit
+//!    runs again over all of them. Kept (`interface::fit::keeps_added`, and for a split the
+//!    fit converged and both peaks kept), the new fit's errors replace the old; a split given
+//!    up puts back the saved point and the held bounds and tries the one more component; that
+//!    given up, the saved point comes back, and with it the errors, which the new fits did not
+//!    touch.
 //!
-//! Memory: 43.5 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 4.4
-//! KiB of parameters, bounds, scales, step, errors, the saved point, shapes, partial sums,
-//! summit keys and counts) and 164 registers a thread (ptxas 12.9, sm_90; 147 before the
-//! components from the residual, 156 with them before the launch bounds): three blocks an H100
-//! SM, which the registers bound and `interface::fit::BOUNDS` keeps; nothing in local memory.
+//! Memory: 43.6 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 4.5
+//! KiB of parameters, bounds, scales, step, errors, the saved point, a split's held bounds,
+//! shapes, partial sums, summit keys and counts) and 168 registers a thread (ptxas 12.9,
+//! sm_90; 147 before the components from the residual, 156 with them before the launch
+//! bounds, 164 before the split) and 8 bytes of spill: three blocks an H100 SM, which the
+//! registers bound and `interface::fit::BOUNDS` keeps.
 //! Searching the residual in global memory, a model evaluation at every tap of every summit
 //! test, took up to 176. The sums go in the same order as the CPU reference's
 //! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
@@ -79,12 +85,13 @@ use cuda_std::prelude::*;
 use cuda_std::{intrinsics, shared_array, GpuFloat};
 use interface::fit::{
     clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, start, summit_key, summit_of, usable, window, Shape,
-    AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS, GRAM_WORDS,
-    ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START,
-    MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS, PEAK,
-    RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS, STATUS_ITERATIONS,
-    STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS, WARPS, X, Y,
+    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable,
+    window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
+    GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
+    LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
+    PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS,
+    STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS,
+    WARPS, X, Y,
 };
 
 const THREADS: usize = BLOCK as usize;
@@ -93,8 +100,19 @@ const PIXELS: usize = WARPS;
 const SUMMITS: usize = WARPS + 1;
 const HAS_NAN: usize = WARPS + 2;
 const SMALL: usize = WARPS + 3;
-/// The slot of the summit keys that holds the brightest pixel above the seed level.
+/// The slot of the summit keys that holds the brightest pixel above the seed level; once the
+/// summits are chosen, the component a residual summit splits, plus one (0: none).
 const FALLBACK: usize = MAX_COMPONENTS + 1;
+const SPLIT: usize = FALLBACK;
+
+/// What a Levenberg–Marquardt run tries beyond the fit kept: nothing, one more component from
+/// the residual, or the split of a component (`interface::fit::split_at`) with one more.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trying {
+    Nothing,
+    Added,
+    Split,
+}
 
 /// Entry (`row`, `column`), column ≤ row, of a lower triangle stored row by row.
 #[inline(always)]
@@ -110,7 +128,8 @@ struct Shared {
     grams: *mut f64,
     /// The current point, the trial point, the bounds, the damping scales, the step, the
     /// errors of the fit kept, and the point a component from the residual is tried from (to go
-    /// back to), `MAX_PARAMETERS` each.
+    /// back to), `MAX_PARAMETERS` each; the bounds of a component a split starts again (low,
+    /// then high, to go back to).
     current: *mut f64,
     trial: *mut f64,
     low: *mut f64,
@@ -119,6 +138,7 @@ struct Shared {
     step: *mut f64,
     errors: *mut f64,
     saved: *mut f64,
+    held: *mut f64,
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
@@ -453,6 +473,7 @@ pub unsafe fn fit_islands(
         step: shared_array![f64; MAX_PARAMETERS],
         errors: shared_array![f64; MAX_PARAMETERS],
         saved: shared_array![f64; MAX_PARAMETERS],
+        held: shared_array![f64; 2 * PARAMETERS],
         shapes: shared_array![Shape; MAX_COMPONENTS],
         partials: shared_array![f64; THREADS],
         keys: shared_array![u64; MAX_COMPONENTS + 2],
@@ -567,18 +588,34 @@ pub unsafe fn fit_islands(
     //    (with the errors of the new solution) or given up (back to the point saved).
     let mut parameters = fitted * PARAMETERS;
     let island = island.sampled(sample_step(pixels, parameters));
-    let (mut added, mut iterations, mut trying) = (0u32, 0, false);
+    let (mut added, mut iterations, mut trying) = (0u32, 0, Trying::Nothing);
     let (mut chi2, mut converged, mut singular) = (f64::NAN, false, false);
     loop {
-        let run = levenberg(&island, &shared, if trying { parameters + PARAMETERS } else { parameters });
+        let run =
+            levenberg(&island, &shared, if trying == Trying::Nothing { parameters } else { parameters + PARAMETERS });
         iterations += run.iterations;
-        if trying {
-            let peak = parameters + PEAK;
-            if !keeps_added(chi2, run.chi2, *shared.current.add(peak), *shared.low.add(peak)) {
+        if trying != Trying::Nothing {
+            let kept = |c: usize| {
+                let peak = c * PARAMETERS + PEAK;
+                keeps_added(chi2, run.chi2, *shared.current.add(peak), *shared.low.add(peak))
+            };
+            let split = *shared.keys.add(SPLIT) as usize;
+            let keep = kept(parameters / PARAMETERS) && (trying == Trying::Added || (run.converged && kept(split - 1)));
+            if !keep {
+                // Every thread has read the peaks that the point saved is about to replace.
+                thread::sync_threads();
                 if t < parameters {
                     *shared.current.add(t) = *shared.saved.add(t);
                 }
-                break;
+                if trying == Trying::Added {
+                    break;
+                }
+                if t == 0 {
+                    unsplit(&island, &shared, seed, beam, parameters, split - 1);
+                }
+                thread::sync_threads();
+                trying = Trying::Added;
+                continue;
             }
             parameters += PARAMETERS;
             added += 1;
@@ -586,13 +623,13 @@ pub unsafe fn fit_islands(
         chi2 = run.chi2;
         converged = run.converged;
         singular = !errors(&shared, run.gram, parameters);
-        if added as usize == RESIDUAL_STEPS
-            || !residual_room(parameters / PARAMETERS, pixels, island.box_pixels)
-            || !residual_summit(&island, &shared, seed, beam, parameters)
-        {
+        if added as usize == RESIDUAL_STEPS || !residual_room(parameters / PARAMETERS, pixels, island.box_pixels) {
             break;
         }
-        trying = true;
+        trying = residual_summit(&island, &shared, seed, beam, parameters);
+        if trying == Trying::Nothing {
+            break;
+        }
     }
     let fitted = parameters / PARAMETERS;
     flags |= if converged { 0 } else { NOT_CONVERGED };
@@ -719,14 +756,16 @@ unsafe fn errors(shared: &Shared, gram: *const f64, parameters: usize) -> bool {
 /// the tile as f32, NaN elsewhere (which `is_summit` passes over as it passes over a pixel not
 /// in the island); a summit where it is above `seed` × the noise and `is_summit` holds on the
 /// residual over the box (the brightest first, then the first in raster order: `summit_key`).
-/// Where there is one, saves `current` in `saved` and starts a component there after the others
-/// (`start`, into `current`, `low` and `high`). False (for every thread) where there is none.
+/// Where there is one (its key in the search's slot of `keys`), saves `current` in `saved` and
+/// starts the step there: the split of a component ([`split`]) where one reaches the summit,
+/// else one more component after the others ([`start_added`]). What it starts (for every
+/// thread); `Trying::Nothing` where there is no summit.
 ///
 /// # Safety
 /// Every thread of the block calls it together, the tile free, the island's box of at most
 /// `RESIDUAL_BOX_PIXELS` pixels (its residual fills the tile at most).
 #[inline(always)]
-unsafe fn residual_summit(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize) -> bool {
+unsafe fn residual_summit(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize) -> Trying {
     let t = thread::thread_idx_x() as usize;
     let components = parameters / PARAMETERS;
     if t < components {
@@ -783,25 +822,120 @@ unsafe fn residual_summit(island: &Island, shared: &Shared, seed: f64, beam: f64
     thread::sync_threads();
     let key = *shared.keys.add(MAX_COMPONENTS);
     if key == 0 {
-        return false;
+        return Trying::Nothing;
     }
     if t < parameters {
         *shared.saved.add(t) = *shared.current.add(t);
     }
+    thread::sync_threads();
     if t == 0 {
-        let (value, k) = summit_of(key);
-        let (row, col) = island.at(k as usize);
-        let sigma = island.noise_at(row * island.width + col) as f64;
-        let (x, y) = ((col - island.x0) as f64, (row - island.y0) as f64);
-        let s = start(value as f64, x, y, sigma, seed, beam, width, height, |x: f64| x.exp());
-        unroll!([0, 1, 2, 3, 4, 5], |q| {
-            *shared.current.add(parameters + q) = s.params[q];
-            *shared.low.add(parameters + q) = s.low[q];
-            *shared.high.add(parameters + q) = s.high[q];
-        });
+        let split = split(island, shared, seed, beam, parameters);
+        *shared.keys.add(SPLIT) = split as u64;
+        if split == 0 {
+            start_added(island, shared, seed, beam, parameters, false);
+        }
     }
     thread::sync_threads();
-    true
+    if *shared.keys.add(SPLIT) == 0 {
+        Trying::Added
+    } else {
+        Trying::Split
+    }
+}
+
+/// A split of component `c` given up: its bounds back from `held`, and one more component
+/// started at the residual's summit instead ([`start_added`]). One thread.
+///
+/// # Safety
+/// The summit's key is in its slot; no other thread touches the parameters and bounds.
+#[inline(always)]
+unsafe fn unsplit(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize, c: usize) {
+    unroll!([0, 1, 2, 3, 4, 5], |q| {
+        *shared.low.add(c * PARAMETERS + q) = *shared.held.add(q);
+        *shared.high.add(c * PARAMETERS + q) = *shared.held.add(PARAMETERS + q);
+    });
+    start_added(island, shared, seed, beam, parameters, false);
+}
+
+/// Starts a component in the slot after the first `parameters` parameters at the residual's
+/// summit (its key in the search's slot of `keys`), from the data's value there where
+/// `from_data` (a split), else from the residual's. One thread.
+///
+/// # Safety
+/// The summit's key is in its slot; no other thread touches the slot's parameters and bounds.
+#[inline(always)]
+unsafe fn start_added(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize, from_data: bool) {
+    let (value, k) = summit_of(*shared.keys.add(MAX_COMPONENTS));
+    let (row, col) = island.at(k as usize);
+    let value = if from_data { *island.image.add(row * island.width + col) } else { value };
+    start_component(island, shared, seed, beam, parameters / PARAMETERS, (row, col), value as f64);
+}
+
+/// Starts component `c` (`current`, `low` and `high`) at image pixel (`row`, `col`) of the
+/// island's box, of value `value` (`interface::fit::start`). One thread.
+///
+/// # Safety
+/// No other thread touches the component's parameters and bounds.
+#[inline(always)]
+unsafe fn start_component(
+    island: &Island,
+    shared: &Shared,
+    seed: f64,
+    beam: f64,
+    c: usize,
+    (row, col): (usize, usize),
+    value: f64,
+) {
+    let (width, height) = (island.box_width, island.box_pixels / island.box_width);
+    let sigma = island.noise_at(row * island.width + col) as f64;
+    let (x, y) = ((col - island.x0) as f64, (row - island.y0) as f64);
+    let s = start(value, x, y, sigma, seed, beam, width, height, |x: f64| x.exp());
+    let base = c * PARAMETERS;
+    unroll!([0, 1, 2, 3, 4, 5], |q| {
+        *shared.current.add(base + q) = s.params[q];
+        *shared.low.add(base + q) = s.low[q];
+        *shared.high.add(base + q) = s.high[q];
+    });
+}
+
+/// The split of the first of the first `parameters / PARAMETERS` components (their shapes in
+/// `shapes`) within whose reach lies the residual's summit (`interface::fit::split_at`): its
+/// bounds held in `held`, it starts again at the summit's mirror through its centre and one more
+/// at the summit ([`start_added`]), each from the data's value there. That component's index
+/// plus one; 0, and nothing started, where no component reaches the summit, or the mirror or the
+/// summit is no usable pixel of the island above the seed level. One thread.
+///
+/// # Safety
+/// The summit's key is in its slot; no other thread touches the parameters and bounds.
+#[inline(always)]
+unsafe fn split(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize) -> usize {
+    let (_, k) = summit_of(*shared.keys.add(MAX_COMPONENTS));
+    let (width, height) = (island.box_width, island.box_pixels / island.box_width);
+    let summit = (k as usize / width, k as usize % width);
+    let above = |(row, col): (usize, usize)| {
+        let i = (island.y0 + row) * island.width + island.x0 + col;
+        let (value, noise) = (*island.image.add(i), island.noise_at(i));
+        *island.labels.add(i) == island.label && usable(value, noise) && value as f64 > seed * noise as f64
+    };
+    for c in 0..parameters / PARAMETERS {
+        let p = shared.current.add(c * PARAMETERS);
+        if let Some(mirror) = split_at(*p.add(X), *p.add(Y), &*shared.shapes.add(c), summit, (height, width)) {
+            if !(above(mirror) && above(summit)) {
+                return 0;
+            }
+            let base = c * PARAMETERS;
+            unroll!([0, 1, 2, 3, 4, 5], |q| {
+                *shared.held.add(q) = *shared.low.add(base + q);
+                *shared.held.add(PARAMETERS + q) = *shared.high.add(base + q);
+            });
+            let (row, col) = (island.y0 + mirror.0, island.x0 + mirror.1);
+            let value = *island.image.add(row * island.width + col) as f64;
+            start_component(island, shared, seed, beam, c, (row, col), value);
+            start_added(island, shared, seed, beam, parameters, true);
+            return c + 1;
+        }
+    }
+    0
 }
 
 /// The step from the factored damped matrix in the tile, and the trial point it leads to,

@@ -17,7 +17,7 @@ use crate::measure::Source;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::fit::{
     clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, start, summit_key, summit_of, usable, window, Shape,
+    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, window, Shape,
     Start, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
     COMPONENT_WORDS, FEW_PIXELS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN,
     LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
@@ -524,7 +524,21 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
 
     // 3. Components from the residual, while one more may be fitted at every pixel.
     while added < RESIDUAL_STEPS && residual_room(fitted, pixels, boxed.width * boxed.height) {
-        let Some(s) = image.residual_summit(&boxed, &fit.params, settings) else { break };
+        let Some((s, k)) = image.residual_summit(&boxed, &fit.params, settings) else { break };
+        // First the split of a component the summit lies within, then the plain step.
+        if let Some(split) = image.split(&boxed, &fit.params, (&low, &high), k, settings) {
+            let trial = image.levenberg(&boxed, split.params, &split.low, &split.high);
+            iterations += trial.iterations;
+            let kept = |c: usize| {
+                let peak = c * PARAMETERS + PEAK;
+                keeps_added(fit.chi2, trial.chi2, trial.params[peak], split.low[peak])
+            };
+            if trial.converged && kept(fitted) && kept(split.component) {
+                (fit, (low, high)) = (trial, (split.low, split.high));
+                (fitted, added) = (fitted + 1, added + 1);
+                continue;
+            }
+        }
         let (mut params, mut bounds) = (fit.params.clone(), (low.clone(), high.clone()));
         params.extend(s.params);
         bounds.0.extend(s.low);
@@ -564,6 +578,15 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
     };
     let components = settled(&fit.params, &errors);
     (record(&components, fit.chi2), status(fitted, flags, iterations, pixels, summits as u32, added))
+}
+
+/// Where a split of a component starts ([`Image::split`]): every component's point and bounds,
+/// and which component is split.
+struct Split {
+    params: Vec<f64>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+    component: usize,
 }
 
 /// Where a Levenberg–Marquardt run ended: the point, its Gram matrix and χ², the iterations it
@@ -623,7 +646,7 @@ impl Image<'_> {
     /// island's usable pixels' residuals (`interface::fit::residual`), their summits by
     /// `interface::fit::is_summit` on the box, the brightest first (ties to the first in raster
     /// order, `summit_key`); `None` where no pixel is one.
-    fn residual_summit(&self, island: &Boxed, params: &[f64], settings: &FitSettings) -> Option<Start> {
+    fn residual_summit(&self, island: &Boxed, params: &[f64], settings: &FitSettings) -> Option<(Start, usize)> {
         let shapes: Vec<Shape> = params
             .chunks(PARAMETERS)
             .map(|p| {
@@ -659,7 +682,48 @@ impl Image<'_> {
         let noise = f64::from(self.noise.at(i, island.index));
         let (x, y) = ((k as usize % width) as f64, (k as usize / width) as f64);
         let (seed, beam) = (settings.seed, settings.beam_sigma);
-        Some(start(f64::from(value), x, y, noise, seed, beam, width, height, f64::exp))
+        Some((start(f64::from(value), x, y, noise, seed, beam, width, height, f64::exp), k as usize))
+    }
+
+    /// The split of the first component of `params` within whose reach (`interface::fit::
+    /// split_at`) lies the residual's summit at box pixel `k` of `island`: that component starts
+    /// again at the summit's mirror through its centre, and one more at the summit, each from the
+    /// data's value there (`start`), the points and bounds of the others as they are. `None`
+    /// where no component reaches the summit, or the mirror is no pixel of the island above the
+    /// seed level.
+    fn split(
+        &self,
+        island: &Boxed,
+        params: &[f64],
+        (low, high): (&[f64], &[f64]),
+        k: usize,
+        settings: &FitSettings,
+    ) -> Option<Split> {
+        let (width, height) = (island.width, island.height);
+        let summit = (k / width, k % width);
+        let (j, mirror) = params.chunks(PARAMETERS).enumerate().find_map(|(j, p)| {
+            let (sin, cos) = p[THETA].sin_cos();
+            let shape = Shape::new(p[MAJOR], p[MINOR], cos, sin);
+            Some((j, split_at(p[X], p[Y], &shape, summit, (height, width))?))
+        })?;
+        let (seed, beam) = (settings.seed, settings.beam_sigma);
+        let start_at = |(row, col): (usize, usize)| {
+            let i = (island.y0 + row) * self.width + island.x0 + col;
+            let (value, noise) = self.usable_pixel(island, i)?;
+            let (value, noise) = (f64::from(value), f64::from(noise));
+            (value > seed * noise)
+                .then(|| start(value, col as f64, row as f64, noise, seed, beam, width, height, f64::exp))
+        };
+        let (moved, added) = (start_at(mirror)?, start_at(summit)?);
+        let (mut params, mut low, mut high) = (params.to_vec(), low.to_vec(), high.to_vec());
+        let at = j * PARAMETERS..(j + 1) * PARAMETERS;
+        params[at.clone()].copy_from_slice(&moved.params);
+        low[at.clone()].copy_from_slice(&moved.low);
+        high[at].copy_from_slice(&moved.high);
+        params.extend(added.params);
+        low.extend(added.low);
+        high.extend(added.high);
+        Some(Split { params, low, high, component: j })
     }
 }
 
@@ -1032,7 +1096,11 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 ///   all of them are fitted again from there, and the new one is kept when χ² drops by more
 ///   than 25 and its peak ended above its floor (`interface::fit::keeps_added`), else the fit
 ///   stays as it was; at most twice (`interface::fit::RESIDUAL_STEPS`, which says why: the
-///   fainter of two sources about a beam apart, which make one summit).
+///   fainter of two sources about a beam apart, which make one summit). Where the summit lies
+///   within 1.5 σ of a component (`interface::fit::split_at`: a pair of near brightness, the
+///   component between its members), that component's split is tried first: it starts again
+///   at the summit's mirror through its centre and the new one at the summit, from the data's
+///   values, kept where the fit converges and both peaks pass `keeps_added`.
 ///   [`IslandFit::added`] counts them, [`IslandFit::iterations`] every iteration run;
 /// - the errors: `√diag((JᵀJ)⁻¹)` at the solution, J weighted by 1/noise: the covariance for
 ///   independent pixels of the given noise ([`Flags::SINGULAR`] and NaN where it does not
@@ -1488,6 +1556,36 @@ mod tests {
         assert!(residual_room(1, 300, RESIDUAL_BOX_PIXELS) && !residual_room(1, 300, RESIDUAL_BOX_PIXELS + 1));
     }
 
+    /// Two point sources of equal peak (S/N 50) 1.2 beams (FWHM, 2.8 pixels) apart on a 27 × 23
+    /// image: one summit, where one component sits between them, stretched along the pair.
+    fn pair_of_near_brightness() -> [Gaussian; 2] {
+        let apart = 1.2 * FWHM;
+        [gaussian_at(0.5, 12.3, 11.2, 1.0, 1.0, 0.0), gaussian_at(0.5, 12.3 + 0.8 * apart, 11.2 + 0.6 * apart, 1.0, 1.0, 0.0)]
+    }
+
+    #[test]
+    fn a_pair_of_near_brightness_is_split_at_the_residual_summit() {
+        let pair = pair_of_near_brightness();
+        for seed in 0..20 {
+            let (fit, _) = noisy_fit(27, 23, &pair, seed);
+            assert_eq!((fit.summits, fit.components.len(), fit.added), (1, 2, 1), "seed {seed}: {fit:?}");
+            assert!(!fit.flags.contains(Flags::NOT_CONVERGED), "seed {seed}: {fit:?}");
+            // Each member is one component's, whichever order the split left them in.
+            for want in &pair {
+                let near = |c: &&Component| (c.params.x - want.x).hypot(c.params.y - want.y);
+                let component = fit.components.iter().min_by(|a, b| near(a).total_cmp(&near(b))).expect("two");
+                let (p, e) = (&component.params, &component.errors);
+                let pulls = [(p.peak - want.peak) / e.peak, (p.x - want.x) / e.x, (p.y - want.y) / e.y];
+                assert!(pulls.iter().all(|pull| pull.abs() < 4.0), "seed {seed}: {p:?} ± {e:?} vs {want:?}");
+            }
+        }
+        // A summit beyond a component's reach, or whose mirror leaves the box, splits nothing.
+        let round = Shape::new(1.0, 1.0, 1.0, 0.0);
+        assert_eq!(split_at(10.0, 10.0, &round, (10, 11), (23, 27)), Some((10, 9)));
+        assert_eq!(split_at(10.0, 10.0, &round, (10, 12), (23, 27)), None);
+        assert_eq!(split_at(0.2, 10.0, &round, (10, 1), (23, 27)), None);
+    }
+
     #[test]
     fn a_single_source_takes_no_component_from_its_residual() {
         for seed in 0..20 {
@@ -1729,7 +1827,7 @@ mod tests {
         }
         // The summits of resolved sources and pairs in noise, at the pipeline's beam (radius 1)
         // and at the tests' (radius 2); a pair whose fainter member is a component from the
-        // residual; a point source with a 6σ pixel on its flank, whose component from the
+        // residual; a pair of near brightness split at its residual's summit; a point source with a 6σ pixel on its flank, whose component from the
         // residual (at seed 7 on the CPU, χ² 47.6 to 25.7) is given up.
         let spiked = |seed| {
             let mut scene = in_noise(27, 23, &pair_a_beam_apart()[..1], seed);
@@ -1741,6 +1839,7 @@ mod tests {
                 (in_noise(47, 39, &[ELLIPSE], seed), 47, 39),
                 (in_noise(31, 23, &close_pair(), seed), 31, 23),
                 (in_noise(27, 23, &pair_a_beam_apart(), seed), 27, 23),
+                (in_noise(27, 23, &pair_of_near_brightness(), seed), 27, 23),
                 (spiked(seed), 27, 23),
             ] {
                 let image = ArrayView2::from_shape((height, width), &scene.pixels[..]).expect("rows");
