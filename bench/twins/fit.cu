@@ -556,16 +556,17 @@ static __device__ __forceinline__ void fit_start_component(const FitIsland& isla
 }
 
 // Starts a component after the first `parameters` at the residual's summit (its key in the
-// search's slot), from the data's value there where `from_data` (a split), else the residual's.
-// One thread.
+// search's slot), within the bounds of the data's value there, and at that value for a split,
+// else at the residual's. One thread.
 static __device__ __forceinline__ void fit_start_added(const FitIsland& island, const FitShared& shared,
-                                                       double seed, double beam, size_t parameters, bool from_data) {
+                                                       double seed, double beam, size_t parameters, bool split) {
     float value;
     unsigned k;
     fit_summit_of(shared.keys[FIT_MAX_COMPONENTS], value, k);
     size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
-    if (from_data) value = island.image[row * island.width + col];
-    fit_start_component(island, shared, seed, beam, parameters / FIT_PARAMETERS, row, col, (double)value);
+    size_t c = parameters / FIT_PARAMETERS;
+    fit_start_component(island, shared, seed, beam, c, row, col, (double)island.image[row * island.width + col]);
+    if (!split) shared.current[c * FIT_PARAMETERS + FIT_PEAK] = (double)value;
 }
 
 // A split of component `c` given up: its bounds back from `held`, and one more component started

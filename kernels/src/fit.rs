@@ -52,7 +52,8 @@
 //!    data's are, on the tile; the current point is saved, and one thread starts the step at
 //!    the brightest: the split of the first component that reaches it
 //!    (`interface::fit::split_at`; its bounds held in shared memory, it starts again at the
-//!    summit's mirror and one more at the summit), else one more component there. The fit
+//!    summit's mirror and one more at the summit), else one more component there (at the
+//!    residual's value, within the bounds of the data's). The fit
 //!    runs again over all of them. Kept (`interface::fit::keeps_added`, and for a split the
 //!    fit converged and both peaks kept), the new fit's errors replace the old; a split given
 //!    up puts back the saved point and the held bounds and tries the one more component; that
@@ -858,17 +859,21 @@ unsafe fn unsplit(island: &Island, shared: &Shared, seed: f64, beam: f64, parame
 }
 
 /// Starts a component in the slot after the first `parameters` parameters at the residual's
-/// summit (its key in the search's slot of `keys`), from the data's value there where
-/// `from_data` (a split), else from the residual's. One thread.
+/// summit (its key in the search's slot of `keys`), within the bounds of the data's value
+/// there, and at that value for a split, else at the residual's
+/// (`interface::fit::RESIDUAL_STEPS`). One thread.
 ///
 /// # Safety
 /// The summit's key is in its slot; no other thread touches the slot's parameters and bounds.
 #[inline(always)]
-unsafe fn start_added(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize, from_data: bool) {
+unsafe fn start_added(island: &Island, shared: &Shared, seed: f64, beam: f64, parameters: usize, split: bool) {
     let (value, k) = summit_of(*shared.keys.add(MAX_COMPONENTS));
     let (row, col) = island.at(k as usize);
-    let value = if from_data { *island.image.add(row * island.width + col) } else { value };
-    start_component(island, shared, seed, beam, parameters / PARAMETERS, (row, col), value as f64);
+    let c = parameters / PARAMETERS;
+    start_component(island, shared, seed, beam, c, (row, col), *island.image.add(row * island.width + col) as f64);
+    if !split {
+        *shared.current.add(c * PARAMETERS + PEAK) = value as f64;
+    }
 }
 
 /// Starts component `c` (`current`, `low` and `high`) at image pixel (`row`, `col`) of the

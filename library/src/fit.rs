@@ -645,7 +645,9 @@ impl Image<'_> {
     /// every pixel) under the model `params`, above the seed level, as the kernel finds it: the
     /// island's usable pixels' residuals (`interface::fit::residual`), their summits by
     /// `interface::fit::is_summit` on the box, the brightest first (ties to the first in raster
-    /// order, `summit_key`); `None` where no pixel is one.
+    /// order, `summit_key`); `None` where no pixel is one. The component starts at the residual's
+    /// value within the bounds of the data's there (`interface::fit::RESIDUAL_STEPS` says why);
+    /// also the summit's box pixel.
     fn residual_summit(&self, island: &Boxed, params: &[f64], settings: &FitSettings) -> Option<(Start, usize)> {
         let shapes: Vec<Shape> = params
             .chunks(PARAMETERS)
@@ -682,7 +684,9 @@ impl Image<'_> {
         let noise = f64::from(self.noise.at(i, island.index));
         let (x, y) = ((k as usize % width) as f64, (k as usize / width) as f64);
         let (seed, beam) = (settings.seed, settings.beam_sigma);
-        Some((start(f64::from(value), x, y, noise, seed, beam, width, height, f64::exp), k as usize))
+        let mut s = start(f64::from(self.pixels[i]), x, y, noise, seed, beam, width, height, f64::exp);
+        s.params[PEAK] = f64::from(value);
+        Some((s, k as usize))
     }
 
     /// The split of the first component of `params` within whose reach (`interface::fit::
@@ -1092,8 +1096,9 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 /// - components from the residual: where one more component would still be fitted at every
 ///   pixel of the box (`interface::fit::residual_room`), the brightest summit above `seed` ×
 ///   its noise of the residual (the data less the fitted model, in f32, over the island's
-///   usable pixels; the same smoothed rule as the data's summits) starts one more component,
-///   all of them are fitted again from there, and the new one is kept when χ² drops by more
+///   usable pixels; the same smoothed rule as the data's summits) starts one more component
+///   (at the residual's value, within the bounds of the data's), all of them are fitted again
+///   from there, and the new one is kept when χ² drops by more
 ///   than 25 and its peak ended above its floor (`interface::fit::keeps_added`), else the fit
 ///   stays as it was; at most twice (`interface::fit::RESIDUAL_STEPS`, which says why: the
 ///   fainter of two sources about a beam apart, which make one summit). Where the summit lies
