@@ -13,7 +13,9 @@ of each image with a radio header: a SIN projection with 1″ pixels, and a roun
 2.355 pixels (σ 1, what `host sources` takes without one), at 1.4 GHz. Their catalogs' RA and
 Dec go back to 0-based pixels through that same WCS, and their integrated fluxes (Jy) become sums
 of pixels, the truth's unit, times the beam's area in pixels. Each peer runs as a user runs it:
-defaults, every core (--cores), Aegean's component table and PyBDSF's source list. Each time is
+defaults, every core (--cores), Aegean's component table and PyBDSF's source list. `host
+sources` runs on both images: as `host sky` wrote it (no beam in the header, so BANE's beamless
+grid of 16 pixels and a box of 96) and on the peers' copy (their beam, their grid). Each time is
 the wall time of the finder's processes, Python's start included, as `host sources` is timed
 (its CUDA start included; its own pipeline time is printed beside). Prints a table on stdout
 and, with --json, writes every score."""
@@ -167,7 +169,7 @@ def row(finder, sky, seconds, s, pipeline_ms=None):
         "detections": s["detections"], "on_core": s["on_core"], "on_shell": s["on_shell"],
         "completeness_above": s["completeness_above"], "reliability": s["reliability"],
         "position_px": e["position"], "peak": e["peak"], "flux": e["flux"],
-        "line": (f"{finder:<7} {sky:<18} {seconds:8.2f} s  {s['detections']:5d}  "
+        "line": (f"{finder:<8} {sky:<18} {seconds:8.2f} s  {s['detections']:5d}  "
                  f"{s['completeness_above']['value']:.4f} ({s['completeness_above']['count']}/"
                  f"{s['completeness_above']['of']})  {s['reliability']['value']:.4f} "
                  f"({s['reliability']['of'] - s['reliability']['count']} false)  "
@@ -193,7 +195,7 @@ def main():
         sys.exit(f"finders: unknown finder {unknown} (known: {', '.join(FINDERS)})")
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="finders-"))
     rows = []
-    print(f"{'finder':<7} {'sky':<18} {'wall':>10}  {'found':>5}  completeness>10σ  reliability  "
+    print(f"{'finder':<8} {'sky':<18} {'wall':>10}  {'found':>5}  completeness>10σ  reliability  "
           "position, peak, flux errors >20σ")
     for sky in args.skies.split(","):
         profile, seed = sky.split(":")
@@ -203,12 +205,15 @@ def main():
         run([args.host, "sky", "--side", str(args.side), "--survey", "--noise-profile", profile, "--seed", seed,
              "--out", str(image)], work / "sky.log")
         name = f"{profile} {seed}"
-        if "host" in finders:
-            seconds, s, pipeline_ms = ours(args.host, image, truth, args.cpu)
-            rows.append(row("host", name, seconds, s, pipeline_ms))
-            print(rows[-1]["line"] + (f"  (pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ""), flush=True)
         copy = work / "radio.fits"
         wcs = radio_copy(image, copy)
+        # Ours on the image as `host sky` wrote it (no beam: BANE's beamless grid), and on the
+        # peers' copy (their beam, so their grid and box).
+        for finder, path in (("host", image), ("host+hdr", copy)):
+            if "host" in finders:
+                seconds, s, pipeline_ms = ours(args.host, path, truth, args.cpu)
+                rows.append(row(finder, name, seconds, s, pipeline_ms))
+                print(rows[-1]["line"] + (f"  (pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ""), flush=True)
         for finder, call in (("aegean", aegean), ("pybdsf", pybdsf)):
             if finder in finders:
                 seconds, detections = call(copy, wcs, work, args.cores)
