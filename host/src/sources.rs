@@ -391,7 +391,7 @@ fn run_local_on_gpu(
 }
 
 /// `--catalog`, or `<image stem>-sources.csv` beside the image.
-fn catalog_path(image: &Path, catalog: Option<&Path>) -> PathBuf {
+pub fn catalog_path(image: &Path, catalog: Option<&Path>) -> PathBuf {
     catalog.map(Path::to_path_buf).unwrap_or_else(|| {
         let stem = image.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         image.with_file_name(format!("{}-sources.csv", stem))

@@ -11,6 +11,7 @@ use crate::multi::require_gpus;
 use crate::sources::{self, Cataloged};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -66,7 +67,9 @@ impl Summary {
     }
 }
 
-/// The image files `paths` name: files as given, each directory's images (by name) in order.
+/// The image files `paths` name: files as given, each directory's images (by name) in order,
+/// each file once however often it is named. Two images whose catalogs would be one file (`a.fits`
+/// and `a.npy` side by side) are an error.
 pub fn images(paths: &[PathBuf]) -> GpuResult<Vec<PathBuf>> {
     let mut images = Vec::new();
     for path in paths {
@@ -82,6 +85,20 @@ pub fn images(paths: &[PathBuf]) -> GpuResult<Vec<PathBuf>> {
         } else {
             require(path.is_file(), || format!("{}: no such image or directory", path.display()))?;
             images.push(path.clone());
+        }
+    }
+    let mut seen = HashSet::new();
+    images.retain(|image| seen.insert(std::fs::canonicalize(image).unwrap_or_else(|_| image.clone())));
+    let mut catalogs: HashMap<PathBuf, &Path> = HashMap::new();
+    for image in &images {
+        let catalog = sources::catalog_path(image, None);
+        if let Some(other) = catalogs.insert(catalog.clone(), image) {
+            return Err(GpuError::InvalidInput(format!(
+                "{} and {} would both write {}: survey them apart",
+                other.display(),
+                image.display(),
+                catalog.display()
+            )));
         }
     }
     Ok(images)

@@ -219,10 +219,15 @@ fn bad_survey_paths_exit_with_a_message() {
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("notes.csv"), "x\n").unwrap();
     let absent = dir.join("absent.fits");
+    let twins = dir.join("twins");
+    std::fs::create_dir_all(&twins).unwrap();
+    io::write_matrix(&twins.join("a.npy"), (2, 2), &[0.0f32; 4]).unwrap();
+    fits::write_image(&twins.join("a.fits"), 2, 2, &[0.0f32; 4]).unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&[], "the following required arguments were not provided"),
         (&[text(&absent)], "absent.fits: no such image or directory"),
         (&[text(&empty)], "holds no FITS or .npy image"),
+        (&[text(&twins)], "a.npy would both write"),
     ];
     for (args, needle) in cases {
         let output = host(&[&["survey"], *args].concat());
@@ -230,4 +235,22 @@ fn bad_survey_paths_exit_with_a_message() {
         assert!(!output.status.success() && stderr.contains(needle), "{:?}: {}", args, stderr);
         assert!(!stderr.contains("panicked"), "{}", stderr);
     }
+}
+
+#[test]
+fn a_survey_takes_each_image_once_in_order() {
+    let dir = scratch("survey-list");
+    for name in ["b.npy", "a.fits"] {
+        let path = dir.join(name);
+        if name.ends_with(".npy") {
+            io::write_matrix(&path, (2, 2), &[0.0f32; 4]).unwrap();
+        } else {
+            fits::write_image(&path, 2, 2, &[0.0f32; 4]).unwrap();
+        }
+    }
+    std::fs::write(dir.join("notes.csv"), "x\n").unwrap();
+    let (a, b) = (dir.join("a.fits"), dir.join("b.npy"));
+    // A directory gives its images by name; one named again, directly or through it, is kept once.
+    let images = host::survey::images(&[b.clone(), dir.clone(), a.clone()]).unwrap();
+    assert_eq!(images, [b, a]);
 }
