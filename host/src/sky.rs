@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn bad_options_are_clear_errors() {
         let out = Path::new("sky.fits");
-        assert!(error_of(run(&options(8, out, 0), 1)).contains("--side must be 16 to 16384 pixels (got 8)"));
+        assert!(error_of(run(&options(8, out, 0), 1)).contains("--side must be 16 to 32768 pixels (got 8)"));
         assert!(error_of(run(&options(100_000, out, 0), 1)).contains("(got 100000)"));
         let noise = |noise: f64| error_of(run(&Options { noise, ..options(64, out, 0) }, 1));
         assert!(noise(0.0).contains("--noise must be a positive number"));

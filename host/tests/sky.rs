@@ -59,7 +59,7 @@ fn bad_sky_options_exit_with_a_message() {
     let dir = scratch("bad");
     let out = dir.join("sky.fits");
     let cases: &[(&[&str], &str)] = &[
-        (&["--side", "8"], "--side must be 16 to 16384 pixels (got 8)"),
+        (&["--side", "8"], "--side must be 16 to 32768 pixels (got 8)"),
         (&["--side", "70000"], "(got 70000)"),
         (&["--noise", "0"], "--noise must be a positive number"),
         (&["--noise", "-0.1"], "--noise must be a positive number"),

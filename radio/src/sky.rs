@@ -37,8 +37,9 @@ use std::fmt::Write;
 use std::ops::Range;
 
 pub const MIN_SIDE: usize = 16;
-/// 16384² f32 is 1 GiB; the source-finding pipeline's largest case is 8192².
-pub const MAX_SIDE: usize = 16384;
+/// 32768² f32 is 4 GiB, the size of the largest survey images (ASKAP, MeerKAT) that the source
+/// finder takes on one GPU; the labels still number every pixel (u32).
+pub const MAX_SIDE: usize = 32768;
 pub const MAX_SOURCES: usize = 100_000;
 /// A component is drawn within this many σ of its profile; past that a pixel would get less
 /// than e^-18 (2e-8) of the peak, far below the noise.
