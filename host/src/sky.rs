@@ -163,8 +163,7 @@ pub fn run(options: &Options, seed: u64) -> GpuResult<Summary> {
     // The noise has a seed of its own, so that it does not shift with the placement's draws.
     let (image, blanked) = sky.render(&components, seed ^ 1);
     io::write_image(&options.out, side, side, &image)?;
-    std::fs::write(&truth, sky.truth_csv(&components))
-        .map_err(|e| file_error(&truth, format!("cannot write: {}", e)))?;
+    io::write_text(&truth, &sky.truth_csv(&components))?;
     Ok(Summary {
         image: options.out.display().to_string(),
         truth: truth.display().to_string(),

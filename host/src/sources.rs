@@ -804,7 +804,7 @@ pub fn catalog_on(gpu: &Gpu, options: &Options) -> GpuResult<Cataloged> {
     let csv = table.csv();
     let catalog = catalog_path(&options.image, options.catalog.as_deref());
     require(catalog != options.image, || "--catalog must not overwrite the image".to_string())?;
-    std::fs::write(&catalog, &csv).map_err(|e| file_error(&catalog, format!("cannot write: {}", e)))?;
+    io::write_text(&catalog, &csv)?;
     Ok(Cataloged { image: options.image.clone(), catalog, sources, csv, ms: start.elapsed().as_secs_f64() * 1e3 })
 }
 

@@ -6,7 +6,7 @@
 //! catalog of them all.
 
 use crate::gpu::{require, Gpu, GpuError, GpuResult};
-use crate::io::{file_error, ImageKind};
+use crate::io::{file_error, write_text, ImageKind};
 use crate::multi::require_gpus;
 use crate::sources::{self, Cataloged};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -207,5 +207,5 @@ fn write_merged(path: &Path, catalogs: &[Cataloged]) -> GpuResult<()> {
             text += &format!("{},{}\n", image, line);
         }
     }
-    std::fs::write(path, text).map_err(|e| file_error(path, format!("cannot write: {}", e)))
+    write_text(path, &text)
 }

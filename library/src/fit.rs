@@ -1536,12 +1536,25 @@ mod tests {
         }
     }
 
-    /// Two point sources of the pipeline's beam (σ 1 pixel) 1.5 beams (FWHM, 3.5 pixels) apart,
-    /// S/N 100 and 30, on a 27 × 23 image: one summit on the smoothed image, the fainter a
-    /// shoulder of the brighter.
+    /// Two point sources of the pipeline's beam (σ 1 pixel) of peaks `peaks`, `beams` beams
+    /// (FWHM) apart along (0.8, 0.6), on a 27 × 23 image.
+    fn pair(peaks: [f64; 2], beams: f64) -> [Gaussian; 2] {
+        let apart = beams * FWHM;
+        let [first, second] = peaks;
+        [gaussian_at(first, 12.3, 11.2, 1.0, 1.0, 0.0), gaussian_at(second, 12.3 + 0.8 * apart, 11.2 + 0.6 * apart, 1.0, 1.0, 0.0)]
+    }
+
+    /// S/N 100 and 30, 1.5 beams (3.5 pixels) apart: one summit on the smoothed image, the
+    /// fainter a shoulder of the brighter.
     fn pair_a_beam_apart() -> [Gaussian; 2] {
-        let apart = 1.5 * FWHM;
-        [gaussian_at(1.0, 12.3, 11.2, 1.0, 1.0, 0.0), gaussian_at(0.3, 12.3 + 0.8 * apart, 11.2 + 0.6 * apart, 1.0, 1.0, 0.0)]
+        pair([1.0, 0.3], 1.5)
+    }
+
+    /// `component`'s peak and position within 4 of its errors of `want`'s.
+    fn assert_pulls_small(component: &Component, want: &Gaussian, seed: u64) {
+        let (p, e) = (&component.params, &component.errors);
+        let pulls = [(p.peak - want.peak) / e.peak, (p.x - want.x) / e.x, (p.y - want.y) / e.y];
+        assert!(pulls.iter().all(|pull| pull.abs() < 4.0), "seed {seed}: {p:?} ± {e:?} vs {want:?}");
     }
 
     #[test]
@@ -1552,20 +1565,17 @@ mod tests {
             assert_eq!((fit.summits, fit.components.len(), fit.added), (1, 2, 1), "seed {seed}: {fit:?}");
             assert!(!fit.flags.contains(Flags::NOT_CONVERGED), "seed {seed}: {fit:?}");
             for (component, want) in fit.components.iter().zip(&pair) {
-                let (p, e) = (&component.params, &component.errors);
-                let pulls = [(p.peak - want.peak) / e.peak, (p.x - want.x) / e.x, (p.y - want.y) / e.y];
-                assert!(pulls.iter().all(|pull| pull.abs() < 4.0), "seed {seed}: {p:?} ± {e:?} vs {want:?}");
+                assert_pulls_small(component, want, seed);
             }
         }
         // The step's room ends where the box's residual would not fit the kernel's tile.
         assert!(residual_room(1, 300, RESIDUAL_BOX_PIXELS) && !residual_room(1, 300, RESIDUAL_BOX_PIXELS + 1));
     }
 
-    /// Two point sources of equal peak (S/N 50) 1.2 beams (FWHM, 2.8 pixels) apart on a 27 × 23
-    /// image: one summit, where one component sits between them, stretched along the pair.
+    /// Equal peaks (S/N 50) 1.2 beams (2.8 pixels) apart: one summit, where one component sits
+    /// between them, stretched along the pair.
     fn pair_of_near_brightness() -> [Gaussian; 2] {
-        let apart = 1.2 * FWHM;
-        [gaussian_at(0.5, 12.3, 11.2, 1.0, 1.0, 0.0), gaussian_at(0.5, 12.3 + 0.8 * apart, 11.2 + 0.6 * apart, 1.0, 1.0, 0.0)]
+        pair([0.5, 0.5], 1.2)
     }
 
     #[test]
@@ -1579,9 +1589,7 @@ mod tests {
             for want in &pair {
                 let near = |c: &&Component| (c.params.x - want.x).hypot(c.params.y - want.y);
                 let component = fit.components.iter().min_by(|a, b| near(a).total_cmp(&near(b))).expect("two");
-                let (p, e) = (&component.params, &component.errors);
-                let pulls = [(p.peak - want.peak) / e.peak, (p.x - want.x) / e.x, (p.y - want.y) / e.y];
-                assert!(pulls.iter().all(|pull| pull.abs() < 4.0), "seed {seed}: {p:?} ± {e:?} vs {want:?}");
+                assert_pulls_small(component, want, seed);
             }
         }
         // A summit beyond a component's reach, or whose mirror leaves the box, splits nothing.

@@ -303,6 +303,11 @@ pub fn require_finite(path: &Path, values: &[f32]) -> GpuResult<()> {
     }
 }
 
+/// Writes `text` to the file at `path`; an error names it.
+pub fn write_text(path: &Path, text: &str) -> GpuResult<()> {
+    std::fs::write(path, text).map_err(|e| file_error(path, format!("cannot write: {}", e)))
+}
+
 fn write_npy<T: NpyElement>(path: &Path, shape: &[usize], data: &[T]) -> GpuResult<()> {
     let cannot = |e: &dyn std::fmt::Display| file_error(path, format!("cannot write: {}", e));
     let array = ArrayView::from_shape(IxDyn(shape), data).map_err(|e| cannot(&e))?;

@@ -14,7 +14,7 @@
 //! escaped text.
 
 use super::measure::Source;
-use crate::io::file_error;
+use crate::io::{file_error, write_text};
 use crate::wcs::{Coordinates, Frame};
 use cuda_kernels::fit::Flags;
 use cuda_kernels::gpu::GpuResult;
@@ -362,15 +362,15 @@ impl Catalog {
     }
 
     pub fn write_csv(&self, path: &Path) -> GpuResult<()> {
-        write(path, &self.csv())
+        write_text(path, &self.csv())
     }
 
     pub fn write_votable(&self, path: &Path) -> GpuResult<()> {
-        write(path, &self.votable())
+        write_text(path, &self.votable())
     }
 
     pub fn write_regions(&self, path: &Path) -> GpuResult<()> {
-        write(path, &self.regions())
+        write_text(path, &self.regions())
     }
 }
 
@@ -646,10 +646,6 @@ fn escape(text: &str) -> String {
 }
 
 /// Writes `text` to `path`, an error naming it if that fails.
-fn write(path: &Path, text: &str) -> GpuResult<()> {
-    std::fs::write(path, text).map_err(|e| file_error(path, format!("cannot write: {}", e)))
-}
-
 /// Writes `sources` as a CSV catalog in pixels: what a caller with only the sources has (no
 /// header for a WCS, no noise).
 pub fn write_csv(path: &Path, sources: &[Source]) -> GpuResult<()> {
@@ -660,7 +656,7 @@ pub fn write_csv(path: &Path, sources: &[Source]) -> GpuResult<()> {
 /// Writes `catalog` (anything serializable, with its sources) as pretty-printed JSON.
 pub fn write_json(path: &Path, catalog: &impl Serialize) -> GpuResult<()> {
     let text = serde_json::to_string_pretty(catalog).map_err(|e| file_error(path, format!("cannot write: {}", e)))?;
-    write(path, &(text + "\n"))
+    write_text(path, &(text + "\n"))
 }
 
 /// Writes the label image as SciPy returns it: a 2-D int32 array, `height` rows of `width`.

@@ -137,15 +137,9 @@ enum LocalNoise {
 /// read). A truth without a `noise` column (the lesson's sky, of constant noise) takes `noise`
 /// as every source's σ.
 pub fn parse_truth(text: &str, noise: Option<f64>) -> GpuResult<Vec<Truth>> {
-    let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| invalid("the truth is empty: no header line".into()))?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let column = |name: &str| names.iter().position(|&n| n == name);
-    let required = TRUTH_COLUMNS
-        .map(|name| column(name).ok_or_else(|| invalid(format!("the truth's header has no `{}` column", name))));
-    let [x, y, peak, flux, sigma, radius, kind] = required;
-    let ([x, y, peak, flux, sigma, radius], kind) = ([x?, y?, peak?, flux?, sigma?, radius?], kind?);
-    let [_, minor, pa, local] = SURVEY_COLUMNS.map(column);
+    let csv = Csv::parse(text, "truth")?;
+    let [x, y, peak, flux, sigma, radius, kind] = csv.required(TRUTH_COLUMNS)?;
+    let [_, minor, pa, local] = SURVEY_COLUMNS.map(|name| csv.column(name));
     let local = match (local, noise.filter(|&n| n.is_finite() && n > 0.0)) {
         (Some(column), _) => LocalNoise::Column(column),
         (None, Some(given)) => LocalNoise::Given(given),
@@ -155,13 +149,10 @@ pub fn parse_truth(text: &str, noise: Option<f64>) -> GpuResult<Vec<Truth>> {
             ))
         }
     };
-    lines
-        .map(|(index, line)| {
-            let line_number = index + 1;
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            require(fields.len() == names.len(), || {
-                format!("line {}: {} fields, but the header names {}", line_number, fields.len(), names.len())
-            })?;
+    csv.rows()
+        .map(|row| {
+            let (line_number, fields) = row?;
+            let names = &csv.names;
             let number = |column: usize| {
                 fields[column].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
                     invalid(format!(
@@ -208,11 +199,61 @@ pub fn parse_truth(text: &str, noise: Option<f64>) -> GpuResult<Vec<Truth>> {
 
 /// [`parse_truth`] of the file at `path`; an error names it.
 pub fn read_truth(path: &Path, noise: Option<f64>) -> GpuResult<Vec<Truth>> {
+    read_csv(path, |text| parse_truth(text, noise))
+}
+
+/// `parse` of the text of the file at `path`; an error names the file.
+fn read_csv<T>(path: &Path, parse: impl FnOnce(&str) -> GpuResult<T>) -> GpuResult<T> {
     let text = std::fs::read_to_string(path).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
-    parse_truth(&text, noise).map_err(|e| match e {
+    parse(&text).map_err(|e| match e {
         GpuError::InvalidInput(why) => file_error(path, why),
         other => other,
     })
+}
+
+/// A CSV's header, its column names trimmed, and the text after it: what the truth and another
+/// finder's catalog are read from. Blank lines are skipped; `what` names the file in errors.
+struct Csv<'a> {
+    what: &'a str,
+    names: Vec<&'a str>,
+    /// The lines after the header, each with its 1-based number.
+    lines: Vec<(usize, &'a str)>,
+}
+
+impl<'a> Csv<'a> {
+    fn parse(text: &'a str, what: &'a str) -> GpuResult<Self> {
+        let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
+        let (_, header) = lines.next().ok_or_else(|| invalid(format!("the {} is empty: no header line", what)))?;
+        let names = header.split(',').map(str::trim).collect();
+        Ok(Self { what, names, lines: lines.map(|(index, line)| (index + 1, line)).collect() })
+    }
+
+    fn column(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|&n| n == name)
+    }
+
+    /// The columns of `names`, each an error where the header lacks it.
+    fn required<const N: usize>(&self, names: [&str; N]) -> GpuResult<[usize; N]> {
+        let mut columns = [0; N];
+        for (column, name) in columns.iter_mut().zip(names) {
+            *column = self
+                .column(name)
+                .ok_or_else(|| invalid(format!("the {}'s header has no `{}` column", self.what, name)))?;
+        }
+        Ok(columns)
+    }
+
+    /// Each line's number and fields (trimmed); a line of another count than the header's is
+    /// an error.
+    fn rows(&self) -> impl Iterator<Item = GpuResult<(usize, Vec<&'a str>)>> + '_ {
+        self.lines.iter().map(|&(number, line)| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            require(fields.len() == self.names.len(), || {
+                format!("line {}: {} fields, but the header names {}", number, fields.len(), self.names.len())
+            })?;
+            Ok((number, fields))
+        })
+    }
 }
 
 /// The columns of another finder's catalog to score: pixel position (0-based, as the truth's),
@@ -223,25 +264,16 @@ pub const DETECTION_COLUMNS: [&str; 4] = ["x", "y", "peak", "flux"];
 /// order, as `bench/peers/finders.py` writes Aegean's and PyBDSF's catalogs. A position must be
 /// finite; a peak, flux or S/N may be `nan`, which leaves it out of its medians.
 pub fn parse_detections(text: &str) -> GpuResult<Vec<Detection>> {
-    let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| invalid("the catalog is empty: no header line".into()))?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let column = |name: &str| names.iter().position(|&n| n == name);
-    let required = DETECTION_COLUMNS
-        .map(|name| column(name).ok_or_else(|| invalid(format!("the catalog's header has no `{}` column", name))));
-    let [x, y, peak, flux] = required;
-    let [x, y, peak, flux] = [x?, y?, peak?, flux?];
-    let snr = column("snr");
-    lines
-        .map(|(index, line)| {
-            let line_number = index + 1;
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            require(fields.len() == names.len(), || {
-                format!("line {}: {} fields, but the header names {}", line_number, fields.len(), names.len())
-            })?;
+    let csv = Csv::parse(text, "catalog")?;
+    let [x, y, peak, flux] = csv.required(DETECTION_COLUMNS)?;
+    let snr = csv.column("snr");
+    csv.rows()
+        .map(|row| {
+            let (line_number, fields) = row?;
             let number = |column: usize| {
                 fields[column].parse::<f64>().map_err(|_| {
-                    invalid(format!("line {}: {} `{}` is not a number", line_number, names[column], fields[column]))
+                    let (name, field) = (csv.names[column], fields[column]);
+                    invalid(format!("line {}: {} `{}` is not a number", line_number, name, field))
                 })
             };
             let (x, y) = (number(x)?, number(y)?);
@@ -255,11 +287,7 @@ pub fn parse_detections(text: &str) -> GpuResult<Vec<Detection>> {
 
 /// [`parse_detections`] of the file at `path`; an error names it.
 pub fn read_detections(path: &Path) -> GpuResult<Vec<Detection>> {
-    let text = std::fs::read_to_string(path).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
-    parse_detections(&text).map_err(|e| match e {
-        GpuError::InvalidInput(why) => file_error(path, why),
-        other => other,
-    })
+    read_csv(path, parse_detections)
 }
 
 /// `count` of `of`, and their ratio when `of` is not 0.
