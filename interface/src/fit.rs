@@ -146,14 +146,10 @@ pub const SIGMA_HIGH: f64 = 1.1;
 /// of at most [`RESIDUAL_BOX_PIXELS`], takes the step ([`residual_room`]).
 ///
 /// Why: two sources about a beam apart make one summit on the smoothed image, and the one
-/// component fitted to it lost the fainter: completeness above 10σ was 0.985–0.994 on `host
-/// sky --survey` at 4096² (two seeds, constant and varying noise; CPU path), and 0.998–1.000
-/// with these steps, reliability 0.996 or better. The split is for a pair of near brightness
-/// ([`SPLIT_REACH`] says why): without it, 40 of 40 noisy pairs of equal peaks 1.2 beams apart
-/// (S/N 50) ended [`NOT_CONVERGED`] with a third component; with it, all 40 converge with both
-/// members within 0.5 px and 20% of their peaks. With the data's bound, of 40 pairs of peaks
-/// 1 : 0.4 a beam apart 9 end not converged (15 with the residual's bound, 38 without the
-/// split), and on the four survey skies 3 islands fewer, with one more source above 10σ found.
+/// component fitted to it lost the fainter, the misses above 10σ on `host sky --survey`. The
+/// split is for a pair of near brightness ([`SPLIT_REACH`] says why): without it, a pair of
+/// equal peaks 1.2 beams apart ended [`NOT_CONVERGED`] with a third component. (The measured
+/// effects are in the commits that brought these steps.)
 pub const RESIDUAL_STEPS: usize = 2;
 /// The least drop in χ² (the noise-weighted sum, [`CHI2`]) for which a component added from the
 /// residual is kept: five standard deviations of one parameter's χ². One pixel 6σ above the
