@@ -14,10 +14,11 @@
 //! buffer of the image less its background (free until then), its grid comes back, is filled
 //! and goes up again for the second interpolation: the mask and the fill are the CPU's own
 //! functions (the mask's grid, the masked image, the crowded grid points left out and
-//! [`super::fill`]), so both paths make the same maps. The S/N image's trip down and the masked image's up are the pass's cost beside
-//! its two kernels (a mask kernel would keep them on the GPU).
+//! [`super::fill`]), so both paths make the same maps. The S/N image comes down, and the masked
+//! image goes up, through one page-locked buffer that the pipeline keeps: a copy between the GPU
+//! and pageable memory goes through the driver's staging buffers at a fraction of the bus's rate.
 
-use super::{drop_crowded, fill, masked, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
+use super::{drop_crowded, fill, mask, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Params};
@@ -27,10 +28,11 @@ use cuda_kernels::gpu::{blocks, CudaContext, Gpu, GpuResult};
 use cuda_kernels::label::Labeler;
 use cuda_kernels::measure::{Measurer, Source};
 use cuda_kernels::saxpy::{Method, SaxpyArgs, BLOCKS_PER_SM};
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, LockedBuffer};
 use interface::fit::{RECORD_WORDS, STATUS_WORDS};
 use interface::DEFAULT_BLOCK;
 use ndarray::Array2;
+use std::cell::{RefCell, RefMut};
 
 /// What to copy back besides the catalog: the maps (for `--check`, `--background-map` and
 /// `--noise-map`) and the labels (for `--check` and `--labels`).
@@ -49,6 +51,9 @@ pub struct Pipeline<'g> {
     image: DeviceBuffer<f32>,
     labeler: Labeler,
     measurer: Measurer,
+    /// The second background pass's page-locked image: the S/N image copied back, masked in
+    /// place and copied up. Made at the first second pass.
+    staging: RefCell<Option<LockedBuffer<f32>>>,
 }
 
 impl Drop for Pipeline<'_> {
@@ -81,7 +86,19 @@ impl<'g> Pipeline<'g> {
             image: gpu.upload("the image", &image.pixels)?,
             labeler: Labeler::new(gpu, width, height)?,
             measurer: Measurer::new(gpu, width, height)?,
+            staging: RefCell::new(None),
         })
+    }
+
+    /// The page-locked image, made on first use.
+    fn staging(&self) -> GpuResult<RefMut<'_, LockedBuffer<f32>>> {
+        let mut staging = self.staging.borrow_mut();
+        if staging.is_none() {
+            let buffer =
+                LockedBuffer::new(&0.0, self.width * self.height).during("allocating page-locked host memory")?;
+            *staging = Some(buffer);
+        }
+        Ok(RefMut::map(staging, |s| s.as_mut().expect("made above")))
     }
 
     /// Runs the three steps on the uploaded image (`image` is what was uploaded: its NaN pixels
@@ -208,13 +225,17 @@ impl<'g> Pipeline<'g> {
             unsafe { gpu.launch("background_interpolate", &maps) }
         };
         interpolate(&sky_grid(first, (rows, columns), &settings.params))?;
-        let snr = gpu.download("the mask's S/N image", &run.snr, n)?;
-        let (pixels, count) = masked(&image.pixels, &snr, MASK_LEVEL);
-        run.data.index(..).copy_from(&pixels[..]).during("copying the masked image to the GPU")?;
+        let mut masked = self.staging()?;
+        // Synchronous copies on the legacy stream: the S/N image's waits for the interpolation
+        // (the pipeline's stream is a blocking one), and each returns when its copy is done, so
+        // the page-locked memory is free again after it.
+        run.snr.index(..n).copy_to(&mut masked[..n]).during("copying the mask's S/N image back")?;
+        let count = mask(&image.pixels, &mut masked[..n], MASK_LEVEL);
+        run.data.index(..n).copy_from(&masked[..n]).during("copying the masked image to the GPU")?;
         // SAFETY: as for the interpolation: the grid's copy back waits for the kernel.
         unsafe { gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid))? };
         let mut grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
-        drop_crowded(&mut grid, &image.pixels, &pixels, self.width, &settings.params)?;
+        drop_crowded(&mut grid, &image.pixels, &masked[..n], self.width, &settings.params)?;
         fill(&mut grid, first, columns);
         interpolate(&grid)?;
         Ok((grid, count))

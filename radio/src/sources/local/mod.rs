@@ -376,12 +376,18 @@ fn sky_grid(first: &[f64], (rows, columns): (usize, usize), params: &Params) -> 
     grid
 }
 
-/// `pixels` with those whose `snr` is above `level` made NaN, and how many finite pixels were.
-fn masked(pixels: &[f32], snr: &[f32], level: f64) -> (Vec<f32>, usize) {
-    let above = |(p, s): (&f32, &f32)| p.is_finite() && f64::from(*s) > level;
-    let count = pixels.par_iter().zip(snr).filter(|&pair| above(pair)).count();
-    let pixels = pixels.par_iter().zip(snr).map(|pair| if above(pair) { f32::NAN } else { *pair.0 }).collect();
-    (pixels, count)
+/// Turns the S/N image `snr` into `pixels` with those whose S/N is above `level` made NaN, in
+/// place (the GPU path does it in page-locked memory the S/N image came back into); returns how
+/// many finite pixels were made NaN.
+fn mask(pixels: &[f32], snr: &mut [f32], level: f64) -> usize {
+    snr.par_iter_mut()
+        .zip(pixels)
+        .map(|(value, &pixel)| {
+            let above = pixel.is_finite() && f64::from(*value) > level;
+            *value = if above { f32::NAN } else { pixel };
+            usize::from(above)
+        })
+        .sum()
 }
 
 /// Makes NaN the points of the second pass's `grid` whose boxes had more than [`MASKED_AT_MOST`]
@@ -465,14 +471,14 @@ fn interpolated(pixels: &[f32], width: usize, params: &Params, grid: &[f64]) -> 
 }
 
 /// The second background pass on the CPU from the first's `maps`: the pixels above the sky
-/// masked ([`sky_grid`], [`masked`]), the grid of what is left, [`fill`]ed, interpolated over
+/// masked ([`sky_grid`], [`mask`]), the grid of what is left, [`fill`]ed, interpolated over
 /// every pixel. Returns the maps and how many pixels were left out.
 fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -> GpuResult<(Maps, usize)> {
     let params = &settings.params;
     let shape = grid_shape(pixels, width, params)?;
     let sky = sky_grid(&maps.grid, shape, params);
-    let snr: Vec<f32> = interpolated(pixels, width, params, &sky)?.into_iter().map(|m| m[2]).collect();
-    let (masked, count) = masked(pixels, &snr, MASK_LEVEL);
+    let mut masked: Vec<f32> = interpolated(pixels, width, params, &sky)?.into_iter().map(|m| m[2]).collect();
+    let count = mask(pixels, &mut masked, MASK_LEVEL);
     let points: GpuResult<Vec<[f64; 2]>> = (0..shape.0 * shape.1)
         .into_par_iter()
         .map(|p| background::cpu_point(&masked, width, params, (p / shape.1, p % shape.1)))
