@@ -28,20 +28,21 @@ static __device__ __forceinline__ size_t fit_gram_len(size_t parameters) {
     return (parameters + 1) * (parameters + 2) / 2;
 }
 
-static __device__ __forceinline__ void fit_pair(size_t e, size_t& row, size_t& column) {
-    row = 0, column = e;
+// interface::fit::pair_after: the entry `by` after (row, column), in place.
+static __device__ __forceinline__ void fit_pair_after(size_t& row, size_t& column, size_t by) {
+    column += by;
     while (column > row) {
         row += 1;
         column -= row;
     }
 }
 
-static __device__ __forceinline__ size_t fit_rows(size_t parameters) { return FIT_TILE_WORDS / (parameters + 1); }
-
-static __device__ __forceinline__ size_t fit_window(size_t parameters) {
-    size_t rows = fit_rows(parameters);
-    return rows < FIT_THREADS ? rows : FIT_THREADS;
+static __device__ __forceinline__ void fit_pair(size_t e, size_t& row, size_t& column) {
+    row = 0, column = 0;
+    fit_pair_after(row, column, e);
 }
+
+static __device__ __forceinline__ size_t fit_rows(size_t parameters) { return FIT_TILE_WORDS / (parameters + 1); }
 
 static __device__ __forceinline__ size_t fit_segments(size_t entries) {
     return entries <= FIT_THREADS ? FIT_THREADS / entries : 1;
@@ -241,6 +242,9 @@ struct FitShared {
     double* held;
     FitShape* shapes;
     double* partials;
+    // The pixels a pass has found and not yet made rows of: sample index, value, noise.
+    unsigned* staged;
+    float *staged_values, *staged_noise;
     unsigned long long* keys;
     unsigned* counts;
 };
@@ -276,11 +280,16 @@ struct FitIsland {
     }
 };
 
-static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, const FitShared& shared, double seed,
-                                                       unsigned long long limit, bool count) {
+// One pass over the box: each thread keeps its brightest FIT_MAX_COMPONENTS summit keys, in
+// order, in its slots of the tile, and returns how many it holds.
+static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island, const FitShared& shared,
+                                                         double seed) {
+    size_t t = threadIdx.x;
+    unsigned long long* list = reinterpret_cast<unsigned long long*>(shared.tile) + t * FIT_MAX_COMPONENTS;
     unsigned pixels = 0, summits = 0, nan = 0;
-    unsigned long long best = 0, brightest = 0;
-    for (size_t k = threadIdx.x; k < island.box_pixels; k += FIT_THREADS) {
+    unsigned long long brightest = 0;
+    size_t held = 0;
+    for (size_t k = t; k < island.box_pixels; k += FIT_THREADS) {
         size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
         size_t i = row * island.width + col;
         if (island.labels[i] != island.label) continue;
@@ -289,23 +298,49 @@ static __device__ __forceinline__ void fit_summit_pass(const FitIsland& island, 
             pixels += 1;
             if ((double)value > seed * (double)noise) {
                 unsigned long long key = fit_summit_key(value, (unsigned)k);
-                if (count && key > brightest) brightest = key;
+                if (key > brightest) brightest = key;
                 if (island.is_summit(row, col)) {
                     summits += 1;
-                    if (key < limit && key > best) best = key;
+                    if (held < FIT_MAX_COMPONENTS || key > list[held - 1]) {
+                        size_t at = held < FIT_MAX_COMPONENTS ? held : held - 1;
+                        while (at > 0 && list[at - 1] < key) {
+                            list[at] = list[at - 1];
+                            at -= 1;
+                        }
+                        list[at] = key;
+                        held += held < FIT_MAX_COMPONENTS ? 1 : 0;
+                    }
                 }
             }
         } else {
             nan = 1;
         }
     }
-    if (count) {
-        atomicAdd(&shared.counts[FIT_COUNT_PIXELS], pixels);
-        atomicAdd(&shared.counts[FIT_COUNT_SUMMITS], summits);
-        atomicAdd(&shared.counts[FIT_COUNT_NAN], nan);
-        if (brightest > 0) atomicMax(&shared.keys[FIT_FALLBACK], brightest);
+    atomicAdd(&shared.counts[FIT_COUNT_PIXELS], pixels);
+    atomicAdd(&shared.counts[FIT_COUNT_SUMMITS], summits);
+    atomicAdd(&shared.counts[FIT_COUNT_NAN], nan);
+    if (brightest > 0) atomicMax(&shared.keys[FIT_FALLBACK], brightest);
+    return held;
+}
+
+// The `given` brightest of the threads' lists into keys[0..given]: each round every thread
+// offers its head to a shared max, and the winner moves past it.
+static __device__ __forceinline__ void fit_brightest_summits(const FitShared& shared, size_t held, size_t given) {
+    size_t t = threadIdx.x, next = 0;
+    const unsigned long long* list = reinterpret_cast<const unsigned long long*>(shared.tile) + t * FIT_MAX_COMPONENTS;
+    for (size_t j = 0; j < given; ++j) {
+        unsigned long long head = next < held ? list[next] : 0;
+        if (head > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], head);
+        __syncthreads();
+        unsigned long long best = shared.keys[FIT_MAX_COMPONENTS];
+        next += head == best && head > 0 ? 1 : 0;
+        __syncthreads();
+        if (t == 0) {
+            shared.keys[j] = best;
+            shared.keys[FIT_MAX_COMPONENTS] = 0;
+        }
+        __syncthreads();
     }
-    if (best > 0) atomicMax(&shared.keys[FIT_MAX_COMPONENTS], best);
 }
 
 static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, double* gram, size_t filled,
@@ -315,15 +350,30 @@ static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, d
     size_t stride = parameters + 1, entries = fit_gram_len(parameters);
     size_t parts = fit_segments(entries);
     if (parts == 1) {
-        for (size_t e = t; e < entries; e += FIT_THREADS) {
-            size_t a, b;
-            fit_pair(e, a, b);
-            double sum = 0.0;
-            for (size_t r = 0; r < filled; ++r) {
-                const double* row = shared.tile + r * stride;
-                sum = fma(row[a], row[b], sum);
+        // Two entries THREADS apart at once, each adding its rows in order.
+        size_t a, b;
+        fit_pair(t, a, b);
+        unsigned rows = (unsigned)filled, words = (unsigned)stride;
+        for (size_t e = t; e < entries; e += 2 * FIT_THREADS) {
+            size_t c = a, d = b;
+            fit_pair_after(c, d, FIT_THREADS);
+            double sum = 0.0, next = 0.0;
+            if (e + FIT_THREADS < entries) {
+                for (unsigned r = 0; r < rows; ++r) {
+                    const double* row = shared.tile + r * words;
+                    sum = fma(row[(unsigned)a], row[(unsigned)b], sum);
+                    next = fma(row[(unsigned)c], row[(unsigned)d], next);
+                }
+                gram[e + FIT_THREADS] += next;
+            } else {
+                for (unsigned r = 0; r < rows; ++r) {
+                    const double* row = shared.tile + r * words;
+                    sum = fma(row[(unsigned)a], row[(unsigned)b], sum);
+                }
             }
             gram[e] += sum;
+            a = c, b = d;
+            fit_pair_after(a, b, FIT_THREADS);
         }
     } else {
         size_t length = (filled + parts - 1) / parts;
@@ -347,50 +397,26 @@ static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, d
     }
 }
 
-static __device__ void fit_evaluate(const FitIsland& island, const FitShared& shared, const double* params,
-                                    double* gram, size_t parameters) {
+// The Jacobian rows of the `staged` pixels, a thread each, into the tile after its `filled`
+// rows; a full tile is summed into `gram` before the next row.
+static __device__ __forceinline__ void fit_rows_of_staged(const FitIsland& island, const FitShared& shared,
+                                                          const double* params, double* gram, size_t parameters,
+                                                          size_t staged, size_t& filled) {
     size_t t = threadIdx.x;
-    size_t components = parameters / FIT_PARAMETERS;
-    if (t < components) {
-        const double* p = params + t * FIT_PARAMETERS;
-        double s, c;
-        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
-        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
-    }
-    size_t entries = fit_gram_len(parameters);
-    for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
-    __syncthreads();
-    size_t stride = parameters + 1, capacity = fit_rows(parameters), span = fit_window(parameters);
-    size_t warp = t / 32, lane = t % 32;
-    size_t filled = 0;
-    for (size_t first = 0; first < island.sample_pixels; first += span) {
-        if (filled + span > capacity) {
+    size_t components = parameters / FIT_PARAMETERS, stride = parameters + 1, capacity = fit_rows(parameters);
+    for (size_t done = 0; done < staged;) {
+        if (filled == capacity) {
             fit_accumulate(shared, gram, filled, parameters);
             filled = 0;
             __syncthreads();
         }
-        size_t k = first + t, row = 0, col = 0;
-        float value = 0.0f, noise = 0.0f;
-        bool valid = t < span && k < island.sample_pixels;
-        if (valid) {
-            row = island.y0 + k / island.sample_width * island.step, col = island.x0 + k % island.sample_width * island.step;
-            size_t i = row * island.width + col;
-            value = island.image[i];
-            noise = island.noise_at(i);
-            valid = island.labels[i] == island.label && fit_usable(value, noise);
-        }
-        unsigned bits = __ballot_sync(0xFFFFFFFFu, valid);
-        if (lane == 0) shared.counts[warp] = __popc(bits);
-        __syncthreads();
-        size_t before = 0, total = 0;
-        for (size_t w = 0; w < FIT_WARPS; ++w) {
-            size_t count = shared.counts[w];
-            before += w < warp ? count : 0;
-            total += count;
-        }
-        if (valid) {
-            size_t rank = before + __popc(bits & ((1u << lane) - 1));
-            double* out = shared.tile + (filled + rank) * stride;
+        size_t take = capacity - filled < staged - done ? capacity - filled : staged - done;
+        if (t < take) {
+            size_t at = done + t, k = shared.staged[at];
+            size_t row = island.y0 + k / island.sample_width * island.step;
+            size_t col = island.x0 + k % island.sample_width * island.step;
+            float value = shared.staged_values[at], noise = shared.staged_noise[at];
+            double* out = shared.tile + (filled + t) * stride;
             double weight = 1.0 / (double)noise;
             double dx = (double)(col - island.x0), dy = (double)(row - island.y0);
             double model = 0.0;
@@ -405,53 +431,131 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
             }
             out[parameters] = ((double)value - model) * weight;
         }
-        filled += total;
+        filled += take;
+        done += take;
         __syncthreads();
     }
+}
+
+static __device__ void fit_evaluate(const FitIsland& island, const FitShared& shared, const double* params,
+                                    double* gram, size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t components = parameters / FIT_PARAMETERS;
+    if (t < components) {
+        const double* p = params + t * FIT_PARAMETERS;
+        double s, c;
+        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
+        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+    }
+    size_t entries = fit_gram_len(parameters);
+    for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
+    __syncthreads();
+    size_t warp = t / 32, lane = t % 32;
+    size_t staged = 0, filled = 0;
+    for (size_t first = 0; first < island.sample_pixels; first += FIT_THREADS) {
+        size_t k = first + t;
+        float value = 0.0f, noise = 0.0f;
+        bool valid = k < island.sample_pixels;
+        if (valid) {
+            size_t row = island.y0 + k / island.sample_width * island.step;
+            size_t col = island.x0 + k % island.sample_width * island.step;
+            size_t i = row * island.width + col;
+            value = island.image[i];
+            noise = island.noise_at(i);
+            valid = island.labels[i] == island.label && fit_usable(value, noise);
+        }
+        unsigned bits = __ballot_sync(0xFFFFFFFFu, valid);
+        if (lane == 0) shared.counts[warp] = __popc(bits);
+        __syncthreads();
+        size_t before = 0, total = 0;
+        for (size_t w = 0; w < FIT_WARPS; ++w) {
+            size_t count = shared.counts[w];
+            before += w < warp ? count : 0;
+            total += count;
+        }
+        if (staged + total > FIT_THREADS) {
+            fit_rows_of_staged(island, shared, params, gram, parameters, staged, filled);
+            staged = 0;
+        }
+        if (valid) {
+            size_t at = staged + before + __popc(bits & ((1u << lane) - 1));
+            shared.staged[at] = (unsigned)k;
+            shared.staged_values[at] = value;
+            shared.staged_noise[at] = noise;
+        }
+        staged += total;
+        __syncthreads();
+    }
+    fit_rows_of_staged(island, shared, params, gram, parameters, staged, filled);
     fit_accumulate(shared, gram, filled, parameters);
     __syncthreads();
 }
 
 // interface::fit::RANK_TOLERANCE: a pivot must exceed `least` times the diagonal entry.
+// Right-looking: once column j is divided by its pivot's root, every entry right of it takes
+// its term, a thread per entry.
 static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagonal, double least) {
-    size_t t = threadIdx.x;
+    size_t t = threadIdx.x, first_a, first_b;
+    fit_pair(t, first_a, first_b);
     for (size_t j = 0; j < n; ++j) {
-        if (t < n - j) {
-            size_t i = j + t;
-            double s = tile[fit_tri(i, j)];
-            for (size_t k = 0; k < j; ++k) s -= tile[fit_tri(i, k)] * tile[fit_tri(j, k)];
-            tile[fit_tri(i, j)] = s;
-        }
-        __syncthreads();
         double pivot = tile[fit_tri(j, j)];
         double floor = least > 0.0 ? least * diagonal[fit_tri(j, j)] : 0.0;
         if (!(pivot > floor && pivot < INFINITY)) return false;
         double root = sqrt(pivot);
         if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
         __syncthreads();
+        size_t rest = n - j - 1, a = first_a, b = first_b;
+        for (size_t e = t; e < rest * (rest + 1) / 2; e += FIT_THREADS) {
+            size_t i = j + 1 + a, c = j + 1 + b;
+            tile[fit_tri(i, c)] -= tile[fit_tri(i, j)] * tile[fit_tri(c, j)];
+            fit_pair_after(a, b, FIT_THREADS);
+        }
+        __syncthreads();
     }
     return true;
 }
 
+// The first warp, lane l holding rows l and l + 32: as each unknown is found (forward, then
+// back), every row still open subtracts its term.
 static __device__ void fit_solve(const FitShared& shared, const double* gram, size_t parameters) {
     double *tile = shared.tile, *step = shared.step;
     const double* gradient = gram + parameters * (parameters + 1) / 2;
-    for (size_t a = 0; a < parameters; ++a) {
-        double s = gradient[a];
-        for (size_t k = 0; k < a; ++k) s -= tile[fit_tri(a, k)] * step[k];
-        step[a] = s / sqrt(tile[fit_tri(a, a)]);
+    size_t lane = threadIdx.x;
+    size_t rows[2] = {lane, lane + 32};
+    double sums[2] = {0.0, 0.0};
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+        if (rows[h] < parameters) sums[h] = gradient[rows[h]];
+    for (size_t k = 0; k < parameters; ++k) {
+        if (lane == k % 32) step[k] = (k < 32 ? sums[0] : sums[1]) / sqrt(tile[fit_tri(k, k)]);
+        __syncwarp();
+        double y = step[k];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            if (rows[h] > k && rows[h] < parameters) sums[h] -= tile[fit_tri(rows[h], k)] * y;
     }
-    unsigned small = 1;
-    for (size_t a = parameters; a-- > 0;) {
-        double s = step[a];
-        for (size_t k = a + 1; k < parameters; ++k) s -= tile[fit_tri(k, a)] * step[k];
-        step[a] = s / sqrt(tile[fit_tri(a, a)]);
-        double old_value = shared.current[a];
-        double new_value = fit_clamp(old_value + step[a], shared.low[a], shared.high[a]);
-        shared.trial[a] = new_value;
-        small &= (unsigned)fit_small_step(old_value, new_value);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+        if (rows[h] < parameters) sums[h] = step[rows[h]];
+    __syncwarp();
+    bool small = true;
+    for (size_t k = parameters; k-- > 0;) {
+        if (lane == k % 32) {
+            double x = (k < 32 ? sums[0] : sums[1]) / sqrt(tile[fit_tri(k, k)]);
+            step[k] = x;
+            double old_value = shared.current[k];
+            double new_value = fit_clamp(old_value + x, shared.low[k], shared.high[k]);
+            shared.trial[k] = new_value;
+            small = small && fit_small_step(old_value, new_value);
+        }
+        __syncwarp();
+        double x = step[k];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            if (rows[h] < k) sums[h] -= tile[fit_tri(k, rows[h])] * x;
     }
-    shared.counts[FIT_COUNT_SMALL] = small;
+    bool all_small = __ballot_sync(0xFFFFFFFFu, !small) == 0;
+    if (lane == 0) shared.counts[FIT_COUNT_SMALL] = all_small;
 }
 
 // Where a Levenberg-Marquardt run ended; `gram` holds the matrix of its point (in `current`).
@@ -478,17 +582,18 @@ static __device__ __forceinline__ FitRun fit_levenberg(const FitIsland& island, 
     while (iterations < FIT_MAX_ITERATIONS && !converged) {
         iterations += 1;
         __syncthreads();
+        size_t a, b;
+        fit_pair(t, a, b);
         for (size_t e = t; e < normal; e += FIT_THREADS) {
-            size_t a, b;
-            fit_pair(e, a, b);
             shared.tile[e] = gram[e] + (a == b ? lambda * shared.scale[a] : 0.0);
+            fit_pair_after(a, b, FIT_THREADS);
         }
         __syncthreads();
         if (!fit_cholesky(shared.tile, parameters, gram, 0.0)) {
             lambda *= FIT_LAMBDA_FACTOR;
             continue;
         }
-        if (t == 0) fit_solve(shared, gram, parameters);
+        if (t < 32) fit_solve(shared, gram, parameters);
         __syncthreads();
         fit_evaluate(island, shared, shared.trial, other, parameters);
         double next = other[entries - 1];
@@ -735,10 +840,12 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
         saved[FIT_MAX_PARAMETERS], held[2 * FIT_PARAMETERS];
     __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
     __shared__ double partials[FIT_BLOCK];
+    __shared__ unsigned staged[FIT_BLOCK];
+    __shared__ float staged_values[FIT_BLOCK], staged_noise[FIT_BLOCK];
     __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 2];
     __shared__ unsigned counts[FIT_WARPS + 4];
-    FitShared shared{tile, grams, current, trial, low, high, scale, step, errors, saved, held, shapes, partials, keys,
-                     counts};
+    FitShared shared{tile,    grams,    current,  trial,  low,           high,         scale, step, errors,
+                     saved,   held,     shapes,   partials, staged, staged_values, staged_noise, keys, counts};
     size_t t = threadIdx.x, index = blockIdx.x;
     const unsigned* record = islands + index * FIT_ISLAND_WORDS;
     unsigned label = record[FIT_ISLAND_LABEL];
@@ -762,7 +869,7 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
         keys[FIT_FALLBACK] = 0;
     }
     __syncthreads();
-    fit_summit_pass(island, shared, seed, ~0ull, true);
+    size_t kept = fit_summit_pass(island, shared, seed);
     __syncthreads();
     unsigned pixels = counts[FIT_COUNT_PIXELS];
     size_t summits = counts[FIT_COUNT_SUMMITS];
@@ -784,20 +891,7 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
     flags |= summits > FIT_MAX_COMPONENTS ? FIT_TOO_MANY_SUMMITS : 0;
     flags |= fitted < chosen ? FIT_FEW_PIXELS : 0;
     flags |= summits == 0 ? FIT_NO_SUMMIT : 0;
-    unsigned long long last = keys[FIT_MAX_COMPONENTS];
-    for (size_t j = 0; j < given; ++j) {
-        if (j > 0) {
-            fit_summit_pass(island, shared, seed, last, false);
-            __syncthreads();
-            last = keys[FIT_MAX_COMPONENTS];
-        }
-        __syncthreads();
-        if (t == 0) {
-            keys[j] = last;
-            keys[FIT_MAX_COMPONENTS] = 0;
-        }
-        __syncthreads();
-    }
+    fit_brightest_summits(shared, kept, given);
     if (t < given) {
         float value;
         unsigned k;

@@ -217,7 +217,15 @@ pub const fn gram_len(parameters: usize) -> usize {
 /// Entry `e` of a lower triangle stored row by row, as (row, column), column ≤ row.
 #[inline(always)]
 pub fn pair(e: usize) -> (usize, usize) {
-    let (mut row, mut column) = (0, e);
+    pair_after((0, 0), e)
+}
+
+/// The entry `by` entries after (`row`, `column`) in a lower triangle stored row by row: a
+/// thread that walks its entries `BLOCK` apart steps from one to the next in a few rows,
+/// rather than from the first entry each time.
+#[inline(always)]
+pub fn pair_after((mut row, mut column): (usize, usize), by: usize) -> (usize, usize) {
+    column += by;
     while column > row {
         row += 1;
         column -= row;
@@ -226,21 +234,9 @@ pub fn pair(e: usize) -> (usize, usize) {
 }
 
 /// Jacobian rows the tile holds for `parameters` parameters: how many island pixels are summed
-/// into the Gram matrix at a time.
+/// into the Gram matrix at a time (the tile is summed when it is full, and at the pass's end).
 pub const fn rows(parameters: usize) -> usize {
     TILE_WORDS / (parameters + 1)
-}
-
-/// Box pixels one pass looks at together, a thread each: never more than the tile has rows
-/// for, so that a window always fits after the tile is emptied. Before each window, the rows
-/// gathered so far are summed (and the tile emptied) when the window might not fit.
-pub const fn window(parameters: usize) -> usize {
-    let rows = rows(parameters);
-    if rows < BLOCK as usize {
-        rows
-    } else {
-        BLOCK as usize
-    }
 }
 
 /// Segments of the tile's rows each Gram entry is summed over, one thread per entry and
@@ -632,6 +628,21 @@ pub fn settle(params: &mut [f64; PARAMETERS], errors: &mut [f64; PARAMETERS], x0
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_walk_the_lower_triangle_row_by_row() {
+        let mut e = 0;
+        for row in 0..=MAX_PARAMETERS {
+            for column in 0..=row {
+                assert_eq!(pair(e), (row, column));
+                for by in [1, 7, BLOCK as usize] {
+                    assert_eq!(pair_after((row, column), by), pair(e + by));
+                }
+                e += 1;
+            }
+        }
+        assert_eq!(e, gram_len(MAX_PARAMETERS));
+    }
 
     #[test]
     fn a_pass_costs_about_a_one_component_fit_of_max_fit_pixels() {

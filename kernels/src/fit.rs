@@ -15,30 +15,34 @@
 //!    in the island) beats on the island smoothed by a binomial kernel of half the beam's
 //!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
 //!    the CPU's bit for bit). Each thread looks at every `BLOCK`-th pixel of the box and
-//!    smooths around its candidates from global memory (3 × 3 taps each for a beam of σ 1);
-//!    the brightest summit is a `max` of its key (`summit_key`: value, then raster order) over
-//!    the block, in a shared `atom.max.u64`, and the next brightest is found by a pass for the
-//!    largest key below it, so the components are in a fixed order whatever the threads'
-//!    timing. The first pass also counts the island's usable pixels and its summits, and keeps
-//!    the brightest pixel above the seed: the one summit of an island that has no other.
+//!    smooths around its candidates from global memory (3 × 3 taps each for a beam of σ 1),
+//!    keeping its brightest `MAX_COMPONENTS` summit keys (`summit_key`: value, then raster
+//!    order) in its own slots of the tile. The block's brightest is then a `max` of the
+//!    threads' heads in a shared `atom.max.u64`, the winner moving to its next, once per
+//!    component, so the components are in a fixed order whatever the threads' timing and the
+//!    box is read once. The pass also counts the island's usable pixels and its summits, and
+//!    keeps the brightest pixel above the seed: the one summit of an island that has no other.
 //! 2. Each iteration solves `(JᵀJ + λ D) δ = Jᵀr` (Marquardt's damping, `D` the largest
 //!    diagonal of `JᵀJ` seen so far, as MINPACK scales) for the step, with `J` and `r`
 //!    weighted by 1/noise, and keeps the step when the island's χ² drops (then λ shrinks
 //!    tenfold, else it grows tenfold). A pass over the island evaluates the model, the
 //!    Jacobian and the residual at the trial point and sums the Gram matrix `[J r]ᵀ[J r]`
 //!    (`JᵀJ`, `Jᵀr` and χ² at once, `interface::fit::gram_len`):
-//!    - the box is read in windows of up to `BLOCK` pixels, a thread each; the island's pixels
-//!      among them are ranked by one ballot per warp and write their Jacobian row (the six
-//!      derivatives of each component, then the residual) to consecutive rows of the shared
-//!      tile, so no thread sums a pixel outside the island;
-//!    - when the next window might not fit, the rows gathered are summed into the Gram matrix:
-//!      a thread per entry (and per segment of the rows, where there are fewer entries than
-//!      threads, `interface::fit::segments`), each adding in row order with `fma`.
+//!    - the sample is read in windows of `BLOCK` pixels, a thread each; the island's pixels
+//!      among them are ranked by one ballot per warp and staged in shared memory, and once a
+//!      window's would not fit beside them, the staged pixels write their Jacobian rows (the
+//!      six derivatives of each component, then the residual) to the shared tile, a thread
+//!      each: no thread sums a pixel outside the island, and a sparse island (a ring) does its
+//!      arithmetic with every lane busy, not one lane in eight;
+//!    - when the tile is full, its rows are summed into the Gram matrix: a thread per entry
+//!      (and per segment of the rows, where there are fewer entries than threads,
+//!      `interface::fit::segments`), each adding in row order with `fma`.
 //!
 //!    The trial's Gram matrix goes to the second of two buffers: a rejected step costs no pass
 //!    to restore the current point's.
-//! 3. The solve: the damped matrix is factored by Cholesky in the tile, a column at a time, a
-//!    thread per row below the diagonal; one thread substitutes forward and back.
+//! 3. The solve: the damped matrix is factored by Cholesky in the tile, a column at a time,
+//!    each column's terms taken by every entry right of it at once, a thread per entry; one
+//!    warp substitutes forward and back, a lane per row.
 //! 4. Converged when a step moves no parameter by more than `STEP_TOLERANCE` relative, or an
 //!    accepted one lowers χ² by at most `CHI2_TOLERANCE` of it; after `MAX_ITERATIONS` the fit
 //!    is flagged `NOT_CONVERGED`. The errors are the square roots of the diagonal of
@@ -60,9 +64,9 @@
 //!    given up, the saved point comes back, and with it the errors, which the new fits did not
 //!    touch.
 //!
-//! Memory: 43.6 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 4.5
-//! KiB of parameters, bounds, scales, step, errors, the saved point, a split's held bounds,
-//! shapes, partial sums, summit keys and counts): three blocks an H100 SM, where the registers
+//! Memory: 45.1 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 1.5
+//! KiB of staged pixels, 4.5 KiB of parameters, bounds, scales, step, errors, the saved point,
+//! a split's held bounds, shapes, partial sums, summit keys and counts): three blocks an H100 SM, where the registers
 //! are the bound, so `interface::fit::BOUNDS` holds them to what three blocks allow (the
 //! residual's search stays in the tile for that: in global memory, a model evaluation at every
 //! tap of every summit test, it took more). The sums go in the same order as the CPU reference's
@@ -81,11 +85,10 @@
 use crate::{ballot, shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
-use cuda_std::{intrinsics, shared_array, GpuFloat};
+use cuda_std::{intrinsics, shared_array, warp, GpuFloat};
 use interface::fit::{
-    clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable,
-    window, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
+    clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
+    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
     GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
     LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
     PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS,
@@ -141,6 +144,11 @@ struct Shared {
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
+    /// The island's pixels a pass has found and not yet made rows of: their sample index,
+    /// value and noise, one per thread at most.
+    staged: *mut u32,
+    staged_values: *mut f32,
+    staged_noise: *mut f32,
     /// The summits chosen, then the search's running maximum, then the brightest pixel above
     /// the seed level.
     keys: *mut u64,
@@ -220,17 +228,20 @@ unsafe fn shared_max(slot: *mut u64, value: u64) {
     asm!("red.shared.max.u64 [{a}], {v};", a = in(reg32) shared_address(slot), v = in(reg64) value);
 }
 
-/// One pass of the summit search: the largest summit key below `limit` into
-/// `keys[MAX_COMPONENTS]`, and with `count` the island's usable pixels, summits and whether it
-/// has NaN into the counters, and the largest key of any pixel above the seed level into
-/// `keys[FALLBACK]`.
+/// The summit search, in one pass over the box: each thread keeps the brightest
+/// `MAX_COMPONENTS` summit keys it finds, in order, in its own slots of the tile (free until the
+/// fit), and returns how many it holds; the island's usable pixels, summits and whether it has
+/// NaN go into the counters, and the largest key of any pixel above the seed level into
+/// `keys[FALLBACK]`. [`brightest_summits`] then takes the brightest of them all.
 ///
 /// # Safety
-/// Every thread of the block calls it together, the counters zeroed as `count` needs them.
+/// Every thread of the block calls it together, the counters zeroed.
 #[inline(always)]
-unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, count: bool) {
-    let (mut pixels, mut summits, mut nan, mut best, mut brightest) = (0u32, 0u32, 0u32, 0u64, 0u64);
-    let mut k = thread::thread_idx_x() as usize;
+unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
+    let t = thread::thread_idx_x() as usize;
+    let list = (shared.tile as *mut u64).add(t * MAX_COMPONENTS);
+    let (mut pixels, mut summits, mut nan, mut brightest, mut held) = (0u32, 0u32, 0u32, 0u64, 0usize);
+    let mut k = t;
     while k < island.box_pixels {
         let (row, col) = island.at(k);
         let i = row * island.width + col;
@@ -240,13 +251,20 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, c
                 pixels += 1;
                 if value as f64 > seed * noise as f64 {
                     let key = summit_key(value, k as u32);
-                    if count && key > brightest {
+                    if key > brightest {
                         brightest = key;
                     }
                     if island.is_summit(row, col) {
                         summits += 1;
-                        if key < limit && key > best {
-                            best = key;
+                        if held < MAX_COMPONENTS || key > *list.add(held - 1) {
+                            // Insertion into the thread's list, brightest first.
+                            let mut at = if held < MAX_COMPONENTS { held } else { held - 1 };
+                            while at > 0 && *list.add(at - 1) < key {
+                                *list.add(at) = *list.add(at - 1);
+                                at -= 1;
+                            }
+                            *list.add(at) = key;
+                            held += if held < MAX_COMPONENTS { 1 } else { 0 };
                         }
                     }
                 }
@@ -256,20 +274,48 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64, limit: u64, c
         }
         k += THREADS;
     }
-    if count {
-        shared_add(shared.counts.add(PIXELS), pixels);
-        shared_add(shared.counts.add(SUMMITS), summits);
-        shared_add(shared.counts.add(HAS_NAN), nan);
-        if brightest > 0 {
-            shared_max(shared.keys.add(FALLBACK), brightest);
-        }
+    shared_add(shared.counts.add(PIXELS), pixels);
+    shared_add(shared.counts.add(SUMMITS), summits);
+    shared_add(shared.counts.add(HAS_NAN), nan);
+    if brightest > 0 {
+        shared_max(shared.keys.add(FALLBACK), brightest);
     }
-    if best > 0 {
-        shared_max(shared.keys.add(MAX_COMPONENTS), best);
+    held
+}
+
+/// The `given` brightest summits of the threads' lists (`held` each, [`summit_pass`]) into
+/// `keys[0..given]`, brightest first: each round every thread offers the head of its list to a
+/// shared `max`, and the one whose head won moves past it (keys are distinct: they hold the
+/// pixel's place). Where `keys[MAX_COMPONENTS]` holds a key before the first round (the
+/// fallback summit), it is taken when no list offers one.
+///
+/// # Safety
+/// Every thread of the block calls it together, with its `held`, after the pass and a barrier.
+#[inline(always)]
+unsafe fn brightest_summits(shared: &Shared, held: usize, given: usize) {
+    let t = thread::thread_idx_x() as usize;
+    let list = (shared.tile as *const u64).add(t * MAX_COMPONENTS);
+    let mut next = 0;
+    for j in 0..given {
+        let head = if next < held { *list.add(next) } else { 0 };
+        if head > 0 {
+            shared_max(shared.keys.add(MAX_COMPONENTS), head);
+        }
+        thread::sync_threads();
+        let best = *shared.keys.add(MAX_COMPONENTS);
+        next += if head == best && head > 0 { 1 } else { 0 };
+        thread::sync_threads();
+        if t == 0 {
+            *shared.keys.add(j) = best;
+            *shared.keys.add(MAX_COMPONENTS) = 0;
+        }
+        thread::sync_threads();
     }
 }
 
-/// Adds the first `filled` rows of the tile (`parameters + 1` words each) into `gram`.
+/// Adds the first `filled` rows of the tile (`parameters + 1` words each) into `gram`. A
+/// thread walks its entries `THREADS` apart ([`pair_after`]) and sums two of them at once:
+/// each entry still adds its rows in order.
 ///
 /// # Safety
 /// Every thread of the block calls it together, after the rows are written and before the tile
@@ -283,16 +329,33 @@ unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters:
     let (stride, entries) = (parameters + 1, gram_len(parameters));
     let parts = segments(entries);
     if parts == 1 {
+        let (filled, stride) = (filled as u32, stride as u32);
         let mut e = t;
+        let mut first = pair(e);
         while e < entries {
-            let (a, b) = pair(e);
-            let mut sum = 0.0f64;
-            for r in 0..filled {
-                let row = shared.tile.add(r * stride);
-                sum = (*row.add(a)).mul_add(*row.add(b), sum);
+            let second = pair_after(first, THREADS);
+            let (a, b) = (first.0 as u32, first.1 as u32);
+            let (c, d) = (second.0 as u32, second.1 as u32);
+            let (mut sum, mut next) = (0.0f64, 0.0f64);
+            let mut row = 0u32;
+            if e + THREADS < entries {
+                while row < filled {
+                    let words = shared.tile.add((row * stride) as usize);
+                    sum = (*words.add(a as usize)).mul_add(*words.add(b as usize), sum);
+                    next = (*words.add(c as usize)).mul_add(*words.add(d as usize), next);
+                    row += 1;
+                }
+                *gram.add(e + THREADS) += next;
+            } else {
+                while row < filled {
+                    let words = shared.tile.add((row * stride) as usize);
+                    sum = (*words.add(a as usize)).mul_add(*words.add(b as usize), sum);
+                    row += 1;
+                }
             }
             *gram.add(e) += sum;
-            e += THREADS;
+            e += 2 * THREADS;
+            first = pair_after(second, THREADS);
         }
     } else {
         let length = (filled + parts - 1) / parts;
@@ -341,24 +404,16 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
         e += THREADS;
     }
     thread::sync_threads();
-    let (stride, capacity, span) = (parameters + 1, rows(parameters), window(parameters));
     let (warp, lane) = (t / 32, t % 32);
-    let mut filled = 0;
+    let (mut staged, mut filled) = (0, 0);
     let mut first = 0;
     while first < island.sample_pixels {
-        if filled + span > capacity {
-            accumulate(shared, gram, filled, parameters);
-            filled = 0;
-            thread::sync_threads();
-        }
         let k = first + t;
-        let (mut row, mut col, mut value, mut noise) = (0, 0, 0.0f32, 0.0f32);
-        let mut valid = t < span && k < island.sample_pixels;
+        let (mut value, mut noise) = (0.0f32, 0.0f32);
+        let mut valid = k < island.sample_pixels;
         if valid {
             let (r, c) = island.sample_at(k);
             let i = r * island.width + c;
-            row = r;
-            col = c;
             value = *island.image.add(i);
             noise = island.noise_at(i);
             valid = *island.labels.add(i) == island.label && usable(value, noise);
@@ -374,9 +429,57 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
             before += if w < warp { count } else { 0 };
             total += count;
         }
+        if staged + total > THREADS {
+            rows_of_staged(island, shared, params, gram, parameters, staged, &mut filled);
+            staged = 0;
+        }
         if valid {
-            let rank = before + (bits & ((1u32 << lane) - 1)).count_ones() as usize;
-            let out = shared.tile.add((filled + rank) * stride);
+            let at = staged + before + (bits & ((1u32 << lane) - 1)).count_ones() as usize;
+            *shared.staged.add(at) = k as u32;
+            *shared.staged_values.add(at) = value;
+            *shared.staged_noise.add(at) = noise;
+        }
+        staged += total;
+        thread::sync_threads();
+        first += THREADS;
+    }
+    rows_of_staged(island, shared, params, gram, parameters, staged, &mut filled);
+    accumulate(shared, gram, filled, parameters);
+    thread::sync_threads();
+}
+
+/// The Jacobian rows (the six derivatives of each component, then the residual, weighted by
+/// 1/noise) of the `staged` pixels, a thread each, into the tile after its `filled` rows; a
+/// full tile is summed into `gram` ([`accumulate`]) before the next row, so the matrix adds
+/// the island's pixels `rows(parameters)` at a time, in raster order of the sample.
+///
+/// # Safety
+/// Every thread of the block calls it together, the staged pixels written and seen.
+#[inline(always)]
+unsafe fn rows_of_staged(
+    island: &Island,
+    shared: &Shared,
+    params: *const f64,
+    gram: *mut f64,
+    parameters: usize,
+    staged: usize,
+    filled: &mut usize,
+) {
+    let t = thread::thread_idx_x() as usize;
+    let (components, stride, capacity) = (parameters / PARAMETERS, parameters + 1, rows(parameters));
+    let mut done = 0;
+    while done < staged {
+        if *filled == capacity {
+            accumulate(shared, gram, *filled, parameters);
+            *filled = 0;
+            thread::sync_threads();
+        }
+        let take = if capacity - *filled < staged - done { capacity - *filled } else { staged - done };
+        if t < take {
+            let at = done + t;
+            let (row, col) = island.sample_at(*shared.staged.add(at) as usize);
+            let (value, noise) = (*shared.staged_values.add(at), *shared.staged_noise.add(at));
+            let out = shared.tile.add((*filled + t) * stride);
             let weight = 1.0 / noise as f64;
             let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
             let mut model = 0.0f64;
@@ -399,33 +502,25 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
             }
             *out.add(parameters) = (value as f64 - model) * weight;
         }
-        filled += total;
+        *filled += take;
+        done += take;
         thread::sync_threads();
-        first += span;
     }
-    accumulate(shared, gram, filled, parameters);
-    thread::sync_threads();
 }
 
 /// Factors the `n × n` lower triangle in the tile in place by Cholesky, `L Lᵀ`: below the
 /// diagonal `L`, on it the pivots `L[j][j]²`. False (for every thread) when a pivot is not a
 /// finite number above `least` times the matrix's diagonal entry, which `diagonal` (a lower
-/// triangle of the same shape, not the tile) holds.
+/// triangle of the same shape, not the tile) holds. Right-looking: once column `j` is divided
+/// by its pivot's root, every entry right of it takes its term at once, a thread per entry, so
+/// each entry still subtracts its terms column by column, in the order the CPU's loop does.
 ///
 /// # Safety
 /// Every thread of the block calls it together; `diagonal` is not written meanwhile.
 unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -> bool {
     let t = thread::thread_idx_x() as usize;
+    let first = pair(t);
     for j in 0..n {
-        if t < n - j {
-            let i = j + t;
-            let mut s = *tile.add(tri(i, j));
-            for k in 0..j {
-                s -= *tile.add(tri(i, k)) * *tile.add(tri(j, k));
-            }
-            *tile.add(tri(i, j)) = s;
-        }
-        thread::sync_threads();
         let pivot = *tile.add(tri(j, j));
         let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
         if !(pivot > floor && pivot < f64::INFINITY) {
@@ -434,6 +529,15 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
         let root = pivot.sqrt();
         if t >= 1 && t < n - j {
             *tile.add(tri(j + t, j)) /= root;
+        }
+        thread::sync_threads();
+        let rest = n - j - 1;
+        let (mut e, mut at) = (t, first);
+        while e < rest * (rest + 1) / 2 {
+            let (i, c) = (j + 1 + at.0, j + 1 + at.1);
+            *tile.add(tri(i, c)) -= *tile.add(tri(i, j)) * *tile.add(tri(c, j));
+            e += THREADS;
+            at = pair_after(at, THREADS);
         }
         thread::sync_threads();
     }
@@ -475,6 +579,9 @@ pub unsafe fn fit_islands(
         held: shared_array![f64; 2 * PARAMETERS],
         shapes: shared_array![Shape; MAX_COMPONENTS],
         partials: shared_array![f64; THREADS],
+        staged: shared_array![u32; THREADS],
+        staged_values: shared_array![f32; THREADS],
+        staged_noise: shared_array![f32; THREADS],
         keys: shared_array![u64; MAX_COMPONENTS + 2],
         counts: shared_array![u32; WARPS + 4],
     };
@@ -522,7 +629,7 @@ pub unsafe fn fit_islands(
         *shared.keys.add(FALLBACK) = 0;
     }
     thread::sync_threads();
-    summit_pass(&island, &shared, seed, u64::MAX, true);
+    let held = summit_pass(&island, &shared, seed);
     thread::sync_threads();
     let pixels = *shared.counts.add(PIXELS);
     let mut summits = *shared.counts.add(SUMMITS) as usize;
@@ -546,20 +653,7 @@ pub unsafe fn fit_islands(
     flags |= if summits > MAX_COMPONENTS { TOO_MANY_SUMMITS } else { 0 };
     flags |= if fitted < chosen { FEW_PIXELS } else { 0 };
     flags |= if summits == 0 { NO_SUMMIT } else { 0 };
-    let mut last = *shared.keys.add(MAX_COMPONENTS);
-    for j in 0..given {
-        if j > 0 {
-            summit_pass(&island, &shared, seed, last, false);
-            thread::sync_threads();
-            last = *shared.keys.add(MAX_COMPONENTS);
-        }
-        thread::sync_threads();
-        if t == 0 {
-            *shared.keys.add(j) = last;
-            *shared.keys.add(MAX_COMPONENTS) = 0;
-        }
-        thread::sync_threads();
-    }
+    brightest_summits(&shared, held, given);
     if t < given {
         let (value, k) = summit_of(*shared.keys.add(t));
         let (row, col) = island.at(k as usize);
@@ -669,18 +763,19 @@ unsafe fn levenberg(island: &Island, shared: &Shared, parameters: usize) -> Run 
     while iterations < MAX_ITERATIONS && !converged {
         iterations += 1;
         thread::sync_threads();
-        let mut e = t;
+        let (mut e, mut at) = (t, pair(t));
         while e < normal {
-            let (a, b) = pair(e);
+            let (a, b) = at;
             *shared.tile.add(e) = *gram.add(e) + if a == b { lambda * *shared.scale.add(a) } else { 0.0 };
             e += THREADS;
+            at = pair_after(at, THREADS);
         }
         thread::sync_threads();
         if !cholesky(shared.tile, parameters, gram, 0.0) {
             lambda *= LAMBDA_FACTOR;
             continue;
         }
-        if t == 0 {
+        if t < 32 {
             solve(shared, gram, parameters);
         }
         thread::sync_threads();
@@ -942,33 +1037,67 @@ unsafe fn split(island: &Island, shared: &Shared, seed: f64, beam: f64, paramete
 }
 
 /// The step from the factored damped matrix in the tile, and the trial point it leads to,
-/// clamped to the bounds; sets the small-step flag. One thread.
+/// clamped to the bounds; sets the small-step flag. The first warp, lane `l` holding rows `l`
+/// and `l + 32`: as each unknown is found (forward, then back), every row still open subtracts
+/// its term, so each row takes its terms in the order one thread would (forward by rising
+/// column, back by falling row), and a row's sum waits only for the unknowns it needs.
 ///
 /// # Safety
-/// The tile holds the factor of `parameters` parameters, `gram` the current Gram matrix.
+/// The 32 threads of the first warp call it together; the tile holds the factor of
+/// `parameters` (at most 64) parameters, `gram` the current Gram matrix.
 unsafe fn solve(shared: &Shared, gram: *const f64, parameters: usize) {
     let (tile, step) = (shared.tile, shared.step);
     let gradient = gram.add(parameters * (parameters + 1) / 2);
-    for a in 0..parameters {
-        let mut s = *gradient.add(a);
-        for k in 0..a {
-            s -= *tile.add(tri(a, k)) * *step.add(k);
+    let lane = thread::thread_idx_x() as usize;
+    let rows = [lane, lane + 32];
+    let mut sums = [0.0f64; 2];
+    unroll!([0, 1], |h| {
+        if rows[h] < parameters {
+            sums[h] = *gradient.add(rows[h]);
         }
-        *step.add(a) = s / (*tile.add(tri(a, a))).sqrt();
-    }
-    let mut small = 1;
-    for a in (0..parameters).rev() {
-        let mut s = *step.add(a);
-        for k in a + 1..parameters {
-            s -= *tile.add(tri(k, a)) * *step.add(k);
+    });
+    for k in 0..parameters {
+        if lane == k % 32 {
+            let sum = if k < 32 { sums[0] } else { sums[1] };
+            *step.add(k) = sum / (*tile.add(tri(k, k))).sqrt();
         }
-        *step.add(a) = s / (*tile.add(tri(a, a))).sqrt();
-        let old = *shared.current.add(a);
-        let new = clamp(old + *step.add(a), *shared.low.add(a), *shared.high.add(a));
-        *shared.trial.add(a) = new;
-        small &= small_step(old, new) as u32;
+        warp::sync_warp(u32::MAX);
+        let y = *step.add(k);
+        unroll!([0, 1], |h| {
+            if rows[h] > k && rows[h] < parameters {
+                sums[h] -= *tile.add(tri(rows[h], k)) * y;
+            }
+        });
     }
-    *shared.counts.add(SMALL) = small;
+    unroll!([0, 1], |h| {
+        if rows[h] < parameters {
+            sums[h] = *step.add(rows[h]);
+        }
+    });
+    warp::sync_warp(u32::MAX);
+    let mut small = true;
+    for k in (0..parameters).rev() {
+        if lane == k % 32 {
+            let sum = if k < 32 { sums[0] } else { sums[1] };
+            let x = sum / (*tile.add(tri(k, k))).sqrt();
+            *step.add(k) = x;
+            let old = *shared.current.add(k);
+            let new = clamp(old + x, *shared.low.add(k), *shared.high.add(k));
+            *shared.trial.add(k) = new;
+            small &= small_step(old, new);
+        }
+        warp::sync_warp(u32::MAX);
+        let x = *step.add(k);
+        unroll!([0, 1], |h| {
+            if rows[h] < k {
+                sums[h] -= *tile.add(tri(k, rows[h])) * x;
+            }
+        });
+    }
+    let all_small = ballot(!small) == 0;
+    if lane == 0 {
+        *shared.counts.add(SMALL) = all_small as u32;
+    }
 }
 
 /// Where a block writes its island's results.

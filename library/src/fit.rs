@@ -17,7 +17,7 @@ use crate::measure::Source;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::fit::{
     clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, window, Shape,
+    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, Shape,
     Start, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
     COMPONENT_WORDS, FEW_PIXELS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN,
     LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
@@ -322,9 +322,9 @@ impl Image<'_> {
     }
 
     /// The Gram matrix `[J r]ᵀ[J r]` of `island` at `params`, summed as the kernel sums it: the
-    /// island's pixels in raster order of the box, gathered into rows a window at a time, the
-    /// rows summed into the matrix when the next window might not fit, each entry over its
-    /// segments of rows and the segments added in order.
+    /// island's pixels in raster order of the sample, their rows summed into the matrix
+    /// `rows(parameters)` at a time (the tile full), each entry over its segments of rows and
+    /// the segments added in order.
     fn evaluate(&self, island: &Boxed, params: &[f64]) -> Vec<f64> {
         let parameters = params.len();
         let components = parameters / PARAMETERS;
@@ -337,32 +337,30 @@ impl Image<'_> {
             })
             .collect();
         let mut gram = vec![0.0; gram_len(parameters)];
-        let (capacity, span) = (rows(parameters), window(parameters));
+        let capacity = rows(parameters);
         let mut tile = vec![0.0; capacity * stride];
         let mut filled = 0;
-        for first in (0..island.pixels()).step_by(span) {
-            if filled + span > capacity {
+        for k in 0..island.pixels() {
+            let (row, col, i) = island.at(k, self.width);
+            let Some((value, noise)) = self.usable_pixel(island, i) else { continue };
+            if filled == capacity {
                 accumulate(&tile, stride, filled, &mut gram);
                 filled = 0;
             }
-            for k in first..(first + span).min(island.pixels()) {
-                let (row, col, i) = island.at(k, self.width);
-                let Some((value, noise)) = self.usable_pixel(island, i) else { continue };
-                let out = &mut tile[filled * stride..][..stride];
-                let weight = 1.0 / f64::from(noise);
-                let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
-                let mut model = 0.0;
-                for c in 0..components {
-                    let p = &params[c * PARAMETERS..][..PARAMETERS];
-                    let (m, d) = gaussian(p[PEAK], p[MAJOR], p[MINOR], &shapes[c], dx - p[X], dy - p[Y], f64::exp);
-                    model += m;
-                    for (o, d) in out[c * PARAMETERS..][..PARAMETERS].iter_mut().zip(d) {
-                        *o = d * weight;
-                    }
+            let out = &mut tile[filled * stride..][..stride];
+            let weight = 1.0 / f64::from(noise);
+            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            let mut model = 0.0;
+            for c in 0..components {
+                let p = &params[c * PARAMETERS..][..PARAMETERS];
+                let (m, d) = gaussian(p[PEAK], p[MAJOR], p[MINOR], &shapes[c], dx - p[X], dy - p[Y], f64::exp);
+                model += m;
+                for (o, d) in out[c * PARAMETERS..][..PARAMETERS].iter_mut().zip(d) {
+                    *o = d * weight;
                 }
-                out[parameters] = (f64::from(value) - model) * weight;
-                filled += 1;
             }
+            out[parameters] = (f64::from(value) - model) * weight;
+            filled += 1;
         }
         accumulate(&tile, stride, filled, &mut gram);
         gram
@@ -732,8 +730,9 @@ impl Image<'_> {
 }
 
 /// The Levenberg–Marquardt step from the factored damped matrix (`factor`) and `Jᵀr`
-/// (`gradient`), as the kernel's one thread solves it, and the trial point it leads to, clamped
-/// to the bounds, with whether it moves every parameter by less than the step tolerance.
+/// (`gradient`), as the kernel's warp solves it (each row takes its terms forward by rising
+/// column, back by falling row), and the trial point it leads to, clamped to the bounds, with
+/// whether it moves every parameter by less than the step tolerance.
 fn solve(factor: &[f64], gradient: &[f64], current: &[f64], low: &[f64], high: &[f64]) -> (Vec<f64>, bool) {
     let n = current.len();
     let mut step = vec![0.0; n];
@@ -748,7 +747,7 @@ fn solve(factor: &[f64], gradient: &[f64], current: &[f64], low: &[f64], high: &
     let mut small = true;
     for a in (0..n).rev() {
         let mut s = step[a];
-        for k in a + 1..n {
+        for k in (a + 1..n).rev() {
             s -= factor[tri(k, a)] * step[k];
         }
         step[a] = s / factor[tri(a, a)].sqrt();
