@@ -264,8 +264,16 @@ fn bad_files_are_clear_errors() {
     expect_error(&gpu, "vector-add", &["--n", "10", "--output", &unwritable], "cannot write");
 }
 
+/// Runs the `host` binary with `args`: cargo's build of it, or, where this test was packed
+/// without its build tree (`scripts/gpu-pack`), the one packed beside it.
 fn host_command(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_host")).args(args).output().expect("the host binary runs")
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_host"));
+    let binary = if built.exists() {
+        built
+    } else {
+        std::env::current_exe().expect("the test's own path").with_file_name("host")
+    };
+    std::process::Command::new(&binary).args(args).output().expect("the host binary runs")
 }
 
 /// `host survey` over a directory and a file: each catalog the same as `host sources` writes for
