@@ -4,8 +4,10 @@
 //! so that io can hand FITS files to fits without the two importing each other.
 
 use cuda_kernels::gpu::{GpuError, GpuResult};
+use memmap2::Mmap;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
+use std::ops::Deref;
 use std::path::Path;
 
 /// A 2-D image of f32, row by row: a PNG's luminance in [0, 1] (its top row first), or the
@@ -30,11 +32,42 @@ pub(crate) fn open(path: &Path) -> GpuResult<File> {
     })
 }
 
-/// The whole of the file at `path`, for the readers that parse bytes in memory.
-pub(crate) fn read_file(path: &Path) -> GpuResult<Vec<u8>> {
+/// The bytes of a whole file: mapped, or read where it cannot be mapped.
+pub(crate) enum FileBytes {
+    Mapped(Mmap),
+    Read(Vec<u8>),
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(map) => map,
+            FileBytes::Read(bytes) => bytes,
+        }
+    }
+}
+
+/// The whole of the file at `path`, for the readers that parse bytes in memory. A regular
+/// file is mapped, not read: reading a large image into a fresh buffer costs more than
+/// decoding it (the copy, and a page fault for every 4 KiB of the buffer), while its mapped
+/// pages come straight from the page cache, each decoding thread faulting in its own part.
+/// Anything else (a pipe, a device, a file whose size says 0, as /proc's do) is read to its end.
+pub(crate) fn read_file(path: &Path) -> GpuResult<FileBytes> {
+    let mut file = open(path)?;
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        // SAFETY: the map is read-only and dropped once the file is parsed. Its bytes change if
+        // another process writes the file meanwhile (a read racing that write gets a mix of old
+        // and new too), and a page past a concurrent truncation raises SIGBUS when touched,
+        // ending the program: the hazard every reader that maps files takes, astropy's by default.
+        if let Ok(map) = unsafe { Mmap::map(&file) } {
+            return Ok(FileBytes::Mapped(map));
+        }
+    }
     let mut bytes = Vec::new();
-    open(path)?.read_to_end(&mut bytes).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
-    Ok(bytes)
+    file.read_to_end(&mut bytes).map_err(|e| file_error(path, format!("cannot read: {}", e)))?;
+    Ok(FileBytes::Read(bytes))
 }
 
 /// Before writing `pixels` as a `width`×`height` image: fails unless they make one.
