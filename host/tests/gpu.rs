@@ -195,8 +195,8 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
     std::fs::remove_file(&cache).expect("cleaned up");
 }
 
-/// `--gpus N` divides the job among every GPU there is and checks the joined result; asking
-/// for more GPUs than the machine has, or for 0, is an error.
+/// `--gpus N` divides the job among every GPU there is and checks the joined result, for f32
+/// and each tensor type; asking for more GPUs than the machine has, or for 0, is an error.
 #[test]
 fn jobs_divided_among_gpus_match_the_cpu() {
     let Some(_gpu) = gpu("jobs_divided_among_gpus_match_the_cpu") else { return };
@@ -208,7 +208,9 @@ fn jobs_divided_among_gpus_match_the_cpu() {
         matches.map_err(anyhow::Error::from).and_then(|m| family.split(&m, SEED, 2).expect("--gpus given"))
     };
     for gpus in [1, present] {
-        for (name, options) in [("matmul", "--m 301 --n 203 --k 99"), ("vector-add", "--n 1000003")] {
+        let products = ["f32", "tf32", "bf16", "f16"].map(|dtype| format!("--m 301 --n 203 --k 99 --dtype {dtype}"));
+        let jobs = products.iter().map(|options| ("matmul", options.as_str())).chain([("vector-add", "--n 1000003")]);
+        for (name, options) in jobs {
             let report = split(name, &format!("{options} --gpus {gpus}")).expect("ran");
             assert!(report.check.passed, "{name} {options} on {gpus} GPUs: {:?}", report);
             assert_eq!(report.rows.last().expect("a row").gpus, gpus);

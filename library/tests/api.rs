@@ -1,6 +1,6 @@
 //! The typed API of the transpose, histogram, conv2d, conv1d, vector_add and saxpy families:
 //! each function at odd shapes (1, 1×N, N×1, primes) against its family's CPU reference, every
-//! step of the `_with` forms, and each shape error. Without a GPU each test says `SKIPPED` and
+//! step of the `_with` forms, and each shape error; and matmul's `gemm_on_slices` beside `gemm`. Without a GPU each test says `SKIPPED` and
 //! passes (with `REQUIRE_GPU=1` a missing GPU fails instead).
 
 mod common;
@@ -8,6 +8,7 @@ mod common;
 use common::{assert_refused, gpu};
 use cuda_kernels::data::{random_f32, random_in, random_normal};
 use cuda_kernels::gpu::{DeviceArray, DeviceMatrix, DeviceVector, Gpu, GpuError};
+use cuda_kernels::matmul::{gemm_array, gemm_on_slices, Dtype, GemmKernel};
 use cuda_kernels::{conv1d, conv2d, histogram, saxpy, transpose, vector_add};
 use interface::histogram::{F32Bins, U32Bins};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
@@ -396,4 +397,32 @@ fn saxpy_refuses_bad_shapes() {
         saxpy::saxpy_array(&gpu, 2.0, six.slice(ndarray::s![..0]), five.slice(ndarray::s![..0])),
         "x is empty",
     );
+}
+
+/// `gemm_on_slices` (what `host matmul --gpus` runs on each GPU's share of C) gives what `gemm`
+/// gives on the same inputs, for f32 and the tensor types, and refuses memory too short for the
+/// shape and an empty product.
+#[test]
+fn gemm_on_slices_matches_gemm_and_refuses_short_memory() {
+    let Some(gpu) = gpu("gemm_on_slices_matches_gemm_and_refuses_short_memory") else { return };
+    let (m, n, k) = (67, 45, 33);
+    let (a, b) = (random_matrix(m, k, 11), random_matrix(k, n, 12));
+    let da = gpu.upload("A", a.as_slice().unwrap()).unwrap();
+    let db = gpu.upload("B", b.as_slice().unwrap()).unwrap();
+    let dc = gpu.poisoned("C", m * n).unwrap();
+    for dtype in [Dtype::F32, Dtype::Tf32, Dtype::Bf16, Dtype::F16] {
+        let want = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
+        let kernel = GemmKernel::chosen(&gpu, dtype, (m, n, k)).unwrap();
+        // SAFETY: the buffers outlive the product: the download below waits for it.
+        unsafe { gemm_on_slices(&gpu, (&da, &db, &dc), (m, n, k), dtype, kernel) }.unwrap();
+        let got = gpu.download("C", &dc, m * n).unwrap();
+        assert_eq!(got, want.into_raw_vec_and_offset().0, "{}: the same kernel on the same inputs", dtype.name());
+    }
+    let kernel = GemmKernel::chosen(&gpu, Dtype::F32, (m + 1, n, k)).unwrap();
+    // SAFETY: refused before anything is queued.
+    let short = unsafe { gemm_on_slices(&gpu, (&da, &db, &dc), (m + 1, n, k), Dtype::F32, kernel) };
+    assert_refused(short, &format!("gemm: A holds {} values, {}×{n}×{k} needs", m * k, m + 1));
+    // SAFETY: as above.
+    let empty = unsafe { gemm_on_slices(&gpu, (&da, &db, &dc), (0, n, k), Dtype::F32, kernel) };
+    assert_refused(empty, "gemm: an empty product");
 }

@@ -14,6 +14,7 @@ use super::tensor::{self, Dtype};
 use super::{tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
 use crate::tuning::{self, TuningCache};
+use cust::memory::DeviceSlice;
 use ndarray::{Array2, ArrayView2};
 
 /// The kernel a product runs: a step of the f32 ladder, a tuned f32 tile configuration, a
@@ -171,18 +172,47 @@ pub fn gemm_with(
     precision: Dtype,
     kernel: GemmKernel,
 ) -> GpuResult<()> {
-    let (m, n, k) = dims(a, b, c)?;
+    let dims = dims(a, b, c)?;
+    // SAFETY: the arrays record the product below, so none is freed before it ran.
+    unsafe { gemm_on_slices(gpu, (a.slice(gpu)?, b.slice(gpu)?, c.slice(gpu)?), dims, precision, kernel) }?;
+    for used in [a, b] {
+        used.record_use(gpu)?;
+    }
+    c.record_use(gpu)
+}
+
+/// [`gemm_with`] on raw device memory: C (`c`, m×n) = A (`a`, m×k) × B (`b`, k×n), row-major
+/// f32, on `gpu`'s stream, for callers that keep their own buffers (`host matmul --gpus`, a
+/// share of C's rows on each GPU). Slices too short for `dims`, or an empty product, are errors.
+///
+/// # Safety
+/// The three slices live on `gpu`'s context and until its stream has run the product: f32
+/// products return once queued (tensor-core products wait for their converted copies).
+pub unsafe fn gemm_on_slices(
+    gpu: &Gpu,
+    (sa, sb, sc): (&DeviceSlice<f32>, &DeviceSlice<f32>, &DeviceSlice<f32>),
+    (m, n, k): (usize, usize, usize),
+    precision: Dtype,
+    kernel: GemmKernel,
+) -> GpuResult<()> {
+    if m == 0 || n == 0 || k == 0 {
+        return Err(GpuError::InvalidInput(format!("gemm: an empty product ({m}×{n}×{k})")));
+    }
+    for (what, len, wanted) in [("A", sa.len(), m * k), ("B", sb.len(), k * n), ("C", sc.len(), m * n)] {
+        if len < wanted {
+            return Err(GpuError::InvalidInput(format!("gemm: {what} holds {len} values, {m}×{n}×{k} needs {wanted}")));
+        }
+    }
     let name = kernel.kernel(precision)?;
     gpu.bind()?;
-    let (sa, sb, sc) = (a.slice(gpu)?, b.slice(gpu)?, c.slice(gpu)?);
     match (kernel, hopper_precision(precision)) {
         (GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
-            // SAFETY: the arrays record the product below, so none is freed before it ran.
+            // SAFETY: the caller keeps the slices until the stream has run the product.
             unsafe { gpu.launch(name, &SgemmArgs { a: sa, b: sb, c: sc, m, n, k }) }?;
         }
         (GemmKernel::Mma, _) => {
-            // SAFETY: the arrays record the work below, and the copies are dropped after the
-            // stream has run it.
+            // SAFETY: the caller keeps the slices until the stream has run the work below, and
+            // the copies are dropped after it.
             unsafe {
                 let converted = converted(gpu, precision, (sa, sb), (m, n, k), false)?;
                 converted.launch_on(gpu, gpu.stream(), name, sc, (m, n, k))?;
@@ -191,8 +221,8 @@ pub fn gemm_with(
             gpu.synchronize("the tensor-core product")?;
         }
         (GemmKernel::Hopper(_), Some(hopper)) => {
-            // SAFETY: the arrays record the work below, and the copies are dropped after the
-            // stream has run it.
+            // SAFETY: the caller keeps the slices until the stream has run the work below, and
+            // the copies are dropped after it.
             let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
             let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
             // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
@@ -217,10 +247,7 @@ pub fn gemm_with(
             unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
         }
     }
-    for used in [a, b] {
-        used.record_use(gpu)?;
-    }
-    c.record_use(gpu)
+    Ok(())
 }
 
 /// A and B converted to `precision` on the GPU, into new buffers padded as the tensor steps
@@ -231,7 +258,7 @@ pub fn gemm_with(
 unsafe fn converted(
     gpu: &Gpu,
     precision: Dtype,
-    (a, b): (&cust::memory::DeviceSlice<f32>, &cust::memory::DeviceSlice<f32>),
+    (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
     dims: (usize, usize, usize),
     hopper: bool,
 ) -> GpuResult<tensor::Converted> {

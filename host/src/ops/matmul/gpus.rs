@@ -1,39 +1,36 @@
-//! `matmul --gpus N`: C's rows divided among N GPUs.
+//! `matmul --gpus N [--dtype T]`: C's rows divided among N GPUs.
 
 use super::launch::tile_of;
 use super::options::{random_inputs, require_shape, shape_and_files, shape_class, Dims};
 use super::tune::cached_kernel;
-use super::{cpu_reference, launch_config, tolerance, Matmul, Options, SgemmArgs};
+use super::{cpu_reference, launch_config, tolerance, Matmul, Options};
 use crate::check::{self, product_scale};
 use crate::gpu::{require, Gpu, GpuResult};
 use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::Kernel;
 use crate::report::Work;
 use crate::tuning;
+use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
 use interface::matmul::DEFAULT_TILE;
-use std::ops::Range;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
-/// GPU `i`'s share of a divided SGEMM: its rows of A and C, and all of B, run with the
-/// configuration tuned for this GPU and the shape of the share, if there is one.
-fn share(
-    gpu: &Gpu,
-    (a, b): (&[f32], &[f32]),
-    rows: Range<usize>,
-    (n, k): (usize, usize),
-    cache: Option<&Path>,
-) -> GpuResult<Share> {
-    let m = rows.len();
-    let class = shape_class((m, n, k));
+/// The kernel GPU `i`'s share of a divided product runs: for f32 the configuration tuned for
+/// this GPU and the shape of the share, if there is one, else the default tile; for a tensor
+/// type the library's pick for the share ([`GemmKernel::chosen`]), as `gemm` would run it.
+fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) -> GpuResult<GemmKernel> {
+    if dtype != Dtype::F32 {
+        return GemmKernel::chosen(gpu, dtype, (m, n, k));
+    }
     let tuned = match cache {
         // An f32 pick is a tile configuration: no other variants apply.
-        Some(path) => cached_kernel(path, &tuning::device_key(gpu.info()), &class, &[])?,
+        Some(path) => cached_kernel(path, &tuning::device_key(gpu.info()), &shape_class((m, n, k)), &[])?,
         None => None,
     };
     let kernel = tuned.and_then(|(kernel, _)| tile_of(&kernel)).map_or(DEFAULT_TILE.kernel, |tile| tile.kernel);
     gpu.validate(kernel, &launch_config(kernel, m, n)?)?;
-    let a_rows = &a[rows.start * k..rows.end * k];
-    Share::new(gpu, rows, kernel, &[("A's rows", a_rows), ("B", b)], m * n)
+    Ok(GemmKernel::Tile(kernel))
 }
 
 /// Rows of C a run on `gpus` GPUs checks against the CPU: all when the CPU can compute all of
@@ -52,19 +49,24 @@ pub(super) fn rows_to_check((m, n, k): Dims, gpus: usize) -> Vec<usize> {
     rows
 }
 
-/// `matmul --gpus N`: C's rows divided among N GPUs, after the same job on one GPU.
-pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResult<SplitReport> {
+/// `matmul --gpus N`: C's rows divided among N GPUs, after the same job on one GPU, in
+/// `dtype` (f32, or a tensor type converted from f32 on each GPU within the timed launch).
+pub fn split(options: &Options, dtype: Dtype, gpus: usize, seed: u64, iters: usize) -> GpuResult<SplitReport> {
     let count = multi::require_gpus(gpus)?;
     let (shape, inputs) = shape_and_files(options)?;
     require_shape(shape)?;
     let (m, n, k) = shape;
     let (a, b) = inputs.unwrap_or_else(|| random_inputs(shape, seed));
+    tensor::require_in_range(dtype, &a, &b)?;
     require(m >= count, || format!("{m} rows cannot be divided among {count} GPUs"))?;
     let cache = options.tuning_cache.clone().or_else(|| tuning::default_path().ok());
     let rows = rows_to_check((m, n, k), count);
     let expected = {
         let picked: Vec<f32> = rows.iter().flat_map(|&r| a[r * k..(r + 1) * k].iter().copied()).collect();
-        cpu_reference(&picked, &b, rows.len(), n, k)
+        match dtype {
+            Dtype::F32 => cpu_reference(&picked, &b, rows.len(), n, k),
+            dtype => rounded_reference(dtype, &picked, &b, rows.len(), n, k),
+        }
     };
     let which = if rows.len() == m {
         "all of C".to_string()
@@ -73,18 +75,35 @@ pub fn split(options: &Options, gpus: usize, seed: u64, iters: usize) -> GpuResu
     };
     let job = multi::Job {
         family: Matmul::NAME,
-        shape: format!("{m}x{n}x{k}"),
+        shape: match dtype {
+            Dtype::F32 => format!("{m}x{n}x{k}"),
+            dtype => format!("{m}x{n}x{k} {}", dtype.name()),
+        },
         work: Work::Flops(2 * (m * n * k) as u64),
         checked: which,
     };
-    let setup =
-        |gpus: usize, i: usize, gpu: &Gpu| share(gpu, (&a, &b), multi::part(m, gpus, i), (n, k), cache.as_deref());
-    let launch = |gpu: &Gpu, share: &Share| {
-        let (inputs, c) = share.device();
-        // SAFETY: the share's buffers live until `multi` has synchronized its GPU.
-        unsafe { gpu.launch(share.kernel, &SgemmArgs { a: inputs[0], b: inputs[1], c, m: share.range.len(), n, k }) }
+    // Each share's kernel, by its GPU and rows: found once, when the share is made.
+    let kernels: Mutex<HashMap<(u64, usize), GemmKernel>> = Mutex::new(HashMap::new());
+    let setup = |gpus: usize, i: usize, gpu: &Gpu| -> GpuResult<Share> {
+        let range = multi::part(m, gpus, i);
+        let kernel = share_kernel(gpu, dtype, (range.len(), n, k), cache.as_deref())?;
+        let name = kernel.kernel(dtype)?;
+        let a_rows = &a[range.start * k..range.end * k];
+        let share = Share::new(gpu, range.clone(), name, &[("A's rows", a_rows), ("B", &b)], range.len() * n)?;
+        kernels.lock().expect("no thread panicked holding it").insert((gpu.id(), range.start), kernel);
+        Ok(share)
     };
-    let tolerance = tolerance(k) * product_scale(&a, &b);
+    let launch = |gpu: &Gpu, share: &Share| {
+        let kernel = kernels.lock().expect("no thread panicked holding it")[&(gpu.id(), share.range.start)];
+        let (inputs, c) = share.device();
+        let dims = (share.range.len(), n, k);
+        // SAFETY: the share's buffers live until `multi` has synchronized its GPU.
+        unsafe { gemm_on_slices(gpu, (inputs[0], inputs[1], c), dims, dtype, kernel) }
+    };
+    let tolerance = match dtype {
+        Dtype::F32 => tolerance(k),
+        _ => tensor::tolerance(k),
+    } * product_scale(&a, &b);
     let check = |done: &[Done]| {
         // The rows to check, from whichever GPU computed them.
         let got: Vec<f32> = rows

@@ -413,9 +413,12 @@ impl Kernel for Matmul {
     }
 
     fn split(options: &Options, seed: u64, iters: usize) -> Option<GpuResult<SplitReport>> {
-        options.gpus.map(|gpus| match options.dtype {
-            InputType::F32 => split(options, gpus as usize, seed, iters),
-            _ => Err(GpuError::InvalidInput("--gpus runs the f32 ladder; it takes no --dtype".into())),
+        options.gpus.map(|gpus| match options.dtype.gemm() {
+            Some(dtype) => split(options, dtype, gpus as usize, seed, iters),
+            None => Err(GpuError::InvalidInput(format!(
+                "--gpus divides the library's gemm (f32, tf32, bf16, f16); --dtype {} runs one Hopper product",
+                e4m3::NAME
+            ))),
         })
     }
 
@@ -720,10 +723,10 @@ mod tests {
             let refused = variants(&format!("--dtype fp8 {other}")).unwrap_err();
             assert!(format!("{refused:#}").contains("runs its one product"), "{other}: {refused:#}");
         }
-        // --gpus divides the f32 ladder alone: refused before a GPU is opened.
+        // --gpus divides the library's gemm, not FP8's product: refused before a GPU is opened.
         let split = matmul.split(&matmul.parse("--dtype e4m3 --gpus 2").expect("--gpus that parses"), 1, 1);
         let refused = split.expect("--gpus taken up").unwrap_err();
-        assert!(format!("{refused:#}").contains("takes no --dtype"), "{refused:#}");
+        assert!(format!("{refused:#}").contains("runs one Hopper product"), "{refused:#}");
         // --help lists it with the other types, where `bench/peers/sweep.py` looks.
         let command = matmul.command();
         let dtype = command.get_arguments().find(|a| a.get_id() == "dtype").expect("--dtype");

@@ -101,7 +101,8 @@ pub struct Options {
     #[arg(long, conflicts_with_all = ["variants", "tune", "all_configs", "gpus", "tuning_cache"])]
     pub chosen: bool,
     /// Divides C's rows among this many GPUs (one context and stream each, copies in
-    /// parallel), checks the joined result and reports the speed-up over one GPU.
+    /// parallel), in --dtype's type (f32, tf32, bf16 or f16, each GPU converting its share),
+    /// checks the joined result and reports the speed-up over one GPU.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["variants", "tune", "all_configs", "output"])]
     pub gpus: Option<u64>,
     /// The tuning cache [default: $XDG_CACHE_HOME/rust-cuda-kernels/tuning.json, or under
