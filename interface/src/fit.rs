@@ -29,10 +29,11 @@ pub const MAX_PARAMETERS: usize = MAX_COMPONENTS * PARAMETERS;
 pub const BLOCK: u32 = 128;
 /// Warps of a block: a window's pixels are ranked by one ballot per warp.
 pub const WARPS: usize = BLOCK as usize / 32;
-/// Blocks of `fit_islands` an SM must hold: three, as its registers allowed before the
-/// components from the residual (147 a thread, ptxas 12.9 for sm_90); the bound keeps it so
-/// (168 at most) for the kernel and its twin, which nvcc would otherwise give 208.
-pub const MIN_BLOCKS_PER_SM: u32 = 3;
+/// Blocks of `fit_islands` an SM must hold: two, so that a thread may have 255 registers.
+/// Three (168 at most) left the fit of a large island spilling to local memory, and a launch
+/// lasts as long as its largest island's fit; the many small islands fill two blocks an SM
+/// as well as three.
+pub const MIN_BLOCKS_PER_SM: u32 = 2;
 /// The launch bounds of `fit_islands`.
 pub const BOUNDS: [crate::LaunchBounds; 1] =
     [crate::LaunchBounds { kernel: "fit_islands", max_threads: BLOCK, min_blocks_per_sm: MIN_BLOCKS_PER_SM }];

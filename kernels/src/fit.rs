@@ -66,10 +66,10 @@
 //!
 //! Memory: 45.1 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 1.5
 //! KiB of staged pixels, 4.5 KiB of parameters, bounds, scales, step, errors, the saved point,
-//! a split's held bounds, shapes, partial sums, summit keys and counts): three blocks an H100 SM, where the registers
-//! are the bound, so `interface::fit::BOUNDS` holds them to what three blocks allow (the
-//! residual's search stays in the tile for that: in global memory, a model evaluation at every
-//! tap of every summit test, it took more). The sums go in the same order as the CPU reference's
+//! a split's held bounds, shapes, partial sums, summit keys and counts), and up to 255
+//! registers a thread: two blocks an H100 SM (`interface::fit::BOUNDS` says why). The
+//! residual's search stays in the tile (in global memory, a model evaluation at every tap of
+//! every summit test, it took more). The sums go in the same order as the CPU reference's
 //! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
 //! two fits differ only by the rounding of `exp`, `sincospi` and contracted multiply-adds; a
 //! residual summit or a kept component could part them only where a residual or a χ² gain
