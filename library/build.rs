@@ -7,12 +7,12 @@
 //! the committed files). Cargo hashes a path dependency into its symbols (and so into the order
 //! LLVM works in) by its path relative to the workspace, or by its absolute path where it lies
 //! outside, so the kernels reach `interface` through the link `kernels/interface`, inside their
-//! workspace. One dependence on the checkout remains: the length of its path. Rebuilt in
-//! checkouts whose paths are 10 and 13 characters long, the same sources (2026-11-27) gave two
-//! PTX files that differ in one kernel's register numbering (`matmul_vec4_128x128_k8`), each
-//! stable from build to build; the symbols were the same, so the codegen's memory layout,
-//! not a hash, decides. Rebuild in a checkout whose path is as long as that of the one whose
-//! PTX CI last accepted.
+//! workspace. One dependence remains, on the environment the builder inherits: from the same
+//! sources and checkout (2026-11-27), `CUDA_KERNELS_PTX=build cargo check` and `... cargo
+//! build` wrote PTX that differ in one kernel's register numbering (`matmul_vec4_128x128_k8`),
+//! each the same from build to build and with the same symbols, so the codegen's memory layout
+//! decides, not a hash. Fresh clones, at paths of two lengths, rebuilt by CI's own command,
+//! `cargo check`, gave its variant: rebuild with that command (`.ci/run` names it).
 //!
 //! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
 //! `kernels/rust-toolchain.toml` pins, so the builder in `kernels/ptx` runs under that nightly
