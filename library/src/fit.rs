@@ -272,6 +272,13 @@ impl NoiseValues<'_> {
     }
 }
 
+/// The shape of the component whose [`PARAMETERS`] are `component`, as the CPU computes it
+/// (the kernel takes θ's sine and cosine by `sincospi`).
+fn shape_of(component: &[f64]) -> Shape {
+    let (sin, cos) = component[THETA].sin_cos();
+    Shape::new(component[MAJOR], component[MINOR], cos, sin)
+}
+
 /// Entry (`row`, `column`), column ≤ row, of a lower triangle stored row by row.
 fn tri(row: usize, column: usize) -> usize {
     row * (row + 1) / 2 + column
@@ -329,13 +336,7 @@ impl Image<'_> {
         let parameters = params.len();
         let components = parameters / PARAMETERS;
         let stride = parameters + 1;
-        let shapes: Vec<Shape> = params
-            .chunks(PARAMETERS)
-            .map(|p| {
-                let (sin, cos) = p[THETA].sin_cos();
-                Shape::new(p[MAJOR], p[MINOR], cos, sin)
-            })
-            .collect();
+        let shapes: Vec<Shape> = params.chunks(PARAMETERS).map(shape_of).collect();
         let mut gram = vec![0.0; gram_len(parameters)];
         let capacity = rows(parameters);
         let mut tile = vec![0.0; capacity * stride];
@@ -647,13 +648,7 @@ impl Image<'_> {
     /// value within the bounds of the data's there (`interface::fit::RESIDUAL_STEPS` says why);
     /// also the summit's box pixel.
     fn residual_summit(&self, island: &Boxed, params: &[f64], settings: &FitSettings) -> Option<(Start, usize)> {
-        let shapes: Vec<Shape> = params
-            .chunks(PARAMETERS)
-            .map(|p| {
-                let (sin, cos) = p[THETA].sin_cos();
-                Shape::new(p[MAJOR], p[MINOR], cos, sin)
-            })
-            .collect();
+        let shapes: Vec<Shape> = params.chunks(PARAMETERS).map(shape_of).collect();
         let residuals: Vec<Option<f32>> = (0..island.pixels())
             .map(|k| {
                 let (row, col, i) = island.at(k, self.width);
@@ -704,9 +699,7 @@ impl Image<'_> {
         let (width, height) = (island.width, island.height);
         let summit = (k / width, k % width);
         let (j, mirror) = params.chunks(PARAMETERS).enumerate().find_map(|(j, p)| {
-            let (sin, cos) = p[THETA].sin_cos();
-            let shape = Shape::new(p[MAJOR], p[MINOR], cos, sin);
-            Some((j, split_at(p[X], p[Y], &shape, summit, (height, width))?))
+            Some((j, split_at(p[X], p[Y], &shape_of(p), summit, (height, width))?))
         })?;
         let (seed, beam) = (settings.seed, settings.beam_sigma);
         let start_at = |(row, col): (usize, usize)| {
@@ -1377,10 +1370,6 @@ mod tests {
 
     #[test]
     fn the_derivatives_are_the_models() {
-        let shape_of = |p: &[f64; 6]| {
-            let (sin, cos) = p[THETA].sin_cos();
-            Shape::new(p[MAJOR], p[MINOR], cos, sin)
-        };
         let value = |p: &[f64; 6], u: f64, v: f64| {
             gaussian(p[PEAK], p[MAJOR], p[MINOR], &shape_of(p), u - p[X], v - p[Y], f64::exp)
         };
