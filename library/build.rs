@@ -7,12 +7,14 @@
 //! the committed files). Cargo hashes a path dependency into its symbols (and so into the order
 //! LLVM works in) by its path relative to the workspace, or by its absolute path where it lies
 //! outside, so the kernels reach `interface` through the link `kernels/interface`, inside their
-//! workspace. One dependence remains, on the environment the builder inherits: from the same
-//! sources and checkout (2026-11-27), `CUDA_KERNELS_PTX=build cargo check` and `... cargo
-//! build` wrote PTX that differ in one kernel's register numbering (`matmul_vec4_128x128_k8`),
-//! each the same from build to build and with the same symbols, so the codegen's memory layout
-//! decides, not a hash. Fresh clones, at paths of two lengths, rebuilt by CI's own command,
-//! `cargo check`, gave its variant: rebuild with that command (`.ci/run` names it).
+//! workspace. One dependence remains, on the environment the builder runs in: the same sources
+//! rebuild into one of two PTX variants that differ in one kernel's register numbering
+//! (`matmul_vec4_128x128_k8`), each the same from build to build in one setting and with the
+//! same symbols, so the codegen's memory layout decides, not a hash. As measured: fresh
+//! clones at 10-character paths rebuilt the committed variant and one at a 6-character path the
+//! other; within one checkout, `cargo check` and `cargo build` have also differed. Rebuild with
+//! CI's command (`.ci/run` names it) in a checkout whose path is as long as that of the one whose
+//! PTX CI last accepted.
 //!
 //! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
 //! `kernels/rust-toolchain.toml` pins, so the builder in `kernels/ptx` runs under that nightly
