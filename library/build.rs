@@ -4,22 +4,20 @@
 //!
 //! With `CUDA_KERNELS_PTX=build` this script rebuilds them from `kernels/` first and refreshes
 //! `ptx/`: the path of whoever changes a kernel (CI rebuilds and fails on any difference from
-//! the committed files). Cargo hashes a path dependency into its symbols (and so into the order
-//! LLVM works in) by its path relative to the workspace, or by its absolute path where it lies
-//! outside, so the kernels reach `interface` through the link `kernels/interface`, inside their
-//! workspace. One dependence remains, on the environment the builder runs in: the same sources
-//! rebuild into one of two PTX variants that differ in one kernel's register numbering
-//! (`matmul_vec4_128x128_k8`), each the same from build to build in one setting and with the
-//! same symbols, so the codegen's memory layout decides, not a hash. As measured: fresh
-//! clones at 10-character paths rebuilt the committed variant and one at a 6-character path the
-//! other; within one checkout, `cargo check` and `cargo build` have also differed. Rebuild with
-//! CI's command (`.ci/run` names it) in a checkout whose path is as long as that of the one whose
-//! PTX CI last accepted.
+//! the committed files). The rebuild has to give the same bytes in every checkout, and libNVVM
+//! does not by itself: the same sources compiled into one of two PTX variants (one kernel's
+//! shared loads vectorised differently), each stable in one setting, chosen by the checkout's
+//! path and the variables the compiler ran with, so by its memory's layout, not by any input
+//! it reads. The build therefore runs where the paths and variables are the same everywhere: in
+//! a private mount namespace (`unshare`, as `scripts/dependent-check` uses) with the checkout
+//! bound at [`BUILD_ROOT`], in an environment of `PATH`, `HOME`, `CARGO_HOME` and `RUSTUP_HOME`
+//! alone. Cargo hashes a path dependency outside the workspace by its absolute path into its
+//! symbols, so the kernels reach `interface` through the link `kernels/interface`, inside it.
 //!
 //! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
 //! `kernels/rust-toolchain.toml` pins, so the builder in `kernels/ptx` runs under that nightly
-//! (`rustup run`), in a clean environment: rustup and cargo pass their own toolchain, flags and
-//! target directory to child processes, which would otherwise leak into the nightly build.
+//! (`rustup run`); the outer rustup and cargo's toolchain, flags and target directory, which
+//! they pass to child processes, are among the variables that do not reach it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,13 +25,11 @@ use std::process::Command;
 /// The shipped modules, as `ptx/` names them.
 const MODULES: [&str; 2] = ["kernels.ptx", "kernels_sm90a.ptx"];
 
-/// Variables the outer cargo and rustup set for this script that must not reach the inner one.
-fn leaks_into_nested_cargo(name: &str) -> bool {
-    let kept = ["CARGO_HOME", "RUSTUP_HOME"];
-    let prefixes = ["CARGO", "RUST", "DEP_"];
-    let build_script = ["TARGET", "HOST", "OUT_DIR", "PROFILE", "OPT_LEVEL", "DEBUG", "NUM_JOBS"];
-    !kept.contains(&name) && (prefixes.iter().any(|p| name.starts_with(p)) || build_script.contains(&name))
-}
+/// Where the checkout is bound while its PTX builds: the same directory on every machine.
+const BUILD_ROOT: &str = "/mnt";
+
+/// The modules' files, relative to `kernels/`, where the builder writes them.
+const BUILT: &str = "target/ptx-modules";
 
 fn pinned_toolchain(kernels: &Path) -> Result<String, String> {
     let file = kernels.join("rust-toolchain.toml");
@@ -43,22 +39,52 @@ fn pinned_toolchain(kernels: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{} names no channel", file.display()))
 }
 
-/// Compiles `kernels/` into `out`'s two modules with the pinned nightly.
-fn build_ptx(kernels: &Path, out: &Path) -> Result<(), String> {
-    let toolchain = pinned_toolchain(kernels)?;
-    let mut command = Command::new("rustup");
-    command
-        .args(["run", &toolchain, "cargo", "run", "--release", "--quiet", "-p", "ptx", "--"])
-        .args(MODULES.map(|module| out.join(module)))
-        .current_dir(kernels);
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(leaks_into_nested_cargo) {
-            command.env_remove(&name);
-        }
+fn variable(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| format!("the PTX build needs {name} set"))
+}
+
+/// Whether this process runs as root, which may make a mount namespace without a user one.
+fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().any(|line| line.split_whitespace().take(2).eq(["Uid:", "0"]))
+}
+
+/// Compiles the checkout's `kernels/` with the pinned nightly, bound at [`BUILD_ROOT`] in a
+/// mount namespace of its own, into the two modules under `kernels/` + [`BUILT`].
+fn build_ptx(root: &Path) -> Result<(), String> {
+    let toolchain = pinned_toolchain(&root.join("kernels"))?;
+    if !Path::new(BUILD_ROOT).is_dir() {
+        return Err(format!("the PTX build binds the checkout at {BUILD_ROOT}, which this machine lacks"));
     }
-    let status = command.status().map_err(|e| format!("running `rustup run {} cargo`: {}", toolchain, e))?;
+    let built = root.join("kernels").join(BUILT);
+    std::fs::create_dir_all(&built).map_err(|e| format!("creating {}: {e}", built.display()))?;
+    let home = variable("HOME")?;
+    let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo"));
+    let rustup_home = std::env::var("RUSTUP_HOME").unwrap_or_else(|_| format!("{home}/.rustup"));
+    let mut command = Command::new("unshare");
+    if !is_root() {
+        command.args(["--user", "--map-root-user"]);
+    }
+    // Inside: bind, enter, and run the builder, which writes the modules where BUILT says.
+    let inside = r#"mount --bind "$1" "$2" && cd "$2/kernels" && shift 2 && exec "$@""#;
+    command
+        .args(["--mount", "--fork", "sh", "-c", inside, "sh"])
+        .arg(root)
+        .arg(BUILD_ROOT)
+        .args(["rustup", "run", &toolchain, "cargo", "run", "--release", "--quiet", "-p", "ptx", "--"])
+        .args(MODULES.map(|module| format!("{BUILT}/{module}")))
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", format!("{cargo_home}/bin:/usr/local/bin:/usr/bin:/bin"))
+        .env("HOME", home)
+        .env("CARGO_HOME", cargo_home)
+        .env("RUSTUP_HOME", rustup_home);
+    let status = command.status().map_err(|e| format!("running `unshare` for the PTX build: {e}"))?;
     if !status.success() {
-        return Err(format!("the PTX build with {} failed ({}); has scripts/setup run?", toolchain, status));
+        return Err(format!(
+            "the PTX build with {toolchain} failed ({status}); has scripts/setup run, and may this user make a \
+             mount namespace (root, or unprivileged user namespaces)?"
+        ));
     }
     Ok(())
 }
@@ -71,10 +97,10 @@ fn refresh(library: &Path, shipped: &Path) -> Result<(), String> {
     {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
-    build_ptx(&kernels, &out)?;
+    build_ptx(root)?;
     for module in MODULES {
-        let fresh = std::fs::read(out.join(module)).map_err(|e| format!("reading the new {module}: {e}"))?;
+        let fresh =
+            std::fs::read(kernels.join(BUILT).join(module)).map_err(|e| format!("reading the new {module}: {e}"))?;
         let target = shipped.join(module);
         if std::fs::read(&target).ok().as_ref() != Some(&fresh) {
             std::fs::write(&target, fresh).map_err(|e| format!("writing {}: {e}", target.display()))?;
