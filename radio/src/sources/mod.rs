@@ -111,15 +111,41 @@ pub fn check_shape(image: &Image) -> GpuResult<()> {
     })
 }
 
-/// The error for the first infinite pixel of `image`, if it has one: only NaN blanks a pixel.
-fn infinite_pixel(image: &Image) -> Option<GpuError> {
-    let i = image.pixels.par_iter().position_first(|v| v.is_infinite())?;
-    Some(GpuError::InvalidInput(format!(
+/// The NaN pixels of `image`, counted, and the first infinite one, in one pass over it.
+fn blanks(image: &Image) -> (usize, Option<usize>) {
+    const CHUNK: usize = 1 << 16;
+    let first = |a: Option<usize>, b: Option<usize>| a.into_iter().chain(b).min();
+    image
+        .pixels
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            // On the bits, so that the loop vectorises: NaN and ±∞ without their sign.
+            let (mut nan, mut infinite) = (0, false);
+            for v in chunk {
+                let magnitude = v.to_bits() & 0x7fff_ffff;
+                nan += usize::from(magnitude > 0x7f80_0000);
+                infinite |= magnitude == 0x7f80_0000;
+            }
+            let at = if infinite { chunk.iter().position(|v| v.is_infinite()) } else { None };
+            (nan, at.map(|i| c * CHUNK + i))
+        })
+        .reduce(|| (0, None), |a, b| (a.0 + b.0, first(a.1, b.1)))
+}
+
+/// The error for pixel `i` of `image`, an infinite one: only NaN blanks a pixel.
+fn infinite_at(image: &Image, i: usize) -> GpuError {
+    GpuError::InvalidInput(format!(
         "pixel (row {}, column {}) is {}: only NaN marks a blanked pixel",
         i / image.width,
         i % image.width,
         image.pixels[i]
-    )))
+    ))
+}
+
+/// The error for the first infinite pixel of `image`, if it has one.
+fn infinite_pixel(image: &Image) -> Option<GpuError> {
+    blanks(image).1.map(|i| infinite_at(image, i))
 }
 
 fn all_blanked(pixels: usize) -> GpuError {
@@ -245,4 +271,28 @@ pub fn compare(gpu: &Found, cpu: &Found) -> Vec<Agreement> {
     );
     add("fluxes, relative", format!("{:.1e}", flux), &format!("<= {:.0e}", FLUX_TOLERANCE), flux <= FLUX_TOLERANCE);
     checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blanks_count_nan_and_find_the_first_infinite_pixel_across_chunks() {
+        let (width, height) = (1000, 200);
+        let mut pixels = vec![1.0f32; width * height];
+        let image = |pixels: &[f32]| Image { width, height, pixels: pixels.to_vec() };
+        assert_eq!(blanks(&image(&pixels)), (0, None));
+        // NaN of both signs and other payloads, on each side of a chunk's edge (65536).
+        for (i, nan) in [(0, f32::NAN), (65535, -f32::NAN), (65536, f32::from_bits(0x7fc0_0001)), (199_999, f32::NAN)] {
+            pixels[i] = nan;
+        }
+        assert_eq!(blanks(&image(&pixels)), (4, None));
+        // The first infinite pixel, by position, whichever chunk finds it first.
+        pixels[150_001] = f32::INFINITY;
+        pixels[70_000] = f32::NEG_INFINITY;
+        assert_eq!(blanks(&image(&pixels)), (4, Some(70_000)));
+        let error = infinite_pixel(&image(&pixels)).expect("an infinite pixel").to_string();
+        assert!(error.contains("pixel (row 70, column 0) is -inf: only NaN marks a blanked pixel"), "{error}");
+    }
 }

@@ -326,10 +326,10 @@ impl Found {
 /// The count of NaN pixels of `image`, or an error for an infinite pixel or an image with no
 /// finite one.
 fn nan_pixels(image: &Image) -> GpuResult<usize> {
-    if let Some(error) = super::infinite_pixel(image) {
-        return Err(error);
+    let (nan, infinite) = super::blanks(image);
+    if let Some(i) = infinite {
+        return Err(super::infinite_at(image, i));
     }
-    let nan = image.pixels.par_iter().filter(|v| v.is_nan()).count();
     if nan == image.pixels.len() {
         return Err(super::all_blanked(nan));
     }
