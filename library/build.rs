@@ -4,15 +4,19 @@
 //!
 //! With `CUDA_KERNELS_PTX=build` this script rebuilds them from `kernels/` first and refreshes
 //! `ptx/`: the path of whoever changes a kernel (CI rebuilds and fails on any difference from
-//! the committed files). The rebuild has to give the same bytes in every checkout, and libNVVM
-//! does not by itself: the same sources compiled into one of two PTX variants (one kernel's
-//! shared loads vectorised differently), each stable in one setting, chosen by the checkout's
-//! path and the variables the compiler ran with, so by its memory's layout, not by any input
-//! it reads. The build therefore runs where the paths and variables are the same everywhere: in
-//! a private mount namespace (`unshare`, as `scripts/dependent-check` uses) with the checkout
-//! bound at [`BUILD_ROOT`], in an environment of `PATH`, `HOME`, `CARGO_HOME` and `RUSTUP_HOME`
-//! alone. Cargo hashes a path dependency outside the workspace by its absolute path into its
-//! symbols, so the kernels reach `interface` through the link `kernels/interface`, inside it.
+//! the committed files). The rebuild has to give the same bytes in every checkout and every
+//! time. Two things stood in the way:
+//! - libNVVM inside rustc compiled the very same IR into one of two PTX variants (one kernel's
+//!   shared loads vectorised one way or the other) from one build to the next; in a process of
+//!   its own it compiles it the same way every time. So the builder (`kernels/ptx/build.rs`)
+//!   has the codegen write its program and compiles it apart.
+//! - The IR must be the same bytes too, and it holds the paths rustc was given, of the vendored
+//!   crates among them. So the build runs where the paths and variables are the same
+//!   everywhere: in a private mount namespace (`unshare`, as `scripts/dependent-check` uses)
+//!   with the checkout bound at [`BUILD_ROOT`], in an environment of `PATH`, `HOME`,
+//!   `CARGO_HOME` and `RUSTUP_HOME` alone. Cargo hashes a path dependency outside the workspace
+//!   by its absolute path into its symbols, so the kernels reach `interface` through the link
+//!   `kernels/interface`, inside it.
 //!
 //! The PTX comes from rustc_codegen_nvvm, a rustc backend tied to the nightly that
 //! `kernels/rust-toolchain.toml` pins, so the builder in `kernels/ptx` runs under that nightly
