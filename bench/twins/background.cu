@@ -1,6 +1,6 @@
-// Twin of kernels/src/background.rs: per grid point, a block gathers its box's finite pixels
-// into shared memory, sorts them (all-ascending bitonic, comparisons past the run skipped),
-// and clips runs of them by binary search; then a thread per pixel interpolates. The
+// Twin of kernels/src/background.rs: per grid point, a block keeps its box's pixels in shared
+// memory and clips them by rounds, each round's median found by narrowing histograms and then
+// ranking the few values left; then a thread per pixel interpolates. The
 // arithmetic is interface/src/background.rs's, each operation rounded once (__dadd_rn and
 // friends, never contracted), so both kernels write the same bits.
 #include "twins.cuh"
@@ -67,70 +67,205 @@ static __device__ __forceinline__ double bg_block_total(double partial, double* 
     return bg_warp_total(lane < BACKGROUND_WARPS ? totals[lane] : 0.0);
 }
 
-static __device__ __forceinline__ void bg_statistics(const float* values, unsigned a, unsigned b, double* sums,
-                                                     double* squares, double& middle, double& sigma) {
-    unsigned count = b - a;
+struct BgTally {
+    unsigned count;
+    float least, most;
+};
+
+static __device__ __forceinline__ BgTally bg_empty() { return BgTally{0, INFINITY, -INFINITY}; }
+
+static __device__ __forceinline__ BgTally bg_with(BgTally t, float v) {
+    return BgTally{t.count + 1, fminf(t.least, v), fmaxf(t.most, v)};
+}
+
+static __device__ __forceinline__ BgTally bg_merge(BgTally a, BgTally b) {
+    return BgTally{a.count + b.count, fminf(a.least, b.least), fmaxf(a.most, b.most)};
+}
+
+static __device__ __forceinline__ BgTally bg_warp_tally(BgTally t) {
+    for (unsigned mask = 16; mask > 0; mask /= 2) {
+        BgTally other{__shfl_xor_sync(0xffffffffu, t.count, mask), __shfl_xor_sync(0xffffffffu, t.least, mask),
+                      __shfl_xor_sync(0xffffffffu, t.most, mask)};
+        t = bg_merge(t, other);
+    }
+    return t;
+}
+
+// The shared memory, laid out as the Rust kernel's (BACKGROUND_SHARED_*).
+struct BgScratch {
+    double* sums;
+    double* squares;
+    unsigned* counts;
+    float* least;
+    float* most;
+    unsigned* pick;
+    unsigned* bins;
+    float* candidates;
+    float* values;
+};
+
+static __device__ __forceinline__ BgTally bg_read_tally(const BgScratch& s) {
+    BgTally all = bg_empty();
+    for (unsigned w = 0; w < BACKGROUND_WARPS; ++w) all = bg_merge(all, BgTally{s.counts[w], s.least[w], s.most[w]});
+    return all;
+}
+
+static __device__ __forceinline__ BgTally bg_block_tally(const BgScratch& s, BgTally mine) {
+    BgTally warp = bg_warp_tally(mine);
+    if (threadIdx.x % 32 == 0) {
+        unsigned w = threadIdx.x / 32;
+        s.counts[w] = warp.count, s.least[w] = warp.least, s.most[w] = warp.most;
+    }
+    __syncthreads();
+    return bg_read_tally(s);
+}
+
+static __device__ __forceinline__ bool bg_kept(float v, double lo, double hi) {
+    double x = v;
+    return x > lo && x < hi;
+}
+
+static __device__ __forceinline__ unsigned bg_bin(float v, float least, float most) {
+    double scale = (double)BACKGROUND_BINS / ((double)most - (double)least);
+    double b = ((double)v - (double)least) * scale;
+    unsigned i = (unsigned)b;
+    return i < BACKGROUND_BINS ? i : BACKGROUND_BINS - 1;
+}
+
+static __device__ __forceinline__ BgTally bg_first_moments(const BgScratch& s, unsigned area, double lo, double hi,
+                                                           double& sum) {
+    BgTally mine = bg_empty();
     double partial = 0.0;
-    for (unsigned i = a + threadIdx.x; i < b; i += BACKGROUND_THREADS) partial = __dadd_rn(partial, (double)values[i]);
-    double mean = __ddiv_rn(bg_block_total(partial, sums), (double)count);
-    partial = 0.0;
-    for (unsigned i = a + threadIdx.x; i < b; i += BACKGROUND_THREADS) {
-        double d = __dsub_rn((double)values[i], mean);
-        partial = __dadd_rn(partial, __dmul_rn(d, d));
+    for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
+        float v = s.values[q];
+        if (bg_kept(v, lo, hi)) mine = bg_with(mine, v), partial = __dadd_rn(partial, (double)v);
     }
-    sigma = __dsqrt_rn(__ddiv_rn(bg_block_total(partial, squares), (double)count));
-    double lower = values[a + (count - 1) / 2], upper = values[a + count / 2];
-    middle = __dmul_rn(__dadd_rn(lower, upper), 0.5);
-}
-
-// The first index of the sorted run [lo, hi) past `limit`: above it (`above`), or at or
-// above it.
-static __device__ __forceinline__ unsigned bg_search(const float* values, unsigned lo, unsigned hi, double limit,
-                                                     bool above) {
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        double v = values[mid];
-        if (above ? v > limit : v >= limit) hi = mid;
-        else lo = mid + 1;
+    unsigned lane = threadIdx.x % 32;
+    double warp_sum = bg_warp_total(partial);
+    BgTally warp = bg_warp_tally(mine);
+    if (lane == 0) {
+        unsigned w = threadIdx.x / 32;
+        s.sums[w] = warp_sum, s.counts[w] = warp.count, s.least[w] = warp.least, s.most[w] = warp.most;
     }
-    return lo;
+    __syncthreads();
+    sum = bg_warp_total(lane < BACKGROUND_WARPS ? s.sums[lane] : 0.0);
+    return bg_read_tally(s);
 }
 
-static __device__ __forceinline__ void bg_order(float* values, unsigned i, unsigned l) {
-    float x = values[i], y = values[l];
-    if (x > y) values[i] = y, values[l] = x;
+static __device__ __forceinline__ double bg_squared_deviations(const BgScratch& s, unsigned area, double lo,
+                                                               double hi, double mean) {
+    double partial = 0.0;
+    for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
+        float v = s.values[q];
+        if (bg_kept(v, lo, hi)) {
+            double d = __dsub_rn((double)v, mean);
+            partial = __dadd_rn(partial, __dmul_rn(d, d));
+        }
+    }
+    return bg_block_total(partial, s.squares);
 }
 
-static __device__ __forceinline__ void bg_sort(float* values, unsigned n) {
-    unsigned pairs = n <= 1 ? 0 : (1u << (32 - __clz(n - 1))) / 2;  // next power of two, halved
-    for (unsigned size = 2; size <= 2 * pairs; size *= 2) {
-        unsigned half = size / 2, shift = __ffs(half) - 1;
-        for (unsigned p = threadIdx.x; p < pairs; p += BACKGROUND_THREADS) {
-            unsigned start = (p >> shift) << (shift + 1), offset = p & (half - 1);
-            unsigned partner = start + size - 1 - offset;
-            if (partner < n) bg_order(values, start + offset, partner);
+static __device__ __forceinline__ unsigned bg_exclusive_scan(unsigned value, unsigned* totals) {
+    unsigned lane = threadIdx.x % 32, inclusive = value;
+    for (unsigned delta = 1; delta < 32; delta *= 2) {
+        unsigned from = __shfl_up_sync(0xffffffffu, inclusive, delta);
+        if (lane >= delta) inclusive += from;
+    }
+    if (lane == 31) totals[threadIdx.x / 32] = inclusive;
+    __syncthreads();
+    unsigned before = 0;
+    for (unsigned w = 0; w < threadIdx.x / 32; ++w) before += totals[w];
+    return before + inclusive - value;
+}
+
+static __device__ __forceinline__ bool bg_inside(float v, double lo, double hi, const BgTally& r) {
+    return bg_kept(v, lo, hi) && v >= r.least && v <= r.most;
+}
+
+static __device__ __forceinline__ float bg_select(const BgScratch& s, unsigned area, double lo, double hi,
+                                                  unsigned rank, BgTally range) {
+    unsigned tid = threadIdx.x;
+    for (;;) {
+        if (range.least == range.most) return range.least;
+        if (range.count <= BACKGROUND_CANDIDATES) break;
+        for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+            float v = s.values[q];
+            if (bg_inside(v, lo, hi, range)) atomicAdd(&s.bins[bg_bin(v, range.least, range.most)], 1u);
         }
         __syncthreads();
-        for (unsigned j = half / 2; j > 0; j /= 2) {
-            unsigned s = __ffs(j) - 1;
-            for (unsigned p = threadIdx.x; p < pairs; p += BACKGROUND_THREADS) {
-                unsigned i = ((p >> s) << (s + 1)) + (p & (j - 1));
-                if (i + j < n) bg_order(values, i, i + j);
+        unsigned first = tid * BACKGROUND_BINS_PER_THREAD, own = 0;
+        for (unsigned i = 0; i < BACKGROUND_BINS_PER_THREAD; ++i) own += s.bins[first + i];
+        unsigned below = bg_exclusive_scan(own, s.counts);
+        for (unsigned i = 0; i < BACKGROUND_BINS_PER_THREAD; ++i) {
+            unsigned count = s.bins[first + i];
+            s.bins[first + i] = 0;
+            if (below <= rank && rank < below + count) {
+                s.pick[BACKGROUND_PICK_BIN] = first + i;
+                s.pick[BACKGROUND_PICK_BELOW] = below;
+                s.pick[BACKGROUND_PICK_COUNT] = count;
             }
-            __syncthreads();
+            below += count;
+        }
+        __syncthreads();
+        unsigned chosen = s.pick[BACKGROUND_PICK_BIN], skipped = s.pick[BACKGROUND_PICK_BELOW];
+        unsigned count = s.pick[BACKGROUND_PICK_COUNT];
+        BgTally in_bin = bg_empty();
+        for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+            float v = s.values[q];
+            if (bg_inside(v, lo, hi, range) && bg_bin(v, range.least, range.most) == chosen) in_bin = bg_with(in_bin, v);
+        }
+        BgTally narrowed = bg_block_tally(s, in_bin);
+        range = BgTally{count, narrowed.least, narrowed.most};
+        rank -= skipped;
+    }
+    for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+        float v = s.values[q];
+        if (bg_inside(v, lo, hi, range)) s.candidates[atomicAdd(&s.pick[BACKGROUND_PICK_PLACED], 1u)] = v;
+    }
+    __syncthreads();
+    if (tid == 0) s.pick[BACKGROUND_PICK_PLACED] = 0;
+    if (tid < range.count) {
+        float v = s.candidates[tid];
+        unsigned less = 0, equal = 0, equal_before = 0;
+        for (unsigned j = 0; j < range.count; ++j) {
+            float other = s.candidates[j];
+            less += other < v;
+            equal += other == v;
+            equal_before += other == v && j < tid;
+        }
+        if (less <= rank && rank < less + equal && equal_before == 0) s.pick[BACKGROUND_PICK_VALUE] = __float_as_uint(v);
+    }
+    __syncthreads();
+    return __uint_as_float(s.pick[BACKGROUND_PICK_VALUE]);
+}
+
+static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigned area, double lo, double hi,
+                                                     unsigned rank, float lower) {
+    unsigned at_most = 0;
+    BgTally above = bg_empty();
+    for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
+        float v = s.values[q];
+        if (bg_kept(v, lo, hi)) {
+            if (v <= lower) ++at_most;
+            else above = bg_with(above, v);
         }
     }
+    above.count = at_most;
+    BgTally tally = bg_block_tally(s, above);
+    __syncthreads();
+    return tally.count > rank + 1 ? lower : tally.least;
 }
 
 extern "C" __global__ void background_grid(const float* image, size_t image_len, size_t width, size_t height,
                                            unsigned step_x, unsigned step_y, unsigned box_x, unsigned box_y,
                                            double kappa, unsigned rounds, double* grid) {
-    // All of it dynamic, laid out as the Rust kernel's (BACKGROUND_SHARED_*).
     extern __shared__ __align__(16) unsigned char shared[];
-    unsigned& count = *(unsigned*)(shared + BACKGROUND_SHARED_COUNT);
-    double* sums = (double*)(shared + BACKGROUND_SHARED_SUMS);
-    double* squares = (double*)(shared + BACKGROUND_SHARED_SQUARES);
-    float* values = (float*)(shared + BACKGROUND_SHARED_HEADER);
+    BgScratch s{(double*)(shared + BACKGROUND_SHARED_SUMS),     (double*)(shared + BACKGROUND_SHARED_SQUARES),
+                (unsigned*)(shared + BACKGROUND_SHARED_COUNTS), (float*)(shared + BACKGROUND_SHARED_LEAST),
+                (float*)(shared + BACKGROUND_SHARED_MOST),      (unsigned*)(shared + BACKGROUND_SHARED_PICK),
+                (unsigned*)(shared + BACKGROUND_SHARED_BINS),   (float*)(shared + BACKGROUND_SHARED_CANDIDATES),
+                (float*)(shared + BACKGROUND_SHARED_HEADER)};
+    unsigned tid = threadIdx.x;
     unsigned w = (unsigned)width, h = (unsigned)height;
     unsigned point = blockIdx.x;
     unsigned columns = bg_grid_points(w, step_x), rows = bg_grid_points(h, step_y);
@@ -139,45 +274,37 @@ extern "C" __global__ void background_grid(const float* image, size_t image_len,
     unsigned x0, x1, y0, y1;
     bg_box_range(cx, w, box_x, x0, x1);
     bg_box_range(cy, h, box_y, y0, y1);
-    if (threadIdx.x == 0) count = 0;
+    unsigned span = x1 - x0, area = span * (y1 - y0);
+    for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+        float v = image[(size_t)(y0 + q / span) * width + (x0 + q % span)];
+        s.values[q] = v == 0.0f ? 0.0f : v;
+    }
+    for (unsigned i = 0; i < BACKGROUND_BINS_PER_THREAD; ++i) s.bins[tid * BACKGROUND_BINS_PER_THREAD + i] = 0;
+    if (tid == 0) s.pick[BACKGROUND_PICK_PLACED] = 0;
     __syncthreads();
 
-    unsigned lane = threadIdx.x % 32, below = (1u << lane) - 1;
-    unsigned span = x1 - x0, area = span * (y1 - y0);
-    for (unsigned first = 0; first < area; first += BACKGROUND_THREADS) {
-        unsigned q = first + threadIdx.x;
-        float value = 0.0f;
-        if (q < area) value = image[(size_t)(y0 + q / span) * width + (x0 + q % span)];
-        bool keep = q < area && isfinite(value);
-        unsigned kept = __ballot_sync(0xffffffffu, keep);
-        if (kept != 0) {
-            unsigned place = 0;
-            if (lane == 0) place = atomicAdd(&count, __popc(kept));
-            place = __shfl_sync(0xffffffffu, place, 0);
-            if (keep) values[place + __popc(kept & below)] = value == 0.0f ? 0.0f : value;
-        }
-    }
-    __syncthreads();
-    unsigned n = count;
-    double* out = grid + (size_t)point * BACKGROUND_FIELDS;
-    if (n == 0) {
-        if (threadIdx.x == 0) out[BACKGROUND_BACKGROUND] = NAN, out[BACKGROUND_NOISE] = NAN;
-        return;
-    }
-    bg_sort(values, n);
-    unsigned a = 0, b = n;
-    double middle, sigma;
-    bg_statistics(values, a, b, sums, squares, middle, sigma);
-    for (unsigned round = 0; round < rounds; ++round) {
+    double lo = -INFINITY, hi = INFINITY, middle = NAN, sigma = NAN;
+    unsigned last_count = 0;
+    for (unsigned round = 0;; ++round) {
+        double sum;
+        BgTally range = bg_first_moments(s, area, lo, hi, sum);
+        if (range.count == 0 || range.count == last_count) break;
+        double mean = __ddiv_rn(sum, (double)range.count);
+        sigma = __dsqrt_rn(__ddiv_rn(bg_squared_deviations(s, area, lo, hi, mean), (double)range.count));
+        unsigned rank = (range.count - 1) / 2;
+        float lower = bg_select(s, area, lo, hi, rank, range);
+        float upper = range.count % 2 == 0 ? bg_successor(s, area, lo, hi, rank, lower) : lower;
+        middle = __dmul_rn(__dadd_rn((double)lower, (double)upper), 0.5);
+        if (round == rounds) break;
         double reach = __dmul_rn(kappa, sigma);
         double low = __dsub_rn(middle, reach), high = __dadd_rn(middle, reach);
-        unsigned start = bg_search(values, a, b, low, true);
-        unsigned end = bg_search(values, start, b, high, false);
-        if (end == start || end - start == b - a) break;
-        a = start, b = end;
-        bg_statistics(values, a, b, sums, squares, middle, sigma);
+        lo = fmax(lo, low), hi = fmin(hi, high);
+        last_count = range.count;
     }
-    if (threadIdx.x == 0) out[BACKGROUND_BACKGROUND] = middle, out[BACKGROUND_NOISE] = sigma;
+    if (tid == 0) {
+        double* out = grid + (size_t)point * BACKGROUND_FIELDS;
+        out[BACKGROUND_BACKGROUND] = middle, out[BACKGROUND_NOISE] = sigma;
+    }
 }
 
 extern "C" __global__ void background_interpolate(const float* image, size_t image_len, size_t width, size_t height,

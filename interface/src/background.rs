@@ -16,20 +16,41 @@
 pub const THREADS: usize = 256;
 /// Warps of a `background_grid` block: the partial sums the first level of [`block_sum`] leaves.
 pub const WARPS: usize = THREADS / 32;
-/// The most pixels of a box, cut to the image: its finite pixels are sorted in shared memory,
-/// four bytes each, so 160 KiB at most (and [`SHARED_HEADER`]), within the per-block limit of
-/// an A100 (163 KiB) and an H100 (227 KiB). BANE's default box for a beam of 8 pixels is 192² = 36864 pixels.
+/// The most pixels of a box, cut to the image: they are kept in shared memory, four bytes
+/// each, so 160 KiB at most (and [`SHARED_HEADER`]), within an H100's per-block limit (227
+/// KiB; the launcher checks the device's). BANE's default box for a beam of 8 pixels is 192²
+/// = 36864 pixels.
 pub const MAX_BOX_PIXELS: usize = 40960;
-/// Bytes at the start of `background_grid`'s dynamic shared memory before the box's values:
-/// the count of finite pixels (a u32, padded to 8 bytes), then the [`WARPS`] f64 warp totals
-/// of the sums and then of the squared deviations. Everything lives in the dynamic shared
-/// memory: cuda_std declares it as a 16-byte array that ptxas places first, before any static
-/// shared array, which the values past its 16 bytes would overwrite.
-pub const SHARED_HEADER: usize = 8 + 2 * 8 * WARPS;
-/// Offsets in that header: the count, the sums' warp totals, the squares' warp totals.
-pub const SHARED_COUNT: usize = 0;
-pub const SHARED_SUMS: usize = 8;
-pub const SHARED_SQUARES: usize = 8 + 8 * WARPS;
+/// Bins of the histogram that narrows a median's range by a factor of up to this per pass.
+pub const BINS: usize = 1024;
+/// Bins each thread of a `background_grid` block counts up in the histogram's scan.
+pub const BINS_PER_THREAD: usize = BINS / THREADS;
+/// A range holding at most this many values is ranked directly, a thread to a value.
+pub const CANDIDATES: usize = THREADS;
+/// Bytes at the start of `background_grid`'s dynamic shared memory before the box's values,
+/// at these offsets: the [`WARPS`] f64 warp totals of the sums, then of the squared
+/// deviations; per warp a u32 count, an f32 least and an f32 greatest value; the chosen bin's
+/// record ([`PICK_WORDS`] u32); the histogram ([`BINS`] u32); the candidates ([`CANDIDATES`]
+/// f32). Everything lives in the dynamic shared memory: cuda_std declares it as a 16-byte
+/// array that ptxas places first, before any static shared array, which the values past its
+/// 16 bytes would overwrite.
+pub const SHARED_SUMS: usize = 0;
+pub const SHARED_SQUARES: usize = SHARED_SUMS + 8 * WARPS;
+pub const SHARED_COUNTS: usize = SHARED_SQUARES + 8 * WARPS;
+pub const SHARED_LEAST: usize = SHARED_COUNTS + 4 * WARPS;
+pub const SHARED_MOST: usize = SHARED_LEAST + 4 * WARPS;
+pub const SHARED_PICK: usize = SHARED_MOST + 4 * WARPS;
+pub const SHARED_BINS: usize = SHARED_PICK + 4 * PICK_WORDS;
+pub const SHARED_CANDIDATES: usize = SHARED_BINS + 4 * BINS;
+pub const SHARED_HEADER: usize = SHARED_CANDIDATES + 4 * CANDIDATES;
+/// u32 words of the chosen bin's record, at these indices: the bin, the values below it, the
+/// values in it, the candidates placed so far, and the selected value's bits.
+pub const PICK_WORDS: usize = 5;
+pub const PICK_BIN: usize = 0;
+pub const PICK_BELOW: usize = 1;
+pub const PICK_COUNT: usize = 2;
+pub const PICK_PLACED: usize = 3;
+pub const PICK_VALUE: usize = 4;
 /// Threads of a `background_interpolate` block, one per pixel.
 pub const INTERPOLATE_BLOCK: u32 = 256;
 /// f64 values per grid point in the grid the first kernel writes and the second reads: the
@@ -188,6 +209,20 @@ fn accumulate(sum: &mut f64, total: &mut f64, value: f64, weight: f64) {
 #[inline(always)]
 pub fn snr(pixel: f32, background: f64, noise: f64) -> f32 {
     div(sub(pixel as f64, background), noise) as f32
+}
+
+/// The histogram bin of `v` among values from `least` to `most` (`least < most`), [`BINS`]
+/// bins of equal width: nondecreasing in `v`, `least` in the first bin and `most` in the last,
+/// so that a bin holds a range of values and a pass always splits the range.
+#[inline(always)]
+pub fn bin(v: f32, least: f32, most: f32) -> usize {
+    let scale = BINS as f64 / (most as f64 - least as f64);
+    let b = ((v as f64 - least as f64) * scale) as usize;
+    if b < BINS {
+        b
+    } else {
+        BINS - 1
+    }
 }
 
 /// The median of a sorted run of values from its two middle ones (the same one for an odd

@@ -2,31 +2,31 @@
 //! σ-clipped median and standard deviation of the pixels in a box around each point, then
 //! both interpolated bilinearly to every pixel, with the signal-to-noise image beside them.
 //!
-//! **The one idea: sort a box once, then every clipping round is a range of it.** A round
-//! keeps the values strictly inside median ± κσ of the values kept so far; an interval of
-//! sorted values is a run of them. So the box's finite pixels are sorted once, in shared
-//! memory, and each round narrows a run `[a, b)` by two binary searches: its median is read at
-//! its middle, its mean and deviation are two block sums over it.
+//! **The one idea: a clipping round needs one value of rank, not an order.** A round keeps the
+//! values strictly inside median ± κσ of the values kept so far, so what is kept is always the
+//! box's values inside one open interval `(lo, hi)`, and a round needs their count, their sum,
+//! their squared deviations and their median: the value of rank `⌊(n − 1)/2⌋` (and the next,
+//! for an even count). A value of given rank is found without sorting by narrowing its range:
+//! a histogram of the range's values in [`BINS`] bins of equal width, a scan of it for the bin
+//! that holds the rank, then the range of that bin; once a range holds at most [`CANDIDATES`]
+//! values, each thread ranks one of them against the others. Every step is a pass over the
+//! box in shared memory, where sorting it (the earlier way) took a bitonic network of
+//! `log2(n)·(log2(n) + 1)/2` passes.
 //!
 //! **`background_grid`: one block of `THREADS` per grid point** (a one-dimensional grid,
 //! point `(gy, gx)` in block `gy · columns + gx`, so no grid dimension limits the image).
-//! 1. The box's pixels are read row after row (consecutive threads, consecutive pixels), and
-//!    the finite ones appended to shared memory: a ballot per warp, one shared atomic per warp
-//!    for the warp's place. The order they land in does not matter; the sort fixes it. -0.0 is
-//!    stored as 0.0, so equal values are equal bits.
-//! 2. A bitonic sort in the all-ascending form (each stage's first comparisons mirror the
-//!    block, the rest are half-cleaners): padding the run to a power of two with +∞ would
-//!    leave the padding in place, so comparisons with a partner past the run are skipped and
-//!    no padding is stored. Shared memory: 4 bytes a pixel of the box (`MAX_BOX_PIXELS` at
-//!    most), after the count and the sums' warp totals (`SHARED_HEADER`), all of it dynamic.
-//! 3. Up to `rounds` rounds as BANE's `sigmaclip`: the window from this run's median and σ, the
-//!    run inside it found by binary search (every thread searches alike, reading the same
-//!    words, so no barrier is needed); stop when it keeps nothing (the last statistics stand)
-//!    or all. Sums are f64, in the order `interface::background::block_sum` writes out, with
-//!    the arithmetic of `interface::background`, rounded op by op: the CPU adds in that order
-//!    and gets the same bits.
-//! 4. Thread 0 writes the median and σ as the point's two f64 (NaN, NaN for a box with no
-//!    finite pixel).
+//! 1. The box's pixels go to shared memory in the box's row-major order, -0.0 as 0.0 (so that
+//!    equal values are equal bits); NaN and ±∞ stay and are never inside the window.
+//! 2. Rounds as BANE's `sigmaclip`, the first over every finite pixel: count, sum, least and
+//!    greatest of the values inside the window; stop when it keeps none (the last statistics
+//!    stand; NaN, NaN for a box with no finite pixel) or as many as the last round; the mean,
+//!    the squared deviations, the median; then the next window, `rounds` times at most.
+//!    Thread `t` adds the values `t, t + THREADS, …` of the box that the window keeps, in
+//!    f64, and the block adds the partials in the order `interface::background::block_sum`
+//!    writes out, with the arithmetic of `interface::background`, rounded op by op: the CPU
+//!    adds in that order and gets the same bits. The median is a value of the box (or the mean
+//!    of two), however it is found.
+//! 3. Thread 0 writes the median and σ as the point's two f64.
 //!
 //! **`background_interpolate`: one thread per pixel.** The pixel's cell of the grid, the four
 //! corners' weights (`interface::background::cell`, `weights`), the NaN-aware bilinear
@@ -36,17 +36,18 @@
 //! f64 divisions (the cell's fractions, by the weights' sum where it is not exactly 1, the
 //! S/N), the same ones the CPU reference makes.
 //!
-//! **Cost.** The grid kernel's work is the sort: `log2(m)·(log2(m) + 1)/2` stages of `m/2`
-//! comparisons for a run padded to `m`, in shared memory, per grid point; boxes overlap (BANE's
-//! box is six steps), so each pixel is sorted in 36 boxes.
+//! **Cost.** A round is a handful of passes over the box (two for the statistics, two a
+//! histogram level, one for the candidates, one more for an even count), with a barrier each;
+//! boxes overlap (BANE's box is six steps), so each pixel is read in 36 boxes.
 
-use crate::ballot;
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::background::{
-    add, add_square, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr, std, weights,
-    window, BACKGROUND, FIELDS, NOISE, SHARED_COUNT, SHARED_HEADER, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
+    add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr, std,
+    weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN, PICK_COUNT,
+    PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES, SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST, SHARED_MOST,
+    SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
 
 /// `value` of the lane `mask` away, 32 bits at a time.
@@ -85,138 +86,305 @@ unsafe fn block_total(partial: f64, totals: *mut f64) -> f64 {
     warp_total(if lane < WARPS { *totals.add(lane) } else { 0.0 })
 }
 
-/// The median and the standard deviation of the sorted run `values[a..b)`, `a < b`.
+/// `value` of the lane `mask` away.
 #[inline(always)]
-unsafe fn statistics(values: *const f32, a: u32, b: u32, sums: *mut f64, squares: *mut f64) -> (f64, f64) {
-    let tid = thread::thread_idx_x();
-    let count = b - a;
-    let mut partial = 0.0;
-    let mut i = a + tid;
-    while i < b {
-        partial = add(partial, *values.add(i as usize) as f64);
-        i += THREADS as u32;
-    }
-    let average = mean(block_total(partial, sums), count);
-    let mut partial = 0.0;
-    let mut i = a + tid;
-    while i < b {
-        partial = add_square(partial, *values.add(i as usize), average);
-        i += THREADS as u32;
-    }
-    let sigma = std(block_total(partial, squares), count);
-    let middle = median(*values.add((a + (count - 1) / 2) as usize), *values.add((a + count / 2) as usize));
-    (middle, sigma)
+unsafe fn butterfly_u32(value: u32, mask: u32) -> u32 {
+    let out: u32;
+    asm!("shfl.sync.bfly.b32 {o}, {v}, {m}, 31, 0xffffffff;", o = out(reg32) out, v = in(reg32) value, m = in(reg32) mask);
+    out
 }
 
-/// The first index of the sorted run `values[lo..hi)` whose value `beyond` holds for (`hi` if
-/// none): `beyond` is false, then true, along the run.
-#[inline(always)]
-unsafe fn search(values: *const f32, mut lo: u32, mut hi: u32, beyond: impl Fn(f64) -> bool) -> u32 {
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if beyond(*values.add(mid as usize) as f64) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
+/// A tally of values kept by a window: how many, the least and the greatest.
+#[derive(Clone, Copy)]
+struct Tally {
+    count: u32,
+    least: f32,
+    most: f32,
+}
+
+impl Tally {
+    const EMPTY: Tally = Tally { count: 0, least: f32::INFINITY, most: f32::NEG_INFINITY };
+
+    #[inline(always)]
+    fn with(self, v: f32) -> Tally {
+        Tally { count: self.count + 1, least: self.least.min(v), most: self.most.max(v) }
+    }
+
+    #[inline(always)]
+    fn merge(self, other: Tally) -> Tally {
+        Tally { count: self.count + other.count, least: self.least.min(other.least), most: self.most.max(other.most) }
+    }
+
+    /// The tally of the whole warp, in every lane.
+    #[inline(always)]
+    unsafe fn warp(mut self) -> Tally {
+        let mut mask = 16;
+        while mask > 0 {
+            let other = Tally {
+                count: butterfly_u32(self.count, mask),
+                least: f32::from_bits(butterfly_u32(self.least.to_bits(), mask)),
+                most: f32::from_bits(butterfly_u32(self.most.to_bits(), mask)),
+            };
+            self = self.merge(other);
+            mask /= 2;
+        }
+        self
+    }
+}
+
+/// The shared memory of a `background_grid` block (`interface::background::SHARED_HEADER`).
+struct Scratch {
+    sums: *mut f64,
+    squares: *mut f64,
+    counts: *mut u32,
+    least: *mut f32,
+    most: *mut f32,
+    pick: *mut u32,
+    bins: *mut u32,
+    candidates: *mut f32,
+    values: *mut f32,
+}
+
+impl Scratch {
+    #[inline(always)]
+    unsafe fn new() -> Scratch {
+        let shared = dynamic_shared_mem::<u8>();
+        Scratch {
+            sums: shared.add(SHARED_SUMS) as *mut f64,
+            squares: shared.add(SHARED_SQUARES) as *mut f64,
+            counts: shared.add(SHARED_COUNTS) as *mut u32,
+            least: shared.add(SHARED_LEAST) as *mut f32,
+            most: shared.add(SHARED_MOST) as *mut f32,
+            pick: shared.add(SHARED_PICK) as *mut u32,
+            bins: shared.add(SHARED_BINS) as *mut u32,
+            candidates: shared.add(SHARED_CANDIDATES) as *mut f32,
+            values: shared.add(SHARED_HEADER) as *mut f32,
         }
     }
-    lo
-}
 
-/// Compares `values[i]` with `values[l]`, `i < l`, and puts the smaller first.
-#[inline(always)]
-unsafe fn order(values: *mut f32, i: u32, l: u32) {
-    let (x, y) = (*values.add(i as usize), *values.add(l as usize));
-    if x > y {
-        *values.add(i as usize) = y;
-        *values.add(l as usize) = x;
-    }
-}
-
-/// Sorts `values[0..n)` ascending: a bitonic network in its all-ascending form, comparisons
-/// with a partner at `n` or beyond left out (that partner would be +∞ padding, already in
-/// place). Every thread of the block calls it.
-#[inline(always)]
-unsafe fn sort(values: *mut f32, n: u32) {
-    let tid = thread::thread_idx_x();
-    let pairs = n.next_power_of_two() / 2;
-    let mut size = 2u32;
-    while size <= 2 * pairs {
-        // The mirror: element `offset` of each block of `size` against element `size − 1 − offset`.
-        let half = size / 2;
-        let shift = half.trailing_zeros();
-        let mut p = tid;
-        while p < pairs {
-            let start = (p >> shift) << (shift + 1);
-            let offset = p & (half - 1);
-            let partner = start + size - 1 - offset;
-            if partner < n {
-                order(values, start + offset, partner);
-            }
-            p += THREADS as u32;
+    /// The block's tally from every thread's `mine`, in every thread. The tally slots must not
+    /// be read from an earlier call that no barrier has closed since.
+    #[inline(always)]
+    unsafe fn block_tally(&self, mine: Tally) -> Tally {
+        let tid = thread::thread_idx_x() as usize;
+        let warp = mine.warp();
+        if tid % 32 == 0 {
+            *self.counts.add(tid / 32) = warp.count;
+            *self.least.add(tid / 32) = warp.least;
+            *self.most.add(tid / 32) = warp.most;
         }
         thread::sync_threads();
-        // The half-cleaners: element `i` against `i + j`, `j` halving down to 1.
-        let mut j = half / 2;
-        while j > 0 {
-            let shift = j.trailing_zeros();
-            let mut p = tid;
-            while p < pairs {
-                let i = ((p >> shift) << (shift + 1)) + (p & (j - 1));
-                if i + j < n {
-                    order(values, i, i + j);
-                }
-                p += THREADS as u32;
-            }
-            thread::sync_threads();
-            j /= 2;
+        self.read_tally()
+    }
+
+    /// The warps' tallies, merged.
+    #[inline(always)]
+    unsafe fn read_tally(&self) -> Tally {
+        let mut all = Tally::EMPTY;
+        for w in 0..WARPS {
+            all = all.merge(Tally { count: *self.counts.add(w), least: *self.least.add(w), most: *self.most.add(w) });
         }
-        size *= 2;
+        all
     }
 }
 
-/// Appends the finite pixels of the box `x0..x1 × y0..y1` to `values`, counting them in
-/// `*count` (zero on entry, seen by every thread); returns how many there are.
+/// Whether `v` lies strictly inside the window `(lo, hi)`: never for NaN or ±∞.
 #[inline(always)]
-unsafe fn gather(
-    image: &[f32],
-    width: usize,
-    (x0, x1, y0, y1): (u32, u32, u32, u32),
-    values: *mut f32,
-    count: *mut u32,
-) -> u32 {
+fn kept(v: f32, (lo, hi): (f64, f64)) -> bool {
+    let x = v as f64;
+    x > lo && x < hi
+}
+
+/// Count, sum, least and greatest of the box's `area` values inside `limits`: one pass and one
+/// barrier. The sum is the block's in `interface::background::block_sum`'s order.
+#[inline(always)]
+unsafe fn first_moments(s: &Scratch, area: u32, limits: (f64, f64)) -> (Tally, f64) {
     let tid = thread::thread_idx_x();
-    let lane = tid % 32;
-    let below = (1u32 << lane) - 1;
-    let counter = crate::shared_address(count);
-    let columns = x1 - x0;
-    let area = columns * (y1 - y0);
-    // Whole warps go round together: the ballot needs every lane.
-    let mut first = 0;
-    while first < area {
-        let q = first + tid;
-        let mut value = 0.0f32;
-        if q < area {
-            let (y, x) = (y0 + q / columns, x0 + q % columns);
-            value = *image.get_unchecked(y as usize * width + x as usize);
+    let (mut mine, mut partial) = (Tally::EMPTY, 0.0);
+    let mut q = tid;
+    while q < area {
+        let v = *s.values.add(q as usize);
+        if kept(v, limits) {
+            mine = mine.with(v);
+            partial = add(partial, v as f64);
         }
-        let keep = q < area && value.is_finite();
-        let kept = ballot(keep);
-        if kept != 0 {
-            let mut place = 0u32;
-            if lane == 0 {
-                asm!("atom.shared.add.u32 {o}, [{a}], {v};", o = out(reg32) place, a = in(reg32) counter, v = in(reg32) kept.count_ones());
-            }
-            asm!("shfl.sync.idx.b32 {o}, {v}, 0, 31, 0xffffffff;", o = out(reg32) place, v = in(reg32) place);
-            if keep {
-                // -0.0 becomes 0.0: equal values sort as equal bits, whatever their order.
-                *values.add((place + (kept & below).count_ones()) as usize) = if value == 0.0 { 0.0 } else { value };
-            }
-        }
-        first += THREADS as u32;
+        q += THREADS as u32;
+    }
+    let lane = tid as usize % 32;
+    let sum = warp_total(partial);
+    let warp = mine.warp();
+    if lane == 0 {
+        let w = tid as usize / 32;
+        *s.sums.add(w) = sum;
+        *s.counts.add(w) = warp.count;
+        *s.least.add(w) = warp.least;
+        *s.most.add(w) = warp.most;
     }
     thread::sync_threads();
-    *count
+    let total = warp_total(if lane < WARPS { *s.sums.add(lane) } else { 0.0 });
+    (s.read_tally(), total)
+}
+
+/// The sum of the squared deviations from `average` of the values inside `limits`.
+#[inline(always)]
+unsafe fn squared_deviations(s: &Scratch, area: u32, limits: (f64, f64), average: f64) -> f64 {
+    let mut partial = 0.0;
+    let mut q = thread::thread_idx_x();
+    while q < area {
+        let v = *s.values.add(q as usize);
+        if kept(v, limits) {
+            partial = add_square(partial, v, average);
+        }
+        q += THREADS as u32;
+    }
+    block_total(partial, s.squares)
+}
+
+/// The value of rank `rank` (0 for the least) among the box's values inside `limits`, of
+/// which `range` tallies them all. Every thread calls it and gets the value.
+#[inline(always)]
+unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut range: Tally) -> f32 {
+    let tid = thread::thread_idx_x();
+    let inside = |v: f32, r: &Tally| kept(v, limits) && v >= r.least && v <= r.most;
+    loop {
+        if range.least == range.most {
+            return range.least;
+        }
+        if range.count as usize <= CANDIDATES {
+            break;
+        }
+        // A histogram of the range (its bins were left zero by the last scan or the launch).
+        let mut q = tid;
+        while q < area {
+            let v = *s.values.add(q as usize);
+            if inside(v, &range) {
+                let at = crate::shared_address(s.bins.add(bin(v, range.least, range.most)));
+                asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
+            }
+            q += THREADS as u32;
+        }
+        thread::sync_threads();
+        // Its scan: each thread takes BINS_PER_THREAD bins in a row; the thread whose bins
+        // hold the rank records that bin, and each zeroes its bins for the next histogram.
+        let first = tid as usize * BINS_PER_THREAD;
+        let mut own = 0;
+        for i in 0..BINS_PER_THREAD {
+            own += *s.bins.add(first + i);
+        }
+        let mut below = exclusive_scan(own, s.counts);
+        for i in 0..BINS_PER_THREAD {
+            let count = *s.bins.add(first + i);
+            *s.bins.add(first + i) = 0;
+            if below <= rank && rank < below + count {
+                *s.pick.add(PICK_BIN) = (first + i) as u32;
+                *s.pick.add(PICK_BELOW) = below;
+                *s.pick.add(PICK_COUNT) = count;
+            }
+            below += count;
+        }
+        thread::sync_threads();
+        let (chosen, skipped, count) =
+            (*s.pick.add(PICK_BIN) as usize, *s.pick.add(PICK_BELOW), *s.pick.add(PICK_COUNT));
+        // The chosen bin's values are the range's values between its least and its greatest.
+        let mut mine = Tally::EMPTY;
+        let mut q = tid;
+        while q < area {
+            let v = *s.values.add(q as usize);
+            if inside(v, &range) && bin(v, range.least, range.most) == chosen {
+                mine = mine.with(v);
+            }
+            q += THREADS as u32;
+        }
+        let narrowed = s.block_tally(mine);
+        range = Tally { count, ..narrowed };
+        rank -= skipped;
+    }
+    // Few enough: gather them (in any order) and rank each against all.
+    let placed = crate::shared_address(s.pick.add(PICK_PLACED));
+    let mut q = tid;
+    while q < area {
+        let v = *s.values.add(q as usize);
+        if inside(v, &range) {
+            let at: u32;
+            asm!("atom.shared.add.u32 {o}, [{a}], 1;", o = out(reg32) at, a = in(reg32) placed);
+            *s.candidates.add(at as usize) = v;
+        }
+        q += THREADS as u32;
+    }
+    thread::sync_threads();
+    if tid == 0 {
+        *s.pick.add(PICK_PLACED) = 0;
+    }
+    if tid < range.count {
+        let v = *s.candidates.add(tid as usize);
+        let (mut less, mut equal, mut equal_before) = (0, 0, 0);
+        for j in 0..range.count {
+            let other = *s.candidates.add(j as usize);
+            less += (other < v) as u32;
+            equal += (other == v) as u32;
+            equal_before += (other == v && j < tid) as u32;
+        }
+        // One writer: the first of the candidates equal to the value of that rank.
+        if less <= rank && rank < less + equal && equal_before == 0 {
+            *s.pick.add(PICK_VALUE) = v.to_bits();
+        }
+    }
+    thread::sync_threads();
+    f32::from_bits(*s.pick.add(PICK_VALUE))
+}
+
+/// The value of rank `rank + 1` among the values inside `limits`, given `lower`, that of rank
+/// `rank`: `lower` again if more than `rank + 1` values are at most it, else the least above it.
+#[inline(always)]
+unsafe fn successor(s: &Scratch, area: u32, limits: (f64, f64), rank: u32, lower: f32) -> f32 {
+    let (mut at_most, mut above) = (0u32, Tally::EMPTY);
+    let mut q = thread::thread_idx_x();
+    while q < area {
+        let v = *s.values.add(q as usize);
+        if kept(v, limits) {
+            if v <= lower {
+                at_most += 1;
+            } else {
+                above = above.with(v);
+            }
+        }
+        q += THREADS as u32;
+    }
+    let tally = s.block_tally(Tally { count: at_most, ..above });
+    // The next round's first pass writes the tally's slots again.
+    thread::sync_threads();
+    if tally.count > rank + 1 {
+        lower
+    } else {
+        tally.least
+    }
+}
+
+/// The exclusive prefix sum of `value` over the block's threads, in thread order; `totals`
+/// holds `WARPS` u32 that no thread reads from an earlier call no barrier has closed since.
+#[inline(always)]
+unsafe fn exclusive_scan(value: u32, totals: *mut u32) -> u32 {
+    let tid = thread::thread_idx_x() as usize;
+    let lane = (tid % 32) as u32;
+    let mut inclusive = value;
+    let mut delta = 1;
+    while delta < 32 {
+        let from: u32;
+        asm!("shfl.sync.up.b32 {o}, {v}, {d}, 0, 0xffffffff;", o = out(reg32) from, v = in(reg32) inclusive, d = in(reg32) delta);
+        if lane >= delta {
+            inclusive += from;
+        }
+        delta *= 2;
+    }
+    if lane == 31 {
+        *totals.add(tid / 32) = inclusive;
+    }
+    thread::sync_threads();
+    let mut before = 0;
+    for w in 0..tid / 32 {
+        before += *totals.add(w);
+    }
+    before + inclusive - value
 }
 
 /// # Safety
@@ -239,12 +407,8 @@ pub unsafe fn background_grid(
     rounds: u32,
     grid: *mut f64,
 ) {
-    // All of the block's shared memory is the dynamic one (`interface::background::SHARED_HEADER`).
-    let shared = dynamic_shared_mem::<u8>();
-    let count = shared.add(SHARED_COUNT) as *mut u32;
-    let sums = shared.add(SHARED_SUMS) as *mut f64;
-    let squares = shared.add(SHARED_SQUARES) as *mut f64;
-    let values = shared.add(SHARED_HEADER) as *mut f32;
+    let s = Scratch::new();
+    let tid = thread::thread_idx_x();
     let (w, h) = (width as u32, height as u32);
     let point = thread::block_idx_x();
     let (columns, rows) = (grid_points(w, step_x), grid_points(h, step_y));
@@ -252,38 +416,47 @@ pub unsafe fn background_grid(
     let cy = grid_coordinate(point / columns, h, step_y, rows);
     let (x0, x1) = box_range(cx, w, box_x);
     let (y0, y1) = box_range(cy, h, box_y);
-    if thread::thread_idx_x() == 0 {
-        *count = 0;
+    let (box_columns, area) = (x1 - x0, (x1 - x0) * (y1 - y0));
+    let mut q = tid;
+    while q < area {
+        let v = *image.get_unchecked((y0 + q / box_columns) as usize * width + (x0 + q % box_columns) as usize);
+        // -0.0 becomes 0.0: a value of some rank has one set of bits.
+        *s.values.add(q as usize) = if v == 0.0 { 0.0 } else { v };
+        q += THREADS as u32;
+    }
+    for i in 0..BINS_PER_THREAD {
+        *s.bins.add(tid as usize * BINS_PER_THREAD + i) = 0;
+    }
+    if tid == 0 {
+        *s.pick.add(PICK_PLACED) = 0;
     }
     thread::sync_threads();
-    let n = gather(image, width, (x0, x1, y0, y1), values, count);
-    let out = grid.add(point as usize * FIELDS);
-    if n == 0 {
-        if thread::thread_idx_x() == 0 {
-            *out.add(BACKGROUND) = f64::NAN;
-            *out.add(NOISE) = f64::NAN;
-        }
-        return;
-    }
-    sort(values, n);
-    let (mut a, mut b) = (0, n);
-    let (mut middle, mut sigma) = statistics(values, a, b, sums, squares);
+
+    let mut limits = (f64::NEG_INFINITY, f64::INFINITY);
+    let (mut middle, mut sigma) = (f64::NAN, f64::NAN);
+    let mut last_count = 0;
     let mut round = 0;
-    while round < rounds {
-        let (low, high) = window(middle, sigma, kappa);
-        let first = search(values, a, b, |v| v > low);
-        let end = search(values, first, b, |v| v >= high);
-        if end == first || end - first == b - a {
+    loop {
+        let (range, sum) = first_moments(&s, area, limits);
+        if range.count == 0 || range.count == last_count {
             break;
         }
-        a = first;
-        b = end;
-        let (m, s) = statistics(values, a, b, sums, squares);
-        middle = m;
-        sigma = s;
+        let average = mean(sum, range.count);
+        sigma = std(squared_deviations(&s, area, limits, average), range.count);
+        let rank = (range.count - 1) / 2;
+        let lower = select(&s, area, limits, rank, range);
+        let upper = if range.count % 2 == 0 { successor(&s, area, limits, rank, lower) } else { lower };
+        middle = median(lower, upper);
+        if round == rounds {
+            break;
+        }
+        let (low, high) = window(middle, sigma, kappa);
+        limits = (limits.0.max(low), limits.1.min(high));
+        last_count = range.count;
         round += 1;
     }
-    if thread::thread_idx_x() == 0 {
+    if tid == 0 {
+        let out = grid.add(point as usize * FIELDS);
         *out.add(BACKGROUND) = middle;
         *out.add(NOISE) = sigma;
     }

@@ -30,8 +30,8 @@
 //!
 //! **Equal to the CPU, and why.** Every step rounds the same f64 operations in the same order
 //! on both sides: the arithmetic is `interface::background`'s, which the kernels run with
-//! explicitly rounded PTX (never fused into an `fma`), and the CPU reference sorts each box
-//! and adds its values in the order of the kernel's block reduction
+//! explicitly rounded PTX (never fused into an `fma`), and the CPU reference adds each box's
+//! values in the order of the kernel's block reduction
 //! ([`interface::background::block_sum`]). The median is a value of the data (or the mean of
 //! two, exact in f64), so the background is exact; [`compare`] holds the maps to that: the
 //! grid's and the map's background equal bit for bit, the noise within [`NOISE_TOLERANCE`]
@@ -65,8 +65,8 @@ pub const DEFAULT_KAPPA: f64 = 3.0;
 pub const DEFAULT_ROUNDS: u32 = 10;
 /// Relative tolerance of a grid point's noise against the CPU's (see the module's notes).
 pub const NOISE_TOLERANCE: f64 = 1e-12;
-/// The most pixels a box cut to the image may hold: its finite pixels are sorted in the
-/// shared memory of one block.
+/// The most pixels a box cut to the image may hold: they are kept in the shared memory of
+/// one block.
 pub const MAX_BOX: usize = MAX_BOX_PIXELS;
 
 /// The restoring beam and the pixel's size, in degrees, as a FITS header gives them: `BMAJ`,
@@ -160,7 +160,7 @@ impl Params {
         require(area <= MAX_BOX, || {
             format!(
                 "background: a box of {box_y}×{box_x} pixels holds {area} pixels of this {height}×{width} image; \
-                 at most {MAX_BOX} (the sort's shared memory)"
+                 at most {MAX_BOX} (the box's shared memory)"
             )
         })?;
         // Steps past the image and boxes twice its size give the same grid and boxes as these,
@@ -279,9 +279,8 @@ fn grid_config(points: usize, area: usize) -> LaunchConfig {
 // `image[..width · height]`, checked to hold that much (1 to 2^32 − 1 pixels, so u32 pixel
 // indices hold); steps and boxes are checked non-zero; the dynamic shared memory holds
 // `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the image
-// (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the sort and its
-// gather stay inside it; thread 0 of each
-// block writes the two f64 of its grid point only, and `grid` is checked to hold
+// (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values stay
+// inside it; thread 0 of each block writes the two f64 of its grid point only, and `grid` is checked to hold
 // `FIELDS · points` and not to overlap the image. One block of `THREADS` per grid point.
 unsafe impl KernelArgs for GridArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
@@ -398,44 +397,58 @@ pub struct Maps {
     pub snr: Array2<f32>,
 }
 
-/// The σ-clipped median and standard deviation of `values`, the finite pixels of one box
-/// (any order; sorted here), added as the kernel adds them.
-fn clipped(values: &mut [f32], kappa: f64, rounds: u32) -> (f64, f64) {
-    if values.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    values.sort_unstable_by(f32::total_cmp);
-    let statistics = |run: &[f32]| {
-        let count = run.len() as u32;
-        let partial =
-            |t: usize, f: &dyn Fn(f64, f32) -> f64| run.iter().skip(t).step_by(THREADS).fold(0.0, |s, &v| f(s, v));
-        let average = mean(block_sum(|t| partial(t, &|s, v| add(s, v as f64))), count);
-        let sigma = std(block_sum(|t| partial(t, &|s, v| add_square(s, v, average))), count);
-        (median(run[(run.len() - 1) / 2], run[run.len() / 2]), sigma)
-    };
-    let (mut a, mut b) = (0, values.len());
-    let (mut middle, mut sigma) = statistics(values);
-    for _ in 0..rounds {
-        let (low, high) = window(middle, sigma, kappa);
-        let first = a + values[a..b].partition_point(|&v| v as f64 <= low);
-        let end = first + values[first..b].partition_point(|&v| (v as f64) < high);
-        if end == first || end - first == b - a {
+/// The σ-clipped median and standard deviation of `values`, the pixels of one box in its
+/// row-major order (-0.0 as 0.0; NaN and ±∞ never kept), added as the kernel adds them: the
+/// values a window keeps are those strictly inside it, and thread `t` of the kernel's block adds
+/// the kept ones of `t, t + THREADS, …`.
+fn clipped(values: &[f32], kappa: f64, rounds: u32) -> (f64, f64) {
+    // What a window keeps is a run of the finite values in order, which gives its count and
+    // median; its sums are added in the kernel's order, over the box.
+    let mut sorted: Vec<f32> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_unstable_by(f32::total_cmp);
+    let mut limits = (f64::NEG_INFINITY, f64::INFINITY);
+    let (mut middle, mut sigma) = (f64::NAN, f64::NAN);
+    let mut last_count = 0;
+    for round in 0..=rounds {
+        let (lo, hi) = limits;
+        let first = sorted.partition_point(|&v| v as f64 <= lo);
+        let run = &sorted[first..first + sorted[first..].partition_point(|&v| (v as f64) < hi)];
+        let count = run.len();
+        if count == 0 || count == last_count {
             break;
         }
-        (a, b) = (first, end);
-        (middle, sigma) = statistics(&values[a..b]);
+        // Thread t's partial: the kept values of t, t + THREADS, …, in that order.
+        let sum = |f: &dyn Fn(f64, f32) -> f64| {
+            let mut partials = [0.0; THREADS];
+            for row in values.chunks(THREADS) {
+                for (partial, &v) in partials.iter_mut().zip(row) {
+                    if (v as f64) > lo && (v as f64) < hi {
+                        *partial = f(*partial, v);
+                    }
+                }
+            }
+            block_sum(|t| partials[t])
+        };
+        let average = mean(sum(&|s, v| add(s, v as f64)), count as u32);
+        sigma = std(sum(&|s, v| add_square(s, v, average)), count as u32);
+        middle = median(run[(count - 1) / 2], run[count / 2]);
+        if round == rounds {
+            break;
+        }
+        let (low, high) = window(middle, sigma, kappa);
+        limits = (lo.max(low), hi.min(high));
+        last_count = count;
     }
     (middle, sigma)
 }
 
 /// The background and noise of grid point (`row`, `column`) of `layout` over `pixels`, on the
-/// CPU: the box's finite pixels (-0.0 as 0.0, as the kernel stores it), clipped.
+/// CPU: the box's pixels (-0.0 as 0.0, as the kernel stores them), clipped.
 fn grid_point(pixels: &[f32], layout: &Layout, point: (usize, usize)) -> [f64; 2] {
     let (rows, columns) = layout.box_of(point);
     let row_of = |y: usize| &pixels[y * layout.width..][columns.clone()];
-    let mut values: Vec<f32> =
-        rows.flat_map(row_of).filter(|v| v.is_finite()).map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
-    let (middle, sigma) = clipped(&mut values, layout.kappa, layout.rounds);
+    let values: Vec<f32> = rows.flat_map(row_of).map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
+    let (middle, sigma) = clipped(&values, layout.kappa, layout.rounds);
     [middle, sigma]
 }
 
@@ -610,7 +623,7 @@ impl Mapper {
     }
 
     /// Each kernel's launch shape: for `background_grid`, a block per grid point and an f32 of
-    /// shared memory per pixel of the largest box (after its count and sums); for
+    /// shared memory per pixel of the largest box (after its sums, tallies and histogram); for
     /// `background_interpolate`, a thread per pixel.
     pub fn configs(&self) -> [(&'static str, LaunchConfig); 2] {
         let l = &self.layout;
@@ -687,7 +700,7 @@ impl Mapper {
 ///
 /// The definitions are the module's (BANE's, with the differences it lists); the maps equal
 /// [`cpu_reference`]'s as [`compare`] checks. Two kernels are queued and nothing waits: one
-/// block per grid point sorts its box's finite pixels in shared memory and clips them, then a
+/// block per grid point keeps its box's pixels in shared memory and clips them, then a
 /// thread per pixel interpolates.
 ///
 /// Checked before anything runs: every map has the image's shape and every array lives on

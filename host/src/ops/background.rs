@@ -111,7 +111,7 @@ pub const ENTRY: crate::registry::Entry<Background> = crate::registry::Entry::ne
 impl Kernel for Background {
     const NAME: &'static str = "background";
     const ABOUT: &'static str =
-        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box sorted in shared memory), bilinear to every pixel, and S/N";
+        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box in shared memory, its median found by histograms), bilinear to every pixel, and S/N";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {

@@ -176,7 +176,7 @@ pub fn beam_width(beam: Option<&Beam>, given: Option<f64>) -> GpuResult<BeamWidt
 
 /// The background's grid: `step` and `box_size` where given, else BANE's from a known beam
 /// (4 beams a step, 6 steps a box) or its defaults (16 and 96); `kappa` clips. A box derived
-/// from a wide beam is cut to the largest square the kernel sorts ([`MAX_BOX`] pixels).
+/// from a wide beam is cut to the largest square the kernel holds ([`MAX_BOX`] pixels).
 pub fn grid(beam: &BeamWidth, step: Option<usize>, box_size: Option<usize>, kappa: f64) -> GpuResult<Params> {
     let from_beam = |beam: &BeamWidth| {
         let width = Beam { major: beam.fwhm, minor: beam.fwhm, pixel_x: 1.0, pixel_y: 1.0 };
