@@ -258,7 +258,7 @@ static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigne
 
 extern "C" __global__ void background_grid(const float* image, size_t image_len, size_t width, size_t height,
                                            unsigned step_x, unsigned step_y, unsigned box_x, unsigned box_y,
-                                           double kappa, unsigned rounds, double* grid) {
+                                           double kappa, unsigned rounds, double* grid, unsigned* finite) {
     extern __shared__ __align__(16) unsigned char shared[];
     BgScratch s{(double*)(shared + BACKGROUND_SHARED_SUMS),     (double*)(shared + BACKGROUND_SHARED_SQUARES),
                 (unsigned*)(shared + BACKGROUND_SHARED_COUNTS), (float*)(shared + BACKGROUND_SHARED_LEAST),
@@ -288,6 +288,7 @@ extern "C" __global__ void background_grid(const float* image, size_t image_len,
     for (unsigned round = 0;; ++round) {
         double sum;
         BgTally range = bg_first_moments(s, area, lo, hi, sum);
+        if (round == 0 && tid == 0 && finite) finite[point] = range.count;
         if (range.count == 0 || range.count == last_count) break;
         double mean = __ddiv_rn(sum, (double)range.count);
         sigma = __dsqrt_rn(__ddiv_rn(bg_squared_deviations(s, area, lo, hi, mean), (double)range.count));
@@ -309,13 +310,15 @@ extern "C" __global__ void background_grid(const float* image, size_t image_len,
 
 extern "C" __global__ void background_interpolate(const float* image, size_t image_len, size_t width, size_t height,
                                                   unsigned step_x, unsigned step_y, const double* grid,
-                                                  size_t grid_len, float* background, float* noise, float* snr) {
+                                                  size_t grid_len, float* background, float* noise, float* snr,
+                                                  double mask_level, float* masked, unsigned* masked_count) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= width * height) return;
     float pixel = image[t];
     if (!isfinite(pixel)) {
         background[t] = NAN, noise[t] = NAN;
         if (snr) snr[t] = NAN;
+        if (masked) masked[t] = pixel;
         return;
     }
     unsigned w = (unsigned)width, h = (unsigned)height;
@@ -336,5 +339,11 @@ extern "C" __global__ void background_interpolate(const float* image, size_t ima
     double level = bg_interpolate(levels, weights), sigma = bg_interpolate(sigmas, weights);
     background[t] = (float)level;
     noise[t] = (float)sigma;
-    if (snr) snr[t] = (float)__ddiv_rn(__dsub_rn((double)pixel, level), sigma);
+    float ratio = (float)__ddiv_rn(__dsub_rn((double)pixel, level), sigma);
+    if (snr) snr[t] = ratio;
+    if (masked) {
+        bool above = (double)ratio > mask_level;
+        masked[t] = above ? NAN : pixel;
+        if (above) atomicAdd(masked_count, 1u);
+    }
 }

@@ -26,13 +26,16 @@
 //!    writes out, with the arithmetic of `interface::background`, rounded op by op: the CPU
 //!    adds in that order and gets the same bits. The median is a value of the box (or the mean
 //!    of two), however it is found.
-//! 3. Thread 0 writes the median and σ as the point's two f64.
+//! 3. Thread 0 writes the median and σ as the point's two f64, and when asked the count of the
+//!    box's finite pixels (by which a second pass tells how much of a box its mask took).
 //!
 //! **`background_interpolate`: one thread per pixel.** The pixel's cell of the grid, the four
 //! corners' weights (`interface::background::cell`, `weights`), the NaN-aware bilinear
 //! interpolation of both fields (`interpolate`), and the S/N when asked; NaN wherever the pixel
-//! is not finite, as BANE masks its maps. The grid is small and read through the caches; the
-//! image is read once and the maps written once. A pixel also costs a few correctly rounded
+//! is not finite, as BANE masks its maps. For a second pass it also writes the image masked:
+//! NaN where the S/N is above a level, the pixel elsewhere, and counts the pixels it left out.
+//! The grid is small and read through the caches; the image is read once and the maps written
+//! once. A pixel also costs a few correctly rounded
 //! f64 divisions (the cell's fractions, by the weights' sum where it is not exactly 1, the
 //! S/N), the same ones the CPU reference makes.
 //!
@@ -392,8 +395,9 @@ unsafe fn exclusive_scan(value: u32, totals: *mut u32) -> u32 {
 /// 1 to 2^32 − 1 of them; `step_x`, `step_y`, `box_x` and `box_y` are at least 1; the launch's
 /// dynamic shared memory holds `SHARED_HEADER` bytes and then an f32 for every pixel of the
 /// largest box cut to the image; `grid` holds `FIELDS` f64 per grid point
-/// (`grid_points` along each axis) and overlaps no input; blocks of `THREADS` threads, one per
-/// grid point, in a one-dimensional grid.
+/// (`grid_points` along each axis) and overlaps no input; `finite` is null or holds a u32 per
+/// grid point and overlaps nothing else; blocks of `THREADS` threads, one per grid point, in a
+/// one-dimensional grid.
 #[kernel]
 pub unsafe fn background_grid(
     image: &[f32],
@@ -406,6 +410,7 @@ pub unsafe fn background_grid(
     kappa: f64,
     rounds: u32,
     grid: *mut f64,
+    finite: *mut u32,
 ) {
     let s = Scratch::new();
     let tid = thread::thread_idx_x();
@@ -438,6 +443,9 @@ pub unsafe fn background_grid(
     let mut round = 0;
     loop {
         let (range, sum) = first_moments(&s, area, limits);
+        if round == 0 && tid == 0 && !finite.is_null() {
+            *finite.add(point as usize) = range.count;
+        }
         if range.count == 0 || range.count == last_count {
             break;
         }
@@ -465,9 +473,10 @@ pub unsafe fn background_grid(
 /// # Safety
 /// The launcher (`InterpolateArgs` on the host) guarantees: `image` holds `width · height`
 /// pixels, 1 to 2^32 − 1 of them; `step_x` and `step_y` are at least 1; `grid` holds `FIELDS`
-/// f64 per grid point; `background` and `noise`, and `snr` unless it is null, hold
-/// `width · height` f32 each and overlap neither each other nor an input; one-dimensional
-/// blocks give at least one thread per pixel.
+/// f64 per grid point; `background` and `noise`, and `snr` and `masked` unless null, hold
+/// `width · height` f32 each and overlap neither each other nor an input; `masked_count` is
+/// null where `masked` is, else one u32 that overlaps nothing else; one-dimensional blocks
+/// give at least one thread per pixel.
 #[kernel]
 pub unsafe fn background_interpolate(
     image: &[f32],
@@ -479,6 +488,9 @@ pub unsafe fn background_interpolate(
     background: *mut f32,
     noise: *mut f32,
     snr_out: *mut f32,
+    mask_level: f64,
+    masked: *mut f32,
+    masked_count: *mut u32,
 ) {
     let t = thread::block_idx_x() as usize * thread::block_dim_x() as usize + thread::thread_idx_x() as usize;
     let n = width * height;
@@ -491,6 +503,9 @@ pub unsafe fn background_interpolate(
         *noise.add(t) = f32::NAN;
         if !snr_out.is_null() {
             *snr_out.add(t) = f32::NAN;
+        }
+        if !masked.is_null() {
+            *masked.add(t) = pixel;
         }
         return;
     }
@@ -507,7 +522,16 @@ pub unsafe fn background_interpolate(
     let sigma = interpolate(corners(NOISE), weights);
     *background.add(t) = level as f32;
     *noise.add(t) = sigma as f32;
+    let ratio = snr(pixel, level, sigma);
     if !snr_out.is_null() {
-        *snr_out.add(t) = snr(pixel, level, sigma);
+        *snr_out.add(t) = ratio;
+    }
+    // The mask of a second pass: the pixel left out (NaN) where its S/N is above the level.
+    if !masked.is_null() {
+        let above = ratio as f64 > mask_level;
+        *masked.add(t) = if above { f32::NAN } else { pixel };
+        if above {
+            asm!("red.global.add.u32 [{c}], 1;", c = in(reg64) masked_count);
+        }
     }
 }

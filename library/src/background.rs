@@ -241,6 +241,15 @@ pub struct GridArgs<'a> {
     pub rounds: u32,
     /// [`FIELDS`] f64 per grid point, the points row-major: median, then standard deviation.
     pub grid: &'a DeviceSlice<f64>,
+    /// If given, a u32 per grid point: how many finite pixels its box holds.
+    pub finite: Option<&'a DeviceSlice<u32>>,
+}
+
+impl<'a> GridArgs<'a> {
+    /// These arguments with each box's count of finite pixels written to `finite`.
+    pub fn counting(self, finite: &'a DeviceSlice<u32>) -> Self {
+        Self { finite: Some(finite), ..self }
+    }
 }
 
 /// Pixels of `image` (`height × width`) a launch reads, or an error unless 1 to 2^32 − 1.
@@ -275,13 +284,14 @@ fn grid_config(points: usize, area: usize) -> LaunchConfig {
 }
 
 // SAFETY: `background_grid(image: &[f32], width: usize, height: usize, step_x: u32,
-// step_y: u32, box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64)` reads
-// `image[..width · height]`, checked to hold that much (1 to 2^32 − 1 pixels, so u32 pixel
-// indices hold); steps and boxes are checked non-zero; the dynamic shared memory holds
-// `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the image
-// (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values stay
-// inside it; thread 0 of each block writes the two f64 of its grid point only, and `grid` is checked to hold
-// `FIELDS · points` and not to overlap the image. One block of `THREADS` per grid point.
+// step_y: u32, box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64,
+// finite: *mut u32)` reads `image[..width · height]`, checked to hold that much (1 to 2^32 − 1
+// pixels, so u32 pixel indices hold); steps and boxes are checked non-zero; the dynamic shared
+// memory holds `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the
+// image (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values
+// stay inside it; thread 0 of each block writes its grid point's two f64 and, when `finite` is
+// given (null otherwise), its u32: `grid` is checked to hold `FIELDS · points` and `finite`
+// `points`, neither overlapping the image or the other. One block of `THREADS` per grid point.
 unsafe impl KernelArgs for GridArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_grid"], "GridArgs")?;
@@ -298,6 +308,11 @@ unsafe impl KernelArgs for GridArgs<'_> {
         let values = product(kernel, points, FIELDS)?;
         require_len(kernel, "the grid", self.grid, values)?;
         require_disjoint(kernel, ("the grid", self.grid, values), ("the image", self.image, n))?;
+        if let Some(finite) = self.finite {
+            require_len(kernel, "the finite counts", finite, points)?;
+            require_disjoint(kernel, ("the finite counts", finite, points), ("the image", self.image, n))?;
+            require_disjoint(kernel, ("the finite counts", finite, points), ("the grid", self.grid, values))?;
+        }
         Ok(grid_config(points, area))
     }
 
@@ -313,6 +328,7 @@ unsafe impl KernelArgs for GridArgs<'_> {
             .value(self.kappa)
             .value(self.rounds)
             .pointer(self.grid)
+            .value(self.finite.map_or(0, |finite| finite.as_device_ptr().as_raw()))
     }
 }
 
@@ -337,15 +353,37 @@ pub struct InterpolateArgs<'a> {
     pub noise: &'a DeviceSlice<f32>,
     /// The S/N image, the image's shape, if wanted.
     pub snr: Option<&'a DeviceSlice<f32>>,
+    /// The image masked for a second pass, if wanted.
+    pub mask: Option<Mask<'a>>,
+}
+
+/// What a second pass masks: the image's pixels whose S/N is above `level` made NaN in
+/// `masked` (the others copied), and how many there were added to `count[0]`.
+pub struct Mask<'a> {
+    /// The S/N above which a pixel is left out.
+    pub level: f64,
+    /// The masked image, the image's shape.
+    pub masked: &'a DeviceSlice<f32>,
+    /// One u32, to which the number of pixels left out is added.
+    pub count: &'a DeviceSlice<u32>,
+}
+
+impl<'a> InterpolateArgs<'a> {
+    /// These arguments with the image masked at `level` into `masked`, counted into `count`.
+    pub fn masking(self, level: f64, masked: &'a DeviceSlice<f32>, count: &'a DeviceSlice<u32>) -> Self {
+        Self { mask: Some(Mask { level, masked, count }), ..self }
+    }
 }
 
 // SAFETY: `background_interpolate(image: &[f32], width: usize, height: usize, step_x: u32,
-// step_y: u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32)` reads
-// `image[..n]`, `n = width · height` (1 to 2^32 − 1, so u32 indices hold), and the grid's
-// `FIELDS` values of the four corners of each pixel's cell, all below `FIELDS · points`, which
-// the grid is checked to hold; it writes element `i < n` of each output, each checked to hold
-// `n` and to overlap no input or other output; `snr` is null when not given. One thread per
-// pixel in one-dimensional blocks.
+// step_y: u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32,
+// mask_level: f64, masked: *mut f32, masked_count: *mut u32)` reads `image[..n]`,
+// `n = width · height` (1 to 2^32 − 1, so u32 indices hold), and the grid's `FIELDS` values of
+// the four corners of each pixel's cell, all below `FIELDS · points`, which the grid is
+// checked to hold; it writes element `i < n` of each output, each checked to hold `n` and to
+// overlap no input or other output; `snr` is null when not given, `masked` and `masked_count`
+// both null unless a mask is, the count then checked to hold one u32 apart from every other
+// array (it is added to atomically). One thread per pixel in one-dimensional blocks.
 unsafe impl KernelArgs for InterpolateArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_interpolate"], "InterpolateArgs")?;
@@ -355,6 +393,7 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
         require_len(kernel, "the grid", self.grid, values)?;
         let mut outputs = vec![("the background", self.background), ("the noise", self.noise)];
         outputs.extend(self.snr.map(|snr| ("the S/N", snr)));
+        outputs.extend(self.mask.as_ref().map(|mask| ("the masked image", mask.masked)));
         for (i, &(name, output)) in outputs.iter().enumerate() {
             require_len(kernel, name, output, n)?;
             require_disjoint(kernel, (name, output, n), ("the image", self.image, n))?;
@@ -363,11 +402,22 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
                 require_disjoint(kernel, (name, output, n), (other_name, other, n))?;
             }
         }
+        if let Some(mask) = &self.mask {
+            let count = ("the masked count", mask.count, 1);
+            require_len(kernel, "the masked count", mask.count, 1)?;
+            require_disjoint(kernel, count, ("the image", self.image, n))?;
+            require_disjoint(kernel, count, ("the grid", self.grid, values))?;
+            for &(name, output) in &outputs {
+                require_disjoint(kernel, count, (name, output, n))?;
+            }
+        }
         LaunchConfig::linear(n, INTERPOLATE_BLOCK)
     }
 
     fn params(&self, _kernel: &str) -> KernelParams {
         let snr = self.snr.map_or(0, |snr| snr.as_device_ptr().as_raw());
+        let (level, masked, count) =
+            self.mask.as_ref().map_or((0.0, 0, 0), |m| (m.level, m.masked.as_device_ptr().as_raw(), m.count.as_device_ptr().as_raw()));
         KernelParams::new()
             .slice(self.image)
             .value(self.width)
@@ -378,6 +428,9 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
             .pointer(self.background)
             .pointer(self.noise)
             .value(snr)
+            .value(level)
+            .value(masked)
+            .value(count)
     }
 }
 
@@ -667,6 +720,7 @@ impl Mapper {
             kappa: l.kappa,
             rounds: l.rounds,
             grid,
+            finite: None,
         }
     }
 
@@ -690,6 +744,7 @@ impl Mapper {
             background,
             noise,
             snr,
+            mask: None,
         }
     }
 }
@@ -861,16 +916,80 @@ mod tests {
     fn clipping_drops_outliers_and_stops_as_bane_does() {
         // 1..=9 and 100: median 5.5 and σ 28.6 put 100 outside 5.5 ± 3σ; round 2 keeps all
         // of 1..=9 (median 5, σ 2.58) and stops.
-        let mut values = vec![9.0, 1.0, 100.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
-        let (middle, sigma) = clipped(&mut values, 3.0, 10);
+        let values = [9.0, 1.0, 100.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let (middle, sigma) = clipped(&values, 3.0, 10);
         assert_eq!(middle, 5.0);
         assert!((sigma - (20.0f64 / 3.0).sqrt()).abs() < 1e-15, "{sigma}");
         // No rounds: the statistics of all of them.
-        assert_eq!(clipped(&mut values, 3.0, 0).0, 5.5);
+        assert_eq!(clipped(&values, 3.0, 0).0, 5.5);
         // Equal values: σ = 0 keeps none, so the first statistics stand.
-        assert_eq!(clipped(&mut [2.5; 7], 3.0, 10), (2.5, 0.0));
-        let (middle, sigma) = clipped(&mut [], 3.0, 10);
+        assert_eq!(clipped(&[2.5; 7], 3.0, 10), (2.5, 0.0));
+        let (middle, sigma) = clipped(&[], 3.0, 10);
         assert!(middle.is_nan() && sigma.is_nan());
+        // NaN and ±∞ are never kept: the finite values' statistics.
+        let blanked = [f32::NAN, 9.0, 1.0, f32::INFINITY, 100.0, 2.0, 3.0, 4.0, f32::NEG_INFINITY, 5.0, 6.0, 7.0, 8.0];
+        assert_eq!(clipped(&blanked, 3.0, 10).0, 5.0);
+        let (middle, sigma) = clipped(&[f32::NAN, f32::INFINITY], 3.0, 10);
+        assert!(middle.is_nan() && sigma.is_nan());
+    }
+
+    /// BANE's clipping as the kernel did it before its histograms: the finite values sorted,
+    /// each round a run of them inside the window, plain sums.
+    fn sorted_clip(values: &[f32], kappa: f64, rounds: u32) -> (f64, f64) {
+        let mut v: Vec<f64> = values.iter().filter(|v| v.is_finite()).map(|&v| v as f64).collect();
+        v.sort_by(f64::total_cmp);
+        let statistics = |run: &[f64]| {
+            let mean = run.iter().sum::<f64>() / run.len() as f64;
+            let squares: f64 = run.iter().map(|x| (x - mean) * (x - mean)).sum();
+            ((run[(run.len() - 1) / 2] + run[run.len() / 2]) / 2.0, (squares / run.len() as f64).sqrt())
+        };
+        let (mut a, mut b) = (0, v.len());
+        let (mut middle, mut sigma) = statistics(&v);
+        for _ in 0..rounds {
+            let (low, high) = (middle - kappa * sigma, middle + kappa * sigma);
+            let first = a + v[a..b].partition_point(|&x| x <= low);
+            let end = first + v[first..b].partition_point(|&x| x < high);
+            if end == first || end - first == b - a {
+                break;
+            }
+            (a, b) = (first, end);
+            (middle, sigma) = statistics(&v[a..b]);
+        }
+        (middle, sigma)
+    }
+
+    #[test]
+    fn clipping_by_windows_equals_clipping_sorted_runs() {
+        // Boxes of noise with a tail of sources, ties (values on a coarse lattice), zeros of
+        // both signs and blanked pixels: the median is the same value, the σ the same but for
+        // the order of the sums.
+        let mut seed = 0x5EED_u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..200 {
+            let n = 1 + (next() * 3000.0) as usize;
+            let values: Vec<f32> = (0..n)
+                .map(|_| {
+                    let u = next();
+                    let noise = (next() - 0.5) * 2.0 + (next() - 0.5) * 2.0;
+                    match case % 4 {
+                        0 => noise as f32,
+                        1 => ((noise * 4.0).round() / 4.0) as f32,
+                        2 if u < 0.05 => f32::NAN,
+                        2 if u < 0.1 => 50.0 * u as f32,
+                        3 if u < 0.2 => if u < 0.1 { -0.0 } else { 0.0 },
+                        _ => noise as f32 + if u > 0.97 { 20.0 } else { 0.0 },
+                    }
+                })
+                .collect();
+            let values: Vec<f32> = values.into_iter().map(|v| if v == 0.0 { 0.0 } else { v }).collect();
+            let (middle, sigma) = clipped(&values, 3.0, 10);
+            let (want_middle, want_sigma) = sorted_clip(&values, 3.0, 10);
+            assert_eq!(middle, want_middle, "case {case}, {n} values");
+            assert!((sigma - want_sigma).abs() <= 1e-12 * want_sigma, "case {case}: σ {sigma}, want {want_sigma}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use cust::memory::{DeviceCopy, DeviceSlice};
 use std::ffi::c_void;
 
 /// The most parameters a kernel of this project takes.
-const MAX_PARAMS: usize = 12;
+const MAX_PARAMS: usize = 14;
 
 /// A kernel's parameter values as `cuLaunchKernel` reads them: each one's bytes, and its size.
 /// A `&[T]` parameter is two values, its pointer and its length.

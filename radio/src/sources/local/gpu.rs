@@ -9,16 +9,15 @@
 //!     └──► image − background (saxpy, a = −1) ──► measure ──► fit(islands, noise map)
 //! ```
 //!
-//! With two background passes (the default), the first pass's grid comes back, and the mask's
-//! grid goes up and is interpolated; its S/N image comes back, the masked image goes up into the
-//! buffer of the image less its background (free until then), its grid comes back, is filled
-//! and goes up again for the second interpolation: the mask and the fill are the CPU's own
-//! functions (the mask's grid, the masked image, the crowded grid points left out and
-//! [`super::fill`]), so both paths make the same maps. The S/N image comes down, and the masked
-//! image goes up, through one page-locked buffer that the pipeline keeps: a copy between the GPU
-//! and pageable memory goes through the driver's staging buffers at a fraction of the bus's rate.
+//! With two background passes (the default), the first pass's grid and its boxes' counts of
+//! finite pixels come back, and the mask's grid (`sky_grid`) goes up. Its interpolation
+//! writes the masked image into the buffer of the image less its background (free until then),
+//! whose grid and counts come back: the crowded points are left out (`drop_crowded`), the grid
+//! is [`fill`]ed and goes up again for the second interpolation. No image crosses the bus, and
+//! the mask's arithmetic is the CPU's (the S/N rounded to f32, compared in f64), so both paths
+//! make the same maps.
 
-use super::{drop_crowded, fill, mask, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
+use super::{drop_crowded, fill, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Params};
@@ -28,11 +27,10 @@ use cuda_kernels::gpu::{blocks, CudaContext, Gpu, GpuResult};
 use cuda_kernels::label::Labeler;
 use cuda_kernels::measure::{Measurer, Source};
 use cuda_kernels::saxpy::{Method, SaxpyArgs, BLOCKS_PER_SM};
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, LockedBuffer};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
 use interface::fit::{RECORD_WORDS, STATUS_WORDS};
 use interface::DEFAULT_BLOCK;
 use ndarray::Array2;
-use std::cell::{RefCell, RefMut};
 
 /// What to copy back besides the catalog: the maps (for `--check`, `--background-map` and
 /// `--noise-map`) and the labels (for `--check` and `--labels`).
@@ -51,9 +49,6 @@ pub struct Pipeline<'g> {
     image: DeviceBuffer<f32>,
     labeler: Labeler,
     measurer: Measurer,
-    /// The second background pass's page-locked image: the S/N image copied back, masked in
-    /// place and copied up. Made at the first second pass.
-    staging: RefCell<Option<LockedBuffer<f32>>>,
 }
 
 impl Drop for Pipeline<'_> {
@@ -67,6 +62,8 @@ impl Drop for Pipeline<'_> {
 /// The buffers of one run, the image's size each (the grid's, its points').
 struct Run {
     grid: DeviceBuffer<f64>,
+    /// Each box's count of finite pixels, made for a second pass.
+    finite: DeviceBuffer<u32>,
     background: DeviceBuffer<f32>,
     noise: DeviceBuffer<f32>,
     snr: DeviceBuffer<f32>,
@@ -86,19 +83,7 @@ impl<'g> Pipeline<'g> {
             image: gpu.upload("the image", &image.pixels)?,
             labeler: Labeler::new(gpu, width, height)?,
             measurer: Measurer::new(gpu, width, height)?,
-            staging: RefCell::new(None),
         })
-    }
-
-    /// The page-locked image, made on first use.
-    fn staging(&self) -> GpuResult<RefMut<'_, LockedBuffer<f32>>> {
-        let mut staging = self.staging.borrow_mut();
-        if staging.is_none() {
-            let buffer =
-                LockedBuffer::new(&0.0, self.width * self.height).during("allocating page-locked host memory")?;
-            *staging = Some(buffer);
-        }
-        Ok(RefMut::map(staging, |s| s.as_mut().expect("made above")))
     }
 
     /// Runs the three steps on the uploaded image (`image` is what was uploaded: its NaN pixels
@@ -115,9 +100,12 @@ impl<'g> Pipeline<'g> {
         stages.push(Stage { name: "NaN count", ms });
 
         let mapper = Mapper::new(gpu, (self.height, self.width), &settings.params)?;
-        let (made, ms) = timed(|| -> GpuResult<(Run, Vec<f64>)> {
+        let two_passes = settings.passes == Passes::Two;
+        let (rows, columns) = mapper.grid_shape();
+        let (made, ms) = timed(|| -> GpuResult<(Run, Vec<f64>, Vec<u32>)> {
             let run = Run {
                 grid: gpu.poisoned("the background grid", mapper.grid_len())?,
+                finite: gpu.poisoned("the boxes' finite counts", rows * columns)?,
                 background: gpu.poisoned("the background map", n)?,
                 noise: gpu.poisoned("the noise map", n)?,
                 snr: gpu.poisoned("the S/N image", n)?,
@@ -126,18 +114,25 @@ impl<'g> Pipeline<'g> {
             // SAFETY: the pipeline owns the image and `run` its buffers; the grid's download
             // below waits for both kernels, and `run` is dropped only after the fit's downloads.
             unsafe {
-                gpu.launch("background_grid", &mapper.grid_args(&self.image, &run.grid))?;
+                let grid_args = mapper.grid_args(&self.image, &run.grid);
+                let grid_args = if two_passes { grid_args.counting(&run.finite) } else { grid_args };
+                gpu.launch("background_grid", &grid_args)?;
                 let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
                 gpu.launch("background_interpolate", &maps)?;
             }
             let grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
-            Ok((run, grid))
+            let finite = if two_passes {
+                gpu.download("the boxes' finite counts", &run.finite, rows * columns)?
+            } else {
+                Vec::new()
+            };
+            Ok((run, grid, finite))
         });
-        let (mut run, mut grid) = made?;
+        let (mut run, mut grid, finite) = made?;
         stages.push(Stage { name: "background and noise (κσ clipping)", ms });
         let mut masked_pixels = None;
-        if settings.passes == Passes::Two {
-            let (second, ms) = timed(|| self.second_pass(&mapper, &run, image, settings, &grid));
+        if two_passes {
+            let (second, ms) = timed(|| self.second_pass(&mapper, &run, settings, &grid, &finite));
             let (second, count) = second?;
             (grid, masked_pixels) = (second, Some(count));
             stages.push(Stage { name: "background pass 2 (sources masked)", ms });
@@ -200,45 +195,44 @@ impl<'g> Pipeline<'g> {
     }
 
     /// The second background pass over `run`, whose maps and grid (`first`, on the host too)
-    /// are the first's: the mask's S/N interpolated from [`sky_grid`] and copied back, the
-    /// masked image up into `run.data`, its grid made, copied back, [`fill`]ed and up again,
-    /// and interpolated over the image into `run`'s maps. Returns the filled grid and how many
-    /// pixels were left out.
+    /// are the first's, as are the boxes' counts of finite pixels `before`: the mask's grid
+    /// ([`sky_grid`]) interpolated over the image into `run.data`, masked, its grid and counts
+    /// made and copied back, the crowded points dropped and the grid [`fill`]ed, and that grid
+    /// interpolated over the image into `run`'s maps. Returns the filled grid and how many pixels
+    /// were left out.
     fn second_pass(
         &self,
         mapper: &Mapper,
         run: &Run,
-        image: &Image,
         settings: &Settings,
         first: &[f64],
+        before: &[u32],
     ) -> GpuResult<(Vec<f64>, usize)> {
         let gpu = self.gpu;
-        let n = self.width * self.height;
         let (rows, columns) = mapper.grid_shape();
-        let interpolate = |grid: &[f64]| -> GpuResult<()> {
-            // A synchronous copy on the legacy stream, which the pipeline's blocking stream
-            // waits for: the interpolation queued after it reads the new grid.
-            run.grid.index(..).copy_from(grid).during("copying the background grid to the GPU")?;
-            let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
-            // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the kernel:
-            // the copies back after it wait for it.
-            unsafe { gpu.launch("background_interpolate", &maps) }
-        };
-        interpolate(&sky_grid(first, (rows, columns), &settings.params))?;
-        let mut masked = self.staging()?;
-        // Synchronous copies on the legacy stream: the S/N image's waits for the interpolation
-        // (the pipeline's stream is a blocking one), and each returns when its copy is done, so
-        // the page-locked memory is free again after it.
-        run.snr.index(..n).copy_to(&mut masked[..n]).during("copying the mask's S/N image back")?;
-        let count = mask(&image.pixels, &mut masked[..n], MASK_LEVEL);
-        run.data.index(..n).copy_from(&masked[..n]).during("copying the masked image to the GPU")?;
-        // SAFETY: as for the interpolation: the grid's copy back waits for the kernel.
-        unsafe { gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid))? };
+        // A synchronous copy on the legacy stream, which the pipeline's blocking stream waits
+        // for: the interpolation queued after it reads the new grid.
+        let upload = |grid: &[f64]| run.grid.index(..).copy_from(grid).during("copying the background grid to the GPU");
+        let count = gpu.upload("the masked pixels' count", &[0u32])?;
+        upload(&sky_grid(first, (rows, columns), &settings.params))?;
+        let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, None);
+        // SAFETY: the pipeline owns the image, `run` its buffers and this call `count`; the
+        // downloads below wait for both kernels.
+        unsafe {
+            gpu.launch("background_interpolate", &maps.masking(MASK_LEVEL, &run.data, &count))?;
+            gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid).counting(&run.finite))?;
+        }
         let mut grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
-        drop_crowded(&mut grid, &image.pixels, &masked[..n], self.width, &settings.params)?;
+        let after = gpu.download("the boxes' finite counts", &run.finite, rows * columns)?;
+        let masked = gpu.download("the masked pixels' count", &count, 1)?[0] as usize;
+        drop_crowded(&mut grid, before, &after);
         fill(&mut grid, first, columns);
-        interpolate(&grid)?;
-        Ok((grid, count))
+        upload(&grid)?;
+        let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
+        // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the kernel:
+        // the copies back after it wait for it.
+        unsafe { gpu.launch("background_interpolate", &maps) }?;
+        Ok((grid, masked))
     }
 
     /// The fits of `islands` in the image less its background, weighted by the noise map.

@@ -390,37 +390,38 @@ fn mask(pixels: &[f32], snr: &mut [f32], level: f64) -> usize {
         .sum()
 }
 
-/// Makes NaN the points of the second pass's `grid` whose boxes had more than [`MASKED_AT_MOST`]
-/// of their finite `pixels` left out in `masked`: the count of each box's finite pixels in
-/// both, from each row's counts within each grid column's box.
-fn drop_crowded(grid: &mut [f64], pixels: &[f32], masked: &[f32], width: usize, params: &Params) -> GpuResult<()> {
+/// How many finite pixels the box of each grid point of `params` holds on `pixels` (`width` a
+/// row; the points row-major), from each row's counts within each grid column's box: what
+/// `background_grid` counts on the GPU.
+fn finite_counts(pixels: &[f32], width: usize, params: &Params) -> GpuResult<Vec<u32>> {
     let mapper = background::Mapper::for_shape((pixels.len() / width.max(1), width), params)?;
-    let columns = mapper.grid_shape().1;
+    let (rows, columns) = mapper.grid_shape();
     let spans: Vec<Range<usize>> = (0..columns).map(|c| mapper.box_of((0, c)).1).collect();
-    let per_row: Vec<[u32; 2]> = pixels
+    let per_row: Vec<u32> = pixels
         .par_chunks(width)
-        .zip(masked.par_chunks(width))
-        .flat_map_iter(|(row, kept)| {
-            let mut prefix = vec![[0u32; 2]; width + 1];
+        .flat_map_iter(|row| {
+            let mut prefix = vec![0u32; width + 1];
             for x in 0..width {
-                let [finite, left] = prefix[x];
-                prefix[x + 1] = [finite + u32::from(row[x].is_finite()), left + u32::from(kept[x].is_finite())];
+                prefix[x + 1] = prefix[x] + u32::from(row[x].is_finite());
             }
-            spans
-                .iter()
-                .map(move |s| [prefix[s.end][0] - prefix[s.start][0], prefix[s.end][1] - prefix[s.start][1]])
-                .collect::<Vec<_>>()
+            spans.iter().map(move |s| prefix[s.end] - prefix[s.start]).collect::<Vec<_>>()
         })
         .collect();
-    grid.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
-        let (r, c) = (p / columns, p % columns);
-        let [finite, left] =
-            mapper.box_of((r, 0)).0.map(|y| per_row[y * columns + c]).fold([0, 0], |[f, l], [a, b]| [f + a, l + b]);
+    Ok((0..rows * columns)
+        .into_par_iter()
+        .map(|p| mapper.box_of((p / columns, 0)).0.map(|y| per_row[y * columns + p % columns]).sum())
+        .collect())
+}
+
+/// Makes NaN the points of the second pass's `grid` whose boxes had more than [`MASKED_AT_MOST`]
+/// of their finite pixels left out: `before` and `after` count each box's finite pixels in the
+/// image and in the masked image ([`finite_counts`]).
+fn drop_crowded(grid: &mut [f64], before: &[u32], after: &[u32]) {
+    for ((point, &finite), &left) in grid.chunks_mut(FIELDS).zip(before).zip(after) {
         if f64::from(finite - left) > MASKED_AT_MOST * f64::from(finite) {
             point.fill(f64::NAN);
         }
-    });
-    Ok(())
+    }
 }
 
 /// Fills the points of the second pass's `grid` (row-major, `columns` a row) that are NaN
@@ -484,7 +485,7 @@ fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -
         .map(|p| background::cpu_point(&masked, width, params, (p / shape.1, p % shape.1)))
         .collect();
     let mut grid: Vec<f64> = points?.into_iter().flatten().collect();
-    drop_crowded(&mut grid, pixels, &masked, width, params)?;
+    drop_crowded(&mut grid, &finite_counts(pixels, width, params)?, &finite_counts(&masked, width, params)?);
     fill(&mut grid, &maps.grid, shape.1);
     let values = interpolated(pixels, width, params, &grid)?;
     let height = pixels.len() / width;
