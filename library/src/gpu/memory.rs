@@ -40,6 +40,19 @@ impl Gpu {
     /// chunks of [`STAGING_CHUNK_BYTES`] in turn, the CPU's threads filling one while the bus
     /// carries the other. A copy from pageable memory goes through the driver's own staging,
     /// filled by one thread, at a fraction of that rate.
+    ///
+    /// ```
+    /// # fn main() -> cuda_kernels::GpuResult<()> {
+    /// use cuda_kernels::gpu::STAGING_CHUNK_BYTES;
+    ///
+    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+    /// // Two and a half chunks of f32: both page-locked chunks are filled, one twice.
+    /// let values: Vec<f32> = (0..5 * STAGING_CHUNK_BYTES / 8).map(|i| i as f32).collect();
+    /// let device = gpu.upload_staged("the values", &values)?;
+    /// assert_eq!(gpu.download("the values", &device, values.len())?, values);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn upload_staged<T: DeviceCopy + bytemuck::Pod + Send + Sync>(
         &self,
         what: &str,
