@@ -186,7 +186,10 @@ static __device__ __forceinline__ float bg_select(const BgScratch& s, unsigned a
                                                   unsigned rank, BgTally range) {
     unsigned tid = threadIdx.x;
     for (;;) {
-        if (range.least == range.most) return range.least;
+        if (range.least == range.most) {
+            __syncthreads();  // the tally slots were read since the last barrier
+            return range.least;
+        }
         if (range.count <= BACKGROUND_CANDIDATES) break;
         for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
             float v = s.values[q];
@@ -256,7 +259,8 @@ static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigne
     return tally.count > rank + 1 ? lower : tally.least;
 }
 
-extern "C" __global__ void background_grid(const float* image, size_t image_len, size_t width, size_t height,
+// The launch bounds of the Rust kernel (interface::background::BOUNDS).
+extern "C" __global__ void __launch_bounds__(BACKGROUND_THREADS, BACKGROUND_GRID_BLOCKS_PER_SM) background_grid(const float* image, size_t image_len, size_t width, size_t height,
                                            unsigned step_x, unsigned step_y, unsigned box_x, unsigned box_y,
                                            double kappa, unsigned rounds, double* grid, unsigned* finite) {
     extern __shared__ __align__(16) unsigned char shared[];

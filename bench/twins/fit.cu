@@ -9,6 +9,9 @@
 #define FIT_COUNT_SUMMITS (FIT_WARPS + 1)
 #define FIT_COUNT_NAN (FIT_WARPS + 2)
 #define FIT_COUNT_SMALL (FIT_WARPS + 3)
+// How many pixels the list holds once it holds the whole sample; FIT_UNLISTED until then.
+#define FIT_COUNT_LISTED (FIT_WARPS + 4)
+#define FIT_UNLISTED 0xFFFFFFFFu
 // The slot of the summit keys that holds the brightest pixel above the seed level; once the
 // summits are chosen, the component a residual summit splits, plus one (0: none).
 #define FIT_FALLBACK (FIT_MAX_COMPONENTS + 1)
@@ -242,9 +245,9 @@ struct FitShared {
     double* held;
     FitShape* shapes;
     double* partials;
-    // The pixels a pass has found and not yet made rows of: sample index, value, noise.
-    unsigned* staged;
-    float *staged_values, *staged_noise;
+    // The island's pixels of the sample (dynamic shared memory): sample index, value, noise.
+    unsigned* listed;
+    float *listed_values, *listed_noise;
     unsigned long long* keys;
     unsigned* counts;
 };
@@ -343,11 +346,54 @@ static __device__ __forceinline__ void fit_brightest_summits(const FitShared& sh
     }
 }
 
+// A large matrix: a FIT_GRAM_BLOCK × FIT_GRAM_BLOCK block of entries a thread, each entry adding the
+// rows in order; the columns past the last are read as the last and not written.
+static __device__ __forceinline__ void fit_accumulate_blocks(const FitShared& shared, double* gram, size_t filled,
+                                                             size_t columns) {
+    size_t edge = (columns + FIT_GRAM_BLOCK - 1) / FIT_GRAM_BLOCK, blocks = edge * (edge + 1) / 2;
+    unsigned last = (unsigned)columns - 1, rows = (unsigned)filled, stride = (unsigned)columns;
+    size_t ba, bb;
+    fit_pair(threadIdx.x, ba, bb);
+    for (size_t q = threadIdx.x; q < blocks; q += FIT_THREADS) {
+        unsigned a0 = (unsigned)(ba * FIT_GRAM_BLOCK), b0 = (unsigned)(bb * FIT_GRAM_BLOCK);
+        unsigned at_a[FIT_GRAM_BLOCK], at_b[FIT_GRAM_BLOCK];
+#pragma unroll
+        for (unsigned i = 0; i < FIT_GRAM_BLOCK; ++i) {
+            at_a[i] = a0 + i < last ? a0 + i : last;
+            at_b[i] = b0 + i < last ? b0 + i : last;
+        }
+        double sums[FIT_GRAM_BLOCK * FIT_GRAM_BLOCK] = {};
+        for (unsigned r = 0; r < rows; ++r) {
+            const double* words = shared.tile + r * stride;
+            double x[FIT_GRAM_BLOCK], y[FIT_GRAM_BLOCK];
+#pragma unroll
+            for (unsigned i = 0; i < FIT_GRAM_BLOCK; ++i) x[i] = words[at_a[i]], y[i] = words[at_b[i]];
+#pragma unroll
+            for (unsigned i = 0; i < FIT_GRAM_BLOCK; ++i)
+#pragma unroll
+                for (unsigned j = 0; j < FIT_GRAM_BLOCK; ++j)
+                    sums[i * FIT_GRAM_BLOCK + j] = fma(x[i], y[j], sums[i * FIT_GRAM_BLOCK + j]);
+        }
+#pragma unroll
+        for (unsigned i = 0; i < FIT_GRAM_BLOCK; ++i)
+#pragma unroll
+            for (unsigned j = 0; j < FIT_GRAM_BLOCK; ++j) {
+                size_t a = a0 + i, b = b0 + j;
+                if (a < columns && b <= a) gram[fit_tri(a, b)] += sums[i * FIT_GRAM_BLOCK + j];
+            }
+        fit_pair_after(ba, bb, FIT_THREADS);
+    }
+}
+
 static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, double* gram, size_t filled,
                                                       size_t parameters) {
     if (filled == 0) return;
     size_t t = threadIdx.x;
     size_t stride = parameters + 1, entries = fit_gram_len(parameters);
+    if (stride >= FIT_BLOCKED_COLUMNS) {
+        fit_accumulate_blocks(shared, gram, filled, stride);
+        return;
+    }
     size_t parts = fit_segments(entries);
     if (parts == 1) {
         // Two entries THREADS apart at once, each adding its rows in order.
@@ -397,25 +443,26 @@ static __device__ __forceinline__ void fit_accumulate(const FitShared& shared, d
     }
 }
 
-// The Jacobian rows of the `staged` pixels, a thread each, into the tile after its `filled`
-// rows; a full tile is summed into `gram` before the next row.
-static __device__ __forceinline__ void fit_rows_of_staged(const FitIsland& island, const FitShared& shared,
+// The Jacobian rows of the first `listed` pixels of the list, a thread each, into the tile after
+// its `filled` rows; a full tile is summed into `gram` before the next row.
+static __device__ __forceinline__ void fit_rows_of_listed(const FitIsland& island, const FitShared& shared,
                                                           const double* params, double* gram, size_t parameters,
-                                                          size_t staged, size_t& filled) {
+                                                          size_t listed, size_t& filled) {
     size_t t = threadIdx.x;
     size_t components = parameters / FIT_PARAMETERS, stride = parameters + 1, capacity = fit_rows(parameters);
-    for (size_t done = 0; done < staged;) {
+    for (size_t done = 0; done < listed;) {
         if (filled == capacity) {
             fit_accumulate(shared, gram, filled, parameters);
             filled = 0;
             __syncthreads();
         }
-        size_t take = capacity - filled < staged - done ? capacity - filled : staged - done;
+        size_t room = capacity - filled < FIT_THREADS ? capacity - filled : FIT_THREADS;
+        size_t take = room < listed - done ? room : listed - done;
         if (t < take) {
-            size_t at = done + t, k = shared.staged[at];
+            size_t at = done + t, k = shared.listed[at];
             size_t row = island.y0 + k / island.sample_width * island.step;
             size_t col = island.x0 + k % island.sample_width * island.step;
-            float value = shared.staged_values[at], noise = shared.staged_noise[at];
+            float value = shared.listed_values[at], noise = shared.listed_noise[at];
             double* out = shared.tile + (filled + t) * stride;
             double weight = 1.0 / (double)noise;
             double dx = (double)(col - island.x0), dy = (double)(row - island.y0);
@@ -437,21 +484,14 @@ static __device__ __forceinline__ void fit_rows_of_staged(const FitIsland& islan
     }
 }
 
-static __device__ void fit_evaluate(const FitIsland& island, const FitShared& shared, const double* params,
-                                    double* gram, size_t parameters) {
-    size_t t = threadIdx.x;
-    size_t components = parameters / FIT_PARAMETERS;
-    if (t < components) {
-        const double* p = params + t * FIT_PARAMETERS;
-        double s, c;
-        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
-        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
-    }
-    size_t entries = fit_gram_len(parameters);
-    for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
-    __syncthreads();
-    size_t warp = t / 32, lane = t % 32;
-    size_t staged = 0, filled = 0;
+// The first pass: the island's pixels of the sample, found in windows of a thread each, ranked by
+// one ballot per warp, listed and made rows of; a sample too large for the list is searched again.
+static __device__ __forceinline__ void fit_list_sample(const FitIsland& island, const FitShared& shared,
+                                                       const double* params, double* gram, size_t parameters,
+                                                       size_t& filled) {
+    size_t t = threadIdx.x, warp = t / 32, lane = t % 32;
+    size_t listed = 0;
+    bool whole = true;
     for (size_t first = 0; first < island.sample_pixels; first += FIT_THREADS) {
         size_t k = first + t;
         float value = 0.0f, noise = 0.0f;
@@ -473,20 +513,42 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
             before += w < warp ? count : 0;
             total += count;
         }
-        if (staged + total > FIT_THREADS) {
-            fit_rows_of_staged(island, shared, params, gram, parameters, staged, filled);
-            staged = 0;
+        if (listed + total > FIT_LISTED_PIXELS) {
+            fit_rows_of_listed(island, shared, params, gram, parameters, listed, filled);
+            listed = 0, whole = false;
         }
         if (valid) {
-            size_t at = staged + before + __popc(bits & ((1u << lane) - 1));
-            shared.staged[at] = (unsigned)k;
-            shared.staged_values[at] = value;
-            shared.staged_noise[at] = noise;
+            size_t at = listed + before + __popc(bits & ((1u << lane) - 1));
+            shared.listed[at] = (unsigned)k;
+            shared.listed_values[at] = value;
+            shared.listed_noise[at] = noise;
         }
-        staged += total;
+        listed += total;
         __syncthreads();
     }
-    fit_rows_of_staged(island, shared, params, gram, parameters, staged, filled);
+    fit_rows_of_listed(island, shared, params, gram, parameters, listed, filled);
+    if (whole && t == 0) shared.counts[FIT_COUNT_LISTED] = (unsigned)listed;
+}
+
+static __device__ void fit_evaluate(const FitIsland& island, const FitShared& shared, const double* params,
+                                    double* gram, size_t parameters) {
+    size_t t = threadIdx.x;
+    size_t components = parameters / FIT_PARAMETERS;
+    if (t < components) {
+        const double* p = params + t * FIT_PARAMETERS;
+        double s, c;
+        sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
+        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+    }
+    size_t entries = fit_gram_len(parameters);
+    for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
+    __syncthreads();
+    size_t filled = 0;
+    unsigned listed = shared.counts[FIT_COUNT_LISTED];
+    if (listed != FIT_UNLISTED)
+        fit_rows_of_listed(island, shared, params, gram, parameters, listed, filled);
+    else
+        fit_list_sample(island, shared, params, gram, parameters, filled);
     fit_accumulate(shared, gram, filled, parameters);
     __syncthreads();
 }
@@ -833,19 +895,33 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
                                        unsigned noise_map, size_t width, size_t height, const unsigned* islands,
                                        size_t islands_len, double seed, double beam, double* fits,
                                        unsigned* status) {
-    __shared__ double tile[FIT_TILE_WORDS];
-    __shared__ double grams[2 * FIT_GRAM_WORDS];
-    __shared__ double current[FIT_MAX_PARAMETERS], trial[FIT_MAX_PARAMETERS], low[FIT_MAX_PARAMETERS],
-        high[FIT_MAX_PARAMETERS], scale[FIT_MAX_PARAMETERS], step[FIT_MAX_PARAMETERS], errors[FIT_MAX_PARAMETERS],
-        saved[FIT_MAX_PARAMETERS], held[2 * FIT_PARAMETERS];
-    __shared__ FitShape shapes[FIT_MAX_COMPONENTS];
-    __shared__ double partials[FIT_BLOCK];
-    __shared__ unsigned staged[FIT_BLOCK];
-    __shared__ float staged_values[FIT_BLOCK], staged_noise[FIT_BLOCK];
-    __shared__ unsigned long long keys[FIT_MAX_COMPONENTS + 2];
-    __shared__ unsigned counts[FIT_WARPS + 4];
-    FitShared shared{tile,    grams,    current,  trial,  low,           high,         scale, step, errors,
-                     saved,   held,     shapes,   partials, staged, staged_values, staged_noise, keys, counts};
+    // All of it dynamic, laid out as the Rust kernel's (FIT_SHARED_*).
+    extern __shared__ __align__(16) unsigned char memory[];
+    unsigned* counts = (unsigned*)(memory + FIT_SHARED_COUNTS);
+    unsigned long long* keys = (unsigned long long*)(memory + FIT_SHARED_KEYS);
+    double* current = (double*)(memory + FIT_SHARED_CURRENT);
+    double* low = (double*)(memory + FIT_SHARED_LOW);
+    double* high = (double*)(memory + FIT_SHARED_HIGH);
+    double* errors = (double*)(memory + FIT_SHARED_ERRORS);
+    double* saved = (double*)(memory + FIT_SHARED_SAVED);
+    FitShared shared{(double*)(memory + FIT_SHARED_TILE),
+                     (double*)(memory + FIT_SHARED_GRAMS),
+                     current,
+                     (double*)(memory + FIT_SHARED_TRIAL),
+                     low,
+                     high,
+                     (double*)(memory + FIT_SHARED_SCALE),
+                     (double*)(memory + FIT_SHARED_STEP),
+                     errors,
+                     saved,
+                     (double*)(memory + FIT_SHARED_HELD),
+                     (FitShape*)(memory + FIT_SHARED_SHAPES),
+                     (double*)(memory + FIT_SHARED_PARTIALS),
+                     (unsigned*)(memory + FIT_SHARED_LIST + FIT_LIST_INDICES),
+                     (float*)(memory + FIT_SHARED_LIST + FIT_LIST_VALUES),
+                     (float*)(memory + FIT_SHARED_LIST + FIT_LIST_NOISE),
+                     keys,
+                     counts};
     size_t t = threadIdx.x, index = blockIdx.x;
     const unsigned* record = islands + index * FIT_ISLAND_WORDS;
     unsigned label = record[FIT_ISLAND_LABEL];
@@ -865,6 +941,7 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
     // 1. The summits, brightest first.
     if (t == 0) {
         for (int slot = 0; slot < 4; ++slot) counts[FIT_COUNT_PIXELS + slot] = 0;
+        counts[FIT_COUNT_LISTED] = FIT_UNLISTED;
         keys[FIT_MAX_COMPONENTS] = 0;
         keys[FIT_FALLBACK] = 0;
     }

@@ -489,8 +489,9 @@ struct Runner {
                                                : ", block and shared as the host");
         } else {
             row.rust_regs = regs(rf), row.c_regs = regs(tf);
-            // Past 48 KiB a kernel's dynamic shared memory needs opting in, as the host does at load.
-            if (c.shape.shared > 48 * 1024)
+            // Past 48 KiB, static and dynamic together, shared memory needs opting in, as the host
+            // does for any launch with dynamic shared memory.
+            if (c.shape.shared > 0)
                 for (CUfunction f : {rf, tf})
                     CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c.shape.shared));
             if (c.setup) c.setup();
@@ -1523,7 +1524,7 @@ struct Runner {
         c.kernel = "fit_islands", c.size = std::to_string(side) + "x" + std::to_string(side) + " " +
                                            std::to_string(count) + " islands";
         c.unit = "GB/s", c.work = 8.0 * box_pixels;  // the boxes' pixels and labels, read once
-        c.shape = {(unsigned)count, 1, FIT_BLOCK, 1, 0};
+        c.shape = {(unsigned)count, 1, FIT_BLOCK, 1, FIT_SHARED_BYTES};
         c.args.ptr(image_buffer).ptr(labels_buffer).ptr(noise_buffer).add<unsigned>(0).add(side).add(side);
         c.args.slice(islands_buffer, count * FIT_ISLAND_WORDS).add(5.0).add(1.0).ptr(out).add<CUdeviceptr>(out->ptr + fit_bytes);
         c.out = out, c.compare = Compare::Reference;

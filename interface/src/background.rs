@@ -16,6 +16,17 @@
 pub const THREADS: usize = 256;
 /// Warps of a `background_grid` block: the partial sums the first level of [`block_sum`] leaves.
 pub const WARPS: usize = THREADS / 32;
+/// Blocks of `background_grid` an SM must hold: four, so that a thread has at most 64
+/// registers. A box of BANE's default size (a beam of 2.355 pixels: 96², 37 KiB) lets an H100
+/// SM hold five, and a block's passes and barriers leave the SM idle unless several blocks
+/// take turns; left free, the registers rose past 64 and three blocks fitted.
+pub const GRID_BLOCKS_PER_SM: u32 = 4;
+/// The launch bounds of `background_grid`.
+pub const BOUNDS: [crate::LaunchBounds; 1] = [crate::LaunchBounds {
+    kernel: "background_grid",
+    max_threads: THREADS as u32,
+    min_blocks_per_sm: GRID_BLOCKS_PER_SM,
+}];
 /// The most pixels of a box, cut to the image: they are kept in shared memory, four bytes
 /// each, so 160 KiB at most (and [`SHARED_HEADER`]), within an H100's per-block limit (227
 /// KiB; the launcher checks the device's). BANE's default box for a beam of 8 pixels is 192²
@@ -217,11 +228,16 @@ pub fn snr(pixel: f32, background: f64, noise: f64) -> f32 {
 #[inline(always)]
 pub fn bin(v: f32, least: f32, most: f32) -> usize {
     let scale = BINS as f64 / (most as f64 - least as f64);
-    let b = ((v as f64 - least as f64) * scale) as usize;
-    if b < BINS {
-        b
-    } else {
+    let b = (v as f64 - least as f64) * scale;
+    if b >= 0.0 && b < BINS as f64 {
+        // SAFETY: in [0, BINS), so it truncates to a u32 without overflow (a saturating `as`
+        // costs the kernel's histogram pass a NaN test and two 64-bit clamps a value).
+        let whole: u32 = unsafe { b.to_int_unchecked() };
+        whole as usize
+    } else if b >= BINS as f64 {
         BINS - 1
+    } else {
+        0
     }
 }
 

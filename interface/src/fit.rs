@@ -240,6 +240,13 @@ pub const fn rows(parameters: usize) -> usize {
     TILE_WORDS / (parameters + 1)
 }
 
+/// Rows and columns of the blocks of Gram entries a thread sums where the matrix has at least
+/// [`BLOCKED_COLUMNS`] columns (`P + 1`): for each row of the tile the thread loads `2 · b`
+/// words for `b²` multiply-adds, where a thread per entry loads 2 for 1, and the shared loads,
+/// not the arithmetic, bound a large fit's passes. Each entry still adds its rows in order.
+pub const GRAM_BLOCK: usize = 4;
+pub const BLOCKED_COLUMNS: usize = 33;
+
 /// Segments of the tile's rows each Gram entry is summed over, one thread per entry and
 /// segment, when there are fewer entries than threads; the segments' sums are then added in
 /// order. With more entries than threads, 1: each thread sums whole entries.
@@ -393,6 +400,51 @@ pub fn fitted_components(chosen: usize, pixels: u32) -> usize {
 /// that grid, and the launch lasts as long as its slowest island: a survey image's core or
 /// ring (tens of thousands of pixels, eight components) would otherwise take most of it.
 pub const MAX_FIT_PIXELS: u32 = 4096;
+
+/// The island's pixels of its sample that a fit lists once, in shared memory, for every later
+/// pass to read from there rather than search the box again: as many as a one-component fit
+/// samples ([`MAX_FIT_PIXELS`]). A sample that holds more (an island whose shape puts more of it
+/// on the sampled rows) is searched at every pass.
+pub const LISTED_PIXELS: usize = MAX_FIT_PIXELS as usize;
+/// Byte offsets in the list, [`LISTED_PIXELS`] of each: the pixels' indices in the sample
+/// (u32), their values and their noise (f32).
+pub const LIST_INDICES: usize = 0;
+pub const LIST_VALUES: usize = 4 * LISTED_PIXELS;
+pub const LIST_NOISE: usize = 8 * LISTED_PIXELS;
+pub const LIST_BYTES: usize = 12 * LISTED_PIXELS;
+
+/// u32 words of a block's counters: the warps' window counts, then the island's pixels, its
+/// summits, whether it has NaN, whether a step was small, and the count of the list.
+pub const COUNT_WORDS: usize = WARPS + 5;
+/// u64 words of a block's summit keys: the summits chosen, then the search's running maximum,
+/// then the brightest pixel above the seed level.
+pub const KEY_WORDS: usize = MAX_COMPONENTS + 2;
+
+/// The byte offsets of a `fit_islands` block's shared memory, all of it dynamic: `cuda_std`
+/// declares the dynamic memory as a sized shared variable, which ptxas places first, so that
+/// a kernel's static shared arrays would lie inside what it takes for its dynamic memory. Here:
+/// the tile ([`TILE_WORDS`] f64), the two Gram matrices ([`GRAM_WORDS`] f64 each), the current
+/// point, the trial point, the bounds, the damping scales, the step, the errors and the point
+/// saved ([`MAX_PARAMETERS`] f64 each), a split's held bounds (2 · [`PARAMETERS`] f64), the
+/// shapes ([`MAX_COMPONENTS`] of [`Shape`]), a partial sum per thread (f64), the summit keys,
+/// the counters, and the list, 16-byte aligned; and the bytes of the whole.
+pub const SHARED_TILE: usize = 0;
+pub const SHARED_GRAMS: usize = SHARED_TILE + 8 * TILE_WORDS;
+pub const SHARED_CURRENT: usize = SHARED_GRAMS + 2 * 8 * GRAM_WORDS;
+pub const SHARED_TRIAL: usize = SHARED_CURRENT + 8 * MAX_PARAMETERS;
+pub const SHARED_LOW: usize = SHARED_TRIAL + 8 * MAX_PARAMETERS;
+pub const SHARED_HIGH: usize = SHARED_LOW + 8 * MAX_PARAMETERS;
+pub const SHARED_SCALE: usize = SHARED_HIGH + 8 * MAX_PARAMETERS;
+pub const SHARED_STEP: usize = SHARED_SCALE + 8 * MAX_PARAMETERS;
+pub const SHARED_ERRORS: usize = SHARED_STEP + 8 * MAX_PARAMETERS;
+pub const SHARED_SAVED: usize = SHARED_ERRORS + 8 * MAX_PARAMETERS;
+pub const SHARED_HELD: usize = SHARED_SAVED + 8 * MAX_PARAMETERS;
+pub const SHARED_SHAPES: usize = SHARED_HELD + 8 * 2 * PARAMETERS;
+pub const SHARED_PARTIALS: usize = SHARED_SHAPES + core::mem::size_of::<Shape>() * MAX_COMPONENTS;
+pub const SHARED_KEYS: usize = SHARED_PARTIALS + 8 * BLOCK as usize;
+pub const SHARED_COUNTS: usize = SHARED_KEYS + 8 * KEY_WORDS;
+pub const SHARED_LIST: usize = (SHARED_COUNTS + 4 * COUNT_WORDS + 15) / 16 * 16;
+pub const SHARED_BYTES: usize = SHARED_LIST + LIST_BYTES;
 
 /// The fewest pixels per parameter that a sampled fit keeps.
 pub const MIN_SAMPLE_PER_PARAMETER: u32 = 16;

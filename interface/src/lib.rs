@@ -126,10 +126,13 @@ pub mod c_header {
                 TOO_MANY_SUMMITS, SINGULAR, FEW_PIXELS, NO_SUMMIT, BAD_ISLAND, MAX_ITERATIONS, LAMBDA_START,
                 LAMBDA_FACTOR, STEP_TOLERANCE, CHI2_TOLERANCE, FWHM, PEAK_LOW, PEAK_HIGH, SIGMA_LOW, SIGMA_START,
                 SIGMA_HIGH, MAX_FIT_PIXELS, MIN_SAMPLE_PER_PARAMETER, RANK_TOLERANCE, RESIDUAL_STEPS, RESIDUAL_GAIN,
-                FLOOR_MARGIN, RESIDUAL_BOX_PIXELS, SPLIT_REACH,
+                FLOOR_MARGIN, RESIDUAL_BOX_PIXELS, SPLIT_REACH, LISTED_PIXELS, LIST_INDICES, LIST_VALUES, LIST_NOISE,
+                LIST_BYTES, COUNT_WORDS, KEY_WORDS, SHARED_TILE, SHARED_GRAMS, SHARED_CURRENT, SHARED_TRIAL, SHARED_LOW,
+                SHARED_HIGH, SHARED_SCALE, SHARED_STEP, SHARED_ERRORS, SHARED_SAVED, SHARED_HELD, SHARED_SHAPES,
+                SHARED_PARTIALS, SHARED_KEYS, SHARED_COUNTS, SHARED_LIST, SHARED_BYTES, GRAM_BLOCK, BLOCKED_COLUMNS,
             ),
             section!(background:
-                THREADS, WARPS, MAX_BOX_PIXELS, BINS, BINS_PER_THREAD, CANDIDATES, SHARED_SUMS, SHARED_SQUARES,
+                THREADS, WARPS, GRID_BLOCKS_PER_SM, MAX_BOX_PIXELS, BINS, BINS_PER_THREAD, CANDIDATES, SHARED_SUMS, SHARED_SQUARES,
                 SHARED_COUNTS, SHARED_LEAST, SHARED_MOST, SHARED_PICK, SHARED_BINS, SHARED_CANDIDATES, SHARED_HEADER,
                 PICK_WORDS, PICK_BIN, PICK_BELOW, PICK_COUNT, PICK_PLACED, PICK_VALUE, INTERPOLATE_BLOCK, FIELDS,
                 BACKGROUND, NOISE,
@@ -179,14 +182,24 @@ pub struct LaunchBounds {
 }
 
 /// Every kernel that has launch bounds.
-pub const LAUNCH_BOUNDS: &[LaunchBounds] =
+pub const LAUNCH_BOUNDS: &[LaunchBounds] = &concat::<
+    {
+        matmul::SGEMM_BOUNDS.len()
+            + scan::BOUNDS.len()
+            + histogram::F32_BOUNDS.len()
+            + fit::BOUNDS.len()
+            + background::BOUNDS.len()
+    },
+>(
     &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() + fit::BOUNDS.len() }>(
         &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() }>(
             &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS),
             &histogram::F32_BOUNDS,
         ),
         &fit::BOUNDS,
-    );
+    ),
+    &background::BOUNDS,
+);
 
 /// `a` then `b`, as one array of `N = a.len() + b.len()` bounds.
 const fn concat<const N: usize>(a: &[LaunchBounds], b: &[LaunchBounds]) -> [LaunchBounds; N] {

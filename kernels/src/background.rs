@@ -249,8 +249,12 @@ unsafe fn squared_deviations(s: &Scratch, area: u32, limits: (f64, f64), average
 unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut range: Tally) -> f32 {
     let tid = thread::thread_idx_x();
     let inside = |v: f32, r: &Tally| kept(v, limits) && v >= r.least && v <= r.most;
+    let bins = crate::shared_address(s.bins);
     loop {
         if range.least == range.most {
+            // The tally slots were read since the last barrier, and the caller's next pass
+            // writes them.
+            thread::sync_threads();
             return range.least;
         }
         if range.count as usize <= CANDIDATES {
@@ -261,7 +265,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         while q < area {
             let v = *s.values.add(q as usize);
             if inside(v, &range) {
-                let at = crate::shared_address(s.bins.add(bin(v, range.least, range.most)));
+                let at = bins + 4 * bin(v, range.least, range.most) as u32;
                 asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
             }
             q += THREADS as u32;
@@ -321,11 +325,15 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
     if tid < range.count {
         let v = *s.candidates.add(tid as usize);
         let (mut less, mut equal, mut equal_before) = (0, 0, 0);
-        for j in 0..range.count {
+        // A counted `while`, not a range: a range's step tests for overflow, and its loop
+        // neither unrolls nor vectorizes its shared loads.
+        let mut j = 0;
+        while j < range.count {
             let other = *s.candidates.add(j as usize);
             less += (other < v) as u32;
             equal += (other == v) as u32;
             equal_before += (other == v && j < tid) as u32;
+            j += 1;
         }
         // One writer: the first of the candidates equal to the value of that rank.
         if less <= rank && rank < less + equal && equal_before == 0 {
@@ -383,9 +391,11 @@ unsafe fn exclusive_scan(value: u32, totals: *mut u32) -> u32 {
         *totals.add(tid / 32) = inclusive;
     }
     thread::sync_threads();
+    // Every warp's total is read, those before this one's kept: a loop of fixed length.
     let mut before = 0;
-    for w in 0..tid / 32 {
-        before += *totals.add(w);
+    for w in 0..WARPS {
+        let total = *totals.add(w);
+        before += if w < tid / 32 { total } else { 0 };
     }
     before + inclusive - value
 }

@@ -28,15 +28,20 @@
 //!    tenfold, else it grows tenfold). A pass over the island evaluates the model, the
 //!    Jacobian and the residual at the trial point and sums the Gram matrix `[J r]ᵀ[J r]`
 //!    (`JᵀJ`, `Jᵀr` and χ² at once, `interface::fit::gram_len`):
-//!    - the sample is read in windows of `BLOCK` pixels, a thread each; the island's pixels
-//!      among them are ranked by one ballot per warp and staged in shared memory, and once a
-//!      window's would not fit beside them, the staged pixels write their Jacobian rows (the
-//!      six derivatives of each component, then the residual) to the shared tile, a thread
-//!      each: no thread sums a pixel outside the island, and a sparse island (a ring) does its
-//!      arithmetic with every lane busy, not one lane in eight;
+//!    - the island's pixels of the sample are listed once, in shared memory: the first pass
+//!      reads the sample in windows of `BLOCK` pixels, a thread each, and ranks the island's
+//!      among them by one ballot per warp; every later pass reads the list, and so does no
+//!      search of the box, no load from global memory and none of a window's barriers (a
+//!      ring's box holds some eight times the pixels that are its own). A sample too large for
+//!      the list (`interface::fit::LISTED_PIXELS`) is searched at every pass;
+//!    - the listed pixels write their Jacobian rows (the six derivatives of each component,
+//!      then the residual) to the shared tile, a thread each: no thread sums a pixel outside
+//!      the island, and a sparse island does its arithmetic with every lane busy;
 //!    - when the tile is full, its rows are summed into the Gram matrix: a thread per entry
 //!      (and per segment of the rows, where there are fewer entries than threads,
-//!      `interface::fit::segments`), each adding in row order with `fma`.
+//!      `interface::fit::segments`), or for a large matrix a block of 4 × 4 entries a thread
+//!      (`interface::fit::GRAM_BLOCK`: 8 shared loads for 16 multiply-adds, not 32), each
+//!      entry adding in row order with `fma`.
 //!
 //!    The trial's Gram matrix goes to the second of two buffers: a rejected step costs no pass
 //!    to restore the current point's.
@@ -64,10 +69,11 @@
 //!    given up, the saved point comes back, and with it the errors, which the new fits did not
 //!    touch.
 //!
-//! Memory: 45.1 KiB of shared memory (20 KiB of tile, 19.1 KiB for the two Gram matrices, 1.5
-//! KiB of staged pixels, 4.5 KiB of parameters, bounds, scales, step, errors, the saved point,
-//! a split's held bounds, shapes, partial sums, summit keys and counts), and up to 255
-//! registers a thread: two blocks an H100 SM (`interface::fit::BOUNDS` says why). The
+//! Memory: 91.6 KiB of shared memory, all of it the launch's dynamic memory
+//! (`interface::fit::SHARED_BYTES` lays it out: 20 KiB of tile, 19.1 KiB for the two Gram
+//! matrices, 4.5 KiB of parameters, bounds, scales, step, errors, the saved point, a split's
+//! held bounds, shapes, partial sums, summit keys and counts, and 48 KiB of list), and up to
+//! 255 registers a thread: two blocks an H100 SM (`interface::fit::BOUNDS` says why). The
 //! residual's search stays in the tile (in global memory, a model evaluation at every tap of
 //! every summit test, it took more). The sums go in the same order as the CPU reference's
 //! (`cuda_kernels::fit::cpu_reference`), which mirrors the windows, rows and segments, so the
@@ -85,11 +91,14 @@
 use crate::{ballot, shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
-use cuda_std::{intrinsics, shared_array, warp, GpuFloat};
+use cuda_std::shared::dynamic_shared_mem;
+use cuda_std::{intrinsics, warp, GpuFloat};
 use interface::fit::{
     clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
     sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
-    GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
+    BLOCKED_COLUMNS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, LISTED_PIXELS, LIST_INDICES, LIST_NOISE, LIST_VALUES, SHARED_COUNTS, SHARED_CURRENT,
+    SHARED_ERRORS, SHARED_GRAMS, SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS,
+    SHARED_SAVED, SHARED_SCALE, SHARED_SHAPES, SHARED_STEP, SHARED_TILE, SHARED_TRIAL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
     LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MAX_PARAMETERS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
     PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS,
     STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TILE_WORDS, TOO_MANY_SUMMITS,
@@ -102,6 +111,10 @@ const PIXELS: usize = WARPS;
 const SUMMITS: usize = WARPS + 1;
 const HAS_NAN: usize = WARPS + 2;
 const SMALL: usize = WARPS + 3;
+/// The slot that holds how many pixels the list holds once it holds the whole sample, and
+/// [`UNLISTED`] until then or if it cannot.
+const LISTED: usize = WARPS + 4;
+const UNLISTED: u32 = u32::MAX;
 /// The slot of the summit keys that holds the brightest pixel above the seed level; once the
 /// summits are chosen, the component a residual summit splits, plus one (0: none).
 const FALLBACK: usize = MAX_COMPONENTS + 1;
@@ -144,15 +157,17 @@ struct Shared {
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
-    /// The island's pixels a pass has found and not yet made rows of: their sample index,
-    /// value and noise, one per thread at most.
-    staged: *mut u32,
-    staged_values: *mut f32,
-    staged_noise: *mut f32,
+    /// The island's pixels of the sample, in its raster order, `LISTED_PIXELS` at most (in the
+    /// dynamic shared memory): their index in the sample, value and noise. The first pass
+    /// lists them; where they all fit, every later pass reads them from here.
+    listed: *mut u32,
+    listed_values: *mut f32,
+    listed_noise: *mut f32,
     /// The summits chosen, then the search's running maximum, then the brightest pixel above
     /// the seed level.
     keys: *mut u64,
-    /// The warps' window counts, then the island's pixels, summits, NaN flag, small-step flag.
+    /// The warps' window counts, then the island's pixels, summits, NaN flag, small-step flag,
+    /// and the count of the list.
     counts: *mut u32,
 }
 
@@ -327,6 +342,10 @@ unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters:
     }
     let t = thread::thread_idx_x() as usize;
     let (stride, entries) = (parameters + 1, gram_len(parameters));
+    if stride >= BLOCKED_COLUMNS {
+        accumulate_blocks(shared, gram, filled, stride);
+        return;
+    }
     let parts = segments(entries);
     if parts == 1 {
         let (filled, stride) = (filled as u32, stride as u32);
@@ -383,6 +402,56 @@ unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters:
     }
 }
 
+/// [`accumulate`] for a large matrix: a block of `GRAM_BLOCK` × `GRAM_BLOCK` entries a
+/// thread (the blocks of the lower triangle in order, `BLOCK` apart), each entry adding the
+/// tile's rows in order with `fma` and then its sum to the matrix, as a thread per entry does;
+/// the columns past the last are read as the last and not written.
+///
+/// # Safety
+/// As for [`accumulate`]; `columns` (`P + 1`) is the rows' stride.
+#[inline(always)]
+unsafe fn accumulate_blocks(shared: &Shared, gram: *mut f64, filled: usize, columns: usize) {
+    let edge = (columns + GRAM_BLOCK - 1) / GRAM_BLOCK;
+    let (blocks, last) = (edge * (edge + 1) / 2, (columns - 1) as u32);
+    let (filled, stride) = (filled as u32, columns as u32);
+    let mut q = thread::thread_idx_x() as usize;
+    let mut block = pair(q);
+    while q < blocks {
+        let (a0, b0) = ((block.0 * GRAM_BLOCK) as u32, (block.1 * GRAM_BLOCK) as u32);
+        let (mut at_a, mut at_b) = ([0u32; GRAM_BLOCK], [0u32; GRAM_BLOCK]);
+        unroll!([0, 1, 2, 3], |i| {
+            at_a[i] = if a0 + (i as u32) < last { a0 + i as u32 } else { last };
+            at_b[i] = if b0 + (i as u32) < last { b0 + i as u32 } else { last };
+        });
+        let mut sums = [0.0f64; GRAM_BLOCK * GRAM_BLOCK];
+        let mut row = 0u32;
+        while row < filled {
+            let words = shared.tile.add((row * stride) as usize);
+            let (mut x, mut y) = ([0.0f64; GRAM_BLOCK], [0.0f64; GRAM_BLOCK]);
+            unroll!([0, 1, 2, 3], |i| {
+                x[i] = *words.add(at_a[i] as usize);
+                y[i] = *words.add(at_b[i] as usize);
+            });
+            unroll!([0, 1, 2, 3], |i| {
+                unroll!([0, 1, 2, 3], |j| {
+                    sums[i * GRAM_BLOCK + j] = x[i].mul_add(y[j], sums[i * GRAM_BLOCK + j]);
+                });
+            });
+            row += 1;
+        }
+        unroll!([0, 1, 2, 3], |i| {
+            unroll!([0, 1, 2, 3], |j| {
+                let (a, b) = (a0 as usize + i, b0 as usize + j);
+                if a < columns && b <= a {
+                    *gram.add(tri(a, b)) += sums[i * GRAM_BLOCK + j];
+                }
+            });
+        });
+        q += THREADS;
+        block = pair_after(block, THREADS);
+    }
+}
+
 /// The Gram matrix `[J r]ᵀ[J r]` of the island at `params` (`parameters` of them) into `gram`.
 ///
 /// # Safety
@@ -404,8 +473,37 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
         e += THREADS;
     }
     thread::sync_threads();
+    let mut filled = 0;
+    let listed = *shared.counts.add(LISTED);
+    if listed != UNLISTED {
+        rows_of_listed(island, shared, params, gram, parameters, listed as usize, &mut filled);
+    } else {
+        list_sample(island, shared, params, gram, parameters, &mut filled);
+    }
+    accumulate(shared, gram, filled, parameters);
+    thread::sync_threads();
+}
+
+/// The first pass of a fit: finds the island's pixels of the sample, in windows of `BLOCK`
+/// pixels, a thread each, ranks those of a window by one ballot per warp and lists them after
+/// the ones before, and makes their rows ([`rows_of_listed`]). A sample of more than
+/// `LISTED_PIXELS` makes the rows of a full list before listing on from its start, and is
+/// searched again by the next pass; else the list's count is kept, for the next pass to read.
+///
+/// # Safety
+/// Every thread of the block calls it together, the Gram matrix zeroed and seen.
+#[inline(always)]
+unsafe fn list_sample(
+    island: &Island,
+    shared: &Shared,
+    params: *const f64,
+    gram: *mut f64,
+    parameters: usize,
+    filled: &mut usize,
+) {
+    let t = thread::thread_idx_x() as usize;
     let (warp, lane) = (t / 32, t % 32);
-    let (mut staged, mut filled) = (0, 0);
+    let (mut listed, mut whole) = (0, true);
     let mut first = 0;
     while first < island.sample_pixels {
         let k = first + t;
@@ -429,56 +527,61 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
             before += if w < warp { count } else { 0 };
             total += count;
         }
-        if staged + total > THREADS {
-            rows_of_staged(island, shared, params, gram, parameters, staged, &mut filled);
-            staged = 0;
+        if listed + total > LISTED_PIXELS {
+            rows_of_listed(island, shared, params, gram, parameters, listed, filled);
+            listed = 0;
+            whole = false;
         }
         if valid {
-            let at = staged + before + (bits & ((1u32 << lane) - 1)).count_ones() as usize;
-            *shared.staged.add(at) = k as u32;
-            *shared.staged_values.add(at) = value;
-            *shared.staged_noise.add(at) = noise;
+            let at = listed + before + (bits & ((1u32 << lane) - 1)).count_ones() as usize;
+            *shared.listed.add(at) = k as u32;
+            *shared.listed_values.add(at) = value;
+            *shared.listed_noise.add(at) = noise;
         }
-        staged += total;
+        listed += total;
         thread::sync_threads();
         first += THREADS;
     }
-    rows_of_staged(island, shared, params, gram, parameters, staged, &mut filled);
-    accumulate(shared, gram, filled, parameters);
-    thread::sync_threads();
+    rows_of_listed(island, shared, params, gram, parameters, listed, filled);
+    // Read by the next pass, after the barriers that end this one.
+    if whole && t == 0 {
+        *shared.counts.add(LISTED) = listed as u32;
+    }
 }
 
 /// The Jacobian rows (the six derivatives of each component, then the residual, weighted by
-/// 1/noise) of the `staged` pixels, a thread each, into the tile after its `filled` rows; a
-/// full tile is summed into `gram` ([`accumulate`]) before the next row, so the matrix adds
-/// the island's pixels `rows(parameters)` at a time, in raster order of the sample.
+/// 1/noise) of the first `listed` pixels of the list, a thread each, into the tile after its
+/// `filled` rows; a full tile is summed into `gram` ([`accumulate`]) before the next row, so
+/// the matrix adds the island's pixels `rows(parameters)` at a time, in raster order of the
+/// sample.
 ///
 /// # Safety
-/// Every thread of the block calls it together, the staged pixels written and seen.
+/// Every thread of the block calls it together, the listed pixels written and seen.
 #[inline(always)]
-unsafe fn rows_of_staged(
+unsafe fn rows_of_listed(
     island: &Island,
     shared: &Shared,
     params: *const f64,
     gram: *mut f64,
     parameters: usize,
-    staged: usize,
+    listed: usize,
     filled: &mut usize,
 ) {
     let t = thread::thread_idx_x() as usize;
     let (components, stride, capacity) = (parameters / PARAMETERS, parameters + 1, rows(parameters));
     let mut done = 0;
-    while done < staged {
+    while done < listed {
         if *filled == capacity {
             accumulate(shared, gram, *filled, parameters);
             *filled = 0;
             thread::sync_threads();
         }
-        let take = if capacity - *filled < staged - done { capacity - *filled } else { staged - done };
+        let room = if capacity - *filled < THREADS { capacity - *filled } else { THREADS };
+        let take = if room < listed - done { room } else { listed - done };
         if t < take {
             let at = done + t;
-            let (row, col) = island.sample_at(*shared.staged.add(at) as usize);
-            let (value, noise) = (*shared.staged_values.add(at), *shared.staged_noise.add(at));
+            let (row, col) = island.sample_at(*shared.listed.add(at) as usize);
+            let (value, noise) = (*shared.listed_values.add(at), *shared.listed_noise.add(at));
             let out = shared.tile.add((*filled + t) * stride);
             let weight = 1.0 / noise as f64;
             let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
@@ -548,7 +651,7 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
 /// The launcher (`FitArgs` on the host) guarantees: `image` and `labels` hold `width · height`
 /// values, 1 to 2^32 − 1; `noise` holds that many when `noise_map` is non-zero, else one per
 /// island; `islands` holds whole records of `ISLAND_WORDS`, one block each, in one-dimensional
-/// blocks of `BLOCK` threads; `fits` and `status` hold `RECORD_WORDS` and `STATUS_WORDS` words
+/// blocks of `BLOCK` threads, each with `SHARED_BYTES` of dynamic shared memory; `fits` and `status` hold `RECORD_WORDS` and `STATUS_WORDS` words
 /// per island and overlap nothing else; `seed` and `beam` are finite and above 0. An island's
 /// record may hold anything: a box outside the image is flagged `BAD_ISLAND`, not read.
 #[kernel]
@@ -565,25 +668,27 @@ pub unsafe fn fit_islands(
     fits: *mut f64,
     status: *mut u32,
 ) {
+    let memory = dynamic_shared_mem::<u8>();
+    let at = |offset: usize| memory.add(offset);
     let shared = Shared {
-        tile: shared_array![f64; TILE_WORDS],
-        grams: shared_array![f64; 2 * GRAM_WORDS],
-        current: shared_array![f64; MAX_PARAMETERS],
-        trial: shared_array![f64; MAX_PARAMETERS],
-        low: shared_array![f64; MAX_PARAMETERS],
-        high: shared_array![f64; MAX_PARAMETERS],
-        scale: shared_array![f64; MAX_PARAMETERS],
-        step: shared_array![f64; MAX_PARAMETERS],
-        errors: shared_array![f64; MAX_PARAMETERS],
-        saved: shared_array![f64; MAX_PARAMETERS],
-        held: shared_array![f64; 2 * PARAMETERS],
-        shapes: shared_array![Shape; MAX_COMPONENTS],
-        partials: shared_array![f64; THREADS],
-        staged: shared_array![u32; THREADS],
-        staged_values: shared_array![f32; THREADS],
-        staged_noise: shared_array![f32; THREADS],
-        keys: shared_array![u64; MAX_COMPONENTS + 2],
-        counts: shared_array![u32; WARPS + 4],
+        tile: at(SHARED_TILE) as *mut f64,
+        grams: at(SHARED_GRAMS) as *mut f64,
+        current: at(SHARED_CURRENT) as *mut f64,
+        trial: at(SHARED_TRIAL) as *mut f64,
+        low: at(SHARED_LOW) as *mut f64,
+        high: at(SHARED_HIGH) as *mut f64,
+        scale: at(SHARED_SCALE) as *mut f64,
+        step: at(SHARED_STEP) as *mut f64,
+        errors: at(SHARED_ERRORS) as *mut f64,
+        saved: at(SHARED_SAVED) as *mut f64,
+        held: at(SHARED_HELD) as *mut f64,
+        shapes: at(SHARED_SHAPES) as *mut Shape,
+        partials: at(SHARED_PARTIALS) as *mut f64,
+        listed: at(SHARED_LIST + LIST_INDICES) as *mut u32,
+        listed_values: at(SHARED_LIST + LIST_VALUES) as *mut f32,
+        listed_noise: at(SHARED_LIST + LIST_NOISE) as *mut f32,
+        keys: at(SHARED_KEYS) as *mut u64,
+        counts: at(SHARED_COUNTS) as *mut u32,
     };
     let t = thread::thread_idx_x() as usize;
     let index = thread::block_idx_x() as usize;
@@ -625,6 +730,7 @@ pub unsafe fn fit_islands(
         for slot in 0..4 {
             *shared.counts.add(PIXELS + slot) = 0;
         }
+        *shared.counts.add(LISTED) = UNLISTED;
         *shared.keys.add(MAX_COMPONENTS) = 0;
         *shared.keys.add(FALLBACK) = 0;
     }

@@ -21,7 +21,7 @@ use interface::fit::{
     Start, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
     COMPONENT_WORDS, FEW_PIXELS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN,
     LAMBDA_FACTOR, LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
-    PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
+    PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SHARED_BYTES, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
     STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TOO_MANY_SUMMITS, X, Y,
 };
 use ndarray::ArrayView2;
@@ -989,10 +989,10 @@ pub struct FitArgs<'a> {
 // width: usize, height: usize, islands: &[u32], seed: f64, beam: f64, fits: *mut f64, status:
 // *mut u32)` reads `image[..n]` and `labels[..n]` (n = width · height, checked to hold that much,
 // 1 to 2^32 − 1), `noise[..n]` with a map or `noise[..count]` (checked), the whole records of
-// `islands` (checked to be whole), one block of BLOCK threads each; each block checks its box
-// against the image before reading it. It writes `fits[..count · RECORD_WORDS]` and
-// `status[..count · STATUS_WORDS]`, checked to be there and to overlap no input nor each other.
-// `seed` and `beam` are checked finite and above 0.
+// `islands` (checked to be whole), one block of BLOCK threads each, with SHARED_BYTES of dynamic
+// shared memory; each block checks its box against the image before reading it. It writes
+// `fits[..count · RECORD_WORDS]` and `status[..count · STATUS_WORDS]`, checked to be there and to
+// overlap no input nor each other. `seed` and `beam` are checked finite and above 0.
 unsafe impl KernelArgs for FitArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["fit_islands"], "FitArgs")?;
@@ -1030,7 +1030,7 @@ unsafe impl KernelArgs for FitArgs<'_> {
                 return Err(refuse(kernel, format!("{name} is {value}; finite and above 0")));
             }
         }
-        Ok(LaunchConfig { grid: (grid, 1, 1), block: (BLOCK, 1, 1), shared_bytes: 0 })
+        Ok(LaunchConfig { grid: (grid, 1, 1), block: (BLOCK, 1, 1), shared_bytes: SHARED_BYTES as u32 })
     }
 
     fn params(&self, _kernel: &str) -> Params {

@@ -8,7 +8,7 @@ use crate::ops::measure::cpu_reference as measure;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::Work;
 use cust::memory::DeviceBuffer;
-use interface::fit::{BLOCK, ISLAND_WORDS, LISTED_ISLANDS, RECORD_WORDS, STATUS_WORDS};
+use interface::fit::{BLOCK, ISLAND_WORDS, LISTED_ISLANDS, RECORD_WORDS, SHARED_BYTES, STATUS_WORDS};
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -67,7 +67,8 @@ impl Kernel for Fit {
 
     /// A block per island: listed for the twins' field of `LISTED_ISLANDS` sources.
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Ok(vec![("fit_islands", LaunchConfig { grid: (LISTED_ISLANDS, 1, 1), block: (BLOCK, 1, 1), shared_bytes: 0 })])
+        let shared_bytes = SHARED_BYTES as u32;
+        Ok(vec![("fit_islands", LaunchConfig { grid: (LISTED_ISLANDS, 1, 1), block: (BLOCK, 1, 1), shared_bytes })])
     }
 
     /// The check shapes: islands of one to a few pixels in noise (no summit, too few pixels, fits

@@ -6,8 +6,6 @@ use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
 use cust::stream::Stream;
 use cust::sys::{cuFuncGetAttribute, cuFuncSetAttribute, CUfunction_attribute, CUresult};
 
-/// Dynamic shared memory any launch may use without opting in.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 const MAX_DYNAMIC_SHARED: CUfunction_attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 
 /// An error naming `kernel` and what failed, unless `result` is success.
@@ -189,7 +187,9 @@ impl Gpu {
     pub unsafe fn launch_on<A: KernelArgs + ?Sized>(&self, stream: &Stream, kernel: &str, args: &A) -> GpuResult<()> {
         let config = args.checked_config(kernel)?;
         let function = self.function(kernel)?;
-        if config.shared_bytes > DEFAULT_DYNAMIC_SHARED {
+        // Static and dynamic shared memory together past 48 KiB need opting in: a kernel with
+        // any dynamic shared memory is asked its limit.
+        if config.shared_bytes > 0 {
             self.ensure_shared(&function, kernel, config.shared_bytes)?;
         }
         let mut params = args.params(kernel);
