@@ -2,17 +2,12 @@
 //! accumulators and copies back.
 
 use super::{CudaContext, Gpu, GpuError, GpuResult};
-use cust::event::{Event, EventFlags};
 use cust::memory::{
     mem_get_info, AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, LockedBuffer,
 };
 use cust::stream::Stream;
-use rayon::prelude::*;
 use std::cell::{RefCell, RefMut};
 use std::mem::ManuallyDrop;
-
-/// Bytes of each of the two page-locked chunks that [`Gpu::upload_staged`] copies through.
-pub const STAGING_CHUNK_BYTES: usize = 8 << 20;
 
 impl Gpu {
     /// Fails with a clear message unless `bytes` more fit in the free GPU memory.
@@ -34,69 +29,6 @@ impl Gpu {
     pub fn upload<T: DeviceCopy>(&self, what: &str, data: &[T]) -> GpuResult<DeviceBuffer<T>> {
         self.ensure_fits(what, std::mem::size_of_val(data) as u64)?;
         DeviceBuffer::from_slice(data).during(format!("copying {} to the GPU", what))
-    }
-
-    /// [`Gpu::upload`] of a large array at the bus's rate: `data` goes up through two page-locked
-    /// chunks of [`STAGING_CHUNK_BYTES`] in turn, the CPU's threads filling one while the bus
-    /// carries the other. A copy from pageable memory goes through the driver's own staging,
-    /// filled by one thread, at a fraction of that rate.
-    ///
-    /// ```
-    /// # fn main() -> cuda_kernels::GpuResult<()> {
-    /// use cuda_kernels::gpu::STAGING_CHUNK_BYTES;
-    ///
-    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
-    /// // Two and a half chunks of f32: both page-locked chunks are filled, one twice.
-    /// let values: Vec<f32> = (0..5 * STAGING_CHUNK_BYTES / 8).map(|i| i as f32).collect();
-    /// let device = gpu.upload_staged("the values", &values)?;
-    /// assert_eq!(gpu.download("the values", &device, values.len())?, values);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn upload_staged<T: DeviceCopy + bytemuck::Pod + Send + Sync>(
-        &self,
-        what: &str,
-        data: &[T],
-    ) -> GpuResult<DeviceBuffer<T>> {
-        let chunk = STAGING_CHUNK_BYTES / std::mem::size_of::<T>().max(1);
-        if data.len() <= chunk {
-            return self.upload(what, data);
-        }
-        self.ensure_fits(what, std::mem::size_of_val(data) as u64)?;
-        let during = || format!("copying {what} to the GPU");
-        // SAFETY: `T` is plain data (`Pod`); the chunks' copies below write every element before
-        // the buffer is returned.
-        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(data.len()) }.during(during())?;
-        let page_locked = || {
-            // SAFETY: `T` is plain data; a chunk is filled before a copy reads it, and only as
-            // far as it is filled.
-            unsafe { LockedBuffer::<T>::uninitialized(chunk) }.during("allocating page-locked host memory")
-        };
-        let event = || Event::new(EventFlags::DISABLE_TIMING).during("creating an event");
-        let mut staging = [page_locked()?, page_locked()?];
-        let copied = [event()?, event()?];
-        let mut queue = || -> GpuResult<()> {
-            for (i, part) in data.chunks(chunk).enumerate() {
-                let (host, copied) = (&mut staging[i % 2], &copied[i % 2]);
-                if i >= 2 {
-                    // This chunk's copy of two turns ago must have left it before it is refilled.
-                    copied.synchronize().during(during())?;
-                }
-                let pieces = host[..part.len()].par_chunks_mut(1 << 16).zip(part.par_chunks(1 << 16));
-                pieces.for_each(|(to, from)| to.copy_from_slice(from));
-                let mut target = buffer.index(i * chunk..i * chunk + part.len());
-                // SAFETY: the page-locked chunk is not written again until `copied`, recorded
-                // right behind the copy, has run, and it and `buffer` outlive the copy: the
-                // stream is synchronized below, after an error too, before either can go.
-                unsafe { target.async_copy_from(&host[..part.len()], &self.stream) }.during(during())?;
-                copied.record(&self.stream).during(during())?;
-            }
-            Ok(())
-        };
-        let queued = queue();
-        let synchronized = self.stream.synchronize().during(during());
-        queued.and(synchronized)?;
-        Ok(buffer)
     }
 
     /// A buffer of `len` elements, every byte set to 0xFF: an f32 NaN, u32::MAX. Results are

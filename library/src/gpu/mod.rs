@@ -16,7 +16,7 @@ pub use array::{DeviceArray, DeviceMatrix, DeviceVector};
 pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
-pub use memory::{Pending, Readback, STAGING_CHUNK_BYTES};
+pub use memory::{Pending, Readback};
 pub use timing::{Cache, Timing};
 
 use cust::context::{Context, CurrentContext};
