@@ -175,6 +175,11 @@ pub struct Summary {
     /// On the GPU, from the first step to the last: the median over `runs` of the pipeline's
     /// own time, the image already on the GPU (what the lesson times of CuPy).
     pub pipeline_ms: Option<f64>,
+    /// From the file to the catalog written: the sum of the stages up to the catalog's (on the
+    /// GPU, the pipeline's the medians of `runs`), less the copies back (for the checks and the
+    /// labels' file) and the CPU reference. Opening the GPU (its context, the kernels' module)
+    /// is not in it: a survey opens it once for all its images.
+    pub file_to_catalog_ms: f64,
     /// The GPU's results against the CPU's (empty when not checked).
     pub checks: Vec<Agreement>,
     /// Why the GPU's results were not checked against the CPU's, when they were not.
@@ -244,6 +249,7 @@ impl Summary {
         if let Some(ms) = self.pipeline_ms {
             table.add_row([Cell::new("GPU pipeline, first step to last"), right(format!("{:.3}", ms))]);
         }
+        table.add_row([Cell::new("file to catalog"), right(format!("{:.3}", self.file_to_catalog_ms))]);
         println!("{}", table);
         println!("NaN pixels ignored: {}", grouped(self.nan_pixels as u64));
         if let (Some(b), Some(level)) = (&self.background, self.level) {
@@ -390,6 +396,15 @@ fn run_local_on_gpu(
     Ok((last, gpu.info().name.clone(), median_of(totals)))
 }
 
+/// Whether a stage is not on the way from the file to the catalog: a copy back (for the checks
+/// or the labels' file), or the CPU reference.
+fn for_the_checks(stage: &str) -> bool {
+    stage.ends_with("copied back") || stage == CPU_REFERENCE
+}
+
+/// The stage of the CPU reference that the GPU's results are checked against.
+const CPU_REFERENCE: &str = "CPU reference, for the checks";
+
 /// `--catalog`, or `<image stem>-sources.csv` beside the image.
 pub fn catalog_path(image: &Path, catalog: Option<&Path>) -> PathBuf {
     catalog.map(Path::to_path_buf).unwrap_or_else(|| {
@@ -492,7 +507,7 @@ fn lesson(options: &Options, settings: &Settings, image: &Image) -> GpuResult<Ou
     stages.extend(found.stages.iter().cloned());
     let checks = if options.checks() {
         let (cpu, ms) = timed(|| find(image, settings));
-        stages.push(Stage { name: "CPU reference, for the checks", ms });
+        stages.push(Stage { name: CPU_REFERENCE, ms });
         compare(&found, &cpu.map_err(about_image)?)
     } else {
         Vec::new()
@@ -534,7 +549,7 @@ fn local_mode(options: &Options, settings: &local::Settings, from: String, image
     stages.extend(found.stages.iter().cloned());
     let checks = if options.checks() {
         let (cpu, ms) = timed(|| local::find(image, settings));
-        stages.push(Stage { name: "CPU reference, for the checks", ms });
+        stages.push(Stage { name: CPU_REFERENCE, ms });
         local::compare(&found, &cpu.map_err(about_image)?)
     } else {
         Vec::new()
@@ -700,6 +715,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     });
     written?;
     stages.push(Stage { name: "catalog", ms });
+    let file_to_catalog_ms = stages.iter().filter(|s| !for_the_checks(s.name)).map(|s| s.ms).sum();
     if let Some((found, _)) = &outcome.local {
         let (written, ms) = timed(|| write_local_images(options, &image, found));
         written?;
@@ -741,6 +757,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         stages,
         runs: if options.cpu { 1 } else { options.runs },
         pipeline_ms: outcome.pipeline_ms,
+        file_to_catalog_ms,
         checks: outcome.checks,
         unchecked,
         coordinates: described,
@@ -1012,6 +1029,9 @@ mod tests {
         assert_eq!(names[..2], ["read", "WCS"]);
         assert_eq!(summary.coordinates, "positions in pixels: the image has no header (not FITS)");
         assert_eq!(names[names.len() - 2..], ["catalog", "overlay"]);
+        // Every stage up to the catalog's, and not the overlay after it.
+        let to_catalog: f64 = summary.stages[..summary.stages.len() - 1].iter().map(|s| s.ms).sum();
+        assert!(summary.file_to_catalog_ms > 0.0 && summary.file_to_catalog_ms == to_catalog, "{:?}", summary.stages);
 
         let found = find(&image, &DEFAULTS).unwrap();
         assert_eq!(summary.sources, found.sources.len());
