@@ -398,7 +398,7 @@ fn run_local_on_gpu(
 
 /// Whether a stage is not on the way from the file to the catalog: a copy back (for the checks
 /// or the labels' file), or the CPU reference.
-fn for_the_checks(stage: &str) -> bool {
+fn off_the_catalogs_path(stage: &str) -> bool {
     stage.ends_with("copied back") || stage == CPU_REFERENCE
 }
 
@@ -715,7 +715,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     });
     written?;
     stages.push(Stage { name: "catalog", ms });
-    let file_to_catalog_ms = stages.iter().filter(|s| !for_the_checks(s.name)).map(|s| s.ms).sum();
+    let file_to_catalog_ms = stages.iter().filter(|s| !off_the_catalogs_path(s.name)).map(|s| s.ms).sum();
     if let Some((found, _)) = &outcome.local {
         let (written, ms) = timed(|| write_local_images(options, &image, found));
         written?;

@@ -420,9 +420,8 @@ pub const COUNT_WORDS: usize = WARPS + 5;
 /// then the brightest pixel above the seed level.
 pub const KEY_WORDS: usize = MAX_COMPONENTS + 2;
 
-/// The byte offsets of a `fit_islands` block's shared memory, all of it dynamic: `cuda_std`
-/// declares the dynamic memory as a sized shared variable, which ptxas places first, so that
-/// a kernel's static shared arrays would lie inside what it takes for its dynamic memory. Here:
+/// The byte offsets of a `fit_islands` block's shared memory, all of it dynamic (why:
+/// [`crate::background::SHARED_SUMS`]):
 /// the tile ([`TILE_WORDS`] f64), the two Gram matrices ([`GRAM_WORDS`] f64 each), the current
 /// point, the trial point, the bounds, the damping scales, the step, the errors and the point
 /// saved ([`MAX_PARAMETERS`] f64 each), a split's held bounds (2 · [`PARAMETERS`] f64), the

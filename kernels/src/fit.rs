@@ -651,9 +651,10 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
 /// The launcher (`FitArgs` on the host) guarantees: `image` and `labels` hold `width · height`
 /// values, 1 to 2^32 − 1; `noise` holds that many when `noise_map` is non-zero, else one per
 /// island; `islands` holds whole records of `ISLAND_WORDS`, one block each, in one-dimensional
-/// blocks of `BLOCK` threads, each with `SHARED_BYTES` of dynamic shared memory; `fits` and `status` hold `RECORD_WORDS` and `STATUS_WORDS` words
-/// per island and overlap nothing else; `seed` and `beam` are finite and above 0. An island's
-/// record may hold anything: a box outside the image is flagged `BAD_ISLAND`, not read.
+/// blocks of `BLOCK` threads, each with `SHARED_BYTES` of dynamic shared memory; `fits` and
+/// `status` hold `RECORD_WORDS` and `STATUS_WORDS` words per island and overlap nothing else;
+/// `seed` and `beam` are finite and above 0. An island's record may hold anything: a box
+/// outside the image is flagged `BAD_ISLAND`, not read.
 #[kernel]
 pub unsafe fn fit_islands(
     image: *const f32,

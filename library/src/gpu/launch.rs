@@ -157,9 +157,9 @@ impl Gpu {
     /// Launches `kernel` on the stream with `args`, after `args` has checked itself for it.
     /// Device limits are checked once per workload ([`Gpu::validate`]), not here, to keep driver
     /// queries out of timed launches: a launch beyond them is refused by the driver, which is
-    /// an error, not undefined behaviour. The exception is shared memory past the default,
-    /// which a launch must opt into rather than only meet (one query, for the few kernels that
-    /// use that much).
+    /// an error, not undefined behaviour. The exception is dynamic shared memory: past 48 KiB
+    /// with the kernel's static memory a launch must opt into it rather than only meet it (one
+    /// query, for the kernels that take dynamic shared memory).
     ///
     /// # Safety
     /// The launch is queued, not finished, when this returns. Every buffer `args` refers to

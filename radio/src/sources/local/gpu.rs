@@ -73,9 +73,8 @@ struct Run {
 
 impl<'g> Pipeline<'g> {
     /// Uploads `image` and allocates the labeling's and the measures' buffers. The image goes
-    /// up from pageable memory, through the driver's staging: through page-locked chunks of our
-    /// own, filled by the CPU's threads, the upload of a 4096² image took 14–16 ms against 10
-    /// (H100), the chunks' allocation costing more than a single image's copy saves.
+    /// up from pageable memory, through the driver's staging: page-locked chunks of our own took
+    /// longer, their allocation costing more than one image's copy saves.
     pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
         crate::sources::check_shape(image)?;
         let (width, height) = (image.width, image.height);
