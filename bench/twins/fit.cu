@@ -70,28 +70,48 @@ static __device__ __forceinline__ double fit_next_binomial(double weight, size_t
     return weight * (double)(n - k) / (double)(k + 1);
 }
 
+// interface::fit::binomial_sum: tap(a, b) is the value at offset (a − radius, b − radius), rows
+// then columns; a value that is not finite counts 0.
+template <class Tap>
+static __device__ __forceinline__ double fit_binomial_sum(size_t radius, const Tap& tap) {
+    size_t n = 2 * radius;
+    double sum = 0.0, row_weight = 1.0;
+    for (size_t a = 0; a <= n; ++a) {
+        double col_weight = 1.0;
+        for (size_t b = 0; b <= n; ++b) {
+            float value = tap(a, b);
+            if (isfinite(value)) sum += row_weight * col_weight * (double)value;
+            col_weight = fit_next_binomial(col_weight, n, b);
+        }
+        row_weight = fit_next_binomial(row_weight, n, a);
+    }
+    return sum;
+}
+
 // interface::fit::smoothed: the pixels of an image (height × width) around (row, col), binomial
 // weights, where in_island(j, value) says pixel j belongs (and gives its value).
 template <class InIsland>
 static __device__ __forceinline__ double fit_smoothed(size_t row, size_t col, size_t height, size_t width,
                                                       size_t radius, const InIsland& in_island) {
-    size_t n = 2 * radius;
-    double sum = 0.0, row_weight = 1.0;
-    for (size_t a = 0; a <= n; ++a) {
-        if (row + a >= radius && row + a < height + radius) {
-            double col_weight = 1.0;
-            for (size_t b = 0; b <= n; ++b) {
-                if (col + b >= radius && col + b < width + radius) {
-                    float value;
-                    if (in_island((row + a - radius) * width + col + b - radius, value) && isfinite(value))
-                        sum += row_weight * col_weight * (double)value;
-                }
-                col_weight = fit_next_binomial(col_weight, n, b);
-            }
+    return fit_binomial_sum(radius, [&](size_t a, size_t b) {
+        float value = NAN;
+        bool inside = row + a >= radius && row + a < height + radius && col + b >= radius && col + b < width + radius;
+        if (inside && !in_island((row + a - radius) * width + col + b - radius, value)) value = NAN;
+        return value;
+    });
+}
+
+// interface::fit::unbeaten: no neighbour(dr, dc, value) that is there beats `own`.
+template <class Neighbour>
+static __device__ __forceinline__ bool fit_unbeaten(double own, const Neighbour& neighbour) {
+    bool summit = true;
+    for (size_t dr = 0; dr < 3; ++dr)
+        for (size_t dc = 0; dc < 3; ++dc) {
+            double value;
+            if (summit && (dr != 1 || dc != 1) && neighbour(dr, dc, value))
+                summit = fit_beats(own, value, dr == 0 || (dr == 1 && dc == 0));
         }
-        row_weight = fit_next_binomial(row_weight, n, a);
-    }
-    return sum;
+    return summit;
 }
 
 // interface::fit::is_summit: no finite neighbour of the island beats it smoothed.
@@ -99,20 +119,14 @@ template <class InIsland>
 static __device__ __forceinline__ bool fit_is_summit(size_t row, size_t col, size_t height, size_t width,
                                                      size_t radius, const InIsland& in_island) {
     double own = fit_smoothed(row, col, height, width, radius, in_island);
-    bool summit = true;
-    for (size_t dr = 0; dr < 3; ++dr)
-        for (size_t dc = 0; dc < 3; ++dc) {
-            bool inside =
-                (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 && col + dc <= width;
-            if (summit && inside) {
-                size_t r = row + dr - 1, c = col + dc - 1;
-                float value;
-                if (in_island(r * width + c, value) && isfinite(value))
-                    summit = fit_beats(own, fit_smoothed(r, c, height, width, radius, in_island),
-                                       dr == 0 || (dr == 1 && dc == 0));
-            }
-        }
-    return summit;
+    return fit_unbeaten(own, [&](size_t dr, size_t dc, double& value) {
+        if (row + dr < 1 || row + dr > height || col + dc < 1 || col + dc > width) return false;
+        size_t r = row + dr - 1, c = col + dc - 1;
+        float pixel;
+        if (!in_island(r * width + c, pixel) || !isfinite(pixel)) return false;
+        value = fit_smoothed(r, c, height, width, radius, in_island);
+        return true;
+    });
 }
 
 // interface::fit::sample_step: every how many rows and columns a fit of `parameters` samples
@@ -248,6 +262,9 @@ struct FitShared {
     // The island's pixels of the sample (dynamic shared memory): sample index, value, noise.
     unsigned* listed;
     float *listed_values, *listed_noise;
+    // Before the list: a summit tile's patch and smoothed values.
+    float* patch;
+    double* smoothed;
     unsigned long long* keys;
     unsigned* counts;
 };
@@ -271,38 +288,63 @@ struct FitIsland {
     }
 
     __device__ __forceinline__ float noise_at(size_t i) const { return noise[noise_map ? i : index]; }
-
-    // Whether pixel (row, col) is a summit of the island's image.
-    __device__ __forceinline__ bool is_summit(size_t row, size_t col) const {
-        auto in_island = [&](size_t j, float& value) {
-            if (labels[j] != label) return false;
-            value = image[j];
-            return true;
-        };
-        return fit_is_summit(row, col, height, width, radius, in_island);
-    }
 };
 
-// One pass over the box: each thread keeps its brightest FIT_MAX_COMPONENTS summit keys, in
-// order, in its slots of the tile, and returns how many it holds.
+// One pass over the box by tiles of FIT_SUMMIT_TILE square (patch, smoothed values, then each
+// pixel a thread's): each thread keeps its brightest FIT_MAX_COMPONENTS summit keys, in order,
+// in its slots of the tile, and returns how many it holds.
 static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island, const FitShared& shared,
                                                          double seed) {
     size_t t = threadIdx.x;
     unsigned long long* list = reinterpret_cast<unsigned long long*>(shared.tile) + t * FIT_MAX_COMPONENTS;
+    float* patch = shared.patch;
+    double* sums = shared.smoothed;
     unsigned pixels = 0, summits = 0, nan = 0;
     unsigned long long brightest = 0;
     size_t held = 0;
-    for (size_t k = t; k < island.box_pixels; k += FIT_THREADS) {
-        size_t row = island.y0 + k / island.box_width, col = island.x0 + k % island.box_width;
-        size_t i = row * island.width + col;
-        if (island.labels[i] != island.label) continue;
-        float value = island.image[i], noise = island.noise_at(i);
-        if (fit_usable(value, noise)) {
-            pixels += 1;
-            if ((double)value > seed * (double)noise) {
-                unsigned long long key = fit_summit_key(value, (unsigned)k);
+    size_t radius = island.radius, box_width = island.box_width, box_height = island.box_pixels / box_width;
+    size_t halo = radius + 1, inner = FIT_SUMMIT_SMOOTHED_SIDE, side = FIT_SUMMIT_TILE + 2 * halo;
+    for (size_t ty = 0; ty < box_height; ty += FIT_SUMMIT_TILE)
+        for (size_t tx = 0; tx < box_width; tx += FIT_SUMMIT_TILE) {
+            for (size_t p = t; p < side * side; p += FIT_THREADS) {
+                size_t by = ty + p / side - halo, bx = tx + p % side - halo;
+                float value = NAN;
+                if (by < box_height && bx < box_width) {
+                    size_t i = (island.y0 + by) * island.width + island.x0 + bx;
+                    if (island.labels[i] == island.label) {
+                        float v = island.image[i];
+                        value = isfinite(v) ? v : INFINITY;
+                    }
+                }
+                patch[p] = value;
+            }
+            __syncthreads();
+            for (size_t q = t; q < inner * inner; q += FIT_THREADS) {
+                const float* corner = patch + q / inner * side + q % inner;
+                sums[q] = isfinite(corner[radius * side + radius])
+                              ? fit_binomial_sum(radius, [&](size_t a, size_t b) { return corner[a * side + b]; })
+                              : NAN;
+            }
+            __syncthreads();
+            for (size_t o = t; o < FIT_SUMMIT_TILE * FIT_SUMMIT_TILE; o += FIT_THREADS) {
+                size_t oy = o / FIT_SUMMIT_TILE, ox = o % FIT_SUMMIT_TILE, by = ty + oy, bx = tx + ox;
+                float value = by < box_height && bx < box_width ? patch[(oy + halo) * side + ox + halo] : NAN;
+                if (isnan(value)) continue;
+                float noise = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
+                if (!fit_usable(value, noise)) {
+                    nan = 1;
+                    continue;
+                }
+                pixels += 1;
+                if ((double)value <= seed * (double)noise) continue;
+                unsigned long long key = fit_summit_key(value, (unsigned)(by * box_width + bx));
                 if (key > brightest) brightest = key;
-                if (island.is_summit(row, col)) {
+                const double* around = sums + oy * inner + ox;
+                bool summit = fit_unbeaten(around[inner + 1], [&](size_t dr, size_t dc, double& neighbour) {
+                    neighbour = around[dr * inner + dc];
+                    return !isnan(neighbour);
+                });
+                if (summit) {
                     summits += 1;
                     if (held < FIT_MAX_COMPONENTS || key > list[held - 1]) {
                         size_t at = held < FIT_MAX_COMPONENTS ? held : held - 1;
@@ -315,10 +357,8 @@ static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island
                     }
                 }
             }
-        } else {
-            nan = 1;
+            __syncthreads();
         }
-    }
     atomicAdd(&shared.counts[FIT_COUNT_PIXELS], pixels);
     atomicAdd(&shared.counts[FIT_COUNT_SUMMITS], summits);
     atomicAdd(&shared.counts[FIT_COUNT_NAN], nan);
@@ -920,6 +960,8 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
                      (unsigned*)(memory + FIT_SHARED_LIST + FIT_LIST_INDICES),
                      (float*)(memory + FIT_SHARED_LIST + FIT_LIST_VALUES),
                      (float*)(memory + FIT_SHARED_LIST + FIT_LIST_NOISE),
+                     (float*)(memory + FIT_SHARED_LIST + FIT_SUMMIT_PATCH),
+                     (double*)(memory + FIT_SHARED_LIST + FIT_SUMMIT_SMOOTHED),
                      keys,
                      counts};
     size_t t = threadIdx.x, index = blockIdx.x;

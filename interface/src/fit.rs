@@ -302,8 +302,6 @@ fn next_binomial(weight: f64, n: usize, k: usize) -> f64 {
 /// matched filter of [`is_summit`]): `Σ C(2r, r + dr) C(2r, r + dc) v(row + dr, col + dc)` over
 /// the offsets inside the image whose pixel belongs to the island with a finite value
 /// (`in_island(j)` is pixel `j`'s value where it belongs, else `None`); the others count 0.
-/// Every product is exact, so the sum is the same on any device that adds in this order,
-/// whether it contracts the multiply-adds or not.
 #[inline(always)]
 pub fn smoothed(
     (row, col): (usize, usize),
@@ -311,22 +309,32 @@ pub fn smoothed(
     radius: usize,
     in_island: &impl Fn(usize) -> Option<f32>,
 ) -> f64 {
+    binomial_sum(radius, |a, b| {
+        let inside = row + a >= radius && row + a < height + radius && col + b >= radius && col + b < width + radius;
+        match inside {
+            true => in_island((row + a - radius) * width + col + b - radius).unwrap_or(f32::NAN),
+            false => f32::NAN,
+        }
+    })
+}
+
+/// The sum of [`smoothed`] in its one order: `tap(a, b)` is the value at offset
+/// `(a − radius, b − radius)`, rows then columns, and a value that is not finite (off the
+/// island or the image) counts 0. Every product is exact, so the sum is the same on any device
+/// that adds in this order, whether it contracts the multiply-adds or not.
+#[inline(always)]
+pub fn binomial_sum(radius: usize, tap: impl Fn(usize, usize) -> f32) -> f64 {
     let n = 2 * radius;
     let mut sum = 0.0f64;
     let mut row_weight = 1.0f64;
     for a in 0..=n {
-        if row + a >= radius && row + a < height + radius {
-            let mut col_weight = 1.0f64;
-            for b in 0..=n {
-                if col + b >= radius && col + b < width + radius {
-                    if let Some(value) = in_island((row + a - radius) * width + col + b - radius) {
-                        if value.is_finite() {
-                            sum += row_weight * col_weight * value as f64;
-                        }
-                    }
-                }
-                col_weight = next_binomial(col_weight, n, b);
+        let mut col_weight = 1.0f64;
+        for b in 0..=n {
+            let value = tap(a, b);
+            if value.is_finite() {
+                sum += row_weight * col_weight * value as f64;
             }
+            col_weight = next_binomial(col_weight, n, b);
         }
         row_weight = next_binomial(row_weight, n, a);
     }
@@ -363,16 +371,30 @@ pub fn is_summit(
     in_island: impl Fn(usize) -> Option<f32>,
 ) -> bool {
     let own = smoothed((row, col), (height, width), radius, &in_island);
+    unbeaten(own, |dr, dc| {
+        if row + dr < 1 || row + dr > height || col + dc < 1 || col + dc > width {
+            return None;
+        }
+        let (r, c) = (row + dr - 1, col + dc - 1);
+        match in_island(r * width + c).map(f32::is_finite) {
+            Some(true) => Some(smoothed((r, c), (height, width), radius, &in_island)),
+            _ => None,
+        }
+    })
+}
+
+/// [`is_summit`]'s test in its one order: no neighbour at offset `(dr − 1, dc − 1)`, rows then
+/// columns, [`beats`] a pixel whose smoothed value is `own`; `neighbour(dr, dc)` is that
+/// neighbour's smoothed value where it belongs to the island with a finite value, else `None`
+/// (asked only until one beats it).
+#[inline(always)]
+pub fn unbeaten(own: f64, neighbour: impl Fn(usize, usize) -> Option<f64>) -> bool {
     let mut summit = true;
     for dr in 0..3 {
         for dc in 0..3 {
-            let inside =
-                (dr != 1 || dc != 1) && row + dr >= 1 && row + dr <= height && col + dc >= 1 && col + dc <= width;
-            if summit && inside {
-                let (r, c) = (row + dr - 1, col + dc - 1);
-                if let Some(true) = in_island(r * width + c).map(f32::is_finite) {
-                    let neighbour = smoothed((r, c), (height, width), radius, &in_island);
-                    summit = beats(own, neighbour, dr == 0 || (dr == 1 && dc == 0));
+            if summit && (dr != 1 || dc != 1) {
+                if let Some(value) = neighbour(dr, dc) {
+                    summit = beats(own, value, dr == 0 || (dr == 1 && dc == 0));
                 }
             }
         }
@@ -412,6 +434,25 @@ pub const LIST_INDICES: usize = 0;
 pub const LIST_VALUES: usize = 4 * LISTED_PIXELS;
 pub const LIST_NOISE: usize = 8 * LISTED_PIXELS;
 pub const LIST_BYTES: usize = 12 * LISTED_PIXELS;
+
+/// Box pixels a side of the square tiles the summit search goes through: the island's pixels
+/// of a tile and of a halo of `radius + 1` around it (the taps of its pixels' neighbours) go to
+/// shared memory once, in rows that load together, the tile's pixels and their neighbours are
+/// smoothed there once each ([`binomial_sum`]), and each pixel is tested against its neighbours'
+/// sums ([`unbeaten`]). Pixel by pixel from global memory, a tap waiting on its label's load,
+/// a ring's summits took longer than its whole fit.
+pub const SUMMIT_TILE: usize = 32;
+/// f32 words a side of a summit tile's patch at the largest radius: the tile and its halo.
+pub const SUMMIT_PATCH_SIDE: usize = SUMMIT_TILE + 2 * (MAX_SMOOTHING_RADIUS + 1);
+/// f64 words a side of a summit tile's smoothed values: the tile and its neighbours.
+pub const SUMMIT_SMOOTHED_SIDE: usize = SUMMIT_TILE + 2;
+/// Byte offsets in the list (free until the first pass of the fit lists the sample): the patch
+/// (the value of each pixel of the island, +∞ for one not finite, NaN off the island), and the
+/// smoothed values; and the bytes of both, which the list holds.
+pub const SUMMIT_PATCH: usize = 0;
+pub const SUMMIT_SMOOTHED: usize = (4 * SUMMIT_PATCH_SIDE * SUMMIT_PATCH_SIDE + 7) / 8 * 8;
+pub const SUMMIT_BYTES: usize = SUMMIT_SMOOTHED + 8 * SUMMIT_SMOOTHED_SIDE * SUMMIT_SMOOTHED_SIDE;
+const _: () = assert!(SUMMIT_BYTES <= LIST_BYTES);
 
 /// u32 words of a block's counters: the warps' window counts, then the island's pixels, its
 /// summits, whether it has NaN, whether a step was small, and the count of the list.

@@ -14,14 +14,16 @@
 //! 1. Summits: a pixel of the island above `seed` × its noise that no neighbour (8-connected,
 //!    in the island) beats on the island smoothed by a binomial kernel of half the beam's
 //!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
-//!    the CPU's bit for bit). Each thread looks at every `BLOCK`-th pixel of the box and
-//!    smooths around its candidates from global memory (3 × 3 taps each for a beam of σ 1),
-//!    keeping its brightest `MAX_COMPONENTS` summit keys (`summit_key`: value, then raster
-//!    order) in its own slots of the tile. The block's brightest is then a `max` of the
-//!    threads' heads in a shared `atom.max.u64`, the winner moving to its next, once per
-//!    component, so the components are in a fixed order whatever the threads' timing and the
-//!    box is read once. The pass also counts the island's usable pixels and its summits, and
-//!    keeps the brightest pixel above the seed: the one summit of an island that has no other.
+//!    the CPU's bit for bit). The box goes through shared memory in square tiles
+//!    (`interface::fit::SUMMIT_TILE`): the island's values of a tile and its halo load
+//!    together, every pixel of the tile and its neighbours is smoothed there once, and each
+//!    thread tests its pixels of the tile against their neighbours' sums, keeping its brightest
+//!    `MAX_COMPONENTS` summit keys (`summit_key`: value, then raster order) in its own slots of
+//!    the tile. The block's brightest is then a `max` of the threads' heads in a shared
+//!    `atom.max.u64`, the winner moving to its next, once per component, so the components are
+//!    in a fixed order whatever the threads' timing. The pass also counts the island's usable
+//!    pixels and its summits, and keeps the brightest pixel above the seed: the one summit of
+//!    an island that has no other.
 //! 2. Each iteration solves `(JᵀJ + λ D) δ = Jᵀr` (Marquardt's damping, `D` the largest
 //!    diagonal of `JᵀJ` seen so far, as MINPACK scales) for the step, with `J` and `r`
 //!    weighted by 1/noise, and keeps the step when the island's χ² drops (then λ shrinks
@@ -94,8 +96,8 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use cuda_std::{intrinsics, warp, GpuFloat};
 use interface::fit::{
-    clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, Shape, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
+    binomial_sum, clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
+    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, unbeaten, usable, Shape, SUMMIT_PATCH, SUMMIT_SMOOTHED, SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
     BLOCKED_COLUMNS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, LISTED_PIXELS, LIST_INDICES, LIST_NOISE, LIST_VALUES, SHARED_COUNTS, SHARED_CURRENT,
     SHARED_ERRORS, SHARED_GRAMS, SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS,
     SHARED_SAVED, SHARED_SCALE, SHARED_SHAPES, SHARED_STEP, SHARED_TILE, SHARED_TRIAL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
@@ -163,6 +165,9 @@ struct Shared {
     listed: *mut u32,
     listed_values: *mut f32,
     listed_noise: *mut f32,
+    /// Before the list: a summit tile's patch and smoothed values ([`summit_pass`]).
+    patch: *mut f32,
+    smoothed: *mut f64,
     /// The summits chosen, then the search's running maximum, then the brightest pixel above
     /// the seed level.
     keys: *mut u64,
@@ -221,16 +226,6 @@ impl Island {
     fn sample_at(&self, k: usize) -> (usize, usize) {
         (self.y0 + k / self.sample_width * self.step, self.x0 + k % self.sample_width * self.step)
     }
-
-    /// Whether pixel (`row`, `col`) is a summit of the island.
-    #[inline(always)]
-    unsafe fn is_summit(&self, row: usize, col: usize) -> bool {
-        // `is_summit` asks only for pixels inside the image, which the kernel's promises make
-        // readable.
-        is_summit((row, col), (self.height, self.width), self.radius, |j| {
-            (*self.labels.add(j) == self.label).then(|| *self.image.add(j))
-        })
-    }
 }
 
 #[inline(always)]
@@ -243,11 +238,14 @@ unsafe fn shared_max(slot: *mut u64, value: u64) {
     asm!("red.shared.max.u64 [{a}], {v};", a = in(reg32) shared_address(slot), v = in(reg64) value);
 }
 
-/// The summit search, in one pass over the box: each thread keeps the brightest
-/// `MAX_COMPONENTS` summit keys it finds, in order, in its own slots of the tile (free until the
-/// fit), and returns how many it holds; the island's usable pixels, summits and whether it has
-/// NaN go into the counters, and the largest key of any pixel above the seed level into
-/// `keys[FALLBACK]`. [`brightest_summits`] then takes the brightest of them all.
+/// The summit search, in one pass over the box by tiles of `SUMMIT_TILE` square: the tile and
+/// its halo to the patch (the island's values, `interface::fit::SUMMIT_PATCH` says how), the
+/// tile's pixels and their neighbours smoothed from it (`binomial_sum`), then each pixel a
+/// thread's. Each thread keeps the brightest `MAX_COMPONENTS` summit keys it finds, in order, in
+/// its own slots of the tile (free until the fit), and returns how many it holds; the island's
+/// usable pixels, summits and whether it has NaN go into the counters, and the largest key of
+/// any pixel above the seed level into `keys[FALLBACK]`. [`brightest_summits`] then takes the
+/// brightest of them all.
 ///
 /// # Safety
 /// Every thread of the block calls it together, the counters zeroed.
@@ -255,39 +253,89 @@ unsafe fn shared_max(slot: *mut u64, value: u64) {
 unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
     let t = thread::thread_idx_x() as usize;
     let list = (shared.tile as *mut u64).add(t * MAX_COMPONENTS);
+    let (patch, sums) = (shared.patch, shared.smoothed);
     let (mut pixels, mut summits, mut nan, mut brightest, mut held) = (0u32, 0u32, 0u32, 0u64, 0usize);
-    let mut k = t;
-    while k < island.box_pixels {
-        let (row, col) = island.at(k);
-        let i = row * island.width + col;
-        if *island.labels.add(i) == island.label {
-            let (value, noise) = (*island.image.add(i), island.noise_at(i));
-            if usable(value, noise) {
-                pixels += 1;
-                if value as f64 > seed * noise as f64 {
-                    let key = summit_key(value, k as u32);
-                    if key > brightest {
-                        brightest = key;
-                    }
-                    if island.is_summit(row, col) {
-                        summits += 1;
-                        if held < MAX_COMPONENTS || key > *list.add(held - 1) {
-                            // Insertion into the thread's list, brightest first.
-                            let mut at = if held < MAX_COMPONENTS { held } else { held - 1 };
-                            while at > 0 && *list.add(at - 1) < key {
-                                *list.add(at) = *list.add(at - 1);
-                                at -= 1;
-                            }
-                            *list.add(at) = key;
-                            held += if held < MAX_COMPONENTS { 1 } else { 0 };
-                        }
+    let (radius, box_width) = (island.radius, island.box_width);
+    let box_height = island.box_pixels / box_width;
+    // Patch (pr, pc) is box pixel (ty + pr − halo, tx + pc − halo); smoothed (sr, sc) is patch
+    // (sr + radius, sc + radius), box pixel (ty + sr − 1, tx + sc − 1).
+    let (halo, inner) = (radius + 1, SUMMIT_SMOOTHED_SIDE);
+    let side = SUMMIT_TILE + 2 * halo;
+    let mut ty = 0;
+    while ty < box_height {
+        let mut tx = 0;
+        while tx < box_width {
+            let mut p = t;
+            while p < side * side {
+                let (by, bx) = ((ty + p / side).wrapping_sub(halo), (tx + p % side).wrapping_sub(halo));
+                let mut value = f32::NAN;
+                if by < box_height && bx < box_width {
+                    let i = (island.y0 + by) * island.width + island.x0 + bx;
+                    if *island.labels.add(i) == island.label {
+                        let v = *island.image.add(i);
+                        value = if v.is_finite() { v } else { f32::INFINITY };
                     }
                 }
-            } else {
-                nan = 1;
+                *patch.add(p) = value;
+                p += THREADS;
             }
+            thread::sync_threads();
+            let mut q = t;
+            while q < inner * inner {
+                let corner = patch.add(q / inner * side + q % inner);
+                let centre = *corner.add(radius * side + radius);
+                *sums.add(q) =
+                    if centre.is_finite() { binomial_sum(radius, |a, b| *corner.add(a * side + b)) } else { f64::NAN };
+                q += THREADS;
+            }
+            thread::sync_threads();
+            let mut o = t;
+            while o < SUMMIT_TILE * SUMMIT_TILE {
+                let (oy, ox) = (o / SUMMIT_TILE, o % SUMMIT_TILE);
+                let (by, bx) = (ty + oy, tx + ox);
+                let value = if by < box_height && bx < box_width { *patch.add((oy + halo) * side + ox + halo) } else { f32::NAN };
+                // NaN: off the island (or the box); +∞: on it, not finite.
+                if !value.is_nan() {
+                    let noise = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
+                    if usable(value, noise) {
+                        pixels += 1;
+                        if value as f64 > seed * noise as f64 {
+                            let k = by * box_width + bx;
+                            let key = summit_key(value, k as u32);
+                            if key > brightest {
+                                brightest = key;
+                            }
+                            let around = sums.add(oy * inner + ox);
+                            let own = *around.add(inner + 1);
+                            let summit = unbeaten(own, |dr, dc| {
+                                let neighbour = *around.add(dr * inner + dc);
+                                if neighbour.is_nan() { None } else { Some(neighbour) }
+                            });
+                            if summit {
+                                summits += 1;
+                                if held < MAX_COMPONENTS || key > *list.add(held - 1) {
+                                    // Insertion into the thread's list, brightest first.
+                                    let mut at = if held < MAX_COMPONENTS { held } else { held - 1 };
+                                    while at > 0 && *list.add(at - 1) < key {
+                                        *list.add(at) = *list.add(at - 1);
+                                        at -= 1;
+                                    }
+                                    *list.add(at) = key;
+                                    held += if held < MAX_COMPONENTS { 1 } else { 0 };
+                                }
+                            }
+                        }
+                    } else {
+                        nan = 1;
+                    }
+                }
+                o += THREADS;
+            }
+            // The next tile's patch overwrites this one's after every thread has read it.
+            thread::sync_threads();
+            tx += SUMMIT_TILE;
         }
-        k += THREADS;
+        ty += SUMMIT_TILE;
     }
     shared_add(shared.counts.add(PIXELS), pixels);
     shared_add(shared.counts.add(SUMMITS), summits);
@@ -688,6 +736,8 @@ pub unsafe fn fit_islands(
         listed: at(SHARED_LIST + LIST_INDICES) as *mut u32,
         listed_values: at(SHARED_LIST + LIST_VALUES) as *mut f32,
         listed_noise: at(SHARED_LIST + LIST_NOISE) as *mut f32,
+        patch: at(SHARED_LIST + SUMMIT_PATCH) as *mut f32,
+        smoothed: at(SHARED_LIST + SUMMIT_SMOOTHED) as *mut f64,
         keys: at(SHARED_KEYS) as *mut u64,
         counts: at(SHARED_COUNTS) as *mut u32,
     };
