@@ -595,10 +595,17 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
 
 // interface::fit::RANK_TOLERANCE: a pivot must exceed `least` times the diagonal entry.
 // Right-looking: once column j is divided by its pivot's root, every entry right of it takes
-// its term, a thread per entry.
+// its term; a thread owns the entries t, t + FIT_THREADS, … of the triangle.
 static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagonal, double least) {
-    size_t t = threadIdx.x, first_a, first_b;
-    fit_pair(t, first_a, first_b);
+    size_t t = threadIdx.x, a, b;
+    fit_pair(t, a, b);
+    // Row << 16 | column of each entry t, t + FIT_THREADS, … of the triangle; 0 past it.
+    unsigned owned[FIT_CHOLESKY_OWNED];
+#pragma unroll
+    for (int s = 0; s < FIT_CHOLESKY_OWNED; ++s) {
+        owned[s] = t + s * FIT_THREADS < n * (n + 1) / 2 ? (unsigned)(a << 16 | b) : 0u;
+        fit_pair_after(a, b, FIT_THREADS);
+    }
     for (size_t j = 0; j < n; ++j) {
         double pivot = tile[fit_tri(j, j)];
         double floor = least > 0.0 ? least * diagonal[fit_tri(j, j)] : 0.0;
@@ -606,11 +613,14 @@ static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagon
         double root = sqrt(pivot);
         if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
         __syncthreads();
-        size_t rest = n - j - 1, a = first_a, b = first_b;
-        for (size_t e = t; e < rest * (rest + 1) / 2; e += FIT_THREADS) {
-            size_t i = j + 1 + a, c = j + 1 + b;
-            tile[fit_tri(i, c)] -= tile[fit_tri(i, j)] * tile[fit_tri(c, j)];
-            fit_pair_after(a, b, FIT_THREADS);
+        unsigned column = (unsigned)j;
+#pragma unroll
+        for (int s = 0; s < FIT_CHOLESKY_OWNED; ++s) {
+            unsigned i = owned[s] >> 16, c = owned[s] & 0xFFFFu;
+            if (c > column) {
+                unsigned row_i = i * (i + 1) / 2, row_c = c * (c + 1) / 2;
+                tile[row_i + c] -= tile[row_i + column] * tile[row_c + column];
+            }
         }
         __syncthreads();
     }

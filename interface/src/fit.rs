@@ -240,6 +240,12 @@ pub const fn rows(parameters: usize) -> usize {
     TILE_WORDS / (parameters + 1)
 }
 
+/// Entries of the largest fit's normal equations (`JᵀJ`, [`MAX_PARAMETERS`] square, its lower
+/// triangle) that a thread of the block owns while they are factored by Cholesky: the entries
+/// `t`, `t + BLOCK`, … (the kernel unrolls its loop over them: ten).
+pub const CHOLESKY_OWNED: usize = (MAX_PARAMETERS * (MAX_PARAMETERS + 1) / 2 + BLOCK as usize - 1) / BLOCK as usize;
+const _: () = assert!(CHOLESKY_OWNED == 10);
+
 /// Rows and columns of the blocks of Gram entries a thread sums where the matrix has at least
 /// [`BLOCKED_COLUMNS`] columns (`P + 1`): for each row of the tile the thread loads `2 · b`
 /// words for `b²` multiply-adds, where a thread per entry loads 2 for 1, and the shared loads,

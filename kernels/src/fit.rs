@@ -96,7 +96,7 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use cuda_std::{intrinsics, warp, GpuFloat};
 use interface::fit::{
-    binomial_sum, clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
+    binomial_sum, clamp, CHOLESKY_OWNED, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
     sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, unbeaten, usable, Shape, SUMMIT_PATCH, SUMMIT_SMOOTHED, SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
     BLOCKED_COLUMNS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, LISTED_PIXELS, LIST_INDICES, LIST_NOISE, LIST_VALUES, SHARED_COUNTS, SHARED_CURRENT,
     SHARED_ERRORS, SHARED_GRAMS, SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS,
@@ -663,14 +663,24 @@ unsafe fn rows_of_listed(
 /// diagonal `L`, on it the pivots `L[j][j]²`. False (for every thread) when a pivot is not a
 /// finite number above `least` times the matrix's diagonal entry, which `diagonal` (a lower
 /// triangle of the same shape, not the tile) holds. Right-looking: once column `j` is divided
-/// by its pivot's root, every entry right of it takes its term at once, a thread per entry, so
-/// each entry still subtracts its terms column by column, in the order the CPU's loop does.
+/// by its pivot's root, every entry right of it takes its term at once, so each entry still
+/// subtracts its terms column by column, in the order the CPU's loop does. A thread owns the
+/// entries `t`, `t + BLOCK`, … of the whole triangle (`interface::fit::CHOLESKY_OWNED` at most,
+/// their rows and columns found once, in registers) and updates those right of the column:
+/// no walk through the triangle's rows at every column.
 ///
 /// # Safety
-/// Every thread of the block calls it together; `diagonal` is not written meanwhile.
+/// Every thread of the block calls it together; `diagonal` is not written meanwhile; `n` is at
+/// most `MAX_PARAMETERS`.
 unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -> bool {
     let t = thread::thread_idx_x() as usize;
-    let first = pair(t);
+    // Row << 16 | column of each owned entry; past the triangle, a column no `j` is below.
+    let mut owned = [0u32; CHOLESKY_OWNED];
+    let mut at = pair(t);
+    unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
+        owned[s] = if t + s * THREADS < n * (n + 1) / 2 { (at.0 << 16 | at.1) as u32 } else { 0 };
+        at = pair_after(at, THREADS);
+    });
     for j in 0..n {
         let pivot = *tile.add(tri(j, j));
         let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
@@ -682,14 +692,15 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
             *tile.add(tri(j + t, j)) /= root;
         }
         thread::sync_threads();
-        let rest = n - j - 1;
-        let (mut e, mut at) = (t, first);
-        while e < rest * (rest + 1) / 2 {
-            let (i, c) = (j + 1 + at.0, j + 1 + at.1);
-            *tile.add(tri(i, c)) -= *tile.add(tri(i, j)) * *tile.add(tri(c, j));
-            e += THREADS;
-            at = pair_after(at, THREADS);
-        }
+        let column = j as u32;
+        unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
+            let (i, c) = (owned[s] >> 16, owned[s] & 0xFFFF);
+            if c > column {
+                let (row_i, row_c) = (i * (i + 1) / 2, c * (c + 1) / 2);
+                let entry = tile.add((row_i + c) as usize);
+                *entry -= *tile.add((row_i + column) as usize) * *tile.add((row_c + column) as usize);
+            }
+        });
         thread::sync_threads();
     }
     true
