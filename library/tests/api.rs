@@ -1,6 +1,6 @@
 //! The typed API of the transpose, histogram, conv2d, conv1d, vector_add and saxpy families:
 //! each function at odd shapes (1, 1×N, N×1, primes) against its family's CPU reference, every
-//! step of the `_with` forms, and each shape error; and matmul's `gemm_on_slices` beside `gemm`. Without a GPU each test says `SKIPPED` and
+//! step of the `_with` forms, and each shape error; matmul's `gemm_on_slices` beside `gemm`; and `Gpu::upload_staged`. Without a GPU each test says `SKIPPED` and
 //! passes (with `REQUIRE_GPU=1` a missing GPU fails instead).
 
 mod common;
@@ -425,4 +425,21 @@ fn gemm_on_slices_matches_gemm_and_refuses_short_memory() {
     // SAFETY: as above.
     let empty = unsafe { gemm_on_slices(&gpu, (&da, &db, &dc), (0, n, k), Dtype::F32, kernel) };
     assert_refused(empty, "gemm: an empty product");
+}
+
+#[test]
+fn upload_staged_copies_every_chunk() {
+    let Some(gpu) = gpu("upload_staged_copies_every_chunk") else { return };
+    let chunk = cuda_kernels::gpu::STAGING_CHUNK_BYTES / std::mem::size_of::<f32>();
+    // Within one chunk (a plain upload), on its edges, and several chunks with a short last one,
+    // so that both page-locked chunks are refilled, within an upload and from the last one's.
+    for len in [1, chunk - 1, chunk, chunk + 1, 2 * chunk, 3 * chunk + 7, 3 * chunk + 7] {
+        let host: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let device = gpu.upload_staged("the values", &host).unwrap();
+        assert_eq!(gpu.download("the values", &device, len).unwrap(), host, "{len} values");
+    }
+    // A type of 12 bytes, which does not divide the chunk: its chunks hold whole values.
+    let triples: Vec<[u32; 3]> = (0..chunk as u32).map(|i| [i, !i, i ^ 0x5555]).collect();
+    let device = gpu.upload_staged("the triples", &triples).unwrap();
+    assert_eq!(gpu.download("the triples", &device, triples.len()).unwrap(), triples);
 }

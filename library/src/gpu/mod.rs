@@ -9,6 +9,7 @@ mod device;
 mod error;
 mod launch;
 mod memory;
+mod staging;
 mod timing;
 
 pub use args::{product, refuse, require_aligned, require_disjoint, require_kernel, require_len, KernelArgs, Params};
@@ -17,6 +18,7 @@ pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
 pub use memory::{Pending, Readback};
+pub use staging::STAGING_CHUNK_BYTES;
 pub use timing::{Cache, Timing};
 
 use cust::context::{Context, CurrentContext};
@@ -26,7 +28,8 @@ use cust::memory::DeviceBuffer;
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
-use std::cell::OnceCell;
+use staging::Staging;
+use std::cell::{OnceCell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -98,6 +101,8 @@ pub struct Gpu {
     stream: Stream,
     /// Written before each cold-cache timed launch to evict the working set from L2.
     flush_buffer: OnceCell<DeviceBuffer<u8>>,
+    /// The page-locked chunks large uploads go through ([`Gpu::upload_staged`]).
+    staging: RefCell<Staging>,
     module: Module,
     /// [`HOPPER_PTX`], loaded on compute capability 9.0 only.
     hopper: Option<Module>,
@@ -133,6 +138,7 @@ impl Gpu {
         let device =
             Device::get_device(ordinal as u32).map_err(|e| GpuError::NoGpu(format!("no device {}: {}", ordinal, e)))?;
         let context = Context::new(device).during("creating a context")?;
+        let staging = RefCell::new(Staging::start(device));
         let info = DeviceInfo::query(device)?;
         let module = Module::from_ptx(ptx, &[]).map_err(GpuError::ModuleLoad)?;
         // A blocking stream: synchronous copies and memsets (legacy default stream) are then
@@ -146,7 +152,7 @@ impl Gpu {
         };
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(Self { stream, flush_buffer: OnceCell::new(), module, hopper, device, info, id, context })
+        Ok(Self { stream, flush_buffer: OnceCell::new(), staging, module, hopper, device, info, id, context })
     }
 
     /// The kernel `name`, from the Hopper module for its kernels: on another GPU, an error

@@ -89,7 +89,8 @@ impl Drop for Pipeline<'_> {
 }
 
 impl<'g> Pipeline<'g> {
-    /// Uploads `image` and allocates every step's buffers.
+    /// Uploads `image` (through the `Gpu`'s page-locked chunks, `Gpu::upload_staged`) and
+    /// allocates every step's buffers.
     pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
         super::check_shape(image)?;
         let (width, height) = (image.width, image.height);
@@ -97,7 +98,7 @@ impl<'g> Pipeline<'g> {
             gpu,
             width,
             height,
-            image: gpu.upload("the image", &image.pixels)?,
+            image: gpu.upload_staged("the image", &image.pixels)?,
             // Blocking, as the main stream: the copies back wait for both.
             side: Stream::new(StreamFlags::DEFAULT, None).during("creating the pipeline's second stream")?,
             reducer: Reducer::new(gpu, image.pixels.len())?,

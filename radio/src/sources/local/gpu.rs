@@ -72,9 +72,8 @@ struct Run {
 }
 
 impl<'g> Pipeline<'g> {
-    /// Uploads `image` and allocates the labeling's and the measures' buffers. The image goes
-    /// up from pageable memory, through the driver's staging: page-locked chunks of our own took
-    /// longer, their allocation costing more than one image's copy saves.
+    /// Uploads `image` (through the `Gpu`'s page-locked chunks, `Gpu::upload_staged`) and
+    /// allocates the labeling's and the measures' buffers.
     pub fn new(gpu: &'g Gpu, image: &Image) -> GpuResult<Self> {
         crate::sources::check_shape(image)?;
         let (width, height) = (image.width, image.height);
@@ -82,7 +81,7 @@ impl<'g> Pipeline<'g> {
             gpu,
             width,
             height,
-            image: gpu.upload("the image", &image.pixels)?,
+            image: gpu.upload_staged("the image", &image.pixels)?,
             labeler: Labeler::new(gpu, width, height)?,
             measurer: Measurer::new(gpu, width, height)?,
         })
