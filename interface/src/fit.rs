@@ -317,9 +317,10 @@ pub fn smoothed(
 ) -> f64 {
     binomial_sum(radius, |a, b| {
         let inside = row + a >= radius && row + a < height + radius && col + b >= radius && col + b < width + radius;
-        match inside {
-            true => in_island((row + a - radius) * width + col + b - radius).unwrap_or(f32::NAN),
-            false => f32::NAN,
+        if inside {
+            in_island((row + a - radius) * width + col + b - radius).unwrap_or(f32::NAN)
+        } else {
+            f32::NAN
         }
     })
 }

@@ -313,16 +313,7 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                             });
                             if summit {
                                 summits += 1;
-                                if held < MAX_COMPONENTS || key > *list.add(held - 1) {
-                                    // Insertion into the thread's list, brightest first.
-                                    let mut at = if held < MAX_COMPONENTS { held } else { held - 1 };
-                                    while at > 0 && *list.add(at - 1) < key {
-                                        *list.add(at) = *list.add(at - 1);
-                                        at -= 1;
-                                    }
-                                    *list.add(at) = key;
-                                    held += if held < MAX_COMPONENTS { 1 } else { 0 };
-                                }
+                                held = keep_brightest(list, held, key);
                             }
                         }
                     } else {
@@ -344,6 +335,27 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
         shared_max(shared.keys.add(FALLBACK), brightest);
     }
     held
+}
+
+/// Offers `key` to a thread's list of its brightest `MAX_COMPONENTS` summit keys (`held` of
+/// them, brightest first): inserted in order where it is among them, the last falling off a
+/// full list. Returns how many the list holds.
+///
+/// # Safety
+/// `list` is the thread's `MAX_COMPONENTS` slots.
+#[inline(always)]
+unsafe fn keep_brightest(list: *mut u64, held: usize, key: u64) -> usize {
+    if held < MAX_COMPONENTS || key > *list.add(held - 1) {
+        let mut at = if held < MAX_COMPONENTS { held } else { held - 1 };
+        while at > 0 && *list.add(at - 1) < key {
+            *list.add(at) = *list.add(at - 1);
+            at -= 1;
+        }
+        *list.add(at) = key;
+        held + if held < MAX_COMPONENTS { 1 } else { 0 }
+    } else {
+        held
+    }
 }
 
 /// The `given` brightest summits of the threads' lists (`held` each, [`summit_pass`]) into
