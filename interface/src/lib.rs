@@ -181,32 +181,34 @@ pub struct LaunchBounds {
     pub min_blocks_per_sm: u32,
 }
 
-/// Every kernel that has launch bounds.
-pub const LAUNCH_BOUNDS: &[LaunchBounds] = &concat::<
-    {
-        matmul::SGEMM_BOUNDS.len()
-            + scan::BOUNDS.len()
-            + histogram::F32_BOUNDS.len()
-            + fit::BOUNDS.len()
-            + background::BOUNDS.len()
-    },
->(
-    &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() + fit::BOUNDS.len() }>(
-        &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() + histogram::F32_BOUNDS.len() }>(
-            &concat::<{ matmul::SGEMM_BOUNDS.len() + scan::BOUNDS.len() }>(matmul::SGEMM_BOUNDS, &scan::BOUNDS),
-            &histogram::F32_BOUNDS,
-        ),
-        &fit::BOUNDS,
-    ),
-    &background::BOUNDS,
-);
+/// The launch bounds of each family that has some.
+const FAMILY_BOUNDS: [&[LaunchBounds]; 5] =
+    [matmul::SGEMM_BOUNDS, &scan::BOUNDS, &histogram::F32_BOUNDS, &fit::BOUNDS, &background::BOUNDS];
 
-/// `a` then `b`, as one array of `N = a.len() + b.len()` bounds.
-const fn concat<const N: usize>(a: &[LaunchBounds], b: &[LaunchBounds]) -> [LaunchBounds; N] {
-    let mut out = [a[0]; N];
-    let mut i = 0;
+/// Every kernel that has launch bounds.
+pub const LAUNCH_BOUNDS: &[LaunchBounds] = &flatten::<{ total(&FAMILY_BOUNDS) }>(&FAMILY_BOUNDS);
+
+/// How many bounds `lists` hold together.
+const fn total(lists: &[&[LaunchBounds]]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < lists.len() {
+        n += lists[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `lists` one after another, as one array of their `N` ([`total`]) bounds.
+const fn flatten<const N: usize>(lists: &[&[LaunchBounds]]) -> [LaunchBounds; N] {
+    let mut out = [lists[0][0]; N];
+    let (mut list, mut at, mut i) = (0, 0, 0);
     while i < N {
-        out[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+        while at == lists[list].len() {
+            list += 1;
+            at = 0;
+        }
+        out[i] = lists[list][at];
+        at += 1;
         i += 1;
     }
     out
