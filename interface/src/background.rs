@@ -224,21 +224,15 @@ pub fn snr(pixel: f32, background: f64, noise: f64) -> f32 {
 
 /// The histogram bin of `v` among values from `least` to `most` (`least < most`), [`BINS`]
 /// bins of equal width: nondecreasing in `v`, `least` in the first bin and `most` in the last,
-/// so that a bin holds a range of values and a pass always splits the range.
+/// so that a bin holds a range of values and a pass always splits the range. `truncate` is a
+/// saturating truncation to u32, NaN to 0 (Rust's `as u32`; in the kernel one conversion
+/// instruction, where `as` takes comparisons and selects a value in its histogram pass).
 #[inline(always)]
-pub fn bin(v: f32, least: f32, most: f32) -> usize {
+pub fn bin(v: f32, least: f32, most: f32, truncate: impl Fn(f64) -> u32) -> usize {
     let scale = BINS as f64 / (most as f64 - least as f64);
-    let b = (v as f64 - least as f64) * scale;
-    if b >= 0.0 && b < BINS as f64 {
-        // SAFETY: in [0, BINS), so it truncates to a u32 without overflow (a saturating `as`
-        // costs the kernel's histogram pass a NaN test and two 64-bit clamps a value).
-        let whole: u32 = unsafe { b.to_int_unchecked() };
-        whole as usize
-    } else if b >= BINS as f64 {
-        BINS - 1
-    } else {
-        0
-    }
+    let whole = truncate((v as f64 - least as f64) * scale);
+    let last = BINS as u32 - 1;
+    (if whole < last { whole } else { last }) as usize
 }
 
 /// The median of a sorted run of values from its two middle ones (the same one for an odd
@@ -305,4 +299,29 @@ pub fn warp_tree(mut lanes: [f64; 32]) -> f64 {
         distance /= 2;
     }
     lanes[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(v: f32, least: f32, most: f32) -> usize {
+        super::bin(v, least, most, |b| b as u32)
+    }
+
+    #[test]
+    fn bins_run_from_the_least_to_the_most_and_clamp_the_rest() {
+        let (least, most) = (-1.5f32, 2.5f32);
+        assert_eq!(bin(least, least, most), 0);
+        assert_eq!(bin(most, least, most), BINS - 1);
+        assert_eq!(bin(0.5, least, most), BINS / 2);
+        for v in [f32::NAN, f32::NEG_INFINITY, -2.0] {
+            assert_eq!(bin(v, least, most), 0, "{v}");
+        }
+        for v in [f32::INFINITY, 3.0] {
+            assert_eq!(bin(v, least, most), BINS - 1, "{v}");
+        }
+        let at = |i: u32| least + (most - least) * i as f32 / 4000.0;
+        assert!((0..4000).all(|i| bin(at(i), least, most) <= bin(at(i + 1), least, most)));
+    }
 }

@@ -53,6 +53,16 @@ use interface::background::{
     SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
 
+/// `value` truncated to a u32, saturating (NaN to 0): one `cvt.rzi.sat`, as the C twin's
+/// conversion compiles (`interface::background::bin` asks for it).
+#[inline(always)]
+fn truncate(value: f64) -> u32 {
+    let whole: u32;
+    // SAFETY: a conversion between registers; it reads and writes no memory.
+    unsafe { asm!("cvt.rzi.sat.u32.f64 {o}, {v};", o = out(reg32) whole, v = in(reg64) value) };
+    whole
+}
+
 /// `value` of the lane `mask` away, 32 bits at a time.
 #[inline(always)]
 unsafe fn butterfly(value: f64, mask: u32) -> f64 {
@@ -265,7 +275,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         while q < area {
             let v = *s.values.add(q as usize);
             if inside(v, &range) {
-                let at = bins + 4 * bin(v, range.least, range.most) as u32;
+                let at = bins + 4 * bin(v, range.least, range.most, truncate) as u32;
                 asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
             }
             q += THREADS as u32;
@@ -297,7 +307,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         let mut q = tid;
         while q < area {
             let v = *s.values.add(q as usize);
-            if inside(v, &range) && bin(v, range.least, range.most) == chosen {
+            if inside(v, &range) && bin(v, range.least, range.most, truncate) == chosen {
                 mine = mine.with(v);
             }
             q += THREADS as u32;
