@@ -334,9 +334,11 @@ pub fn binomial_sum(radius: usize, tap: impl Fn(usize, usize) -> f32) -> f64 {
     let n = 2 * radius;
     let mut sum = 0.0f64;
     let mut row_weight = 1.0f64;
-    for a in 0..=n {
+    // Half-open ranges: an inclusive one keeps a flag for its last step, a test and a select
+    // each turn of the kernel's loops.
+    for a in 0..n + 1 {
         let mut col_weight = 1.0f64;
-        for b in 0..=n {
+        for b in 0..n + 1 {
             let value = tap(a, b);
             if value.is_finite() {
                 sum += row_weight * col_weight * value as f64;
