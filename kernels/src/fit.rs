@@ -90,7 +90,7 @@
 //! and column of its box (`interface::fit::sample_step`): its passes cost about what a
 //! one-component fit of 4096 pixels costs, whatever its extent.
 
-use crate::{ballot, shared_address, unroll};
+use crate::{ballot, load_shared_f64, shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
@@ -408,27 +408,27 @@ unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters:
     }
     let parts = segments(entries);
     if parts == 1 {
-        let (filled, stride) = (filled as u32, stride as u32);
+        let (tile, filled, row_bytes) = (shared_address(shared.tile), filled as u32, 8 * stride as u32);
         let mut e = t;
         let mut first = pair(e);
         while e < entries {
             let second = pair_after(first, THREADS);
-            let (a, b) = (first.0 as u32, first.1 as u32);
-            let (c, d) = (second.0 as u32, second.1 as u32);
+            let (a, b) = (8 * first.0 as u32, 8 * first.1 as u32);
+            let (c, d) = (8 * second.0 as u32, 8 * second.1 as u32);
             let (mut sum, mut next) = (0.0f64, 0.0f64);
             let mut row = 0u32;
             if e + THREADS < entries {
                 while row < filled {
-                    let words = shared.tile.add((row * stride) as usize);
-                    sum = (*words.add(a as usize)).mul_add(*words.add(b as usize), sum);
-                    next = (*words.add(c as usize)).mul_add(*words.add(d as usize), next);
+                    let words = tile + row * row_bytes;
+                    sum = load_shared_f64(words + a).mul_add(load_shared_f64(words + b), sum);
+                    next = load_shared_f64(words + c).mul_add(load_shared_f64(words + d), next);
                     row += 1;
                 }
                 *gram.add(e + THREADS) += next;
             } else {
                 while row < filled {
-                    let words = shared.tile.add((row * stride) as usize);
-                    sum = (*words.add(a as usize)).mul_add(*words.add(b as usize), sum);
+                    let words = tile + row * row_bytes;
+                    sum = load_shared_f64(words + a).mul_add(load_shared_f64(words + b), sum);
                     row += 1;
                 }
             }
@@ -473,7 +473,7 @@ unsafe fn accumulate(shared: &Shared, gram: *mut f64, filled: usize, parameters:
 unsafe fn accumulate_blocks(shared: &Shared, gram: *mut f64, filled: usize, columns: usize) {
     let edge = (columns + GRAM_BLOCK - 1) / GRAM_BLOCK;
     let (blocks, last) = (edge * (edge + 1) / 2, (columns - 1) as u32);
-    let (filled, stride) = (filled as u32, columns as u32);
+    let (tile, filled, row_bytes) = (shared_address(shared.tile), filled as u32, 8 * columns as u32);
     let mut q = thread::thread_idx_x() as usize;
     let mut block = pair(q);
     while q < blocks {
@@ -486,11 +486,11 @@ unsafe fn accumulate_blocks(shared: &Shared, gram: *mut f64, filled: usize, colu
         let mut sums = [0.0f64; GRAM_BLOCK * GRAM_BLOCK];
         let mut row = 0u32;
         while row < filled {
-            let words = shared.tile.add((row * stride) as usize);
+            let words = tile + row * row_bytes;
             let (mut x, mut y) = ([0.0f64; GRAM_BLOCK], [0.0f64; GRAM_BLOCK]);
             unroll!([0, 1, 2, 3], |i| {
-                x[i] = *words.add(at_a[i] as usize);
-                y[i] = *words.add(at_b[i] as usize);
+                x[i] = load_shared_f64(words + 8 * at_a[i]);
+                y[i] = load_shared_f64(words + 8 * at_b[i]);
             });
             unroll!([0, 1, 2, 3], |i| {
                 unroll!([0, 1, 2, 3], |j| {

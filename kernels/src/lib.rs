@@ -119,6 +119,20 @@ pub unsafe fn shared_address<T>(ptr: *mut T) -> u32 {
     address as u32
 }
 
+/// The f64 at `address` in this block's shared memory (the `.shared` window's 32 bits,
+/// [`shared_address`]): a loop over shared memory then steps by 32-bit offsets, as CUDA C's
+/// does, where a generic pointer's offsets cost 64-bit adds and shifts at every load.
+///
+/// # Safety
+/// `address` is 8-byte aligned and holds an f64 of this block's shared memory that no thread
+/// writes until the block's next barrier.
+#[inline(always)]
+pub unsafe fn load_shared_f64(address: u32) -> f64 {
+    let value: f64;
+    asm!("ld.shared.f64 {v}, [{a}];", v = out(reg64) value, a = in(reg32) address, options(pure, readonly, nostack));
+    value
+}
+
 /// This thread's index in a 1D grid, `blockIdx.x * blockDim.x + threadIdx.x`, computed in 64
 /// bits: cuda_std's `index_1d` is a `u32`, which wraps once an array passes 2^32 elements.
 #[inline(always)]
