@@ -156,6 +156,8 @@ struct Scratch {
     bins: *mut u32,
     candidates: *mut f32,
     values: *mut f32,
+    /// `values` as a `.shared` address: the passes over the box load by 32-bit offsets.
+    values_at: u32,
 }
 
 impl Scratch {
@@ -172,7 +174,17 @@ impl Scratch {
             bins: shared.add(SHARED_BINS) as *mut u32,
             candidates: shared.add(SHARED_CANDIDATES) as *mut f32,
             values: shared.add(SHARED_HEADER) as *mut f32,
+            values_at: crate::shared_address(shared.add(SHARED_HEADER)),
         }
+    }
+
+    /// Value `q` of the box.
+    ///
+    /// # Safety
+    /// `q` is below the box's area, its values written and seen.
+    #[inline(always)]
+    unsafe fn value(&self, q: u32) -> f32 {
+        crate::load_shared_f32(self.values_at + 4 * q)
     }
 
     /// The block's tally from every thread's `mine`, in every thread. The tally slots must not
@@ -216,7 +228,7 @@ unsafe fn first_moments(s: &Scratch, area: u32, limits: (f64, f64)) -> (Tally, f
     let (mut mine, mut partial) = (Tally::EMPTY, 0.0);
     let mut q = tid;
     while q < area {
-        let v = *s.values.add(q as usize);
+        let v = s.value(q);
         if kept(v, limits) {
             mine = mine.with(v);
             partial = add(partial, v as f64);
@@ -244,7 +256,7 @@ unsafe fn squared_deviations(s: &Scratch, area: u32, limits: (f64, f64), average
     let mut partial = 0.0;
     let mut q = thread::thread_idx_x();
     while q < area {
-        let v = *s.values.add(q as usize);
+        let v = s.value(q);
         if kept(v, limits) {
             partial = add_square(partial, v, average);
         }
@@ -273,7 +285,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         // A histogram of the range (its bins were left zero by the last scan or the launch).
         let mut q = tid;
         while q < area {
-            let v = *s.values.add(q as usize);
+            let v = s.value(q);
             if inside(v, &range) {
                 let at = bins + 4 * bin(v, range.least, range.most, truncate) as u32;
                 asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
@@ -306,7 +318,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         let mut mine = Tally::EMPTY;
         let mut q = tid;
         while q < area {
-            let v = *s.values.add(q as usize);
+            let v = s.value(q);
             if inside(v, &range) && bin(v, range.least, range.most, truncate) == chosen {
                 mine = mine.with(v);
             }
@@ -320,7 +332,7 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
     let placed = crate::shared_address(s.pick.add(PICK_PLACED));
     let mut q = tid;
     while q < area {
-        let v = *s.values.add(q as usize);
+        let v = s.value(q);
         if inside(v, &range) {
             let at: u32;
             asm!("atom.shared.add.u32 {o}, [{a}], 1;", o = out(reg32) at, a = in(reg32) placed);
@@ -361,7 +373,7 @@ unsafe fn successor(s: &Scratch, area: u32, limits: (f64, f64), rank: u32, lower
     let (mut at_most, mut above) = (0u32, Tally::EMPTY);
     let mut q = thread::thread_idx_x();
     while q < area {
-        let v = *s.values.add(q as usize);
+        let v = s.value(q);
         if kept(v, limits) {
             if v <= lower {
                 at_most += 1;

@@ -133,6 +133,19 @@ pub unsafe fn load_shared_f64(address: u32) -> f64 {
     value
 }
 
+/// The f32 at `address` in this block's shared memory: [`load_shared_f64`]'s, for a 4-byte
+/// value.
+///
+/// # Safety
+/// `address` is 4-byte aligned and holds an f32 of this block's shared memory that no thread
+/// writes until the block's next barrier.
+#[inline(always)]
+pub unsafe fn load_shared_f32(address: u32) -> f32 {
+    let value: f32;
+    asm!("ld.shared.f32 {v}, [{a}];", v = out(reg32) value, a = in(reg32) address, options(pure, readonly, nostack));
+    value
+}
+
 /// This thread's index in a 1D grid, `blockIdx.x * blockDim.x + threadIdx.x`, computed in 64
 /// bits: cuda_std's `index_1d` is a `u32`, which wraps once an array passes 2^32 elements.
 #[inline(always)]
