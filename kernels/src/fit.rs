@@ -693,7 +693,9 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
         owned[s] = if t + s * THREADS < n * (n + 1) / 2 { (at.0 << 16 | at.1) as u32 } else { 0 };
         at = pair_after(at, THREADS);
     });
-    for j in 0..n {
+    // A counted `while`, not a range: a range's step keeps a flag, a compare and a select more.
+    let mut j = 0;
+    while j < n {
         let pivot = *tile.add(tri(j, j));
         let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
         if !(pivot > floor && pivot < f64::INFINITY) {
@@ -714,6 +716,7 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
             }
         });
         thread::sync_threads();
+        j += 1;
     }
     true
 }
