@@ -9,6 +9,9 @@ static __device__ __forceinline__ unsigned bg_grid_points(unsigned extent, unsig
     return extent <= 1 ? 1 : (extent - 2) / step + 2;
 }
 
+// Tiles of a grid step along an axis, the last cut short (interface::background::tiles).
+static __device__ __forceinline__ unsigned bg_tiles(unsigned extent, unsigned step) { return (extent - 1) / step + 1; }
+
 static __device__ __forceinline__ unsigned bg_grid_coordinate(unsigned i, unsigned extent, unsigned step,
                                                               unsigned points) {
     return i + 1 >= points ? extent - 1 : i * step;
@@ -262,7 +265,8 @@ static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigne
 // The launch bounds of the Rust kernel (interface::background::BOUNDS).
 extern "C" __global__ void __launch_bounds__(BACKGROUND_THREADS, BACKGROUND_GRID_BLOCKS_PER_SM) background_grid(const float* image, size_t image_len, size_t width, size_t height,
                                            unsigned step_x, unsigned step_y, unsigned box_x, unsigned box_y,
-                                           double kappa, unsigned rounds, double* grid, unsigned* finite) {
+                                           double kappa, unsigned rounds, double* grid, unsigned* finite,
+                                           const unsigned* touched) {
     extern __shared__ __align__(16) unsigned char shared[];
     BgScratch s{(double*)(shared + BACKGROUND_SHARED_SUMS),     (double*)(shared + BACKGROUND_SHARED_SQUARES),
                 (unsigned*)(shared + BACKGROUND_SHARED_COUNTS), (float*)(shared + BACKGROUND_SHARED_LEAST),
@@ -278,6 +282,14 @@ extern "C" __global__ void __launch_bounds__(BACKGROUND_THREADS, BACKGROUND_GRID
     unsigned x0, x1, y0, y1;
     bg_box_range(cx, w, box_x, x0, x1);
     bg_box_range(cy, h, box_y, y0, y1);
+    // A second pass keeps the first's values for a box that its mask left whole.
+    if (touched) {
+        unsigned row = bg_tiles(w, step_x), tx0 = x0 / step_x, ty0 = y0 / step_y;
+        unsigned tiles_x = (x1 - 1) / step_x + 1 - tx0, tiles = tiles_x * ((y1 - 1) / step_y + 1 - ty0);
+        unsigned marked = 0;
+        for (unsigned k = tid; k < tiles; k += BACKGROUND_THREADS) marked |= touched[(ty0 + k / tiles_x) * row + tx0 + k % tiles_x];
+        if (!__syncthreads_or(marked)) return;
+    }
     unsigned span = x1 - x0, area = span * (y1 - y0);
     for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
         float v = image[(size_t)(y0 + q / span) * width + (x0 + q % span)];
@@ -315,7 +327,8 @@ extern "C" __global__ void __launch_bounds__(BACKGROUND_THREADS, BACKGROUND_GRID
 extern "C" __global__ void background_interpolate(const float* image, size_t image_len, size_t width, size_t height,
                                                   unsigned step_x, unsigned step_y, const double* grid,
                                                   size_t grid_len, float* background, float* noise, float* snr,
-                                                  double mask_level, float* masked, unsigned* masked_count) {
+                                                  double mask_level, float* masked, unsigned* masked_count,
+                                                  unsigned* touched) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= width * height) return;
     float pixel = image[t];
@@ -348,6 +361,9 @@ extern "C" __global__ void background_interpolate(const float* image, size_t ima
     if (masked) {
         bool above = (double)ratio > mask_level;
         masked[t] = above ? NAN : pixel;
-        if (above) atomicAdd(masked_count, 1u);
+        if (above) {
+            atomicAdd(masked_count, 1u);
+            atomicOr(touched + (y / step_y) * bg_tiles(w, step_x) + x / step_x, 1u);
+        }
     }
 }

@@ -1633,7 +1633,7 @@ struct Runner {
         g.kernel = "background_grid", g.size = size, g.unit = "GB/s", g.work = 4.0 * n;
         g.shape = {(unsigned)points, 1, BACKGROUND_THREADS, 1, BACKGROUND_SHARED_HEADER + 4 * kBackgroundBox * kBackgroundBox};
         g.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).add(kBackgroundBox)
-            .add(kBackgroundBox).add(3.0).add(10u).ptr(grid).add<CUdeviceptr>(0);
+            .add(kBackgroundBox).add(3.0).add(10u).ptr(grid).add<CUdeviceptr>(0).add<CUdeviceptr>(0);
         g.out = grid, g.compare = Compare::Exact;
         g.reference = [image_host, side, points_side](const std::vector<unsigned char>& out) -> std::string {
             const double* o = reinterpret_cast<const double*>(out.data());
@@ -1662,12 +1662,12 @@ struct Runner {
         p.shape = linear(n, BACKGROUND_INTERPOLATE_BLOCK);
         p.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).slice(made, values)
             .add<CUdeviceptr>(maps->ptr).add<CUdeviceptr>(maps->ptr + 4 * n).add<CUdeviceptr>(maps->ptr + 8 * n)
-            .add(0.0).add<CUdeviceptr>(0).add<CUdeviceptr>(0);
+            .add(0.0).add<CUdeviceptr>(0).add<CUdeviceptr>(0).add<CUdeviceptr>(0);
         p.out = maps, p.compare = Compare::Exact;
         Case fill = g;
         fill.args = Args();
         fill.args.slice(image, n).add(side).add(side).add(kBackgroundStep).add(kBackgroundStep).add(kBackgroundBox)
-            .add(kBackgroundBox).add(3.0).add(10u).ptr(made).add<CUdeviceptr>(0);
+            .add(kBackgroundBox).add(3.0).add(10u).ptr(made).add<CUdeviceptr>(0).add<CUdeviceptr>(0);
         p.setup = [this, fill]() mutable {
             CUresult r;
             CUfunction f = function(rust, "background_grid", r);

@@ -149,6 +149,21 @@ pub fn box_range(centre: u32, extent: u32, size: u32) -> (u32, u32) {
     (start, if end < extent as u64 { end as u32 } else { extent })
 }
 
+/// Tiles of `step` pixels (at least 1) along an axis of `extent` pixels (at least 1), the last
+/// cut short: tile `i` holds pixels `i · step ..`. A second pass's mask marks the tiles its
+/// pixels fall in, a u32 a tile, row-major with `tiles(width, step_x)` a row, so that
+/// `background_grid` can tell a box that the mask left whole.
+#[inline(always)]
+pub fn tiles(extent: u32, step: u32) -> u32 {
+    (extent - 1) / step + 1
+}
+
+/// The tiles ([`tiles`]) that pixels `start..end` (not empty) overlap: `first..last`.
+#[inline(always)]
+pub fn tile_span(start: u32, end: u32, step: u32) -> (u32, u32) {
+    (start / step, (end - 1) / step + 1)
+}
+
 /// The grid point at or before pixel `p` along an axis of `points` grid points
 /// ([`grid_points`]), and how far `p` lies from it towards the next ([`next`]), 0 to 1: the
 /// cell of the bilinear interpolation. With one grid point the fraction is 0.

@@ -29,11 +29,17 @@
 //! 3. Thread 0 writes the median and σ as the point's two f64, and when asked the count of the
 //!    box's finite pixels (by which a second pass tells how much of a box its mask took).
 //!
+//! A second pass's box that its mask left whole holds the first pass's pixels, so its values
+//! would come out the same: the mask marks the tiles (a grid step square) where it left a
+//! pixel out, and a block whose box overlaps no marked tile keeps the first pass's values,
+//! which its caller put in the grid, and stops before loading the box.
+//!
 //! **`background_interpolate`: one thread per pixel.** The pixel's cell of the grid, the four
 //! corners' weights (`interface::background::cell`, `weights`), the NaN-aware bilinear
 //! interpolation of both fields (`interpolate`), and the S/N when asked; NaN wherever the pixel
 //! is not finite, as BANE masks its maps. For a second pass it also writes the image masked:
-//! NaN where the S/N is above a level, the pixel elsewhere, and counts the pixels it left out.
+//! NaN where the S/N is above a level, the pixel elsewhere, and counts the pixels it left out
+//! and marks their tiles.
 //! The grid is small and read through the caches; the image is read once and the maps written
 //! once. A pixel also costs a few correctly rounded
 //! f64 divisions (the cell's fractions, by the weights' sum where it is not exactly 1, the
@@ -48,7 +54,7 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::background::{
     add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr, std,
-    weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN, PICK_COUNT,
+    tile_span, tiles, weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN, PICK_COUNT,
     PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES, SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST, SHARED_MOST,
     SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
@@ -422,13 +428,32 @@ unsafe fn exclusive_scan(value: u32, totals: *mut u32) -> u32 {
     before + inclusive - value
 }
 
+/// Whether the mask marked any tile of `touched` that the box `(x0, x1) × (y0, y1)` overlaps:
+/// each thread reads some of them, and the block's barrier ORs every thread's answer.
+#[inline(always)]
+unsafe fn box_touched(touched: *const u32, (x0, x1): (u32, u32), (y0, y1): (u32, u32), (step_x, step_y): (u32, u32), width: u32) -> bool {
+    let row = tiles(width, step_x);
+    let (tx0, tx1) = tile_span(x0, x1, step_x);
+    let (ty0, ty1) = tile_span(y0, y1, step_y);
+    let span = tx1 - tx0;
+    let mut marked = 0;
+    let mut k = thread::thread_idx_x();
+    while k < span * (ty1 - ty0) {
+        marked |= *touched.add(((ty0 + k / span) * row + tx0 + k % span) as usize);
+        k += THREADS as u32;
+    }
+    thread::sync_threads_or(marked) != 0
+}
+
 /// # Safety
 /// The launcher (`GridArgs` on the host) guarantees: `image` holds `width · height` pixels,
 /// 1 to 2^32 − 1 of them; `step_x`, `step_y`, `box_x` and `box_y` are at least 1; the launch's
 /// dynamic shared memory holds `SHARED_HEADER` bytes and then an f32 for every pixel of the
 /// largest box cut to the image; `grid` holds `FIELDS` f64 per grid point
 /// (`grid_points` along each axis) and overlaps no input; `finite` is null or holds a u32 per
-/// grid point and overlaps nothing else; blocks of `THREADS` threads, one per grid point, in a
+/// grid point and overlaps nothing else; `touched` is null or holds a u32 per tile (`tiles`
+/// of `step_x` by `step_y` pixels), and then `grid` and `finite` (not null) already hold every
+/// point's values of the first pass; blocks of `THREADS` threads, one per grid point, in a
 /// one-dimensional grid.
 #[kernel]
 pub unsafe fn background_grid(
@@ -443,6 +468,7 @@ pub unsafe fn background_grid(
     rounds: u32,
     grid: *mut f64,
     finite: *mut u32,
+    touched: *const u32,
 ) {
     let s = Scratch::new();
     let tid = thread::thread_idx_x();
@@ -453,6 +479,10 @@ pub unsafe fn background_grid(
     let cy = grid_coordinate(point / columns, h, step_y, rows);
     let (x0, x1) = box_range(cx, w, box_x);
     let (y0, y1) = box_range(cy, h, box_y);
+    // A second pass keeps the first's values for a box that its mask left whole.
+    if !touched.is_null() && !box_touched(touched, (x0, x1), (y0, y1), (step_x, step_y), w) {
+        return;
+    }
     let (box_columns, area) = (x1 - x0, (x1 - x0) * (y1 - y0));
     let mut q = tid;
     while q < area {
@@ -506,9 +536,10 @@ pub unsafe fn background_grid(
 /// The launcher (`InterpolateArgs` on the host) guarantees: `image` holds `width · height`
 /// pixels, 1 to 2^32 − 1 of them; `step_x` and `step_y` are at least 1; `grid` holds `FIELDS`
 /// f64 per grid point; `background` and `noise`, and `snr` and `masked` unless null, hold
-/// `width · height` f32 each and overlap neither each other nor an input; `masked_count` is
-/// null where `masked` is, else one u32 that overlaps nothing else; one-dimensional blocks
-/// give at least one thread per pixel.
+/// `width · height` f32 each and overlap neither each other nor an input; `masked_count` and
+/// `touched` are null where `masked` is, else one u32 and a u32 per tile (`tiles` of `step_x`
+/// by `step_y` pixels) that overlap nothing else; one-dimensional blocks give at least one
+/// thread per pixel.
 #[kernel]
 pub unsafe fn background_interpolate(
     image: &[f32],
@@ -523,6 +554,7 @@ pub unsafe fn background_interpolate(
     mask_level: f64,
     masked: *mut f32,
     masked_count: *mut u32,
+    touched: *mut u32,
 ) {
     let t = thread::block_idx_x() as usize * thread::block_dim_x() as usize + thread::thread_idx_x() as usize;
     let n = width * height;
@@ -563,7 +595,9 @@ pub unsafe fn background_interpolate(
         let above = ratio as f64 > mask_level;
         *masked.add(t) = if above { f32::NAN } else { pixel };
         if above {
+            let tile = touched.add(((y / step_y) * tiles(w, step_x) + x / step_x) as usize);
             asm!("red.global.add.u32 [{c}], 1;", c = in(reg64) masked_count);
+            asm!("red.global.or.b32 [{t}], 1;", t = in(reg64) tile);
         }
     }
 }

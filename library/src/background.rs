@@ -46,7 +46,7 @@ use crate::gpu::{
 use cust::memory::DeviceSlice;
 use interface::background::{
     add, add_square, block_sum, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr,
-    std, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, MAX_BOX_PIXELS, NOISE, SHARED_HEADER, THREADS,
+    std, tiles, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, MAX_BOX_PIXELS, NOISE, SHARED_HEADER, THREADS,
 };
 use interface::measure::peak_key;
 use ndarray::{Array2, ArrayView2};
@@ -243,6 +243,9 @@ pub struct GridArgs<'a> {
     pub grid: &'a DeviceSlice<f64>,
     /// If given, a u32 per grid point: how many finite pixels its box holds.
     pub finite: Option<&'a DeviceSlice<u32>>,
+    /// A second pass's marked tiles ([`Mapper::tiles`]), if given: a point whose box overlaps
+    /// none is left as it is in `grid` and `finite`, which hold the first pass's values.
+    pub touched: Option<&'a DeviceSlice<u32>>,
 }
 
 impl<'a> GridArgs<'a> {
@@ -250,6 +253,19 @@ impl<'a> GridArgs<'a> {
     pub fn counting(self, finite: &'a DeviceSlice<u32>) -> Self {
         Self { finite: Some(finite), ..self }
     }
+
+    /// These arguments for a second pass whose mask marked `touched` ([`Mapper::tiles`] u32,
+    /// as [`InterpolateArgs::masking`] marks them): a point whose box overlaps no marked tile
+    /// is left as it is, so `grid`, and the counts when asked, must hold the first pass's
+    /// values there (its box's pixels, and so its values, are the first pass's).
+    pub fn keeping_untouched(self, touched: &'a DeviceSlice<u32>) -> Self {
+        Self { touched: Some(touched), ..self }
+    }
+}
+
+/// Tiles of a step's square on `width × height` ([`tiles`]), a u32 each in a second pass's mask.
+fn tile_len(width: usize, height: usize, step_x: u32, step_y: u32) -> usize {
+    tiles(width as u32, step_x) as usize * tiles(height as u32, step_y) as usize
 }
 
 /// Pixels of `image` (`height × width`) a launch reads, or an error unless 1 to 2^32 − 1.
@@ -285,13 +301,15 @@ fn grid_config(points: usize, area: usize) -> LaunchConfig {
 
 // SAFETY: `background_grid(image: &[f32], width: usize, height: usize, step_x: u32,
 // step_y: u32, box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64,
-// finite: *mut u32)` reads `image[..width · height]`, checked to hold that much (1 to 2^32 − 1
+// finite: *mut u32, touched: *const u32)` reads `image[..width · height]`, checked to hold that much (1 to 2^32 − 1
 // pixels, so u32 pixel indices hold); steps and boxes are checked non-zero; the dynamic shared
 // memory holds `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the
 // image (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values
 // stay inside it; thread 0 of each block writes its grid point's two f64 and, when `finite` is
 // given (null otherwise), its u32: `grid` is checked to hold `FIELDS · points` and `finite`
-// `points`, neither overlapping the image or the other. One block of `THREADS` per grid point.
+// `points`, neither overlapping the image or the other; `touched`, when given (null
+// otherwise), is read at the tiles of each box, all below the `tile_len` u32 it is checked to
+// hold, and overlaps neither output. One block of `THREADS` per grid point.
 unsafe impl KernelArgs for GridArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_grid"], "GridArgs")?;
@@ -313,6 +331,14 @@ unsafe impl KernelArgs for GridArgs<'_> {
             require_disjoint(kernel, ("the finite counts", finite, points), ("the image", self.image, n))?;
             require_disjoint(kernel, ("the finite counts", finite, points), ("the grid", self.grid, values))?;
         }
+        if let Some(touched) = self.touched {
+            let tiles = tile_len(self.width, self.height, self.step_x, self.step_y);
+            require_len(kernel, "the touched tiles", touched, tiles)?;
+            require_disjoint(kernel, ("the touched tiles", touched, tiles), ("the grid", self.grid, values))?;
+            if let Some(finite) = self.finite {
+                require_disjoint(kernel, ("the touched tiles", touched, tiles), ("the finite counts", finite, points))?;
+            }
+        }
         Ok(grid_config(points, area))
     }
 
@@ -329,6 +355,7 @@ unsafe impl KernelArgs for GridArgs<'_> {
             .value(self.rounds)
             .pointer(self.grid)
             .value(self.finite.map_or(0, |finite| finite.as_device_ptr().as_raw()))
+            .value(self.touched.map_or(0, |touched| touched.as_device_ptr().as_raw()))
     }
 }
 
@@ -358,7 +385,8 @@ pub struct InterpolateArgs<'a> {
 }
 
 /// What a second pass masks: the image's pixels whose S/N is above `level` made NaN in
-/// `masked` (the others copied), and how many there were added to `count[0]`.
+/// `masked` (the others copied), how many there were added to `count[0]`, and the tiles they
+/// fall in marked (made non-zero) in `touched`.
 pub struct Mask<'a> {
     /// The S/N above which a pixel is left out.
     pub level: f64,
@@ -366,24 +394,29 @@ pub struct Mask<'a> {
     pub masked: &'a DeviceSlice<f32>,
     /// One u32, to which the number of pixels left out is added.
     pub count: &'a DeviceSlice<u32>,
+    /// A u32 per tile ([`Mapper::tiles`]), zero where the mask is to tell a tile it left whole.
+    pub touched: &'a DeviceSlice<u32>,
 }
 
 impl<'a> InterpolateArgs<'a> {
-    /// These arguments with the image masked at `level` into `masked`, counted into `count`.
-    pub fn masking(self, level: f64, masked: &'a DeviceSlice<f32>, count: &'a DeviceSlice<u32>) -> Self {
-        Self { mask: Some(Mask { level, masked, count }), ..self }
+    /// These arguments with the image masked at `level` into `masked`, counted into `count`,
+    /// its tiles marked in `touched`.
+    pub fn masking(self, mask: Mask<'a>) -> Self {
+        Self { mask: Some(mask), ..self }
     }
 }
 
 // SAFETY: `background_interpolate(image: &[f32], width: usize, height: usize, step_x: u32,
 // step_y: u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32,
-// mask_level: f64, masked: *mut f32, masked_count: *mut u32)` reads `image[..n]`,
+// mask_level: f64, masked: *mut f32, masked_count: *mut u32, touched: *mut u32)` reads `image[..n]`,
 // `n = width · height` (1 to 2^32 − 1, so u32 indices hold), and the grid's `FIELDS` values of
 // the four corners of each pixel's cell, all below `FIELDS · points`, which the grid is
 // checked to hold; it writes element `i < n` of each output, each checked to hold `n` and to
-// overlap no input or other output; `snr` is null when not given, `masked` and `masked_count`
-// both null unless a mask is, the count then checked to hold one u32 apart from every other
-// array (it is added to atomically). One thread per pixel in one-dimensional blocks.
+// overlap no input or other output; `snr` is null when not given, `masked`, `masked_count` and
+// `touched` all null unless a mask is, the count then checked to hold one u32 and the tiles
+// `tile_len`, each apart from every other array (both are written atomically, the tile of
+// pixel (x, y) at `(y / step_y) · tiles(width, step_x) + x / step_x`). One thread per pixel in
+// one-dimensional blocks.
 unsafe impl KernelArgs for InterpolateArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_interpolate"], "InterpolateArgs")?;
@@ -404,20 +437,27 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
         }
         if let Some(mask) = &self.mask {
             let count = ("the masked count", mask.count, 1);
-            require_len(kernel, "the masked count", mask.count, 1)?;
-            require_disjoint(kernel, count, ("the image", self.image, n))?;
-            require_disjoint(kernel, count, ("the grid", self.grid, values))?;
-            for &(name, output) in &outputs {
-                require_disjoint(kernel, count, (name, output, n))?;
+            let touched = ("the touched tiles", mask.touched, tile_len(self.width, self.height, self.step_x, self.step_y));
+            for tally in [count, touched] {
+                require_len(kernel, tally.0, tally.1, tally.2)?;
+                require_disjoint(kernel, tally, ("the image", self.image, n))?;
+                require_disjoint(kernel, tally, ("the grid", self.grid, values))?;
+                for &(name, output) in &outputs {
+                    require_disjoint(kernel, tally, (name, output, n))?;
+                }
             }
+            require_disjoint(kernel, count, touched)?;
         }
         LaunchConfig::linear(n, INTERPOLATE_BLOCK)
     }
 
     fn params(&self, _kernel: &str) -> KernelParams {
         let snr = self.snr.map_or(0, |snr| snr.as_device_ptr().as_raw());
-        let (level, masked, count) =
-            self.mask.as_ref().map_or((0.0, 0, 0), |m| (m.level, m.masked.as_device_ptr().as_raw(), m.count.as_device_ptr().as_raw()));
+        let raw = |slice: &DeviceSlice<u32>| slice.as_device_ptr().as_raw();
+        let (level, masked, count, touched) = self
+            .mask
+            .as_ref()
+            .map_or((0.0, 0, 0, 0), |m| (m.level, m.masked.as_device_ptr().as_raw(), raw(m.count), raw(m.touched)));
         KernelParams::new()
             .slice(self.image)
             .value(self.width)
@@ -431,6 +471,7 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
             .value(level)
             .value(masked)
             .value(count)
+            .value(touched)
     }
 }
 
@@ -701,6 +742,13 @@ impl Mapper {
         self.layout.box_of(point)
     }
 
+    /// Tiles of a step's square over the image, row-major: the u32 a second pass's mask marks
+    /// ([`Mask::touched`]).
+    pub fn tiles(&self) -> usize {
+        let l = &self.layout;
+        tile_len(l.width, l.height, l.step_x, l.step_y)
+    }
+
     /// f64 values of the grid: [`FIELDS`] per point.
     pub fn grid_len(&self) -> usize {
         self.layout.points() * FIELDS
@@ -721,6 +769,7 @@ impl Mapper {
             rounds: l.rounds,
             grid,
             finite: None,
+            touched: None,
         }
     }
 

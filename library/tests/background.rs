@@ -10,7 +10,7 @@ mod common;
 
 use common::{assert_refused, gpu};
 use cuda_kernels::background::{
-    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, Maps, Params,
+    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, Mapper, Maps, Mask, Params,
 };
 use cuda_kernels::data::{random_in, random_normal};
 use cuda_kernels::gpu::{DeviceMatrix, Gpu};
@@ -181,6 +181,77 @@ fn device_arrays_with_and_without_the_snr_image() {
     let (mut level, mut noise) = (zeros(), zeros());
     drop(background(&gpu, &device_image, &params, &mut level, &mut noise, None).unwrap());
     assert!(same(&host(&level), &expected.background) && same(&host(&noise), &expected.noise));
+}
+
+/// Bit for bit, or NaN on both sides.
+fn same_f64(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+#[test]
+fn a_second_pass_keeps_the_first_passs_values_where_its_mask_left_a_box_whole() {
+    let Some(gpu) = gpu("a_second_pass_keeps_the_first_passs_values_where_its_mask_left_a_box_whole") else { return };
+    let (mut whole, mut touched_boxes) = (0, 0);
+    for (seed, &(rows, cols)) in [(37, 53), (127, 257), (1031, 1), (300, 301)].iter().enumerate() {
+        let image = sky(rows, cols, 40 + seed as u64, 17);
+        let pixels = image.as_slice().unwrap();
+        for params in
+            [Params::default(), Params::new(4, 3), Params { step: (3, 7), box_size: (9, 5), ..Params::default() }]
+        {
+            let what = format!("{rows}x{cols} {params:?}");
+            let mapper = Mapper::new(&gpu, (rows, cols), &params).unwrap();
+            let (points, n) = (mapper.grid_len() / 2, rows * cols);
+            let device_image = gpu.upload("the image", pixels).unwrap();
+            let (grid, finite) = (
+                gpu.upload("grid", &vec![0.0f64; 2 * points]).unwrap(),
+                gpu.upload("counts", &vec![0u32; points]).unwrap(),
+            );
+            let maps = || gpu.upload("a map", &vec![0.0f32; n]).unwrap();
+            let (level, noise, masked) = (maps(), maps(), maps());
+            let count = gpu.upload("count", &[0u32]).unwrap();
+            let tiles = gpu.upload("tiles", &vec![0u32; mapper.tiles()]).unwrap();
+            // SAFETY: every buffer outlives the kernels: the downloads below wait for them.
+            unsafe {
+                gpu.launch("background_grid", &mapper.grid_args(&device_image, &grid).counting(&finite)).unwrap();
+                // The bright pixels (50 over noise of 1) are masked, and a few of the noise's.
+                let mask = Mask { level: 3.0, masked: &masked, count: &count, touched: &tiles };
+                let args = mapper.interpolate_args(&device_image, &grid, &level, &noise, None).masking(mask);
+                gpu.launch("background_interpolate", &args).unwrap();
+            }
+            let first = gpu.download("grid", &grid, 2 * points).unwrap();
+            let first_counts = gpu.download("counts", &finite, points).unwrap();
+            let (every_grid, every_count) =
+                (gpu.upload("grid", &first).unwrap(), gpu.upload("counts", &first_counts).unwrap());
+            // SAFETY: as above.
+            unsafe {
+                gpu.launch("background_grid", &mapper.grid_args(&masked, &every_grid).counting(&every_count)).unwrap();
+                let kept = mapper.grid_args(&masked, &grid).counting(&finite).keeping_untouched(&tiles);
+                gpu.launch("background_grid", &kept).unwrap();
+            }
+            let kept = gpu.download("grid", &grid, 2 * points).unwrap();
+            let every = gpu.download("grid", &every_grid, 2 * points).unwrap();
+            assert!(same_f64(&kept, &every), "{what}: the kept grid differs from every box's");
+            let kept_counts = gpu.download("counts", &finite, points).unwrap();
+            assert_eq!(kept_counts, gpu.download("counts", &every_count, points).unwrap(), "{what}");
+            // The tiles marked are those holding a pixel the mask left out.
+            let masked = gpu.download("masked", &masked, n).unwrap();
+            let marked = gpu.download("tiles", &tiles, mapper.tiles()).unwrap();
+            let (step_y, step_x) = params.step;
+            let row = cols.div_ceil(step_x);
+            let mut want = vec![0u32; mapper.tiles()];
+            for (i, (&pixel, &left)) in pixels.iter().zip(&masked).enumerate() {
+                if pixel.is_finite() && left.is_nan() {
+                    want[(i / cols) / step_y * row + (i % cols) / step_x] = 1;
+                }
+            }
+            assert_eq!(marked, want, "{what}: the marked tiles");
+            let changed = first_counts.iter().zip(&kept_counts).filter(|(a, b)| a != b).count();
+            touched_boxes += changed;
+            whole += points - changed;
+        }
+    }
+    // Both kinds of box were seen: some kept, some made again.
+    assert!(whole > 0 && touched_boxes > 0, "{whole} boxes whole, {touched_boxes} touched");
 }
 
 #[test]

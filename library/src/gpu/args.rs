@@ -13,8 +13,8 @@ use super::{GpuError, GpuResult, LaunchConfig};
 use cust::memory::{DeviceCopy, DeviceSlice};
 use std::ffi::c_void;
 
-/// The most parameters a kernel of this project takes.
-const MAX_PARAMS: usize = 14;
+/// The most parameters a kernel of this project takes (a test holds every PTX entry to it).
+const MAX_PARAMS: usize = 16;
 
 /// A kernel's parameter values as `cuLaunchKernel` reads them: each one's bytes, and its size.
 /// A `&[T]` parameter is two values, its pointer and its length.
@@ -147,5 +147,23 @@ pub fn require_disjoint<T: DeviceCopy, U: DeviceCopy>(
         Ok(())
     } else {
         Err(refuse(kernel, format!("{output_name} overlaps {input_name}, which the kernel reads while writing it")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_PARAMS;
+    use crate::gpu::{HOPPER_PTX, KERNELS_PTX};
+
+    #[test]
+    fn no_kernel_takes_more_parameters_than_a_list_holds() {
+        for ptx in [KERNELS_PTX, HOPPER_PTX] {
+            for entry in ptx.split(".entry ").skip(1) {
+                let (name, rest) = entry.split_once('(').expect("an entry's parameter list");
+                let list = &rest[..rest.find(')').expect("the end of a parameter list")];
+                let count = list.matches(".param").count();
+                assert!(count <= MAX_PARAMS, "{name} takes {count} parameters, a list at most {MAX_PARAMS}");
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@
 use super::{drop_crowded, fill, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
-use cuda_kernels::background::{Mapper, Maps, Params};
+use cuda_kernels::background::{Mapper, Maps, Mask, Params};
 use cuda_kernels::data::timed;
 use cuda_kernels::fit::{self, FitArgs};
 use cuda_kernels::gpu::{blocks, CudaContext, Gpu, GpuResult};
@@ -96,13 +96,10 @@ impl<'g> Pipeline<'g> {
         let gpu = self.gpu;
         let n = self.width * self.height;
         let mut stages = Vec::new();
-        let (nan, ms) = timed(|| nan_pixels(image));
-        let nan_pixels = nan?;
-        stages.push(Stage { name: "NaN count", ms });
-
         let mapper = Mapper::new(gpu, (self.height, self.width), &settings.params)?;
         let two_passes = settings.passes == Passes::Two;
         let (rows, columns) = mapper.grid_shape();
+        let mut counted = Ok(0);
         let (made, ms) = timed(|| -> GpuResult<(Run, Vec<f64>, Vec<u32>)> {
             let run = Run {
                 grid: gpu.poisoned("the background grid", mapper.grid_len())?,
@@ -121,6 +118,9 @@ impl<'g> Pipeline<'g> {
                 let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
                 gpu.launch("background_interpolate", &maps)?;
             }
+            // The NaN count runs on the CPU (which names an infinite pixel) while the GPU makes
+            // the maps; the downloads wait for the kernels before an error here is returned.
+            counted = nan_pixels(image);
             let grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
             let finite = if two_passes {
                 gpu.download("the boxes' finite counts", &run.finite, rows * columns)?
@@ -130,7 +130,8 @@ impl<'g> Pipeline<'g> {
             Ok((run, grid, finite))
         });
         let (mut run, mut grid, finite) = made?;
-        stages.push(Stage { name: "background and noise (κσ clipping)", ms });
+        let nan_pixels = counted?;
+        stages.push(Stage { name: "background and noise (κσ clipping), NaN count", ms });
         let mut masked_pixels = None;
         if two_passes {
             let (second, ms) = timed(|| self.second_pass(&mapper, &run, settings, &grid, &finite));
@@ -198,9 +199,9 @@ impl<'g> Pipeline<'g> {
     /// The second background pass over `run`, whose maps and grid (`first`, on the host too)
     /// are the first's, as are the boxes' counts of finite pixels `before`: the mask's grid
     /// ([`sky_grid`]) interpolated over the image into `run.data`, masked, its grid and counts
-    /// made and copied back, the crowded points dropped and the grid [`fill`]ed, and that grid
-    /// interpolated over the image into `run`'s maps. Returns the filled grid and how many pixels
-    /// were left out.
+    /// made (over the first's, where the mask left a box whole) and copied back, the crowded
+    /// points dropped and the grid [`fill`]ed, and that grid interpolated over the image into
+    /// `run`'s maps. Returns the filled grid and how many pixels were left out.
     fn second_pass(
         &self,
         mapper: &Mapper,
@@ -211,24 +212,28 @@ impl<'g> Pipeline<'g> {
     ) -> GpuResult<(Vec<f64>, usize)> {
         let gpu = self.gpu;
         let (rows, columns) = mapper.grid_shape();
-        // A synchronous copy on the legacy stream, which the pipeline's blocking stream waits
-        // for: the interpolation queued after it reads the new grid.
-        let upload = |grid: &[f64]| run.grid.index(..).copy_from(grid).during("copying the background grid to the GPU");
         let count = gpu.upload("the masked pixels' count", &[0u32])?;
-        upload(&sky_grid(first, (rows, columns), &settings.params))?;
-        let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, None);
-        // SAFETY: the pipeline owns the image, `run` its buffers and this call `count`; the
-        // downloads below wait for both kernels.
+        let touched = gpu.upload("the mask's tiles", &vec![0u32; mapper.tiles()])?;
+        let sky = gpu.upload("the mask's grid", &sky_grid(first, (rows, columns), &settings.params))?;
+        let maps = mapper.interpolate_args(&self.image, &sky, &run.background, &run.noise, None);
+        let mask = Mask { level: MASK_LEVEL, masked: &run.data, count: &count, touched: &touched };
+        // `run.grid` and `run.finite` still hold the first pass's values, which a box the mask
+        // left whole keeps.
+        let grid_args = mapper.grid_args(&run.data, &run.grid).counting(&run.finite).keeping_untouched(&touched);
+        // SAFETY: the pipeline owns the image, `run` its buffers and this call `count`,
+        // `touched` and `sky`; the downloads below wait for both kernels.
         unsafe {
-            gpu.launch("background_interpolate", &maps.masking(MASK_LEVEL, &run.data, &count))?;
-            gpu.launch("background_grid", &mapper.grid_args(&run.data, &run.grid).counting(&run.finite))?;
+            gpu.launch("background_interpolate", &maps.masking(mask))?;
+            gpu.launch("background_grid", &grid_args)?;
         }
         let mut grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
         let after = gpu.download("the boxes' finite counts", &run.finite, rows * columns)?;
         let masked = gpu.download("the masked pixels' count", &count, 1)?[0] as usize;
         drop_crowded(&mut grid, before, &after);
         fill(&mut grid, first, columns);
-        upload(&grid)?;
+        // A synchronous copy on the legacy stream, which the pipeline's blocking stream waits
+        // for: the interpolation queued after it reads the new grid.
+        run.grid.index(..).copy_from(&grid).during("copying the background grid to the GPU")?;
         let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
         // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the kernel:
         // the copies back after it wait for it.
