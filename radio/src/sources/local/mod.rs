@@ -361,18 +361,20 @@ fn sky_grid(first: &[f64], (rows, columns): (usize, usize), params: &Params) -> 
     let (reach_y, reach_x) = (reach(params.box_size.0, params.step.0), reach(params.box_size.1, params.step.1));
     let least = |values: &mut dyn Iterator<Item = f64>| values.fold(f64::NAN, f64::min);
     let noise = |r: usize, c: usize| first[(r * columns + c) * FIELDS + NOISE];
+    // Each point's minimum in parallel (a survey image's grid takes milliseconds on one thread).
     let along_rows: Vec<f64> = (0..rows * columns)
+        .into_par_iter()
         .map(|p| {
             let (r, c) = (p / columns, p % columns);
             least(&mut (c.saturating_sub(reach_x)..(c + reach_x + 1).min(columns)).map(|c| noise(r, c)))
         })
         .collect();
     let mut grid = first.to_vec();
-    for p in 0..rows * columns {
+    grid.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
         let (r, c) = (p / columns, p % columns);
         let rows = r.saturating_sub(reach_y)..(r + reach_y + 1).min(rows);
-        grid[p * FIELDS + NOISE] = least(&mut rows.map(|r| along_rows[r * columns + c]));
-    }
+        point[NOISE] = least(&mut rows.map(|r| along_rows[r * columns + c]));
+    });
     grid
 }
 
