@@ -54,9 +54,9 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::background::{
     add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr, std,
-    tile_span, tiles, weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN, PICK_COUNT,
-    PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES, SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST, SHARED_MOST,
-    SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
+    tile_span, tiles, weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN,
+    PICK_COUNT, PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES, SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST,
+    SHARED_MOST, SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
 
 /// `value` truncated to a u32, saturating (NaN to 0): one `cvt.rzi.sat`, as the C twin's
@@ -431,7 +431,13 @@ unsafe fn exclusive_scan(value: u32, totals: *mut u32) -> u32 {
 /// Whether the mask marked any tile of `touched` that the box `(x0, x1) × (y0, y1)` overlaps:
 /// each thread reads some of them, and the block's barrier ORs every thread's answer.
 #[inline(always)]
-unsafe fn box_touched(touched: *const u32, (x0, x1): (u32, u32), (y0, y1): (u32, u32), (step_x, step_y): (u32, u32), width: u32) -> bool {
+unsafe fn box_touched(
+    touched: *const u32,
+    (x0, x1): (u32, u32),
+    (y0, y1): (u32, u32),
+    (step_x, step_y): (u32, u32),
+    width: u32,
+) -> bool {
     let row = tiles(width, step_x);
     let (tx0, tx1) = tile_span(x0, x1, step_x);
     let (ty0, ty1) = tile_span(y0, y1, step_y);
@@ -452,9 +458,9 @@ unsafe fn box_touched(touched: *const u32, (x0, x1): (u32, u32), (y0, y1): (u32,
 /// largest box cut to the image; `grid` holds `FIELDS` f64 per grid point
 /// (`grid_points` along each axis) and overlaps no input; `finite` is null or holds a u32 per
 /// grid point and overlaps nothing else; `touched` is null or holds a u32 per tile (`tiles`
-/// of `step_x` by `step_y` pixels), and then `grid` and `finite` (not null) already hold every
-/// point's values of the first pass; blocks of `THREADS` threads, one per grid point, in a
-/// one-dimensional grid.
+/// of `step_x` by `step_y` pixels) and overlaps no output (a block it skips writes nothing, so
+/// `grid`, and `finite` unless null, hold the first pass's values); blocks of `THREADS`
+/// threads, one per grid point, in a one-dimensional grid.
 #[kernel]
 pub unsafe fn background_grid(
     image: &[f32],

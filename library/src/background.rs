@@ -299,17 +299,17 @@ fn grid_config(points: usize, area: usize) -> LaunchConfig {
     }
 }
 
-// SAFETY: `background_grid(image: &[f32], width: usize, height: usize, step_x: u32,
-// step_y: u32, box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64,
-// finite: *mut u32, touched: *const u32)` reads `image[..width · height]`, checked to hold that much (1 to 2^32 − 1
-// pixels, so u32 pixel indices hold); steps and boxes are checked non-zero; the dynamic shared
-// memory holds `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the
-// image (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values
-// stay inside it; thread 0 of each block writes its grid point's two f64 and, when `finite` is
-// given (null otherwise), its u32: `grid` is checked to hold `FIELDS · points` and `finite`
-// `points`, neither overlapping the image or the other; `touched`, when given (null
-// otherwise), is read at the tiles of each box, all below the `tile_len` u32 it is checked to
-// hold, and overlaps neither output. One block of `THREADS` per grid point.
+// SAFETY: `background_grid(image: &[f32], width: usize, height: usize, step_x: u32, step_y: u32,
+// box_x: u32, box_y: u32, kappa: f64, rounds: u32, grid: *mut f64, finite: *mut u32, touched:
+// *const u32)` reads `image[..width · height]`, checked to hold that much (1 to 2^32 − 1 pixels, so
+// u32 pixel indices hold); steps and boxes are checked non-zero; the dynamic shared memory holds
+// `SHARED_HEADER` bytes and an f32 for every pixel of the largest box cut to the image
+// (`box_y.min(height) · box_x.min(width)`, at most `MAX_BOX_PIXELS`), so the box's values stay
+// inside it; thread 0 of each block writes its grid point's two f64 and, when `finite` is given
+// (null otherwise), its u32: `grid` is checked to hold `FIELDS · points` and `finite` `points`,
+// neither overlapping the image or the other; `touched`, when given (null otherwise), is read at
+// the tiles of each box, all below the `tile_len` u32 it is checked to hold, and overlaps neither
+// output. One block of `THREADS` per grid point.
 unsafe impl KernelArgs for GridArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_grid"], "GridArgs")?;
@@ -406,17 +406,16 @@ impl<'a> InterpolateArgs<'a> {
     }
 }
 
-// SAFETY: `background_interpolate(image: &[f32], width: usize, height: usize, step_x: u32,
-// step_y: u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32,
-// mask_level: f64, masked: *mut f32, masked_count: *mut u32, touched: *mut u32)` reads `image[..n]`,
-// `n = width · height` (1 to 2^32 − 1, so u32 indices hold), and the grid's `FIELDS` values of
-// the four corners of each pixel's cell, all below `FIELDS · points`, which the grid is
-// checked to hold; it writes element `i < n` of each output, each checked to hold `n` and to
-// overlap no input or other output; `snr` is null when not given, `masked`, `masked_count` and
-// `touched` all null unless a mask is, the count then checked to hold one u32 and the tiles
-// `tile_len`, each apart from every other array (both are written atomically, the tile of
-// pixel (x, y) at `(y / step_y) · tiles(width, step_x) + x / step_x`). One thread per pixel in
-// one-dimensional blocks.
+// SAFETY: `background_interpolate(image: &[f32], width: usize, height: usize, step_x: u32, step_y:
+// u32, grid: &[f64], background: *mut f32, noise: *mut f32, snr: *mut f32, mask_level: f64, masked:
+// *mut f32, masked_count: *mut u32, touched: *mut u32)` reads `image[..n]`, `n = width · height` (1
+// to 2^32 − 1, so u32 indices hold), and the grid's `FIELDS` values of the four corners of each
+// pixel's cell, all below `FIELDS · points`, which the grid is checked to hold; it writes element
+// `i < n` of each output, each checked to hold `n` and to overlap no input or other output; `snr`
+// is null when not given, `masked`, `masked_count` and `touched` all null unless a mask is, the
+// count then checked to hold one u32 and the tiles `tile_len`, each apart from every other array
+// (both are written atomically, the tile of pixel (x, y) at `(y / step_y) · tiles(width, step_x) +
+// x / step_x`). One thread per pixel in one-dimensional blocks.
 unsafe impl KernelArgs for InterpolateArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_interpolate"], "InterpolateArgs")?;
