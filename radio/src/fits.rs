@@ -24,7 +24,7 @@ mod compressed;
 mod plio;
 mod rice;
 
-use crate::image::{file_error, read_file, require_image_shape, Image};
+use crate::image::{file_error, require_image_shape, with_file, Image};
 use compressed::Compressed;
 use cuda_kernels::gpu::GpuResult;
 use flate2::read::MultiGzDecoder;
@@ -723,7 +723,7 @@ pub fn read_image_hdu_bytes(path: &Path, bytes: &[u8], hdu: Option<&Hdu>) -> Gpu
 /// [`read_image_hdu`], with the header of the HDU the image came from (its WCS, its unit): for
 /// a tile-compressed image, the header of its table, which keeps the image's keywords.
 pub fn read_image_and_header(path: &Path, hdu: Option<&Hdu>) -> GpuResult<(Image, Header)> {
-    read(&read_file(path)?, hdu).map_err(|reason| file_error(path, reason))
+    with_file(path, |bytes| read(bytes, hdu).map_err(|reason| file_error(path, reason)))
 }
 
 /// The first 2-D image of the FITS file `bytes`: [`read_image_hdu_bytes`] with no HDU named.
@@ -734,7 +734,7 @@ pub fn read_image_bytes(path: &Path, bytes: &[u8]) -> GpuResult<Image> {
 /// The image in HDU `hdu` of the FITS file at `path` (or the first 2-D image): see
 /// [`read_image_hdu_bytes`].
 pub fn read_image_hdu(path: &Path, hdu: Option<&Hdu>) -> GpuResult<Image> {
-    read_image_hdu_bytes(path, &read_file(path)?, hdu)
+    with_file(path, |bytes| read_image_hdu_bytes(path, bytes, hdu))
 }
 
 /// The first 2-D image of the FITS file at `path`, as f32: see [`read_image_hdu_bytes`].

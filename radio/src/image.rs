@@ -33,7 +33,7 @@ pub(crate) fn open(path: &Path) -> GpuResult<File> {
 }
 
 /// The bytes of a whole file: mapped, or read where it cannot be mapped.
-pub(crate) enum FileBytes {
+enum FileBytes {
     Mapped(Mmap),
     Read(Vec<u8>),
 }
@@ -49,12 +49,32 @@ impl Deref for FileBytes {
     }
 }
 
+/// Bytes of a map that [`with_file`] lets go of on a thread of its own: unmapping a file of
+/// this size or more costs the caller milliseconds (each page's entry torn down), more than
+/// starting a thread.
+const UNMAP_APART: usize = 8 << 20;
+
+/// `parse` of the whole file at `path` ([`read_file`]). A large map is then let go of on a
+/// thread of its own, so that the caller goes on with what it parsed while the pages are
+/// unmapped.
+pub(crate) fn with_file<T>(path: &Path, parse: impl FnOnce(&[u8]) -> GpuResult<T>) -> GpuResult<T> {
+    let bytes = read_file(path)?;
+    let parsed = parse(&bytes);
+    if let FileBytes::Mapped(map) = bytes {
+        if map.len() >= UNMAP_APART {
+            // Should the thread not start, the closure, and with it the map, is dropped here.
+            let _ = std::thread::Builder::new().name("unmap".into()).spawn(move || drop(map));
+        }
+    }
+    parsed
+}
+
 /// The whole of the file at `path`, for the readers that parse bytes in memory. A regular
 /// file is mapped, not read: reading a large image into a fresh buffer costs more than
 /// decoding it (the copy, and a page fault for every 4 KiB of the buffer), while its mapped
 /// pages come straight from the page cache, each decoding thread faulting in its own part.
 /// Anything else (a pipe, a device, a file whose size says 0, as /proc's do) is read to its end.
-pub(crate) fn read_file(path: &Path) -> GpuResult<FileBytes> {
+fn read_file(path: &Path) -> GpuResult<FileBytes> {
     let mut file = open(path)?;
     if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
         // SAFETY: the map is read-only and dropped once the file is parsed. Its bytes change if

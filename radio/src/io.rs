@@ -7,7 +7,7 @@
 
 pub use crate::image::{file_error, Image};
 
-use crate::image::{open, read_file, require_image_shape};
+use crate::image::{open, require_image_shape, with_file};
 use cuda_kernels::conv2d::filter_side_ok;
 use cuda_kernels::gpu::GpuResult;
 use image::{GrayImage, ImageFormat, ImageReader};
@@ -269,7 +269,7 @@ pub fn read_matrix_f32_or_f16_bytes(path: &Path, bytes: &[u8]) -> GpuResult<((us
 
 /// A 2-D f32 array, or an f16 one widened to f32 (exactly), from an `.npy` file.
 pub fn read_matrix_f32_or_f16(path: &Path) -> GpuResult<((usize, usize), Vec<f32>)> {
-    read_matrix_f32_or_f16_bytes(path, &read_file(path)?)
+    with_file(path, |bytes| read_matrix_f32_or_f16_bytes(path, bytes))
 }
 
 /// A 1-D array of `T` from the `.npy` file `bytes` (`path` names it in errors).
@@ -279,7 +279,7 @@ pub fn read_vector_bytes<T: NpyElement>(path: &Path, bytes: &[u8]) -> GpuResult<
 
 /// A 1-D array of `T` from an `.npy` file.
 pub fn read_vector<T: NpyElement>(path: &Path) -> GpuResult<Vec<T>> {
-    read_vector_bytes(path, &read_file(path)?)
+    with_file(path, |bytes| read_vector_bytes(path, bytes))
 }
 
 /// A 2-D array of `T` from the `.npy` file `bytes` (`path` names it in errors): its (rows,
@@ -291,7 +291,7 @@ pub fn read_matrix_bytes<T: NpyElement>(path: &Path, bytes: &[u8]) -> GpuResult<
 
 /// A 2-D array of `T` from an `.npy` file: its (rows, columns) and its elements row by row.
 pub fn read_matrix<T: NpyElement>(path: &Path) -> GpuResult<((usize, usize), Vec<T>)> {
-    read_matrix_bytes(path, &read_file(path)?)
+    with_file(path, |bytes| read_matrix_bytes(path, bytes))
 }
 
 /// Fails unless every value is finite: a NaN or infinity in an input makes the GPU and CPU
