@@ -1,7 +1,8 @@
 //! The typed API of the transpose, histogram, conv2d, conv1d, vector_add and saxpy families:
 //! each function at odd shapes (1, 1×N, N×1, primes) against its family's CPU reference, every
-//! step of the `_with` forms, and each shape error; matmul's `gemm_on_slices` beside `gemm`; and `Gpu::upload_staged`. Without a GPU each test says `SKIPPED` and
-//! passes (with `REQUIRE_GPU=1` a missing GPU fails instead).
+//! step of the `_with` forms, and each shape error; matmul's `gemm_on_slices` beside `gemm`;
+//! and `Gpu::upload_staged`. Without a GPU each test says `SKIPPED` and passes (with
+//! `REQUIRE_GPU=1` a missing GPU fails instead).
 
 mod common;
 

@@ -213,7 +213,7 @@ impl<'g> Pipeline<'g> {
         let gpu = self.gpu;
         let (rows, columns) = mapper.grid_shape();
         let count = gpu.upload("the masked pixels' count", &[0u32])?;
-        let touched = gpu.upload("the mask's tiles", &vec![0u32; mapper.tiles()])?;
+        let touched = DeviceBuffer::<u32>::zeroed(mapper.tiles()).during("allocating the mask's tiles")?;
         let sky = gpu.upload("the mask's grid", &sky_grid(first, (rows, columns), &settings.params))?;
         let maps = mapper.interpolate_args(&self.image, &sky, &run.background, &run.noise, None);
         let mask = Mask { level: MASK_LEVEL, masked: &run.data, count: &count, touched: &touched };
