@@ -800,12 +800,27 @@ pub struct Cataloged {
     pub ms: f64,
 }
 
-/// The local mode on `options.image` with `gpu`, once and unchecked, its catalog's CSV written
-/// (at `--catalog`, or beside the image): what `host survey` runs for each image, with one `gpu`
-/// for many images. The other outputs of `host sources` are not written.
-pub fn catalog_on(gpu: &Gpu, options: &Options) -> GpuResult<Cataloged> {
+/// An image read for [`catalog_of`]: its pixels, its FITS header, and how long the read took.
+pub struct ReadImage {
+    image: Image,
+    header: Option<fits::Header>,
+    ms: f64,
+}
+
+/// Reads the image of `options` (and its header, where it is FITS) for [`catalog_of`]: `host
+/// survey` reads an image while its GPU finds the sources of the one before.
+pub fn read_for_catalog(options: &Options) -> GpuResult<ReadImage> {
     let start = std::time::Instant::now();
     let (image, header) = read_image(&options.image, options.hdu.as_ref())?;
+    Ok(ReadImage { image, header, ms: start.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// The local mode on the image `read` from `options.image`, with `gpu`, once and unchecked, its
+/// catalog's CSV written (at `--catalog`, or beside the image): what `host survey` runs for each
+/// image, with one `gpu` for many images. The other outputs of `host sources` are not written.
+pub fn catalog_of(gpu: &Gpu, options: &Options, read: ReadImage) -> GpuResult<Cataloged> {
+    let start = std::time::Instant::now();
+    let ReadImage { image, header, ms: read_ms } = read;
     let (coordinates, unit) = coordinates_of(&options.image, header.as_ref())?;
     check_shape(&image).map_err(|e| about(&options.image, e))?;
     let (settings, _) = local_settings(options, header.as_ref())?;
@@ -822,7 +837,8 @@ pub fn catalog_on(gpu: &Gpu, options: &Options) -> GpuResult<Cataloged> {
     let catalog = catalog_path(&options.image, options.catalog.as_deref());
     require(catalog != options.image, || "--catalog must not overwrite the image".to_string())?;
     io::write_text(&catalog, &csv)?;
-    Ok(Cataloged { image: options.image.clone(), catalog, sources, csv, ms: start.elapsed().as_secs_f64() * 1e3 })
+    let ms = read_ms + start.elapsed().as_secs_f64() * 1e3;
+    Ok(Cataloged { image: options.image.clone(), catalog, sources, csv, ms })
 }
 
 /// Writes the local mode's images that `options` asks for: the residual, the background and

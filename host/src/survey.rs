@@ -1,7 +1,8 @@
 //! `host survey`: the sources of many images in one call, as a survey has them (the local mode
 //! with `host sources`' defaults), spread over GPUs. Each GPU gets a host thread with its own
-//! context; a thread takes the next image, reads it, finds its sources and writes its catalog
-//! beside it (`<stem>-sources.csv`), so the GPUs stay busy whatever each image costs. A
+//! context and its share of the CPU's threads; its reader takes the next image and reads it
+//! while the GPU finds the sources of the one before and writes their catalog beside it
+//! (`<stem>-sources.csv`), so the GPUs stay busy whatever each image costs. A
 //! progress bar counts the images; the summary gives images per second, and `--merged` one
 //! catalog of them all.
 
@@ -120,21 +121,14 @@ pub fn run(options: &Options) -> GpuResult<Summary> {
     );
     let start = Instant::now();
     let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).div_ceil(gpus);
     let (sender, receiver) = mpsc::channel();
     let mut outcomes: Vec<Option<(usize, GpuResult<Cataloged>)>> = (0..images.len()).map(|_| None).collect();
     let opened: Vec<GpuResult<()>> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..gpus)
             .map(|ordinal| {
                 let (sender, next, per_image) = (sender.clone(), &next, &per_image);
-                scope.spawn(move || -> GpuResult<()> {
-                    let gpu = Gpu::on(ordinal)?;
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(options) = per_image.get(index) else { return Ok(()) };
-                        // The receiver lives until every thread ends.
-                        let _ = sender.send((index, ordinal, sources::catalog_on(&gpu, options)));
-                    }
-                })
+                scope.spawn(move || on_gpu(ordinal, threads, next, per_image, sender))
             })
             .collect();
         drop(sender);
@@ -177,6 +171,56 @@ pub fn run(options: &Options) -> GpuResult<Summary> {
         catalogs,
         failed,
         merged: options.merged.clone(),
+    })
+}
+
+/// What one GPU's thread sends for each image it took: the image's index, the GPU's ordinal,
+/// and the catalog or why there is none.
+type Outcome = (usize, usize, GpuResult<Cataloged>);
+
+/// GPU `ordinal`'s share of a survey: a reader takes the next image of `per_image` and reads
+/// it while the GPU finds the sources of the one before, each outcome going to `sender`. Each
+/// side has a pool of `threads` CPU threads of its own, so that one GPU's decoding, NaN counts,
+/// masks and uploads never queue behind another's, nor the GPU's behind its own reader's.
+/// Returns once the images run out, or with the error that opening the GPU gave.
+fn on_gpu(
+    ordinal: usize,
+    threads: usize,
+    next: &AtomicUsize,
+    per_image: &[sources::Options],
+    sender: mpsc::Sender<Outcome>,
+) -> GpuResult<()> {
+    let pool = |role: &'static str| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("gpu{ordinal}-{role}{i}"))
+            .build()
+            .map_err(|e| GpuError::InvalidInput(format!("starting GPU {ordinal}'s CPU threads: {e}")))
+    };
+    let (finder, reader) = (pool("find")?, pool("read")?);
+    // The GPU is opened and used on one of its pool's threads, where its context is current.
+    finder.install(|| {
+        let gpu = Gpu::on(ordinal)?;
+        // One image read ahead: the reader waits while the GPU's thread has one queued.
+        let (read_sender, read) = mpsc::sync_channel(1);
+        let reader = &reader;
+        std::thread::scope(|scope| {
+            // The reader owns the sender: its end ends the GPU's loop below.
+            scope.spawn(move || loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(options) = per_image.get(index) else { return };
+                let image = reader.install(|| sources::read_for_catalog(options));
+                if read_sender.send((index, image)).is_err() {
+                    return;
+                }
+            });
+            for (index, image) in read {
+                let outcome = image.and_then(|image| sources::catalog_of(&gpu, &per_image[index], image));
+                // The receiver lives until every thread ends.
+                let _ = sender.send((index, ordinal, outcome));
+            }
+        });
+        Ok(())
     })
 }
 
