@@ -306,19 +306,23 @@ static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island
     size_t halo = radius + 1, inner = FIT_SUMMIT_SMOOTHED_SIDE, side = FIT_SUMMIT_TILE + 2 * halo;
     for (size_t ty = 0; ty < box_height; ty += FIT_SUMMIT_TILE)
         for (size_t tx = 0; tx < box_width; tx += FIT_SUMMIT_TILE) {
+            int on_island = 0;
             for (size_t p = t; p < side * side; p += FIT_THREADS) {
                 size_t by = ty + p / side - halo, bx = tx + p % side - halo;
                 float value = NAN;
                 if (by < box_height && bx < box_width) {
                     size_t i = (island.y0 + by) * island.width + island.x0 + bx;
-                    if (island.labels[i] == island.label) {
-                        float v = island.image[i];
+                    unsigned pixel_label = island.labels[i];
+                    float v = island.image[i];
+                    if (pixel_label == island.label) {
                         value = isfinite(v) ? v : INFINITY;
+                        on_island = 1;
                     }
                 }
                 patch[p] = value;
             }
-            __syncthreads();
+            // A tile whose patch holds none of the island has no pixel and no summit of it.
+            if (!__syncthreads_or(on_island)) continue;
             for (size_t q = t; q < inner * inner; q += FIT_THREADS) {
                 const float* corner = patch + q / inner * side + q % inner;
                 sums[q] = isfinite(corner[radius * side + radius])
@@ -613,14 +617,23 @@ static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagon
         double root = sqrt(pivot);
         if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
         __syncthreads();
+        // Every value an update reads is loaded before any is written.
         unsigned column = (unsigned)j;
+        double entries[FIT_CHOLESKY_OWNED], left[FIT_CHOLESKY_OWNED], right[FIT_CHOLESKY_OWNED];
 #pragma unroll
         for (int s = 0; s < FIT_CHOLESKY_OWNED; ++s) {
             unsigned i = owned[s] >> 16, c = owned[s] & 0xFFFFu;
             if (c > column) {
                 unsigned row_i = i * (i + 1) / 2, row_c = c * (c + 1) / 2;
-                tile[row_i + c] -= tile[row_i + column] * tile[row_c + column];
+                entries[s] = tile[row_i + c];
+                left[s] = tile[row_i + column];
+                right[s] = tile[row_c + column];
             }
+        }
+#pragma unroll
+        for (int s = 0; s < FIT_CHOLESKY_OWNED; ++s) {
+            unsigned i = owned[s] >> 16, c = owned[s] & 0xFFFFu;
+            if (c > column) tile[i * (i + 1) / 2 + c] = entries[s] - left[s] * right[s];
         }
         __syncthreads();
     }

@@ -495,8 +495,13 @@ pub const SHARED_COUNTS: usize = SHARED_KEYS + 8 * KEY_WORDS;
 pub const SHARED_LIST: usize = (SHARED_COUNTS + 4 * COUNT_WORDS + 15) / 16 * 16;
 pub const SHARED_BYTES: usize = SHARED_LIST + LIST_BYTES;
 
-/// The fewest pixels per parameter that a sampled fit keeps.
-pub const MIN_SAMPLE_PER_PARAMETER: u32 = 16;
+/// The fewest pixels per parameter that a sampled fit keeps: eight, about what a point
+/// source's island has (some fifty pixels for its six). A survey image's core and ring take
+/// eight components, the most, and this floor sets their samples (the multiply-adds of a
+/// one-component fit over [`MAX_FIT_PIXELS`] would leave them two pixels a parameter); the
+/// launch lasts as long as the slower of the two, whose passes at sixteen a parameter took
+/// half its time.
+pub const MIN_SAMPLE_PER_PARAMETER: u32 = 8;
 
 /// The most pixels a pass of a fit of `parameters` evaluates: as many as keep the pass's
 /// multiply-adds (`pixels · gram_len(parameters)`) within a one-component fit's over
@@ -759,8 +764,8 @@ mod tests {
             let one = MAX_FIT_PIXELS as u64 * gram_len(PARAMETERS) as u64;
             assert!(work <= one || most == MIN_SAMPLE_PER_PARAMETER as u64 * parameters as u64, "{components}: {work}");
         }
-        // A survey image's core: 29759 pixels, eight components, every 7th row and column.
-        assert_eq!(fit_pixels(MAX_PARAMETERS), 768);
-        assert_eq!(sample_step(29759, MAX_PARAMETERS), 7);
+        // A survey image's core: 29759 pixels, eight components, every 9th row and column.
+        assert_eq!(fit_pixels(MAX_PARAMETERS), 384);
+        assert_eq!(sample_step(29759, MAX_PARAMETERS), 9);
     }
 }

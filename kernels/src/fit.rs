@@ -16,14 +16,15 @@
 //!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
 //!    the CPU's bit for bit). The box goes through shared memory in square tiles
 //!    (`interface::fit::SUMMIT_TILE`): the island's values of a tile and its halo load
-//!    together, every pixel of the tile and its neighbours is smoothed there once, and each
-//!    thread tests its pixels of the tile against their neighbours' sums, keeping its brightest
-//!    `MAX_COMPONENTS` summit keys (`summit_key`: value, then raster order) in its own slots of
-//!    the tile. The block's brightest is then a `max` of the threads' heads in a shared
-//!    `atom.max.u64`, the winner moving to its next, once per component, so the components are
-//!    in a fixed order whatever the threads' timing. The pass also counts the island's usable
-//!    pixels and its summits, and keeps the brightest pixel above the seed: the one summit of
-//!    an island that has no other.
+//!    together (a tile where none of the island lies is passed over), every pixel of the tile
+//!    and its neighbours is smoothed there once, and each thread tests its pixels of the tile
+//!    against their neighbours' sums, keeping its brightest `MAX_COMPONENTS` summit keys
+//!    (`summit_key`: value, then raster order) in its own slots of the tile. The block's
+//!    brightest is then a `max` of the threads' heads in a shared `atom.max.u64`, the winner
+//!    moving to its next, once per component, so the components are in a fixed order whatever
+//!    the threads' timing. The pass also counts the island's usable pixels and its summits,
+//!    and keeps the brightest pixel above the seed: the one summit of an island that has no
+//!    other.
 //! 2. Each iteration solves `(JᵀJ + λ D) δ = Jᵀr` (Marquardt's damping, `D` the largest
 //!    diagonal of `JᵀJ` seen so far, as MINPACK scales) for the step, with `J` and `r`
 //!    weighted by 1/noise, and keeps the step when the island's χ² drops (then λ shrinks
@@ -48,8 +49,9 @@
 //!    The trial's Gram matrix goes to the second of two buffers: a rejected step costs no pass
 //!    to restore the current point's.
 //! 3. The solve: the damped matrix is factored by Cholesky in the tile, a column at a time,
-//!    each column's terms taken by every entry right of it at once, a thread per entry; one
-//!    warp substitutes forward and back, a lane per row.
+//!    each column's terms taken by every entry right of it at once, a thread per entry (each
+//!    thread loads all its values before it writes one); one warp substitutes forward and
+//!    back, a lane per row.
 //! 4. Converged when a step moves no parameter by more than `STEP_TOLERANCE` relative, or an
 //!    accepted one lowers χ² by at most `CHI2_TOLERANCE` of it; after `MAX_ITERATIONS` the fit
 //!    is flagged `NOT_CONVERGED`. The errors are the square roots of the diagonal of
@@ -96,15 +98,17 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use cuda_std::{intrinsics, warp, GpuFloat};
 use interface::fit::{
-    binomial_sum, clamp, CHOLESKY_OWNED, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual, residual_room, rows,
-    sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, unbeaten, usable, Shape, SUMMIT_PATCH, SUMMIT_SMOOTHED, SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS,
-    BLOCKED_COLUMNS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, LISTED_PIXELS, LIST_INDICES, LIST_NOISE, LIST_VALUES, SHARED_COUNTS, SHARED_CURRENT,
-    SHARED_ERRORS, SHARED_GRAMS, SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS,
-    SHARED_SAVED, SHARED_SCALE, SHARED_SHAPES, SHARED_STEP, SHARED_TILE, SHARED_TRIAL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR,
-    LAMBDA_START, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT,
-    PARAMETERS, PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS,
-    STATUS_FLAGS, STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, THETA, TOO_MANY_SUMMITS,
-    WARPS, X, Y,
+    binomial_sum, clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual,
+    residual_room, rows, sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key,
+    summit_of, unbeaten, usable, Shape, AT_EDGE, BAD_ISLAND, BLOCK, BLOCKED_COLUMNS, CHI2, CHI2_TOLERANCE,
+    CHOLESKY_OWNED, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS,
+    ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START, LISTED_PIXELS, LIST_INDICES,
+    LIST_NOISE, LIST_VALUES, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS,
+    PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SHARED_COUNTS, SHARED_CURRENT, SHARED_ERRORS, SHARED_GRAMS,
+    SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS, SHARED_SAVED, SHARED_SCALE,
+    SHARED_SHAPES, SHARED_STEP, SHARED_TILE, SHARED_TRIAL, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
+    STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, SUMMIT_PATCH, SUMMIT_SMOOTHED,
+    SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, THETA, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
 
 const THREADS: usize = BLOCK as usize;
@@ -265,21 +269,28 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
     while ty < box_height {
         let mut tx = 0;
         while tx < box_width {
-            let mut p = t;
+            let (mut p, mut on_island) = (t, 0);
             while p < side * side {
                 let (by, bx) = ((ty + p / side).wrapping_sub(halo), (tx + p % side).wrapping_sub(halo));
                 let mut value = f32::NAN;
                 if by < box_height && bx < box_width {
                     let i = (island.y0 + by) * island.width + island.x0 + bx;
-                    if *island.labels.add(i) == island.label {
-                        let v = *island.image.add(i);
+                    // Both loads at once: the value's need not wait for the label's.
+                    let (pixel_label, v) = (*island.labels.add(i), *island.image.add(i));
+                    if pixel_label == island.label {
                         value = if v.is_finite() { v } else { f32::INFINITY };
+                        on_island = 1;
                     }
                 }
                 *patch.add(p) = value;
                 p += THREADS;
             }
-            thread::sync_threads();
+            // A tile whose patch holds none of the island (most of a ring's box) has no pixel
+            // and no summit of it: the block goes on to the next.
+            if thread::sync_threads_or(on_island) == 0 {
+                tx += SUMMIT_TILE;
+                continue;
+            }
             let mut q = t;
             while q < inner * inner {
                 let corner = patch.add(q / inner * side + q % inner);
@@ -293,7 +304,11 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
             while o < SUMMIT_TILE * SUMMIT_TILE {
                 let (oy, ox) = (o / SUMMIT_TILE, o % SUMMIT_TILE);
                 let (by, bx) = (ty + oy, tx + ox);
-                let value = if by < box_height && bx < box_width { *patch.add((oy + halo) * side + ox + halo) } else { f32::NAN };
+                let value = if by < box_height && bx < box_width {
+                    *patch.add((oy + halo) * side + ox + halo)
+                } else {
+                    f32::NAN
+                };
                 // NaN: off the island (or the box); +∞: on it, not finite.
                 if !value.is_nan() {
                     let noise = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
@@ -309,7 +324,11 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                             let own = *around.add(inner + 1);
                             let summit = unbeaten(own, |dr, dc| {
                                 let neighbour = *around.add(dr * inner + dc);
-                                if neighbour.is_nan() { None } else { Some(neighbour) }
+                                if neighbour.is_nan() {
+                                    None
+                                } else {
+                                    Some(neighbour)
+                                }
                             });
                             if summit {
                                 summits += 1;
@@ -706,13 +725,25 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
             *tile.add(tri(j + t, j)) /= root;
         }
         thread::sync_threads();
+        // Every value an update reads is loaded before any is written (the column's entries are
+        // not among those written): the loads overlap, where a store between them would order
+        // them one after another.
         let column = j as u32;
+        let (mut entries, mut left, mut right) =
+            ([0.0f64; CHOLESKY_OWNED], [0.0f64; CHOLESKY_OWNED], [0.0f64; CHOLESKY_OWNED]);
         unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
             let (i, c) = (owned[s] >> 16, owned[s] & 0xFFFF);
             if c > column {
                 let (row_i, row_c) = (i * (i + 1) / 2, c * (c + 1) / 2);
-                let entry = tile.add((row_i + c) as usize);
-                *entry -= *tile.add((row_i + column) as usize) * *tile.add((row_c + column) as usize);
+                entries[s] = *tile.add((row_i + c) as usize);
+                left[s] = *tile.add((row_i + column) as usize);
+                right[s] = *tile.add((row_c + column) as usize);
+            }
+        });
+        unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
+            let (i, c) = (owned[s] >> 16, owned[s] & 0xFFFF);
+            if c > column {
+                *tile.add((i * (i + 1) / 2 + c) as usize) = entries[s] - left[s] * right[s];
             }
         });
         thread::sync_threads();

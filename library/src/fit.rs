@@ -1083,7 +1083,7 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 ///   more than 10⁻¹⁰ relative (or absolute, below 1) or lowers χ² by at most 10⁻¹² of it,
 ///   [`Flags::NOT_CONVERGED`] after 100 iterations; an island of more pixels than a pass of
 ///   its parameters may take (`interface::fit::fit_pixels`: 4096 for one component, fewer for
-///   more, at least 16 a parameter) is fitted on every `s`-th row and column of its box, the
+///   more, at least 8 a parameter) is fitted on every `s`-th row and column of its box, the
 ///   least `s` that leaves about that many (`interface::fit::sample_step`);
 /// - components from the residual: where one more component would still be fitted at every
 ///   pixel of the box (`interface::fit::residual_room`), the brightest summit above `seed` ×
