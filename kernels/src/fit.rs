@@ -90,7 +90,8 @@
 //! pixels than a pass of its `P` may take (`interface::fit::fit_pixels`: 4096 for one
 //! component, fewer for more; a survey image's ring or core) is so fitted on every `s`-th row
 //! and column of its box (`interface::fit::sample_step`): its passes cost about what a
-//! one-component fit of 4096 pixels costs, whatever its extent.
+//! one-component fit of 4096 pixels costs, whatever its extent, or, with many components, what
+//! eight pixels a parameter cost (`interface::fit::MIN_SAMPLE_PER_PARAMETER`).
 
 use crate::{ballot, load_shared_f64, shared_address, unroll};
 use core::arch::asm;
