@@ -495,12 +495,11 @@ pub const SHARED_COUNTS: usize = SHARED_KEYS + 8 * KEY_WORDS;
 pub const SHARED_LIST: usize = (SHARED_COUNTS + 4 * COUNT_WORDS + 15) / 16 * 16;
 pub const SHARED_BYTES: usize = SHARED_LIST + LIST_BYTES;
 
-/// The fewest pixels per parameter that a sampled fit keeps: eight, about what a point
-/// source's island has (some fifty pixels for its six). A survey image's core and ring take
-/// eight components, the most, and this floor sets their samples (the multiply-adds of a
-/// one-component fit over [`MAX_FIT_PIXELS`] would leave them two pixels a parameter); the
-/// launch lasts as long as the slower of the two, whose passes at sixteen a parameter took
-/// half its time.
+/// The fewest pixels per parameter that a sampled fit keeps. A survey image's core and ring
+/// take eight components, the most, and this floor, not the pass's budget (the multiply-adds of
+/// a one-component fit over [`MAX_FIT_PIXELS`], which would leave them two pixels a parameter),
+/// sets their samples; the launch lasts as long as the slower of the two, so their passes'
+/// cost is the launch's.
 pub const MIN_SAMPLE_PER_PARAMETER: u32 = 8;
 
 /// The most pixels a pass of a fit of `parameters` evaluates: as many as keep the pass's
