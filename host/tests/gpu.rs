@@ -221,13 +221,17 @@ fn jobs_divided_among_gpus_match_the_cpu() {
     assert!(split("vector-add", "--n 64 --gpus 0").is_err());
 }
 
-/// The pipeline's API, as it calls it: the same images labelled and measured again and again,
-/// every result against the CPU, since a race between joins would show only now and then.
+/// The pipeline's API, as it calls it: the same images labelled and measured again and again
+/// (on the `Gpu`'s stream and on a stream of their own, as the local pipeline measures beside
+/// its fits), every result against the CPU, since a race between joins would show only now and
+/// then.
 #[test]
 fn labeler_and_measurer_match_the_cpu_every_time() {
+    use cust::stream::{Stream, StreamFlags};
     use host::ops::label::{cpu_reference as label, detect, Connectivity, Input, Labeler, Sky};
     use host::ops::measure::{compare, cpu_reference as measure, Measurer};
     let Some(gpu) = gpu("labeler_and_measurer_match_the_cpu_every_time") else { return };
+    let own_stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
     for (side, blank, threshold) in [(509, false, 0.0), (1031, true, 3.0), (2048, false, 5.0), (2048, true, 0.5)] {
         let input = Input { sky: Sky { side, blank, image: None }, threshold };
         let d = input.read(SEED).expect("the synthetic sky");
@@ -248,6 +252,11 @@ fn labeler_and_measurer_match_the_cpu_every_time() {
                 let measured = measurer.measure(&gpu, &image, labeler.labels(), got).expect("sources");
                 let check = compare(&measured, &sources);
                 assert!(check.passed, "{what}, round {round}: {check:?}");
+                // SAFETY: the image's upload and the labels' count, copied back, waited for every
+                // write to them, and nothing writes them while this measures.
+                let beside = unsafe { measurer.measure_on(&gpu, &own_stream, &image, labeler.labels(), got) };
+                let check = compare(&beside.expect("sources beside"), &sources);
+                assert!(check.passed, "{what}, round {round}, on a stream of their own: {check:?}");
             }
         }
         expect_gpu_error(labeler.label(&gpu, &image, f64::NAN, Connectivity::Four), "level is NaN");

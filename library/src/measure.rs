@@ -17,10 +17,11 @@
 
 use crate::check::Check;
 use crate::gpu::{
-    product, refuse, require, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, Gpu, GpuError,
-    GpuResult, KernelArgs, LaunchConfig, Params,
+    product, refuse, require, require_disjoint, require_kernel, require_len, CudaContext, DeviceArray, DeviceMatrix, Gpu,
+    GpuError, GpuResult, KernelArgs, LaunchConfig, Params,
 };
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceSlice};
+use cust::stream::Stream;
 use interface::measure::{peak_of, BLOCK, ITEMS, PEAK, PIXELS, RECORD_WORDS, X_MAX, X_MIN, Y_MAX, Y_MIN};
 use ndarray::ArrayView2;
 use serde::Serialize;
@@ -258,6 +259,48 @@ impl Measurer {
         Ok(records.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
     }
 
+    /// [`Measurer::measure`] on `stream`, so that it runs beside the work queued on the
+    /// `Gpu`'s own stream: its zeroing, its kernel and its copy back are queued on `stream`, and
+    /// the wait is for `stream` alone (where the records must grow, for every stream). The copy
+    /// back goes into pageable memory, which the driver stages.
+    ///
+    /// # Safety
+    /// Every write to `image` and `labels` queued on another stream is ordered before this
+    /// call's work on `stream` (an event recorded behind it that `stream` waits for), and none
+    /// is queued while it runs.
+    pub unsafe fn measure_on(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        image: &DeviceSlice<f32>,
+        labels: &DeviceSlice<u32>,
+        count: u32,
+    ) -> GpuResult<Vec<Source>> {
+        if count == 0 {
+            return Ok(vec![]);
+        }
+        let words = count as usize * RECORD_WORDS;
+        let mut host = vec![0.0f64; words];
+        let queued = (|| -> GpuResult<()> {
+            self.check(image, labels, count)?;
+            self.reserve(gpu, count)?;
+            let records = self.records.borrow();
+            let mut zeroed = records.index(..words);
+            // SAFETY: the records are this measurer's, and the wait below outlives the memset.
+            unsafe { zeroed.set_8_async(0, stream) }.during("zeroing source records")?;
+            let args = MeasureArgs { image, labels, width: self.width, height: self.height, records: &records, count };
+            // SAFETY: the caller orders the inputs' writers before this stream's work, and the
+            // wait below holds every buffer until the kernel has run.
+            unsafe { gpu.launch_on(stream, "measure_labels", &args) }?;
+            // SAFETY: `host` holds `words` values and outlives the copy: the wait below.
+            unsafe { records.index(..words).async_copy_to(&mut host[..], stream) }.during("copying source records back")
+        })();
+        // After an error too: nothing queued may outlive the buffers it uses.
+        let waited = stream.synchronize().during("measuring sources");
+        queued.and(waited)?;
+        Ok(host.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
+    }
+
     /// Records for `count` labels, grown (not shrunk) when there are fewer.
     pub fn reserve(&self, gpu: &Gpu, count: u32) -> GpuResult<()> {
         let words = count as usize * RECORD_WORDS;
@@ -283,20 +326,26 @@ impl Measurer {
         count: u32,
         zero: bool,
     ) -> GpuResult<()> {
-        let (width, height) = (self.width, self.height);
-        let n = width * height;
-        require(image.len() == n && labels.len() == n, || {
-            format!("{} pixels and {} labels for a {}x{} measurer", image.len(), labels.len(), width, height)
-        })?;
-        require(count as usize <= n, || format!("{count} labels on {n} pixels"))?;
+        self.check(image, labels, count)?;
         self.reserve(gpu, count)?;
         let records = self.records.borrow();
         let words = count as usize * RECORD_WORDS;
         if zero && words > 0 {
             gpu.zero("source records", &records.index(..words))?;
         }
+        let (width, height) = (self.width, self.height);
         // SAFETY: the caller keeps the buffers alive until the stream has run the kernel.
         unsafe { gpu.launch("measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count }) }
+    }
+
+    /// `image` and `labels` are this measurer's size, and `count` labels fit on them.
+    fn check(&self, image: &DeviceSlice<f32>, labels: &DeviceSlice<u32>, count: u32) -> GpuResult<()> {
+        let (width, height) = (self.width, self.height);
+        let n = width * height;
+        require(image.len() == n && labels.len() == n, || {
+            format!("{} pixels and {} labels for a {}x{} measurer", image.len(), labels.len(), width, height)
+        })?;
+        require(count as usize <= n, || format!("{count} labels on {n} pixels"))
     }
 }
 

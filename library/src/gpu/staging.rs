@@ -13,7 +13,11 @@ use rayon::prelude::*;
 use std::thread::JoinHandle;
 
 /// Bytes of each of the two page-locked chunks that [`Gpu::upload_staged`] copies through.
-pub const STAGING_CHUNK_BYTES: usize = 4 << 20;
+/// Each chunk's turn costs a wait for its last copy, a wake-up of the CPU's threads and a copy
+/// queued, whatever its size: a survey image's upload takes a handful of large chunks, not
+/// dozens of small ones. Their page-locking, which grows with their size, is done while the
+/// modules load.
+pub const STAGING_CHUNK_BYTES: usize = 16 << 20;
 
 /// The two chunks, and for each the event recorded behind its last copy.
 struct Chunks {

@@ -170,8 +170,10 @@ impl Catalog {
     pub fn new(image: &str, coordinates: Coordinates, unit: Option<&str>, mut rows: Vec<Row>) -> Catalog {
         let sky = match &coordinates {
             Coordinates::Pixels(_) => Vec::new(),
+            // Row by row in parallel: each row's place, errors and shape take a dozen
+            // projections, and a survey image's catalog holds tens of thousands of rows.
             Coordinates::Sky(wcs) => rows
-                .iter_mut()
+                .par_iter_mut()
                 .map(|row| {
                     let (x, y) = (row.x.value, row.y.value);
                     let Some((lon, lat)) = wcs.pixel_to_sky(x, y) else {

@@ -27,7 +27,9 @@ use cuda_kernels::gpu::{blocks, CudaContext, Gpu, GpuResult};
 use cuda_kernels::label::Labeler;
 use cuda_kernels::measure::{Measurer, Source};
 use cuda_kernels::saxpy::{Method, SaxpyArgs, BLOCKS_PER_SM};
+use cust::event::{Event, EventFlags};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
 use interface::fit::{RECORD_WORDS, STATUS_WORDS};
 use interface::DEFAULT_BLOCK;
 use ndarray::Array2;
@@ -49,6 +51,9 @@ pub struct Pipeline<'g> {
     image: DeviceBuffer<f32>,
     labeler: Labeler,
     measurer: Measurer,
+    /// A stream of the pipeline's own, that does not wait for the `Gpu`'s: the islands'
+    /// measures on the data run there beside the fits.
+    side: Stream,
 }
 
 impl Drop for Pipeline<'_> {
@@ -84,6 +89,7 @@ impl<'g> Pipeline<'g> {
             image: gpu.upload_staged("the image", &image.pixels)?,
             labeler: Labeler::new(gpu, width, height)?,
             measurer: Measurer::new(gpu, width, height)?,
+            side: Stream::new(StreamFlags::NON_BLOCKING, None).during("creating a stream")?,
         })
     }
 
@@ -144,14 +150,13 @@ impl<'g> Pipeline<'g> {
         let count = count?;
         stages.push(Stage { name: "flood labeling", ms });
 
-        let (measured, ms) = timed(|| -> GpuResult<(Vec<Source>, Vec<Source>, usize)> {
-            let labels = self.labeler.labels();
-            let on_snr = self.measurer.measure(gpu, &run.snr, labels, count)?;
+        let (measured, ms) = timed(|| -> GpuResult<(Vec<usize>, Vec<Source>, usize)> {
+            let on_snr = self.measurer.measure(gpu, &run.snr, self.labeler.labels(), count)?;
             let keep = seeded(&on_snr, settings);
             // Every pixel above the flood is an island's, seeded or not.
             let flooded_pixels = on_snr.iter().map(|s| s.pixels).sum();
-            // SAFETY: `run` and the pipeline outlive the copy and the kernel: the measures'
-            // download below waits for them.
+            // SAFETY: `run` and the pipeline outlive the copy and the kernel: the fit's
+            // downloads wait for them.
             unsafe {
                 run.data.async_copy_from(&self.image, gpu.stream()).during("copying the image on the GPU")?;
                 let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
@@ -159,15 +164,14 @@ impl<'g> Pipeline<'g> {
                 let args = SaxpyArgs { a: -1.0, x: &run.background, y: &run.data, grid, block: DEFAULT_BLOCK };
                 gpu.launch(Method::Vec4.kernel(), &args)?;
             }
-            let on_data = self.measurer.measure(gpu, &run.data, labels, count)?;
-            let pick = |all: &[Source]| keep.iter().map(|&i| all[i].clone()).collect::<Vec<_>>();
-            Ok((pick(&on_snr), pick(&on_data), flooded_pixels))
+            let islands = keep.iter().map(|&i| on_snr[i].clone()).collect();
+            Ok((keep, islands, flooded_pixels))
         });
-        let (islands, measures, flooded_pixels) = measured?;
+        let (keep, islands, flooded_pixels) = measured?;
         stages.push(Stage { name: "island measures", ms });
 
-        let (fits, ms) = timed(|| self.fit(&run, &islands, settings));
-        let fits = fits?;
+        let (fitted, ms) = timed(|| self.fit(&run, &islands, &keep, count, settings));
+        let (fits, measures) = fitted?;
         stages.push(Stage { name: "Gaussian fits", ms });
 
         let mut found = Found {
@@ -241,12 +245,27 @@ impl<'g> Pipeline<'g> {
         Ok((grid, masked))
     }
 
-    /// The fits of `islands` in the image less its background, weighted by the noise map.
-    fn fit(&self, run: &Run, islands: &[Source], settings: &Settings) -> GpuResult<Vec<fit::IslandFit>> {
+    /// The fits of `islands` in the image less its background (`run.data`), weighted by the
+    /// noise map, and the measures of the islands in it: those of labels 1..=`count`, picked by
+    /// `keep`. The measures run on the side stream beside the fits, whose launch outlasts them
+    /// (a survey image's largest islands keep a few blocks busy long after the rest are done).
+    fn fit(
+        &self,
+        run: &Run,
+        islands: &[Source],
+        keep: &[usize],
+        count: u32,
+        settings: &Settings,
+    ) -> GpuResult<(Vec<fit::IslandFit>, Vec<Source>)> {
         if islands.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let gpu = self.gpu;
+        // Everything queued so far (the labels, and the data's subtraction) before the side
+        // stream's measures; nothing the fit does after it writes what they read.
+        let written = Event::new(EventFlags::DISABLE_TIMING).during("creating an event")?;
+        written.record(gpu.stream()).during("ordering the measures after the data")?;
+        self.side.wait_event(written, StreamWaitEventFlags::DEFAULT).during("ordering the measures after the data")?;
         let boxes: Vec<fit::Island> = islands.iter().map(fit::Island::from).collect();
         let records = gpu.upload("the islands", &fit::island_words(&boxes))?;
         let (fits, status) = fit::outputs(gpu, boxes.len())?;
@@ -267,9 +286,15 @@ impl<'g> Pipeline<'g> {
         // SAFETY: the downloads below wait for the kernel before any buffer it reads or writes
         // can go.
         unsafe { gpu.launch("fit_islands", &args) }?;
+        // SAFETY: the event above orders every write to the data and the labels before the side
+        // stream's work, and the fit only reads them.
+        let on_data = unsafe { self.measurer.measure_on(gpu, &self.side, &run.data, self.labeler.labels(), count) };
+        // The fit's buffers are waited for before an error of the measures is returned.
         let fit_words = gpu.download("the fits", &fits, boxes.len() * RECORD_WORDS)?;
         let status_words = gpu.download("the fits' status", &status, boxes.len() * STATUS_WORDS)?;
-        Ok(fit::decode(&boxes, &fit_words, &status_words))
+        let on_data = on_data?;
+        let measures = keep.iter().map(|&i| on_data[i].clone()).collect();
+        Ok((fit::decode(&boxes, &fit_words, &status_words), measures))
     }
 
     /// The maps of `run` (made with `params`), copied back, with `grid`.
