@@ -216,6 +216,11 @@ pub fn source(label: u32, record: &[f64]) -> Source {
     }
 }
 
+/// The sources of labels 1, 2, … from their `records`, one after another.
+fn sources_of(records: &[f64]) -> Vec<Source> {
+    records.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect()
+}
+
 /// Measures the sources of images of one size on the GPU. Its records grow to the most labels
 /// seen, and are reused from call to call.
 pub struct Measurer {
@@ -255,8 +260,7 @@ impl Measurer {
         // SAFETY: the download below waits for the kernel before `image`, `labels` or `self` go.
         unsafe { self.launch(gpu, image, labels, count, true) }?;
         let words = count as usize * RECORD_WORDS;
-        let records = gpu.download("source records", &self.records.borrow(), words)?;
-        Ok(records.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
+        Ok(sources_of(&gpu.download("source records", &self.records.borrow(), words)?))
     }
 
     /// [`Measurer::measure`] on `stream`, so that it runs beside the work queued on the
@@ -298,7 +302,7 @@ impl Measurer {
         // After an error too: nothing queued may outlive the buffers it uses.
         let waited = stream.synchronize().during("measuring sources");
         queued.and(waited)?;
-        Ok(host.chunks(RECORD_WORDS).zip(1..).map(|(record, label)| source(label, record)).collect())
+        Ok(sources_of(&host))
     }
 
     /// Records for `count` labels, grown (not shrunk) when there are fewer.
