@@ -286,16 +286,10 @@ impl Measurer {
         let words = count as usize * RECORD_WORDS;
         let mut host = vec![0.0f64; words];
         let queued = (|| -> GpuResult<()> {
-            self.check(image, labels, count)?;
-            self.reserve(gpu, count)?;
-            let records = self.records.borrow();
-            let mut zeroed = records.index(..words);
-            // SAFETY: the records are this measurer's, and the wait below outlives the memset.
-            unsafe { zeroed.set_8_async(0, stream) }.during("zeroing source records")?;
-            let args = MeasureArgs { image, labels, width: self.width, height: self.height, records: &records, count };
             // SAFETY: the caller orders the inputs' writers before this stream's work, and the
             // wait below holds every buffer until the kernel has run.
-            unsafe { gpu.launch_on(stream, "measure_labels", &args) }?;
+            unsafe { self.launch_on(gpu, stream, image, labels, count, true) }?;
+            let records = self.records.borrow();
             // SAFETY: `host` holds `words` values and outlives the copy: the wait below.
             unsafe { records.index(..words).async_copy_to(&mut host[..], stream) }.during("copying source records back")
         })();
@@ -330,26 +324,40 @@ impl Measurer {
         count: u32,
         zero: bool,
     ) -> GpuResult<()> {
-        self.check(image, labels, count)?;
-        self.reserve(gpu, count)?;
-        let records = self.records.borrow();
-        let words = count as usize * RECORD_WORDS;
-        if zero && words > 0 {
-            gpu.zero("source records", &records.index(..words))?;
-        }
-        let (width, height) = (self.width, self.height);
-        // SAFETY: the caller keeps the buffers alive until the stream has run the kernel.
-        unsafe { gpu.launch("measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count }) }
+        // SAFETY: the caller keeps the buffers alive until the `Gpu`'s stream has run the kernel.
+        unsafe { self.launch_on(gpu, gpu.stream(), image, labels, count, zero) }
     }
 
-    /// `image` and `labels` are this measurer's size, and `count` labels fit on them.
-    fn check(&self, image: &DeviceSlice<f32>, labels: &DeviceSlice<u32>, count: u32) -> GpuResult<()> {
+    /// [`Measurer::launch`] on `stream`.
+    ///
+    /// # Safety
+    /// As for [`Measurer::launch`], with `stream` for the `Gpu`'s.
+    unsafe fn launch_on(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        image: &DeviceSlice<f32>,
+        labels: &DeviceSlice<u32>,
+        count: u32,
+        zero: bool,
+    ) -> GpuResult<()> {
         let (width, height) = (self.width, self.height);
         let n = width * height;
         require(image.len() == n && labels.len() == n, || {
             format!("{} pixels and {} labels for a {}x{} measurer", image.len(), labels.len(), width, height)
         })?;
-        require(count as usize <= n, || format!("{count} labels on {n} pixels"))
+        require(count as usize <= n, || format!("{count} labels on {n} pixels"))?;
+        self.reserve(gpu, count)?;
+        let records = self.records.borrow();
+        let words = count as usize * RECORD_WORDS;
+        if zero && words > 0 {
+            let mut zeroed = records.index(..words);
+            // SAFETY: the memset stays inside the records, which outlive the stream's work (the
+            // caller's promise), and zero bytes are valid f64.
+            unsafe { zeroed.set_8_async(0, stream) }.during("zeroing source records")?;
+        }
+        // SAFETY: the caller keeps the buffers alive until `stream` has run the kernel.
+        unsafe { gpu.launch_on(stream, "measure_labels", &MeasureArgs { image, labels, width, height, records: &records, count }) }
     }
 }
 
