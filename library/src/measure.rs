@@ -272,6 +272,25 @@ impl Measurer {
     /// Every write to `image` and `labels` queued on another stream is ordered before this
     /// call's work on `stream` (an event recorded behind it that `stream` waits for), and none
     /// is queued while it runs.
+    ///
+    /// ```
+    /// # fn main() -> cuda_kernels::GpuResult<()> {
+    /// use cuda_kernels::measure::{cpu_reference, Measurer};
+    /// use cust::stream::{Stream, StreamFlags};
+    ///
+    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+    /// let pixels = [1.0f32, 3.0, 9.0, 0.0, 4.0, 9.0];
+    /// let labels = [1u32, 1, 0, 0, 1, 2];
+    /// let (image, on_gpu) = (gpu.upload("the pixels", &pixels)?, gpu.upload("the labels", &labels)?);
+    /// let measurer = Measurer::new(&gpu, 3, 2)?;
+    /// let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    /// // SAFETY: both uploads have finished, and nothing writes the inputs meanwhile.
+    /// let sources = unsafe { measurer.measure_on(&gpu, &stream, &image, &on_gpu, 2) }?;
+    /// // Whole-number pixels: every sum is exact in any order, so the GPU's equal the CPU's.
+    /// assert_eq!(sources, cpu_reference(&pixels, 3, &labels, 2));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub unsafe fn measure_on(
         &self,
         gpu: &Gpu,
