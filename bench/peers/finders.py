@@ -6,24 +6,29 @@ file to its catalog, and its catalog scored against the sky's truth by `host sco
 
     python3 finders.py HOST [--side 4096] [--skies primary-beam:2026,constant:7,...]
                             [--finders host,aegean,pybdsf] [--cores N] [--cpu] [--scratch DIR]
-                            [--json OUT]
+                            [--limit-s S] [--json OUT]
 
 Both peers need a celestial WCS and a beam, which `host sky` does not write, so they read a copy
 of each image with a radio header: a SIN projection with 1″ pixels, and a round beam of FWHM
 2.355 pixels (σ 1, what `host sources` takes without one), at 1.4 GHz. Their catalogs' RA and
 Dec go back to 0-based pixels through that same WCS, and their integrated fluxes (Jy) become sums
 of pixels, the truth's unit, times the beam's area in pixels. Each peer runs as a user runs it:
-defaults, every core (--cores), Aegean's component table and PyBDSF's source list. `host
+defaults, every core (--cores), Aegean's component table and PyBDSF's source list; but PyBDSF
+is given `thresh='hard'` (islands at 3σ seeded at 5σ, what its documentation describes): with
+its default, it picks the false-detection-rate threshold on these skies (2.03σ) and had not
+finished fitting after an hour. `host
 sources` runs on both images: as `host sky` wrote it (no beam in the header, so BANE's beamless
 grid of 16 pixels and a box of 96) and on the peers' copy (their beam, their grid). Each time is
 the wall time of the finder's processes, Python's start included, as `host sources` is timed
-(its CUDA start included; its own pipeline time is printed beside). Prints a table on stdout
-and, with --json, writes every score."""
+(its CUDA start included; its own pipeline time is printed beside). A peer still running after
+--limit-s seconds is stopped: its row gives that time as a lower bound and no score. Prints a
+table on stdout and, with --json, writes every score."""
 
 import argparse
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,11 +51,28 @@ def note(message):
     print(f"finders: {message}", file=sys.stderr, flush=True)
 
 
-def run(command, log):
-    """Runs `command`, its output to `log`; returns its wall seconds; exits on failure."""
+class OverLimit(Exception):
+    """A finder still running when its time ran out: `seconds` is a lower bound of its time."""
+
+    def __init__(self, seconds):
+        super().__init__(f"over {seconds:.0f} s")
+        self.seconds = seconds
+
+
+def run(command, log, limit=None):
+    """Runs `command`, its output to `log`; returns its wall seconds; exits on failure, raises
+    OverLimit (after stopping it) when it runs past `limit` seconds."""
     start = time.perf_counter()
     with open(log, "w") as out:
-        status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+        # A session of its own, so that stopping it stops its worker processes too (PyBDSF's
+        # would go on taking every core from the finders after it).
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            status = process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise OverLimit(time.perf_counter() - start)
     seconds = time.perf_counter() - start
     if status != 0:
         tail = Path(log).read_text(errors="replace").splitlines()[-15:]
@@ -106,15 +128,18 @@ def _numeric(text):
         return False
 
 
-def aegean(copy, wcs, work, cores):
+def aegean(copy, wcs, work, cores, limit):
     python = [sys.executable, "-c"]
     cli = "import sys; from AegeanTools.CLI.{0} import main; sys.argv[0] = '{0}'; sys.exit(main())"
-    seconds = run(python + [cli.format("BANE"), str(copy), "--cores", str(cores)], work / "bane.log")
+    seconds = run(python + [cli.format("BANE"), str(copy), "--cores", str(cores)], work / "bane.log", limit)
     table = work / "aegean.csv"
-    seconds += run(
-        python + [cli.format("aegean"), str(copy), "--autoload", "--cores", str(cores), "--table", str(table)],
-        work / "aegean.log",
-    )
+    try:
+        seconds += run(
+            python + [cli.format("aegean"), str(copy), "--autoload", "--cores", str(cores), "--table", str(table)],
+            work / "aegean.log", limit and limit - seconds,
+        )
+    except OverLimit as over:
+        raise OverLimit(seconds + over.seconds)
     comp = read_csv(work / "aegean_comp.csv", "island")
     x, y = to_pixels(wcs, comp["ra"], comp["dec"])
     detections = work / "aegean-detections.csv"
@@ -123,20 +148,27 @@ def aegean(copy, wcs, work, cores):
     return seconds, detections
 
 
-def pybdsf(copy, wcs, work, cores):
+def pybdsf(copy, wcs, work, cores, limit):
     catalog = work / "pybdsf.csv"
     script = (
         "import sys, bdsf\n"
-        f"image = bdsf.process_image({str(copy)!r}, frequency={FREQUENCY}, quiet=True, ncores={cores})\n"
+        f"image = bdsf.process_image({str(copy)!r}, frequency={FREQUENCY}, thresh='hard', quiet=True,"
+        f" ncores={cores})\n"
         f"image.write_catalog(outfile={str(catalog)!r}, format='csv', catalog_type='srl', clobber=True)\n"
     )
-    seconds = run([sys.executable, "-c", script], work / "pybdsf.log")
+    seconds = run([sys.executable, "-c", script], work / "pybdsf.log", limit)
+    return seconds, pybdsf_detections(catalog, wcs, work)
+
+
+def pybdsf_detections(catalog, wcs, work):
+    """PyBDSF's source list `catalog` as detections in pixels (a catalog made elsewhere, from the
+    same sky's radio copy, is scored by passing it here)."""
     srl = read_csv(catalog, "Source_id")
     x, y = to_pixels(wcs, srl["RA"], srl["DEC"])
     detections = work / "pybdsf-detections.csv"
     write_detections(detections, x, y, srl["Peak_flux"], srl["Total_flux"] * BEAM_PIXELS,
                      srl["Peak_flux"] / srl["Isl_rms"])
-    return seconds, detections
+    return detections
 
 
 def score(host, detections, truth):
@@ -188,6 +220,7 @@ def main():
     parser.add_argument("--cores", type=int, default=os.cpu_count())
     parser.add_argument("--cpu", action="store_true", help="host sources on the CPU (a machine without a GPU)")
     parser.add_argument("--scratch", type=Path)
+    parser.add_argument("--limit-s", type=float, help="stop a peer after this many seconds (a lower bound)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     finders = args.finders.split(",")
@@ -216,7 +249,13 @@ def main():
                 print(rows[-1]["line"] + (f"  (pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ""), flush=True)
         for finder, call in (("aegean", aegean), ("pybdsf", pybdsf)):
             if finder in finders:
-                seconds, detections = call(copy, wcs, work, args.cores)
+                try:
+                    seconds, detections = call(copy, wcs, work, args.cores, args.limit_s)
+                except OverLimit as over:
+                    rows.append({"finder": finder, "sky": name, "over_seconds": over.seconds,
+                                 "line": f"{finder:<8} {name:<18} > {over.seconds:6.1f} s  (stopped: no catalog)"})
+                    print(rows[-1]["line"], flush=True)
+                    continue
                 rows.append(row(finder, name, seconds, score(args.host, detections, truth)))
                 print(rows[-1]["line"], flush=True)
     if args.json:
