@@ -3,7 +3,8 @@
 //! The choice, for each precision and shape, on the GPU at hand:
 //! - the configuration `host matmul --tune` measured fastest for this GPU and shape class,
 //!   where the tuning cache ([`crate::tuning`]) holds one;
-//! - otherwise the default: for f32 the last step of the ladder ([`Step::Async`]); for the
+//! - otherwise the default: for f32, [`f32_default`]'s tile for the shape (the last step of
+//!   the ladder, [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
 //!   quarter of the SMs and k is long enough ([`split::splits_for`]), else the persistent wgmma
 //!   step; the mma.sync step on other GPUs.
@@ -15,6 +16,7 @@ use super::{tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceSlice;
+use interface::matmul::{TileConfig, ASYNC_BK, ASYNC_BM, ASYNC_BN, TILE_CONFIGS};
 use ndarray::{Array2, ArrayView2};
 
 /// The kernel a product runs: a step of the f32 ladder, a tuned f32 tile configuration, a
@@ -87,7 +89,7 @@ impl GemmKernel {
             }
         }
         Ok(match hopper_precision(precision) {
-            None => GemmKernel::Ladder(Step::Async),
+            None => f32_default(dims, gpu.info().multiprocessors as usize),
             Some(hopper) if gpu.has_hopper() => {
                 match split::splits_for(hopper, dims, gpu.info().multiprocessors as usize) {
                     1 => GemmKernel::Hopper(hopper::Step::Persistent),
@@ -96,6 +98,69 @@ impl GemmKernel {
             }
             Some(_) => GemmKernel::Mma,
         })
+    }
+}
+
+/// The SGEMM configuration named `kernel` in `interface::sgemm_configs!`; a name not there
+/// stops the build.
+const fn config(kernel: &str) -> TileConfig {
+    let mut i = 0;
+    while i < TILE_CONFIGS.len() {
+        let (name, wanted) = (TILE_CONFIGS[i].kernel.as_bytes(), kernel.as_bytes());
+        let mut same = name.len() == wanted.len();
+        let mut j = 0;
+        while same && j < name.len() {
+            same = name[j] == wanted[j];
+            j += 1;
+        }
+        if same {
+            return TILE_CONFIGS[i];
+        }
+        i += 1;
+    }
+    panic!("no SGEMM configuration of that name")
+}
+
+/// The configurations [`f32_default`] picks between, besides step 5c: 64×64 tiles of 4×4
+/// thread tiles (three blocks an SM), 128×128 (the `vec4` step's), and 64×128 (three an SM).
+const TILE_64X64: TileConfig = config("matmul_vec4_64x64_t4");
+const TILE_128X128: TileConfig = config("matmul_vec4_128x128");
+const TILE_64X128: TileConfig = config("matmul_vec4_64x128");
+
+/// Tiles of `bm × bn` covering an `m × n` C.
+fn tiles((m, n): (usize, usize), (bm, bn): (usize, usize)) -> usize {
+    m.div_ceil(bm) * n.div_ceil(bn)
+}
+
+/// Whether `tiles` blocks, one an SM at a time, keep at least nine tenths of the SMs busy over
+/// their waves: one wave of nearly every SM, or whole waves but for a last one nearly full.
+fn fills_its_waves(tiles: usize, sms: usize) -> bool {
+    10 * tiles >= 9 * tiles.div_ceil(sms) * sms
+}
+
+/// The f32 kernel [`gemm`] runs for an `m × n × k` product on a GPU of `sms` SMs where
+/// `--tune` kept none:
+/// - step 5c ([`Step::Async`]) where its 128×256 tiles fill their waves and its fast path
+///   applies (k a multiple of its slice, n of 4: otherwise every block copies B four bytes at
+///   a time);
+/// - else 64×64 tiles of 4×4 thread tiles where there are at most two of them an SM: small C,
+///   or long k on few tiles, where more and smaller blocks keep more SMs at work;
+/// - else 128×128 tiles where they fill their waves, or all fit in one;
+/// - else 64×128 tiles, whose finer waves lose least of the last one.
+///
+/// The measurements behind it are in the closing note of issue 32's session of 2026-11-28.
+pub fn f32_default((m, n, k): (usize, usize, usize), sms: usize) -> GemmKernel {
+    let sms = sms.max(1);
+    let fast_path = k % ASYNC_BK == 0 && n % 4 == 0;
+    let of = |tile: &TileConfig| tiles((m, n), (tile.bm, tile.bn));
+    if fast_path && fills_its_waves(tiles((m, n), (ASYNC_BM, ASYNC_BN)), sms) {
+        GemmKernel::Ladder(Step::Async)
+    } else if of(&TILE_64X64) <= 2 * sms {
+        GemmKernel::Tile(TILE_64X64.kernel)
+    } else if of(&TILE_128X128) <= sms || fills_its_waves(of(&TILE_128X128), sms) {
+        GemmKernel::Tile(TILE_128X128.kernel)
+    } else {
+        GemmKernel::Tile(TILE_64X128.kernel)
     }
 }
 
@@ -297,4 +362,51 @@ pub fn gemm_array(gpu: &Gpu, a: ArrayView2<f32>, b: ArrayView2<f32>, precision: 
     let mut c = DeviceMatrix::zeros(gpu, (a.nrows(), b.ncols()))?;
     gemm(gpu, &da, &db, &mut c, precision)?;
     c.to_array(gpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matmul::launch_config;
+
+    #[test]
+    fn f32_default_takes_the_large_tiles_where_they_fill_their_waves_and_smaller_ones_elsewhere() {
+        let h100 = |m, n, k| f32_default((m, n, k), 132);
+        let (async_step, small, square, wide) = (
+            GemmKernel::Ladder(Step::Async),
+            GemmKernel::Tile(TILE_64X64.kernel),
+            GemmKernel::Tile(TILE_128X128.kernel),
+            GemmKernel::Tile(TILE_64X128.kernel),
+        );
+        for s in [2048, 4096, 6144, 8192, 16384] {
+            assert_eq!(h100(s, s, s), async_step, "{s}³");
+        }
+        assert_eq!(h100(8192, 8192, 256), async_step);
+        assert_eq!(h100(4096, 14336, 4096), async_step);
+        // Few tiles: small C, or long k.
+        for (m, n, k) in [(1, 1, 1), (256, 256, 256), (512, 512, 512), (1000, 1000, 1000), (1024, 1024, 1024)] {
+            assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
+        }
+        for (m, n, k) in [(64, 64, 65536), (128, 128, 16384), (16, 4096, 4096)] {
+            assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
+        }
+        // 288 tiles of step 5c are 2.2 waves; 576 of 128×128 are 4.4.
+        assert_eq!(h100(3072, 3072, 3072), wide);
+        // k odd: no fast path for step 5c; 1056 tiles of 128×128 are 8 whole waves.
+        assert_eq!(h100(4095, 4097, 4099), square);
+        assert_eq!(h100(4096, 4096, 4098), square);
+        // 56 tiles of step 5c fill under half the SMs; 112 of 128×128 are one wave.
+        assert_eq!(h100(128, 14336, 4096), square);
+        // The same shapes on a GPU of 8 SMs: waves are finer there.
+        assert_eq!(f32_default((1024, 1024, 1024), 8), async_step);
+        assert_eq!(f32_default((1, 1, 1), 0), small);
+    }
+
+    #[test]
+    fn every_f32_default_is_an_f32_kernel_with_a_launch() {
+        for (m, n, k) in [(1, 1, 1), (3072, 3072, 3072), (4095, 4097, 4099), (128, 14336, 4096), (4096, 4096, 4096)] {
+            let kernel = f32_default((m, n, k), 132).kernel(Dtype::F32).expect("an f32 kernel");
+            launch_config(kernel, m, n).expect("a launch");
+        }
+    }
 }

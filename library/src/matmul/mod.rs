@@ -16,7 +16,7 @@ mod rounding;
 pub mod split;
 pub mod tensor;
 
-pub use gemm::{gemm, gemm_array, gemm_on_slices, gemm_with, hopper_precision, GemmKernel};
+pub use gemm::{f32_default, gemm, gemm_array, gemm_on_slices, gemm_with, hopper_precision, GemmKernel};
 pub use launch::{launch_config, product_launch, tile_label, tile_launch, tile_of, SgemmArgs, Step, TensorStep};
 pub use rounding::{round_bf16, round_f16, round_tf32};
 pub use tensor::{ConvertArgs, ConvertTransposedArgs, Converted, Dtype, MmaArgs, TensorInput, CONVERT_TRANSPOSED};
