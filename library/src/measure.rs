@@ -271,7 +271,8 @@ impl Measurer {
     /// # Safety
     /// Every write to `image` and `labels` queued on another stream is ordered before this
     /// call's work on `stream` (an event recorded behind it that `stream` waits for), and none
-    /// is queued while it runs.
+    /// is queued while it runs. So is any [`Measurer::launch`] of this measurer still queued on
+    /// another stream: both write its records.
     ///
     /// ```
     /// # fn main() -> cuda_kernels::GpuResult<()> {

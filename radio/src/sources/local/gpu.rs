@@ -17,7 +17,7 @@
 //! the mask's arithmetic is the CPU's (the S/N rounded to f32, compared in f64), so both paths
 //! make the same maps.
 
-use super::{drop_crowded, fill, nan_pixels, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
+use super::{drop_crowded, fill, nan_pixels, picked, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Mask, Params};
@@ -164,7 +164,7 @@ impl<'g> Pipeline<'g> {
                 let args = SaxpyArgs { a: -1.0, x: &run.background, y: &run.data, grid, block: DEFAULT_BLOCK };
                 gpu.launch(Method::Vec4.kernel(), &args)?;
             }
-            let islands = keep.iter().map(|&i| on_snr[i].clone()).collect();
+            let islands = picked(&on_snr, &keep);
             Ok((keep, islands, flooded_pixels))
         });
         let (keep, islands, flooded_pixels) = measured?;
@@ -292,9 +292,7 @@ impl<'g> Pipeline<'g> {
         // The fit's buffers are waited for before an error of the measures is returned.
         let fit_words = gpu.download("the fits", &fits, boxes.len() * RECORD_WORDS)?;
         let status_words = gpu.download("the fits' status", &status, boxes.len() * STATUS_WORDS)?;
-        let on_data = on_data?;
-        let measures = keep.iter().map(|&i| on_data[i].clone()).collect();
-        Ok((fit::decode(&boxes, &fit_words, &status_words), measures))
+        Ok((fit::decode(&boxes, &fit_words, &status_words), picked(&on_data?, keep)))
     }
 
     /// The maps of `run` (made with `params`), copied back, with `grid`.

@@ -343,6 +343,11 @@ fn seeded(snr_islands: &[Source], settings: &Settings) -> Vec<usize> {
     (0..snr_islands.len()).filter(|&i| kept(&snr_islands[i])).collect()
 }
 
+/// The measures of the islands `keep` names (indices into `all`, as [`seeded`] gives them).
+fn picked(all: &[Source], keep: &[usize]) -> Vec<Source> {
+    keep.iter().map(|&i| all[i].clone()).collect()
+}
+
 /// `pixels` less `background`, in f32 as the GPU subtracts it (`saxpy` with a = −1: one rounding).
 fn less_background(pixels: &[f32], background: &[f32]) -> Vec<f32> {
     pixels.par_iter().zip(background).map(|(p, b)| p - b).collect()
@@ -534,8 +539,7 @@ pub fn find(image: &Image, settings: &Settings) -> GpuResult<Found> {
         let keep = seeded(&on_snr, settings);
         let data = less_background(pixels, background);
         let on_data = measure::cpu_reference(&data, width, &labels, count);
-        let pick = |all: &[Source]| keep.iter().map(|&i| all[i].clone()).collect::<Vec<_>>();
-        (pick(&on_snr), pick(&on_data), data)
+        (picked(&on_snr, &keep), picked(&on_data, &keep), data)
     });
     stages.push(Stage { name: "island measures", ms });
 
