@@ -10,15 +10,15 @@ use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::Kernel;
 use crate::report::Work;
 use crate::tuning;
-use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
-use interface::matmul::DEFAULT_TILE;
+use cuda_kernels::matmul::{f32_default, gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
 /// The kernel GPU `i`'s share of a divided product runs: for f32 the configuration tuned for
-/// this GPU and the shape of the share, if there is one, else the default tile; for a tensor
-/// type the library's pick for the share ([`GemmKernel::chosen`]), as `gemm` would run it.
+/// this GPU and the shape of the share, if there is one, else the library's default for the
+/// share's shape on this GPU ([`f32_default`]); for a tensor type the library's pick for the
+/// share ([`GemmKernel::chosen`]). Either way, what `gemm` would run for the share.
 fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) -> GpuResult<GemmKernel> {
     if dtype != Dtype::F32 {
         return GemmKernel::chosen(gpu, dtype, (m, n, k));
@@ -28,9 +28,13 @@ fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) 
         Some(path) => cached_kernel(path, &tuning::device_key(gpu.info()), &shape_class((m, n, k)), &[])?,
         None => None,
     };
-    let kernel = tuned.and_then(|(kernel, _)| tile_of(&kernel)).map_or(DEFAULT_TILE.kernel, |tile| tile.kernel);
-    gpu.validate(kernel, &launch_config(kernel, m, n)?)?;
-    Ok(GemmKernel::Tile(kernel))
+    let kernel = match tuned.and_then(|(kernel, _)| tile_of(&kernel)) {
+        Some(tile) => GemmKernel::Tile(tile.kernel),
+        None => f32_default((m, n, k), gpu.info().multiprocessors as usize),
+    };
+    let name = kernel.kernel(Dtype::F32)?;
+    gpu.validate(name, &launch_config(name, m, n)?)?;
+    Ok(kernel)
 }
 
 /// Rows of C a run on `gpus` GPUs checks against the CPU: all when the CPU can compute all of
