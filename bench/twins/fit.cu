@@ -243,11 +243,13 @@ static __device__ __forceinline__ void fit_settle(double* params, double* errors
         params[FIT_MINOR] = p, errors[FIT_MINOR] = e;
         params[FIT_THETA] += 1.5707963267948966;
     }
-    double turns = params[FIT_THETA] * 0.3183098861837907 + 0.5;
-    if (fit_magnitude(turns) < 9.0e18) {
+    if (fit_magnitude(params[FIT_THETA]) < FIT_LOST_ANGLE) {
+        double turns = params[FIT_THETA] * 0.3183098861837907 + 0.5;
         double whole = (double)(long long)turns;
         double floor_ = whole > turns ? whole - 1.0 : whole;
         params[FIT_THETA] -= floor_ * 3.141592653589793;
+    } else {
+        params[FIT_THETA] = errors[FIT_THETA] = NAN;
     }
 }
 

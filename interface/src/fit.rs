@@ -707,9 +707,15 @@ pub fn gaussian(
     (m, derivatives)
 }
 
+/// Radians, 2³²: a θ this large is known to no better than a micro-radian, and past it to
+/// nothing ([`settle`]).
+pub const LOST_ANGLE: f64 = 4_294_967_296.0;
+
 /// A fitted component as the record keeps it, from its parameters in its box (origin
 /// `x0`, `y0`): the centre in the image's pixels, σ_major ≥ σ_minor (swapped with their errors,
-/// and θ turned by π/2, where the fit ended the other way round), and θ in [−π/2, π/2).
+/// and θ turned by π/2, where the fit ended the other way round), and θ in [−π/2, π/2). A θ of
+/// [`LOST_ANGLE`] or more, where a fit that ran away drove it, becomes NaN, with its error:
+/// rounding has lost where it lies in the half turn.
 #[inline(always)]
 pub fn settle(params: &mut [f64; PARAMETERS], errors: &mut [f64; PARAMETERS], x0: f64, y0: f64) {
     params[X] += x0;
@@ -722,12 +728,15 @@ pub fn settle(params: &mut [f64; PARAMETERS], errors: &mut [f64; PARAMETERS], x0
         errors[MINOR] = e;
         params[THETA] += core::f64::consts::FRAC_PI_2;
     }
-    // θ − π ⌊θ/π + ½⌋; a θ past i64 (no fit gets there) is left as it is.
-    let turns = params[THETA] * core::f64::consts::FRAC_1_PI + 0.5;
-    if magnitude(turns) < 9.0e18 {
+    // θ − π ⌊θ/π + ½⌋.
+    if magnitude(params[THETA]) < LOST_ANGLE {
+        let turns = params[THETA] * core::f64::consts::FRAC_1_PI + 0.5;
         let whole = turns as i64 as f64;
         let floor = if whole > turns { whole - 1.0 } else { whole };
         params[THETA] -= floor * core::f64::consts::PI;
+    } else {
+        params[THETA] = f64::NAN;
+        errors[THETA] = f64::NAN;
     }
 }
 

@@ -106,7 +106,7 @@ pub struct Gaussian {
     /// …and along the minor axis (`minor ≤ major`).
     pub minor: f64,
     /// The major axis' angle from the +x (column) axis towards +y (row), radians in
-    /// [−π/2, π/2).
+    /// [−π/2, π/2); NaN where a fit that ran away drove it past `interface::fit::LOST_ANGLE`.
     pub theta: f64,
 }
 
@@ -1252,7 +1252,7 @@ mod tests {
     use crate::gpu::doctest_gpu;
     use crate::label::{cpu_reference as label, detect, Connectivity};
     use crate::measure::cpu_reference as measure;
-    use interface::fit::{FWHM, RESIDUAL_BOX_PIXELS};
+    use interface::fit::{FWHM, LOST_ANGLE, RESIDUAL_BOX_PIXELS};
     use std::f64::consts::PI;
     use std::io::Write;
 
@@ -1701,6 +1701,16 @@ mod tests {
             settle(&mut p, &mut [0.0; 6], 0.0, 0.0);
             assert!((p[THETA] - want).abs() < 1e-12, "θ {theta} settles at {}, not {want}", p[THETA]);
         }
+        // A θ a fit drove past 2³² radians has lost its place in the half turn: NaN, and its error.
+        for theta in [LOST_ANGLE, -1.0e28, f64::INFINITY] {
+            let (mut p, mut e) = ([1.0, 0.0, 0.0, 2.0, 1.0, theta], [0.1; PARAMETERS]);
+            settle(&mut p, &mut e, 0.0, 0.0);
+            assert!(p[THETA].is_nan() && e[THETA].is_nan(), "θ {theta} settles at {} ± {}", p[THETA], e[THETA]);
+            assert_eq!(p[..THETA], [1.0, 0.0, 0.0, 2.0, 1.0]);
+        }
+        let mut p = [1.0, 0.0, 0.0, 2.0, 1.0, LOST_ANGLE - 1.0];
+        settle(&mut p, &mut [0.0; PARAMETERS], 0.0, 0.0);
+        assert!(p[THETA].abs() <= PI / 2.0, "{}", p[THETA]);
     }
 
     #[test]

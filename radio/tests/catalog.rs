@@ -269,6 +269,32 @@ fn ds9_regions_have_the_frame_and_numbers_ds9_reads() {
 }
 
 #[test]
+fn a_shape_whose_angle_is_lost_keeps_its_axes_and_is_a_circle_in_ds9() {
+    let coordinates = sin();
+    let wcs = wcs_of(&coordinates).clone();
+    let mut lost = fitted(3, 100.5, 300.25);
+    let shape = lost.shape.as_mut().unwrap();
+    shape.angle = Measured { value: f64::NAN, error: None };
+    let on_sky = Catalog::new("sky.fits", coordinates, None, vec![lost.clone()]);
+    let in_pixels = Catalog::new("sky.fits", pixels(), None, vec![lost]);
+    // On the sky, each axis scales as the pixel does; the position angle stays unknown.
+    let scale = wcs.pixel_scale(100.5, 300.25).unwrap();
+    let (names, rows) = table(&on_sky.csv());
+    let cell = |name: &str| rows[0][names.iter().position(|n| n == name).unwrap()].clone();
+    let major: f64 = cell("major").parse().unwrap();
+    let minor: f64 = cell("minor").parse().unwrap();
+    assert!((major - 6.0 * scale).abs() < 1e-9 && (minor - 3.0 * scale).abs() < 1e-9, "{major} {minor}");
+    assert_eq!((cell("pa"), cell("angle_px")), ("NaN".to_string(), "NaN".to_string()));
+    // ds9 has no ellipse without an angle: the circle of the major axis.
+    let region = on_sky.regions();
+    let line = region.lines().nth(4).unwrap();
+    assert!(line.starts_with("circle(") && line.ends_with("# text={3}"), "{line}");
+    let radius: f64 = line.split(',').nth(2).unwrap().split_once('"').unwrap().0.parse().unwrap();
+    assert!((radius - 3.0 * scale).abs() < 1e-4, "{line}");
+    assert_eq!(in_pixels.regions().lines().nth(4), Some("circle(101.5000,301.2500,3.0000) # text={3}"));
+}
+
+#[test]
 fn galactic_images_have_galactic_columns_and_regions() {
     let galactic = coordinates(&[
         "CTYPE1  = 'GLON-CAR'",

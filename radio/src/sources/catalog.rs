@@ -54,7 +54,8 @@ impl Measured {
 }
 
 /// An elliptical shape in pixels: the major and minor axes' full widths at half maximum, and
-/// the major axis's angle in degrees from +x towards +y.
+/// the major axis's angle in degrees from +x towards +y (NaN where a fit that ran away lost it:
+/// `interface::fit::LOST_ANGLE`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Shape {
     pub major: Measured,
@@ -185,8 +186,13 @@ impl Catalog {
                         _ => None,
                     };
                     let shape = row.shape.and_then(|s| {
-                        let (major, minor, pa) =
-                            wcs.ellipse_to_sky(x, y, s.major.value, s.minor.value, s.angle.value)?;
+                        let (major, minor, pa) = if s.angle.value.is_nan() {
+                            // No angle to turn the axes by: each scales as the pixel does.
+                            let scale = wcs.pixel_scale(x, y)?;
+                            (s.major.value * scale, s.minor.value * scale, f64::NAN)
+                        } else {
+                            wcs.ellipse_to_sky(x, y, s.major.value, s.minor.value, s.angle.value)?
+                        };
                         // An axis's error scales as the axis; the angle's stays (as for a conformal map).
                         let scaled = |m: Measured, arcsec: f64| Measured {
                             value: arcsec,
@@ -359,6 +365,10 @@ impl Catalog {
             let radius = row.measures.map(|m| (m.x_max - m.x_min + 1).max(m.y_max - m.y_min + 1) as f64 / 2.0);
             let label = row.island;
             let _ = match (ellipse, radius.zip(scale)) {
+                // An ellipse whose angle is lost: the circle of its major axis.
+                (Some((major, _, angle)), _) if angle.is_nan() => {
+                    writeln!(text, "circle({},{:.4}{}) # text={{{}}}", centre, major / 2.0, unit, label)
+                }
                 (Some((major, minor, angle)), _) => writeln!(
                     text,
                     "ellipse({},{:.4}{u},{:.4}{u},{:.4}) # text={{{}}}",

@@ -79,12 +79,16 @@ fn stretch(pixels: &[f32], scale: Scale) -> impl Fn(f32) -> f64 + Sync {
 /// A mark's outline: its centre, its semi-axes (pixels), its angle (radians), for a line of
 /// `thickness`. A circle clears its box by 3 pixels and the line; an ellipse has the fitted
 /// shape, its semi-axes half the FWHM, scaled up where needed so that the line clears the
-/// source's brightest pixels (a semi-minor axis of at least 2 pixels and the line).
+/// source's brightest pixels (a semi-minor axis of at least 2 pixels and the line); an ellipse
+/// whose angle is lost (NaN) is the circle of its major axis.
 fn outline(mark: &Mark, thickness: f64) -> (f64, f64, f64, f64, f64) {
     match *mark {
         Mark::Circle { x, y, half } => {
             let r = half + 3.0 + thickness;
             (x, y, r, r, 0.0)
+        }
+        Mark::Ellipse { x, y, major, angle, .. } if angle.is_nan() => {
+            outline(&Mark::Ellipse { x, y, major, minor: major, angle: 0.0 }, thickness)
         }
         Mark::Ellipse { x, y, major, minor, angle } => {
             let (a, b) = (major.max(minor) / 2.0, major.min(minor) / 2.0);
@@ -239,6 +243,11 @@ mod tests {
         // axis ratio: FWHM 2 x 1 draws semi-axes 6 and 3.
         let small = render_marks(&image, scale, &[ellipse(30.0, 2.0, 1.0, 0.0)]);
         assert_eq!((at(&small, 20, 36), at(&small, 23, 30)), (MARK, MARK));
+        // An ellipse whose angle is lost is the circle of its major axis.
+        let lost = render_marks(&image, scale, &[ellipse(30.0, 16.0, 8.0, f64::NAN)]);
+        for (row, col) in [(20, 38), (20, 22), (12, 30), (28, 30)] {
+            assert_eq!(at(&lost, row, col), MARK, "lost angle: ({row}, {col})");
+        }
         // A non-finite mark is left out, not drawn.
         let none = render_marks(&image, scale, &[ellipse(f64::NAN, 16.0, 8.0, 0.0)]);
         assert!(none.chunks(3).all(|p| p != MARK));
