@@ -10,6 +10,7 @@ mod common;
 
 use common::{assert_passed, gpu, run, SEED};
 use host::gpu::{Gpu, GpuError, LaunchConfig};
+use host::ops::matmul::{Dtype, GemmKernel};
 use host::ops::{family, FAMILIES};
 use host::registry::Purpose;
 use std::io::Write;
@@ -188,6 +189,23 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
     let f32_later = run(&gpu, "matmul", &with_cache("--m 257 --n 255 --k 120"), 1);
     let f32_tuned = f32_later.iter().find(|r| r.variant == "tuned").expect("the f32 pick");
     assert!(!f32_tuned.note.as_deref().unwrap_or_default().contains("mma"), "{:?}", f32_tuned);
+
+    // `--gpus` shares run gemm's pick with the cache `--tuning-cache` names: the tuned kernel.
+    let matmul = family("matmul").expect("the matmul family");
+    for dtype in [Dtype::F32, Dtype::Bf16] {
+        let options = with_cache(&format!("matmul --m 257 --n 255 --k 120 --dtype {} --gpus 1", dtype.name()));
+        let matches = matmul.command().try_get_matches_from(options.split_whitespace()).expect("parsed");
+        let report = matmul.split(&matches, SEED, 2).expect("--gpus given").expect("ran");
+        assert!(report.check.passed, "{:?}", report);
+        let tuned = GemmKernel::tuned_in(&cache, &gpu, dtype, (257, 255, 120)).expect("read").expect("kept");
+        let kernel = tuned.kernel(dtype).expect("named");
+        assert!(
+            report.rows.iter().all(|r| r.kernel == kernel),
+            "{} shares ran {:?}, not {kernel}",
+            dtype.name(),
+            report
+        );
+    }
 
     std::fs::write(&cache, "{ this is not JSON").expect("cache overwritten");
     expect_error(&gpu, "matmul", &with_cache("--m 30 --n 20 --k 10"), "not a usable tuning cache");

@@ -18,6 +18,7 @@ use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceSlice;
 use interface::matmul::{TileConfig, ASYNC_BK, ASYNC_BM, ASYNC_BN, TILE_CONFIGS};
 use ndarray::{Array2, ArrayView2};
+use std::path::Path;
 
 /// The kernel a product runs: a step of the f32 ladder, a tuned f32 tile configuration, a
 /// tensor type's mma.sync step, or a Hopper step.
@@ -58,16 +59,30 @@ impl GemmKernel {
         }
     }
 
-    /// The kernel `host matmul --tune` kept for this GPU, precision and shape, if any; an
-    /// unreadable cache file is an error, an absent one is none.
-    pub fn tuned(gpu: &Gpu, precision: Dtype, (m, n, k): (usize, usize, usize)) -> GpuResult<Option<Self>> {
-        let Ok(path) = tuning::default_path() else { return Ok(None) };
+    /// The kernel `host matmul --tune` kept in the default tuning cache for this GPU, precision
+    /// and shape, if any ([`GemmKernel::tuned_in`]).
+    pub fn tuned(gpu: &Gpu, precision: Dtype, dims: (usize, usize, usize)) -> GpuResult<Option<Self>> {
+        match tuning::default_path() {
+            Ok(path) => Self::tuned_in(&path, gpu, precision, dims),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The kernel `host matmul --tune` kept in the tuning cache at `path` for this GPU,
+    /// precision and shape, if any: an unreadable cache file is an error, an absent one (or a
+    /// kernel this build does not run for `precision`) is none.
+    pub fn tuned_in(
+        path: &Path,
+        gpu: &Gpu,
+        precision: Dtype,
+        (m, n, k): (usize, usize, usize),
+    ) -> GpuResult<Option<Self>> {
         let class = tuning::shape_class(&[("m", m), ("n", n), ("k", k)]);
         let class = match precision {
             Dtype::F32 => class,
             dtype => format!("{class} {}", dtype.name()),
         };
-        let cache = TuningCache::load(&path)?;
+        let cache = TuningCache::load(path)?;
         let Some(choice) = cache.lookup("matmul", &tuning::device_key(gpu.info()), &class) else { return Ok(None) };
         let kernel = choice.kernel.as_str();
         let found = Step::ALL
@@ -80,10 +95,24 @@ impl GemmKernel {
         Ok(found.filter(|choice| choice.kernel(precision).is_ok_and(|k| k == kernel)))
     }
 
-    /// The kernel [`gemm`] runs: the tuned one where the cache has it, else the default for
-    /// `precision` on this GPU.
+    /// The kernel [`gemm`] runs: the tuned one where the default tuning cache has it, else the
+    /// default for `precision` on this GPU.
     pub fn chosen(gpu: &Gpu, precision: Dtype, dims: (usize, usize, usize)) -> GpuResult<Self> {
-        if let Some(tuned) = Self::tuned(gpu, precision, dims)? {
+        Self::chosen_in(tuning::default_path().ok().as_deref(), gpu, precision, dims)
+    }
+
+    /// [`GemmKernel::chosen`] with the tuning cache at `cache` (none: the default alone).
+    pub fn chosen_in(
+        cache: Option<&Path>,
+        gpu: &Gpu,
+        precision: Dtype,
+        dims: (usize, usize, usize),
+    ) -> GpuResult<Self> {
+        let tuned = match cache {
+            Some(path) => Self::tuned_in(path, gpu, precision, dims)?,
+            None => None,
+        };
+        if let Some(tuned) = tuned {
             if !matches!(tuned, GemmKernel::Hopper(_)) || gpu.has_hopper() {
                 return Ok(tuned);
             }

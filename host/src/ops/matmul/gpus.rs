@@ -1,8 +1,6 @@
 //! `matmul --gpus N [--dtype T]`: C's rows divided among N GPUs.
 
-use super::launch::tile_of;
-use super::options::{random_inputs, require_shape, shape_and_files, shape_class, Dims};
-use super::tune::cached_kernel;
+use super::options::{random_inputs, require_shape, shape_and_files, Dims};
 use super::{cpu_reference, launch_config, tolerance, Matmul, Options};
 use crate::check::{self, product_scale};
 use crate::gpu::{require, Gpu, GpuResult};
@@ -10,30 +8,20 @@ use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::Kernel;
 use crate::report::Work;
 use crate::tuning;
-use cuda_kernels::matmul::{f32_default, gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
+use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// The kernel GPU `i`'s share of a divided product runs: for f32 the configuration tuned for
-/// this GPU and the shape of the share, if there is one, else the library's default for the
-/// share's shape on this GPU ([`f32_default`]); for a tensor type the library's pick for the
-/// share ([`GemmKernel::chosen`]). Either way, what `gemm` would run for the share.
+/// The kernel GPU `i`'s share of a divided product runs: what the library's `gemm` would run
+/// for the share on that GPU ([`GemmKernel::chosen_in`]), with the tuning cache `--tuning-cache`
+/// names (else the default one).
 fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) -> GpuResult<GemmKernel> {
-    if dtype != Dtype::F32 {
-        return GemmKernel::chosen(gpu, dtype, (m, n, k));
+    let kernel = GemmKernel::chosen_in(cache, gpu, dtype, (m, n, k))?;
+    if dtype == Dtype::F32 {
+        let name = kernel.kernel(dtype)?;
+        gpu.validate(name, &launch_config(name, m, n)?)?;
     }
-    let tuned = match cache {
-        // An f32 pick is a tile configuration: no other variants apply.
-        Some(path) => cached_kernel(path, &tuning::device_key(gpu.info()), &shape_class((m, n, k)), &[])?,
-        None => None,
-    };
-    let kernel = match tuned.and_then(|(kernel, _)| tile_of(&kernel)) {
-        Some(tile) => GemmKernel::Tile(tile.kernel),
-        None => f32_default((m, n, k), gpu.info().multiprocessors as usize),
-    };
-    let name = kernel.kernel(Dtype::F32)?;
-    gpu.validate(name, &launch_config(name, m, n)?)?;
     Ok(kernel)
 }
 

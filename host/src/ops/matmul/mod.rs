@@ -49,7 +49,7 @@ use interface::matmul::{DEFAULT_TILE, TILE_CONFIGS};
 use options::{random_inputs, require_shape, shape_and_files, shape_class, Dims, Inputs};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tune::{cached_kernel, tile_notes, tile_variant, TuneTarget};
 
 /// The types `--dtype` runs on the tensor cores, as the CLI names them.
@@ -326,9 +326,9 @@ struct SplitK {
     partials: DeviceBuffer<f32>,
 }
 
-/// The library's pick for this type and shape on this GPU.
-fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims) -> GpuResult<Pick> {
-    let chosen = GemmKernel::chosen(gpu, dtype, shape)?;
+/// The library's pick for this type and shape on this GPU, with the tuning cache at `cache`.
+fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims, cache: Option<&Path>) -> GpuResult<Pick> {
+    let chosen = GemmKernel::chosen_in(cache, gpu, dtype, shape)?;
     let kernel = chosen.kernel(dtype)?;
     let (variant, splits) = match chosen {
         GemmKernel::Split(splits) => (Variant::new(SPLIT_K, kernel), Some(splits)),
@@ -338,9 +338,13 @@ fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims) -> GpuResult<Pick> {
         Dtype::F32 => shape_class(shape),
         dtype => format!("{} {}", shape_class(shape), dtype.name()),
     };
-    let why = match GemmKernel::tuned(gpu, dtype, shape)? {
+    let tuned = match cache {
+        Some(path) => GemmKernel::tuned_in(path, gpu, dtype, shape)?,
+        None => None,
+    };
+    let why = match tuned {
         Some(tuned) if tuned == chosen => {
-            format!("gemm's pick: what --tune kept for {class} in the default tuning cache")
+            format!("gemm's pick: what --tune kept for {class} in the tuning cache")
         }
         _ => format!(
             "gemm's pick: the library's rule for {} on compute capability {}.{} (no --tune entry for {class})",
@@ -475,7 +479,7 @@ impl Kernel for Matmul {
             (None, false) => tuning::default_path().ok(),
         };
         let mut variants = Self::variants_for(options)?;
-        let pick = library_pick(gpu, dtype, shape)?;
+        let pick = library_pick(gpu, dtype, shape, cache_path.as_deref())?;
         // Split k joins the type's steps where the library picks it (not under --tune, which
         // keeps a kernel by name, and split k's is the pipelined step's).
         let split_k = pick.splits.is_some() && !(options.tune || options.all_configs);
@@ -697,9 +701,10 @@ mod tests {
             // The pick needs the GPU: `prepare` adds it, and nothing else runs.
             assert_eq!(matmul.variants(&options).expect("its variants"), vec![], "{dtype}");
         }
-        for other in ["--variant async", "--tune", "--all-configs", "--gpus 2", "--tuning-cache t.json"] {
+        for other in ["--variant async", "--tune", "--all-configs", "--gpus 2"] {
             assert!(matmul.parse(&format!("--chosen {other}")).is_err(), "--chosen with {other}");
         }
+        assert!(matmul.parse("--chosen --tuning-cache t.json").is_ok(), "--chosen reads the cache named");
         // A pick is the variant that other runs call by that name.
         assert_eq!(variant_of(Step::Async.kernel()), Step::Async.variant());
         assert_eq!(variant_of(TensorStep::MmaBf16.kernel()), TensorStep::MmaBf16.variant());

@@ -97,8 +97,8 @@ pub struct Options {
     #[arg(long, conflicts_with = "variants")]
     pub all_configs: bool,
     /// Runs only the kernel the library's `gemm` picks for this shape and type on this GPU
-    /// (what --tune kept in the default tuning cache, else the library's rule), and says why.
-    #[arg(long, conflicts_with_all = ["variants", "tune", "all_configs", "gpus", "tuning_cache"])]
+    /// (what --tune kept in the tuning cache, else the library's rule), and says why.
+    #[arg(long, conflicts_with_all = ["variants", "tune", "all_configs", "gpus"])]
     pub chosen: bool,
     /// Divides C's rows among this many GPUs (one context and stream each, copies in
     /// parallel), in --dtype's type (f32, tf32, bf16 or f16, each GPU converting its share),
