@@ -1,13 +1,15 @@
 //! A picture of what was found: the image on an asinh scale (linear within the noise,
 //! logarithmic for the bright sources), each source marked, as a PNG: a fitted source by its
-//! ellipse, any other by a circle clear of its island. Row 0 is at the top, as NumPy and
+//! ellipse (amber where its island's fit did not converge or is singular), any other by a circle
+//! clear of its island. Row 0 is at the top, as NumPy and
 //! matplotlib show `image[y, x]` (a FITS viewer shows it at the bottom), so a catalog's (x, y)
 //! is the PNG's pixel (x, y).
 
-use super::catalog::Row;
+use super::catalog::{self, Row};
 use super::clip::Background;
 use super::measure::Source;
 use crate::io::{file_error, Image};
+use cuda_kernels::fit::Flags;
 use cuda_kernels::gpu::GpuResult;
 use image::{ImageFormat, RgbImage};
 use rayon::prelude::*;
@@ -15,6 +17,9 @@ use std::path::Path;
 
 /// The marks' colour: red-orange, apart from every grey.
 pub const MARK: [u8; 3] = [255, 72, 40];
+/// The ellipses of fits that did not converge or are singular: amber, apart from the marks'
+/// colour and the greys.
+pub const FLAGGED: [u8; 3] = [255, 200, 0];
 /// Blanked (NaN) pixels: a dark blue, apart from the noise's greys.
 pub const BLANK: [u8; 3] = [28, 38, 72];
 
@@ -36,9 +41,10 @@ impl From<&Background> for Scale {
 pub enum Mark {
     /// A circle clear of a box of half-side `half` (pixels) around (x, y).
     Circle { x: f64, y: f64, half: f64 },
-    /// A fitted ellipse: its axes' full widths at half maximum (pixels) and the major axis's
-    /// angle in degrees from +x towards +y.
-    Ellipse { x: f64, y: f64, major: f64, minor: f64, angle: f64 },
+    /// A fitted ellipse: its axes' full widths at half maximum (pixels), the major axis's
+    /// angle in degrees from +x towards +y, and whether its island's fit did not converge or
+    /// is singular (drawn in [`FLAGGED`]).
+    Ellipse { x: f64, y: f64, major: f64, minor: f64, angle: f64, flagged: bool },
 }
 
 /// The circle of each island of the lesson.
@@ -49,16 +55,23 @@ pub fn circles(sources: &[Source]) -> Vec<Mark> {
         .collect()
 }
 
-/// The mark of each catalog row: its ellipse where it has a shape, else a circle clear of its
-/// island's box (of no size without one).
+/// The mark of each catalog row: its ellipse where it has a shape (flagged where its island's
+/// fit did not converge or is singular), else a circle clear of its island's box (of no size
+/// without one).
 pub fn marks(rows: &[Row]) -> Vec<Mark> {
+    let unsettled = catalog::fit_flags(Flags::NOT_CONVERGED) | catalog::fit_flags(Flags::SINGULAR);
     rows.iter()
         .map(|r| {
             let (x, y) = (r.x.value, r.y.value);
             match (r.shape, r.measures) {
-                (Some(s), _) => {
-                    Mark::Ellipse { x, y, major: s.major.value, minor: s.minor.value, angle: s.angle.value }
-                }
+                (Some(s), _) => Mark::Ellipse {
+                    x,
+                    y,
+                    major: s.major.value,
+                    minor: s.minor.value,
+                    angle: s.angle.value,
+                    flagged: r.flags & unsettled != 0,
+                },
                 (None, Some(m)) => Mark::Circle { x, y, half: (m.y_max - m.y_min).max(m.x_max - m.x_min) as f64 / 2.0 },
                 (None, None) => Mark::Circle { x, y, half: 0.0 },
             }
@@ -87,10 +100,10 @@ fn outline(mark: &Mark, thickness: f64) -> (f64, f64, f64, f64, f64) {
             let r = half + 3.0 + thickness;
             (x, y, r, r, 0.0)
         }
-        Mark::Ellipse { x, y, major, angle, .. } if angle.is_nan() => {
-            outline(&Mark::Ellipse { x, y, major, minor: major, angle: 0.0 }, thickness)
+        Mark::Ellipse { x, y, major, angle, flagged, .. } if angle.is_nan() => {
+            outline(&Mark::Ellipse { x, y, major, minor: major, angle: 0.0, flagged }, thickness)
         }
-        Mark::Ellipse { x, y, major, minor, angle } => {
+        Mark::Ellipse { x, y, major, minor, angle, .. } => {
             let (a, b) = (major.max(minor) / 2.0, major.min(minor) / 2.0);
             let scale = if b > 0.0 { ((2.0 + thickness) / b).max(1.0) } else { 1.0 };
             (x, y, a * scale, b * scale, angle.to_radians())
@@ -119,6 +132,10 @@ pub fn render_marks(image: &Image, scale: Scale, marks: &[Mark]) -> Vec<u8> {
         if !(x.is_finite() && y.is_finite() && a.is_finite() && b > 0.0 && angle.is_finite()) {
             continue;
         }
+        let colour = match mark {
+            Mark::Ellipse { flagged: true, .. } => FLAGGED,
+            _ => MARK,
+        };
         let (sin, cos) = angle.sin_cos();
         let reach = a + thickness;
         let rows =
@@ -133,7 +150,7 @@ pub fn render_marks(image: &Image, scale: Scale, marks: &[Mark]) -> Vec<u8> {
                 // Along the ray from the centre, the outline lies at distance / r.
                 if r > 0.0 && (distance - distance / r).abs() <= thickness / 2.0 {
                     let i = 3 * (row * width + col);
-                    rgb[i..i + 3].copy_from_slice(&MARK);
+                    rgb[i..i + 3].copy_from_slice(&colour);
                 }
             }
         }
@@ -165,6 +182,7 @@ pub fn write(path: &Path, image: &Image, background: &Background, sources: &[Sou
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::catalog::{Measured, Shape};
     use test_support::scratch;
 
     #[test]
@@ -218,13 +236,41 @@ mod tests {
     }
 
     #[test]
+    fn the_ellipses_of_fits_that_did_not_settle_are_flagged() {
+        let m = Measured::bare;
+        let row = |flags: u32| Row {
+            island: 1,
+            component: 0,
+            x: m(3.0),
+            y: m(4.0),
+            peak: None,
+            integrated: None,
+            rms: None,
+            shape: Some(Shape { major: m(6.0), minor: m(3.0), angle: m(30.0) }),
+            measures: None,
+            flags,
+        };
+        let flagged = |flags: u32| matches!(marks(&[row(flags)])[0], Mark::Ellipse { flagged: true, .. });
+        assert!(!flagged(0) && !flagged(catalog::fit_flags(Flags::AT_EDGE)));
+        assert!(flagged(catalog::fit_flags(Flags::NOT_CONVERGED)));
+        assert!(flagged(catalog::fit_flags(Flags::SINGULAR) | catalog::fit_flags(Flags::AT_EDGE)));
+    }
+
+    #[test]
     fn a_fitted_source_is_drawn_as_its_ellipse() {
         // A 60x40 flat image; an ellipse of FWHM 16 x 8 along +x at (30, 20), and one turned by
         // 90°: the first reaches 8 pixels along x and 4 along y, the second the other way.
         let (width, height) = (60, 40);
         let image = Image { width, height, pixels: vec![0.0; width * height] };
         let scale = Scale { median: 0.0, sigma: 1.0 };
-        let ellipse = |x: f64, major: f64, minor: f64, angle: f64| Mark::Ellipse { x, y: 20.0, major, minor, angle };
+        let ellipse = |x: f64, major: f64, minor: f64, angle: f64| Mark::Ellipse {
+            x,
+            y: 20.0,
+            major,
+            minor,
+            angle,
+            flagged: false,
+        };
         let along = ellipse(30.0, 16.0, 8.0, 0.0);
         let rgb = render_marks(&image, scale, &[along]);
         let at =
@@ -248,6 +294,11 @@ mod tests {
         for (row, col) in [(20, 38), (20, 22), (12, 30), (28, 30)] {
             assert_eq!(at(&lost, row, col), MARK, "lost angle: ({row}, {col})");
         }
+        // A flagged fit's ellipse is the same outline in amber.
+        let flagged_along = Mark::Ellipse { x: 30.0, y: 20.0, major: 16.0, minor: 8.0, angle: 0.0, flagged: true };
+        let flagged = render_marks(&image, scale, &[flagged_along]);
+        let marked = |rgb: &[u8], colour: [u8; 3]| rgb.chunks(3).filter(|p| *p == colour).count();
+        assert_eq!((marked(&flagged, FLAGGED), marked(&flagged, MARK)), (marked(&rgb, MARK), 0));
         // A non-finite mark is left out, not drawn.
         let none = render_marks(&image, scale, &[ellipse(f64::NAN, 16.0, 8.0, 0.0)]);
         assert!(none.chunks(3).all(|p| p != MARK));
