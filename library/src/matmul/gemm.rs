@@ -102,6 +102,21 @@ impl GemmKernel {
     }
 
     /// [`GemmKernel::chosen`] with the tuning cache at `cache` (none: the default alone).
+    ///
+    /// ```
+    /// # fn main() -> cuda_kernels::GpuResult<()> {
+    /// use cuda_kernels::matmul::{Dtype, GemmKernel};
+    ///
+    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+    /// // A cache file that is not there holds no tuned kernel: the library's rule picks.
+    /// let absent = std::env::temp_dir().join(format!("no-tuning-cache-{}.json", std::process::id()));
+    /// let dims = (4096, 4096, 4096);
+    /// let picked = GemmKernel::chosen_in(Some(&absent), &gpu, Dtype::Bf16, dims)?;
+    /// assert_eq!(picked, GemmKernel::chosen_in(None, &gpu, Dtype::Bf16, dims)?);
+    /// println!("bf16 {dims:?}: {}", picked.kernel(Dtype::Bf16)?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn chosen_in(
         cache: Option<&Path>,
         gpu: &Gpu,
