@@ -843,6 +843,112 @@ struct Runner {
         }
     }
 
+    // interface::matmul::split_count: `wanted` splits of `slices` slices made even, the fewest
+    // runs of ceil(slices / wanted) that cover them (none empty).
+    static size_t split_count(size_t slices, size_t wanted) {
+        wanted = wanted == 0 ? 1 : wanted > slices ? slices : wanted;
+        size_t per = (slices + wanted - 1) / wanted;
+        return (slices + per - 1) / per;
+    }
+
+    // The splits library/src/matmul/split.rs's f32_splits_for picks: none while C's 64x64 tiles
+    // outnumber the SMs, or while the partial products would outweigh A and B; else enough that
+    // tiles x splits fill every SM's MATMUL_SPLIT_BLOCKS_PER_SM blocks about once, each split at
+    // least MATMUL_SPLIT_MIN_SLICES slices, made even (split_count).
+    size_t f32_splits_for(size_t m, size_t n, size_t k) const {
+        size_t tiles = (size_t)blocks(m, MATMUL_SPLIT_BM) * blocks(n, MATMUL_SPLIT_BN);
+        if (tiles > sms) return 1;
+        size_t slices = blocks(k, MATMUL_SPLIT_BK);
+        size_t splits = split_count(
+            slices, std::min<size_t>((size_t)MATMUL_SPLIT_BLOCKS_PER_SM * sms / tiles, slices / MATMUL_SPLIT_MIN_SLICES));
+        return splits * m * n > k * (m + n) ? 1 : splits;
+    }
+
+    // Threads the reduction gives each quad of C (interface::matmul::reduce_groups).
+    static size_t reduce_groups(size_t splits) {
+        size_t wanted = (splits + MATMUL_REDUCE_SPLITS_PER_THREAD - 1) / MATMUL_REDUCE_SPLITS_PER_THREAD, groups = 1;
+        while (groups < wanted && groups < MATMUL_REDUCE_MAX_GROUPS) groups *= 2;
+        return groups;
+    }
+
+    // Step 4d, split k (kernels/src/matmul/split_k.rs, twins in matmul/split_k.cu): step 4c's
+    // kernel on 64x64 tiles on a grid `splits` deep, each layer's partial product checked through
+    // their sum, at long-k shapes (and an odd one, every block checked) in as many splits as the
+    // host picks; then the reduction of that many partials of C's size, which step H3 shares.
+    void matmul_split() {
+        const std::string product = "matmul_vec4_64x64_split", reduction = "matmul_split_reduce";
+        struct Dims {
+            size_t m, n, k;
+        };
+        const std::vector<Dims> shapes = {
+            {64, 64, 65536}, {128, 128, 16384}, {16, 4096, 4096}, {64, 64, 8192}, {67, 61, 5003}};
+        if (wanted(product)) {
+            size_t most = 0;
+            for (Dims d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
+            auto ah = random_f32(most, 46), bh = random_f32(most, 47);
+            // A shape uses the first m * k and k * n elements: still random matrices.
+            auto a = upload(ah), b = upload(bh);
+            for (Dims d : shapes) {
+                size_t m = d.m, n = d.n, k = d.k, splits = f32_splits_for(m, n, k);
+                auto partials = device(4 * splits * m * n);
+                Case x;
+                x.kernel = product;
+                x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" +
+                         std::to_string(splits);
+                x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+                x.shape = Shape{blocks(n, MATMUL_SPLIT_BN), blocks(m, MATMUL_SPLIT_BM), MATMUL_SPLIT_THREADS, 1,
+                                MATMUL_SPLIT_SHARED_BYTES};
+                x.shape.gz = (unsigned)splits;
+                x.args.slice(a, m * k).slice(b, k * n).ptr(partials).add(m).add(n).add(k);
+                x.out = partials, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
+                x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                    const float* o = reinterpret_cast<const float*>(out.data());
+                    for (size_t e : sample_indices(m * n, 32, 48)) {
+                        size_t i = e / n, j = e % n;
+                        double sum = 0, magnitude = 0, got = 0;
+                        for (size_t p = 0; p < k; ++p) {
+                            double t = (double)ah[i * k + p] * bh[p * n + j];
+                            sum += t, magnitude += std::fabs(t);
+                        }
+                        for (size_t s = 0; s < splits; ++s) got += o[s * m * n + e];
+                        if (!(std::fabs(got - sum) <= 2.0 * k * FLT_EPSILON * magnitude + FLT_MIN))
+                            return "the splits of C[" + std::to_string(i) + "][" + std::to_string(j) + "] sum to " +
+                                   fmt("%.9g", got) + ", want " + fmt("%.9g", sum);
+                    }
+                    return "";
+                };
+                run(x);
+            }
+        }
+        if (!wanted(reduction)) return;
+        // The reduction alone, at the partials the products above leave.
+        for (Dims d : shapes) {
+            size_t len = d.m * d.n, splits = f32_splits_for(d.m, d.n, d.k);
+            auto values = random_f32(splits * len, 44);
+            auto partials = upload(values), c = device(4 * len);
+            size_t quads = MATMUL_REDUCE_THREADS / reduce_groups(splits);
+            Case x;
+            x.kernel = reduction;
+            x.size = std::to_string(splits) + "x" + std::to_string(len);
+            x.unit = "GB/s", x.work = 4.0 * (splits + 1) * len;
+            x.shape = Shape{blocks(blocks(len, 4), quads), 1, MATMUL_REDUCE_THREADS, 1, 0};
+            x.args.slice(partials, splits * len).ptr(c).add(len).add(splits);
+            // The same additions in the same order: equal to the bit.
+            x.out = c, x.compare = Compare::Exact;
+            x.reference = [=, &values](const std::vector<unsigned char>& out) -> std::string {
+                const float* o = reinterpret_cast<const float*>(out.data());
+                for (size_t e : sample_indices(len, 64, 45)) {
+                    double sum = 0, magnitude = 0;
+                    for (size_t s = 0; s < splits; ++s) sum += values[s * len + e], magnitude += std::fabs(values[s * len + e]);
+                    if (!(std::fabs(o[e] - sum) <= splits * FLT_EPSILON * magnitude + FLT_MIN))
+                        return "C[" + std::to_string(e) + "] = " + fmt("%.9g", o[e]) + ", want " + fmt("%.9g", sum);
+                }
+                return "";
+            };
+            run(x);
+        }
+    }
+
     // The tensor-core steps (kernels/src/matmul/mma_*.rs) and their input conversions
     // (convert.rs). Every side is a multiple of MATMUL_MMA_ROW_ALIGN here, so the converted
     // rows carry no padding and a smaller matrix is the first m * k elements of a larger one.
@@ -1841,21 +1947,22 @@ struct Runner {
 #endif
 
 #if CUDA_VERSION >= 12000
-    // The splits library/src/matmul/split.rs's splits_for picks: none while C's tiles fill more
-    // than half the SMs, else enough to fill them about once, each at least WGMMA_SPLIT_MIN_SLICES
-    // slices, made even (interface::wgmma::split_count).
-    size_t splits_for(size_t m, size_t n, size_t slices) const {
-        size_t tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
-        if (2 * tiles > sms) return 1;
-        size_t wanted = std::max<size_t>(1, std::min<size_t>(sms / tiles, slices / WGMMA_SPLIT_MIN_SLICES));
-        size_t per = (slices + wanted - 1) / wanted;
-        return (slices + per - 1) / per;
+    // The splits library/src/matmul/split.rs's splits_for picks for inputs of `bytes` an element:
+    // none while C's tiles fill more than a quarter of the SMs, or while the partial products
+    // would outweigh A and B; else enough to fill the SMs about once, each at least
+    // WGMMA_SPLIT_MIN_SLICES slices, made even (split_count).
+    size_t splits_for(size_t m, size_t n, size_t k, size_t bk, size_t bytes) const {
+        size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
+        if (4 * tiles > sms) return 1;
+        size_t slices = blocks(k, bk);
+        size_t splits = split_count(slices, std::min<size_t>(sms / tiles, slices / WGMMA_SPLIT_MIN_SLICES));
+        return 4 * splits * m * n > bytes * k * (m + n) ? 1 : splits;
     }
 
-    // Step H3, split k (kernels/src/matmul/wgmma_split.rs, twins in matmul/wgmma_split.cu): the
-    // pipelined products on a grid `splits` deep, each layer's partial product checked through
-    // their sum, at the long-k shapes in as many splits as the host picks; then the
-    // reduction of that many partials of C's size.
+    // Step H3, split k (kernels/src/matmul/wgmma.rs, twins in matmul/wgmma.cu): the pipelined
+    // products on a grid `splits` deep, each layer's partial product checked through their sum,
+    // at the long-k shapes in as many splits as the host picks. Their reduction is step
+    // 4d's, matmul_split_reduce in the main modules (matmul_split()).
     void wgmma_split() {
         if (hopper_ptx.empty()) return;
         struct Dims {
@@ -1885,7 +1992,7 @@ struct Runner {
                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
             unsigned bk = tf32 ? WGMMA_BK_TF32 : WGMMA_BK;
             for (Dims d : shapes) {
-                size_t m = d.m, n = d.n, k = d.k, splits = splits_for(m, n, blocks(k, bk));
+                size_t m = d.m, n = d.n, k = d.k, splits = splits_for(m, n, k, bk, tf32 ? 4 : 2);
                 std::vector<CUtensorMap> maps(2);
                 if (!g_dry)
                     maps = {tensor_map(map_type, a->ptr, m, k, WGMMA_BM, bk),
@@ -1922,40 +2029,6 @@ struct Runner {
                 run(x);
             }
         }
-        // The reduction alone, at the partials the bf16 products above leave.
-        for (Dims d : shapes) {
-            size_t len = d.m * d.n, splits = splits_for(d.m, d.n, blocks(d.k, WGMMA_BK));
-            auto values = random_f32(splits * len, 44);
-            auto partials = upload(values), c = device(4 * len);
-            size_t quads = WGMMA_REDUCE_THREADS / reduce_groups(splits);
-            Case x;
-            x.hopper = true;
-            x.kernel = "matmul_split_reduce";
-            x.size = std::to_string(splits) + "x" + std::to_string(len);
-            x.unit = "GB/s", x.work = 4.0 * (splits + 1) * len;
-            x.shape = Shape{blocks(blocks(len, 4), quads), 1, WGMMA_REDUCE_THREADS, 1, 0};
-            x.args.slice(partials, splits * len).ptr(c).add(len).add(splits);
-            // The same additions in the same order: equal to the bit.
-            x.out = c, x.compare = Compare::Exact;
-            x.reference = [=, &values](const std::vector<unsigned char>& out) -> std::string {
-                const float* o = reinterpret_cast<const float*>(out.data());
-                for (size_t e : sample_indices(len, 64, 45)) {
-                    double sum = 0, magnitude = 0;
-                    for (size_t s = 0; s < splits; ++s) sum += values[s * len + e], magnitude += std::fabs(values[s * len + e]);
-                    if (!(std::fabs(o[e] - sum) <= splits * FLT_EPSILON * magnitude + FLT_MIN))
-                        return "C[" + std::to_string(e) + "] = " + fmt("%.9g", o[e]) + ", want " + fmt("%.9g", sum);
-                }
-                return "";
-            };
-            run(x);
-        }
-    }
-
-    // Threads the reduction gives each quad of C (interface::wgmma::reduce_groups).
-    static size_t reduce_groups(size_t splits) {
-        size_t wanted = (splits + WGMMA_REDUCE_SPLITS_PER_THREAD - 1) / WGMMA_REDUCE_SPLITS_PER_THREAD, groups = 1;
-        while (groups < wanted && groups < WGMMA_REDUCE_MAX_GROUPS) groups *= 2;
-        return groups;
     }
 #endif
 
@@ -2300,9 +2373,9 @@ int main(int argc, char** argv) {
     if (g_dry) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
-        run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.mma(), run.conv2d(),
-            run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(), run.fit(), run.background(),
-            run.hopper_cases();
+        run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.matmul_split(),
+            run.mma(), run.conv2d(), run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(),
+            run.fit(), run.background(), run.hopper_cases();
         size_t failed = 0;
         for (const Row& r : run.rows) failed += !r.passed;
         run.warn_untwinned();
@@ -2364,6 +2437,7 @@ int main(int argc, char** argv) {
         run.histogram();
         run.transpose();
         run.matmul();
+        run.matmul_split();
         run.mma();
         run.conv2d();
         run.conv1d();

@@ -108,5 +108,6 @@ pub fn vector_access(kernel: &str) -> bool {
     let sgemm_from_step_4a = ["matmul_v", "matmul_cp_async", "matmul_warps", "matmul_async", "matmul_mma"];
     kernel.contains("vec4")
         || kernel == "reduce_moments"
+        || kernel == "matmul_split_reduce"
         || sgemm_from_step_4a.iter().any(|prefix| kernel.starts_with(prefix))
 }

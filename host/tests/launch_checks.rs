@@ -19,7 +19,6 @@
 
 mod common;
 
-use cuda_kernels::matmul::split::{ReduceArgs, REDUCE};
 use cust::memory::{DeviceCopy, DeviceSlice};
 use host::gpu::{Gpu, GpuError, GpuResult, KernelArgs, HOPPER_PTX, KERNELS_PTX};
 use host::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
@@ -273,23 +272,6 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
     Cases { valid: with(valid, c, (m, n, k)), refused }
 }
 
-/// The split-k reduction's cases (step H3): `splits` layers of partial products summed into C.
-fn split_reduce_cases(memory: &mut Memory) -> Cases {
-    let (len, splits) = (4100, 7);
-    let (partials, c) = (memory.f32s(splits * len), memory.f32s(len));
-    let with = |partials, c, len, splits| -> Args { Box::new(ReduceArgs { partials, c, len, splits }) };
-    let refused = vec![
-        ("partials short".to_string(), with(memory.f32s(splits * len - 1), c, len, splits)),
-        ("C short".into(), with(partials, memory.f32s(len - 1), len, splits)),
-        ("C inside the partials".into(), with(partials, memory.same_memory(partials), len, splits)),
-        ("partials misaligned".into(), with(shifted(memory.f32s(splits * len + 1)), c, len, splits)),
-        ("C misaligned".into(), with(partials, shifted(memory.f32s(len + 1)), len, splits)),
-        ("no splits".into(), with(partials, c, len, 0)),
-        ("no elements".into(), with(partials, c, 0, splits)),
-    ];
-    Cases { valid: with(partials, c, len, splits), refused }
-}
-
 #[test]
 fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
     let mut memory = made_up();
@@ -302,13 +284,6 @@ fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
             assert_refused(args.checked_config(kernel), "wgmma", kernel, &what);
         }
     }
-    let Cases { valid, refused } = split_reduce_cases(&mut memory);
-    valid.checked_config(REDUCE).unwrap_or_else(|e| panic!("{REDUCE}: valid arguments refused: {e}"));
-    assert_eq!(valid.params(REDUCE).sizes(), ptx_parameters(REDUCE), "{REDUCE}: binding vs PTX parameters");
-    assert_refused(valid.checked_config("matmul_wgmma_bf16"), "wgmma", "matmul_wgmma_bf16", "reduction arguments");
-    for (what, args) in refused {
-        assert_refused(args.checked_config(REDUCE), "wgmma", REDUCE, &what);
-    }
     for kernel in fp8::KERNELS {
         let Cases { valid, refused } = fp8_cases(kernel, &mut memory);
         valid.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}: valid arguments refused: {e}"));
@@ -319,8 +294,9 @@ fn the_hopper_binding_matches_its_ptx_entries_and_refuses_bad_arguments() {
         }
     }
     // The pipelined kernels' split launches are bound by `SplitArgs`, checked in the library
-    // (`matmul::split`'s unit tests), on the same entries as above.
-    let bound = hopper::kernels().count() + 1 + fp8::KERNELS.len();
+    // (`matmul::split`'s unit tests), on the same entries as above; their reduction is in the
+    // main module, with matmul's cases.
+    let bound = hopper::kernels().count() + fp8::KERNELS.len();
     assert_eq!(bound, HOPPER_PTX.matches(".visible .entry ").count(), "a Hopper PTX entry with no binding");
 }
 
@@ -332,9 +308,6 @@ fn bad_hopper_launches_are_refused_on_the_gpu() {
         for (what, args) in hopper_cases(step, precision, &mut memory).refused {
             assert_refused(launch(&gpu, kernel, &*args), "wgmma", kernel, &what);
         }
-    }
-    for (what, args) in split_reduce_cases(&mut memory).refused {
-        assert_refused(launch(&gpu, REDUCE, &*args), "wgmma", REDUCE, &what);
     }
     for kernel in fp8::KERNELS {
         for (what, args) in fp8_cases(kernel, &mut memory).refused {

@@ -148,6 +148,74 @@ const _: () = assert!(
         && ASYNC_SHARED_BYTES <= 48 * 1024
 );
 
+/// Step 4d, split k (`matmul_vec4_64x64_split`): step 4c's kernel on 64×64 tiles of 4×4
+/// thread tiles, on a grid whose layer z takes one run of k's slices of [`SPLIT_BK`]
+/// ([`split_slices`]) and writes its partial product to layer z of a workspace.
+pub const SPLIT_BM: usize = 64;
+pub const SPLIT_BN: usize = 64;
+pub const SPLIT_BK: usize = 16;
+pub const SPLIT_TM: usize = 4;
+pub const SPLIT_TN: usize = 4;
+/// Blocks an SM holds at once (its registers and shared memory allow three).
+pub const SPLIT_BLOCKS_PER_SM: u32 = 3;
+/// Fewest slices of k a split takes: shorter runs spend more on their partials than they gain.
+pub const SPLIT_MIN_SLICES: usize = 4;
+/// The tile configuration of step 4d; `TileConfig::new` checks that the layout works.
+pub const SPLIT_TILE: TileConfig = TileConfig::new(
+    "matmul_vec4_64x64_split",
+    (SPLIT_BM, SPLIT_BN, SPLIT_BK),
+    (SPLIT_TM, SPLIT_TN),
+    SPLIT_BLOCKS_PER_SM,
+);
+pub const SPLIT_THREADS: usize = SPLIT_TILE.threads();
+pub const SPLIT_SHARED_BYTES: usize = SPLIT_TILE.shared_bytes();
+
+/// Threads of a block of the reduction that sums the splits' partial products into C.
+pub const REDUCE_THREADS: usize = 256;
+/// Splits one thread of the reduction sums, about: the reduction gives each quad of C
+/// [`reduce_groups`] threads, so that each loads this many partials at once.
+pub const REDUCE_SPLITS_PER_THREAD: usize = 4;
+/// Most threads the reduction gives one quad of C.
+pub const REDUCE_MAX_GROUPS: usize = 32;
+
+/// The first slice of k and the slices that split `split` of `splits` takes of `slices`: the
+/// slices in runs of `⌈slices / splits⌉`, the last run shorter. Every split has at least one
+/// when `(splits − 1) · ⌈slices / splits⌉ < slices`, which [`split_count`] ensures.
+pub const fn split_slices(slices: usize, split: usize, splits: usize) -> (usize, usize) {
+    let per = (slices + splits - 1) / splits;
+    let first = split * per;
+    let rest = slices.saturating_sub(first);
+    (first, if rest < per { rest } else { per })
+}
+
+/// `wanted` splits of `slices` slices made even: the fewest runs of `⌈slices / wanted⌉` that
+/// cover them, so that no split is left empty. Between 1 and `slices`.
+pub const fn split_count(slices: usize, wanted: usize) -> usize {
+    let wanted = if wanted == 0 {
+        1
+    } else if wanted > slices {
+        slices
+    } else {
+        wanted
+    };
+    let per = (slices + wanted - 1) / wanted;
+    (slices + per - 1) / per
+}
+
+/// Threads the reduction gives each quad of C for `splits` partials, each summing every
+/// `groups`-th of them: a power of two near `splits / REDUCE_SPLITS_PER_THREAD`, at most
+/// [`REDUCE_MAX_GROUPS`]. A block covers `REDUCE_THREADS / groups` quads.
+pub const fn reduce_groups(splits: usize) -> usize {
+    let wanted = (splits + REDUCE_SPLITS_PER_THREAD - 1) / REDUCE_SPLITS_PER_THREAD;
+    let mut groups = 1;
+    while groups < wanted && groups < REDUCE_MAX_GROUPS {
+        groups *= 2;
+    }
+    groups
+}
+
+const _: () = assert!(REDUCE_THREADS % REDUCE_MAX_GROUPS == 0 && REDUCE_MAX_GROUPS.is_power_of_two());
+
 /// Calls `$then!` with every SGEMM configuration, as `(kernel, BM, BN, BK, TM, TN, blocks per
 /// SM)` tuples: the kernels crate defines one kernel per tuple, this crate lists them as
 /// [`TILE_CONFIGS`]; the list is written once, here. The first is the default (`vec4`).
@@ -171,12 +239,15 @@ macro_rules! tile_configs {
         /// Every SGEMM configuration; the first is the default.
         pub const TILE_CONFIGS: &[TileConfig] =
             &[$(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks)),+];
-        /// Their launch bounds and those of steps 5a to 6b, for the PTX builder.
+        /// Their launch bounds and those of steps 5a to 6b, split k's and its reduction's, for the
+        /// PTX builder.
         pub const SGEMM_BOUNDS: &[LaunchBounds] = &[
             $(TileConfig::new(stringify!($kernel), ($bm, $bn, $bk), ($tm, $tn), $blocks).bounds()),+,
             CP_ASYNC_BOUNDS,
             WARPS_BOUNDS,
             ASYNC_BOUNDS,
+            SPLIT_TILE.bounds(),
+            LaunchBounds { kernel: "matmul_split_reduce", max_threads: REDUCE_THREADS as u32, min_blocks_per_sm: 1 },
             MMA_BOUNDS[0],
             MMA_BOUNDS[1],
             MMA_BOUNDS[2],

@@ -55,50 +55,6 @@ pub const GROUP_M: usize = 16;
 /// Split-k (step H3): fewest slices of k a split takes, the ring's stages, so that its pipeline
 /// fills before the split ends.
 pub const SPLIT_MIN_SLICES: usize = STAGES;
-/// Threads of a block of the reduction that sums the splits' partial products into C.
-pub const REDUCE_THREADS: usize = 256;
-/// Splits one thread of the reduction sums, about: the reduction gives each quad of C
-/// [`reduce_groups`] threads, so that each loads this many partials at once.
-pub const REDUCE_SPLITS_PER_THREAD: usize = 4;
-/// Most threads the reduction gives one quad of C.
-pub const REDUCE_MAX_GROUPS: usize = 32;
-
-/// The first slice of k and the slices that split `split` of `splits` takes of `slices`: the
-/// slices in runs of `⌈slices / splits⌉`, the last run shorter. Every split has at least one
-/// when `(splits − 1) · ⌈slices / splits⌉ < slices`, which [`split_count`] ensures.
-pub const fn split_slices(slices: usize, split: usize, splits: usize) -> (usize, usize) {
-    let per = (slices + splits - 1) / splits;
-    let first = split * per;
-    let rest = slices.saturating_sub(first);
-    (first, if rest < per { rest } else { per })
-}
-
-/// `wanted` splits of `slices` slices made even: the fewest runs of `⌈slices / wanted⌉` that
-/// cover them, so that no split is left empty. Between 1 and `slices`.
-pub const fn split_count(slices: usize, wanted: usize) -> usize {
-    let wanted = if wanted == 0 {
-        1
-    } else if wanted > slices {
-        slices
-    } else {
-        wanted
-    };
-    let per = (slices + wanted - 1) / wanted;
-    (slices + per - 1) / per
-}
-
-/// Threads the reduction gives each quad of C for `splits` partials, each summing every
-/// `groups`-th of them: a power of two near `splits / REDUCE_SPLITS_PER_THREAD`, at most
-/// [`REDUCE_MAX_GROUPS`]. A block covers `REDUCE_THREADS / groups` quads.
-pub const fn reduce_groups(splits: usize) -> usize {
-    let wanted = (splits + REDUCE_SPLITS_PER_THREAD - 1) / REDUCE_SPLITS_PER_THREAD;
-    let mut groups = 1;
-    while groups < wanted && groups < REDUCE_MAX_GROUPS {
-        groups *= 2;
-    }
-    groups
-}
-
 /// FP8 operands (`kernels/src/matmul/convert_fp8.rs`): rows padded with zeros to a multiple of
 /// 16 one-byte elements, the row stride TMA requires.
 pub const FP8_ROW_ALIGN: usize = 16;
@@ -115,16 +71,15 @@ pub const fn fp8_padded(cols: usize) -> usize {
     (cols + FP8_ROW_ALIGN - 1) / FP8_ROW_ALIGN * FP8_ROW_ALIGN
 }
 
-/// One block of [`THREADS`] per SM: its shared memory allows no second. The reduction's blocks
-/// are small, and its registers few; so are the FP8 conversions'.
-pub const BOUNDS: [LaunchBounds; 11] = [
+/// One block of [`THREADS`] per SM: its shared memory allows no second. The FP8 conversions'
+/// blocks are small, and their registers few.
+pub const BOUNDS: [LaunchBounds; 10] = [
     LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
-    LaunchBounds { kernel: "matmul_split_reduce", max_threads: REDUCE_THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_e4m3", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_fp8_amax", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_e4m3", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
@@ -133,7 +88,6 @@ pub const BOUNDS: [LaunchBounds; 11] = [
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
-const _: () = assert!(REDUCE_THREADS % REDUCE_MAX_GROUPS == 0 && REDUCE_MAX_GROUPS.is_power_of_two());
 // The transposing conversion: each thread stages whole rows of the tile, and writes whole
 // 4-byte words of it.
 const _: () =

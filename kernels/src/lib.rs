@@ -43,7 +43,6 @@ pub mod matmul {
     pub mod wgmma;
     pub mod wgmma_fp8;
     pub mod wgmma_persistent;
-    pub mod wgmma_split;
 }
 
 use core::arch::asm;

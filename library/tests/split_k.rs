@@ -1,9 +1,9 @@
-//! Split k (step H3: `kernels/src/matmul/wgmma_split.rs`, `library/src/matmul/split.rs`) on the
-//! GPU: the split product against an f64 CPU reference at odd shapes and at every split count
-//! they allow, `gemm`'s choice of it at long k (reproducible to the bit, within the tolerance),
-//! its speed and accuracy beside one block per tile, and bad launches refused. Without a GPU
-//! each test says `SKIPPED` and passes; on a GPU other than Hopper, the split product is refused
-//! as needing sm_90.
+//! Split k (steps 4d and H3: `kernels/src/matmul/split_k.rs`, `library/src/matmul/split.rs`) on
+//! the GPU: the split products against an f64 CPU reference at odd shapes and at every split
+//! count they allow, `gemm`'s choice of them at long k (reproducible to the bit, within the
+//! tolerance), H3's speed and accuracy beside one block per tile, and bad launches refused.
+//! Without a GPU each test says `SKIPPED` and passes; on a GPU other than Hopper, H3's product
+//! is refused as needing sm_90 (step 4d runs on every GPU).
 
 mod common;
 
@@ -14,7 +14,7 @@ use cuda_kernels::matmul::hopper::{self, Precision, Step};
 use cuda_kernels::matmul::split::{self, ReduceArgs, REDUCE};
 use cuda_kernels::matmul::tensor::tolerance;
 use cuda_kernels::matmul::{gemm_array, gemm_with, hopper_precision, rounded_reference, Dtype, GemmKernel};
-use interface::wgmma::split_count;
+use interface::matmul::split_count;
 use ndarray::Array2;
 
 const SEED: u64 = 32;
@@ -43,10 +43,7 @@ fn split_products_match_the_cpu_at_odd_shapes_and_every_split() {
     for precision in Precision::ALL {
         let kernel = Step::Pipelined.kernel(precision);
         for shape in SHAPES {
-            let slices = split::slices(precision, shape.2);
-            let mut counts: Vec<usize> = (1..=slices).map(|wanted| split_count(slices, wanted)).collect();
-            counts.dedup();
-            for splits in counts {
+            for splits in split_counts(split::slices(precision, shape.2)) {
                 let outcome = hopper::run_split(&gpu, kernel, shape, splits, SEED, 1, Cache::Warm)
                     .unwrap_or_else(|e| panic!("{kernel} {shape:?} in {splits} splits: {e}"));
                 assert!(
@@ -59,6 +56,35 @@ fn split_products_match_the_cpu_at_odd_shapes_and_every_split() {
     }
 }
 
+/// Every distinct count of splits of `slices` slices, from one to one a slice.
+fn split_counts(slices: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = (1..=slices).map(|wanted| split_count(slices, wanted)).collect();
+    counts.dedup();
+    counts
+}
+
+#[test]
+fn f32_split_products_match_the_cpu_at_odd_shapes_and_every_split() {
+    let Some(gpu) = gpu("f32_split_products_match_the_cpu_at_odd_shapes_and_every_split") else { return };
+    // Besides the shapes above: k a whole number of slices with n a multiple of 4 (interior
+    // blocks, no checks), and several tiles of it.
+    for (m, n, k) in SHAPES.into_iter().chain([(64, 64, 4096), (200, 136, 1024)]) {
+        let a = random_f32(m * k, SEED);
+        let b = random_f32(k * n, SEED + 1);
+        let expected = rounded_reference(Dtype::F32, &a, &b, m, n, k);
+        let a = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((m, k), a).unwrap().view()).unwrap();
+        let b = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((k, n), b).unwrap().view()).unwrap();
+        for splits in split_counts(split::f32_slices(k)) {
+            let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
+            gemm_with(&gpu, &a, &b, &mut c, Dtype::F32, GemmKernel::Split(splits))
+                .unwrap_or_else(|e| panic!("{m}×{n}×{k} in {splits} splits: {e}"));
+            let c = c.to_array(&gpu).unwrap();
+            let worst = c.iter().zip(&expected).map(|(x, y)| (x - y).abs() as f64).fold(0.0, f64::max);
+            assert!(worst <= cuda_kernels::matmul::tolerance(k), "{m}×{n}×{k} in {splits} splits: error {worst}");
+        }
+    }
+}
+
 #[test]
 fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
     let Some(gpu) = gpu("gemm_splits_long_k_reproducibly_within_the_tolerance") else { return };
@@ -67,22 +93,25 @@ fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
     let b = Array2::from_shape_vec((k, n), random_f32(k * n, SEED + 1)).unwrap();
     let (da, db) =
         (DeviceMatrix::from_array(&gpu, a.view()).unwrap(), DeviceMatrix::from_array(&gpu, b.view()).unwrap());
-    for dtype in [Dtype::Tf32, Dtype::Bf16, Dtype::F16] {
+    for dtype in [Dtype::F32, Dtype::Tf32, Dtype::Bf16, Dtype::F16] {
         let chosen = GemmKernel::chosen(&gpu, dtype, (m, n, k)).unwrap();
-        if gpu.has_hopper() {
+        // f32 splits on every GPU; the tensor types on Hopper.
+        if dtype == Dtype::F32 || gpu.has_hopper() {
             assert!(matches!(chosen, GemmKernel::Split(splits) if splits > 1), "{dtype:?}: {chosen:?}");
         }
         let c = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
         let again = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
         assert!(c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{dtype:?}: two runs differ");
         let expected = rounded_reference(dtype, a.as_slice().unwrap(), b.as_slice().unwrap(), m, n, k);
-        let close = |c: &Array2<f32>| c.iter().zip(&expected).all(|(x, y)| ((x - y).abs() as f64) <= tolerance(k));
+        let bound = if dtype == Dtype::F32 { cuda_kernels::matmul::tolerance(k) } else { tolerance(k) };
+        let close = |c: &Array2<f32>| c.iter().zip(&expected).all(|(x, y)| ((x - y).abs() as f64) <= bound);
         assert!(close(&c), "{dtype:?}: C differs from the reference beyond the tolerance");
-        if !gpu.has_hopper() {
-            continue;
-        }
         // Counts past the slices, or that would leave a split empty, run as the fewest even ones.
-        let slices = split::slices(hopper_precision(dtype).unwrap(), k);
+        let slices = match hopper_precision(dtype) {
+            Some(_) if !gpu.has_hopper() => continue,
+            Some(precision) => split::slices(precision, k),
+            None => split::f32_slices(k),
+        };
         for wanted in [2, 7, slices - 1, 10 * slices] {
             let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
             gemm_with(&gpu, &da, &db, &mut c, dtype, GemmKernel::Split(wanted)).unwrap();

@@ -45,3 +45,14 @@ static __device__ __forceinline__ void store_c4(float* c, size_t row, size_t col
         }
     }
 }
+
+// The first slice and the slices that split `split` of `splits` takes of `slices`: runs of
+// ceil(slices / splits), the last shorter (interface::matmul::split_slices). Split k's layers
+// take their runs of k with it: step 4d's (split_k.cu) and the wgmma steps' (wgmma.cu).
+static __device__ __forceinline__ void split_slices(size_t slices, size_t split, size_t splits, size_t& first,
+                                                    size_t& count) {
+    size_t per = (slices + splits - 1) / splits;
+    first = split * per;
+    size_t rest = slices > first ? slices - first : 0;
+    count = rest < per ? rest : per;
+}

@@ -1,11 +1,15 @@
 // Twin of kernels/src/matmul/double_buffer.rs: step 4c, two shared-memory stages, the next
 // slice's global loads held in registers through the FMAs; one kernel per tuner configuration.
+#pragma once  // split_k.cu builds on it
 #include "common.cuh"
 
+// The BM x BN tile of C at block (blockIdx.y, blockIdx.x), summed over k's columns of A (rows of
+// B) from k_begin to k_end, where k is A's row length: all of k for the kernels below, one run of
+// it for step 4d's splits (split_k.cu). k_begin is a multiple of BK.
 // #pragma unroll exactly where the Rust unrolls by hand (unroll!): the piece loops and kk.
 template <int BM, int BN, int BK, int TM, int TN, bool CHECKED>
 __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, const float* __restrict__ b, float* c,
-                                                 size_t m, size_t n, size_t k) {
+                                                 size_t m, size_t n, size_t k, size_t k_begin, size_t k_end) {
     constexpr size_t threads = (BM / TM) * (BN / TN);
     // 16-byte pieces of each slice a thread stages per step.
     constexpr size_t a_loads = BM * BK / 4 / threads, b_loads = BK * BN / 4 / threads;
@@ -41,12 +45,14 @@ __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, co
             if (l < a_loads) {
                 Piece p = a_piece(l);
                 size_t row = block_row + p.r;
-                size_t valid = !CHECKED ? 4 : row < m ? (k > t + p.col ? k - (t + p.col) : 0) : 0;  // saturating_sub
+                // k_end.saturating_sub(t + col), as in the Rust.
+                size_t valid = !CHECKED ? 4 : row < m ? (k_end > t + p.col ? k_end - (t + p.col) : 0) : 0;
                 a4[l] = load4(a + (row * k + t + p.col), valid, !CHECKED || k % 4 == 0);
             }
             if (l < b_loads) {
                 Piece p = b_piece(l);
-                size_t valid = !CHECKED ? 4 : t + p.r < k ? (n > block_col + p.col ? n - (block_col + p.col) : 0) : 0;
+                size_t valid =
+                    !CHECKED ? 4 : t + p.r < k_end ? (n > block_col + p.col ? n - (block_col + p.col) : 0) : 0;
                 b4[l] = load4(b + ((t + p.r) * n + block_col + p.col), valid, !CHECKED || n % 4 == 0);
             }
         }
@@ -67,14 +73,14 @@ __device__ __forceinline__ void matmul_vec4_body(const float* __restrict__ a, co
     };
 
     float acc[TM][TN] = {};
-    fetch(0);
+    fetch(k_begin);
     store(0);
     __syncthreads();
 
     size_t stage = 0;
-    for (size_t t = 0; t < k;) {
+    for (size_t t = k_begin; t < k_end;) {
         size_t next = t + BK;
-        fetch(next < k ? next : t);  // the last step re-fetches its own slice: no branch, as in the Rust
+        fetch(next < k_end ? next : t);  // the last step re-fetches its own slice: no branch, as in the Rust
         const float* a_stage = a_tile(stage) + ty * 4;
         const float* b_stage = b_tile(stage) + tx * 4;
         // The next step's shared loads issue under this step's FMAs (few warps to hide them).
@@ -109,9 +115,9 @@ __device__ __forceinline__ void matmul_vec4(const float* __restrict__ a, const f
                                             size_t m, size_t n, size_t k) {
     bool interior = INTERIOR_BLOCK(BM, BN, BK);
     if (interior) {
-        matmul_vec4_body<BM, BN, BK, TM, TN, false>(a, b, c, m, n, k);
+        matmul_vec4_body<BM, BN, BK, TM, TN, false>(a, b, c, m, n, k, 0, k);
     } else {
-        matmul_vec4_body<BM, BN, BK, TM, TN, true>(a, b, c, m, n, k);
+        matmul_vec4_body<BM, BN, BK, TM, TN, true>(a, b, c, m, n, k, 0, k);
     }
 }
 

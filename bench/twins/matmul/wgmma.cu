@@ -2,15 +2,16 @@
 // kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and output; TF32 reads
 // B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
-// warpgroups with setmaxnreg; then the persistent grid in grouped tile order; then split k's
-// reduction (wgmma_split.cu, included at the end), and the FP8 step with its conversions
-// (wgmma_fp8.cu). The same PTX instructions, tiles, stages and
-// order as the Rust. A translation unit of its own, built for sm_90a (bench/twins/build, with a
-// CUDA 12 or newer nvcc).
+// warpgroups with setmaxnreg; then the persistent grid in grouped tile order; then the FP8 step
+// with its conversions (wgmma_fp8.cu, included at the end). Split k's layers (step H3) are summed
+// by step 4d's reduction, matmul_split_reduce in split_k.cu, in the main module. The same PTX
+// instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
+// sm_90a (bench/twins/build, with a CUDA 12 or newer nvcc).
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../interface.h"
+#include "common.cuh"  // split_slices, shared with step 4d
 
 // A tensor map, as the driver encodes it (the host passes its global address).
 struct alignas(64) TensorMap {
@@ -260,18 +261,9 @@ static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc
     }
 }
 
-// The first slice and the slices that split `split` of `splits` takes of `slices`: runs of
-// ceil(slices / splits), the last shorter (interface::wgmma::split_slices).
-static __device__ __forceinline__ void split_slices(size_t slices, size_t split, size_t splits, size_t& first,
-                                                    size_t& count) {
-    size_t per = (slices + splits - 1) / splits;
-    first = split * per;
-    size_t rest = slices > first ? slices - first : 0;
-    count = rest < per ? rest : per;
-}
-
-// The tile at (blockIdx.y, blockIdx.x) over split blockIdx.z of k, into layer blockIdx.z of c
-// (one layer: C itself; several: the partial products that wgmma_split.cu sums).
+// The tile at (blockIdx.y, blockIdx.x) over split blockIdx.z of k (split_slices, common.cuh),
+// into layer blockIdx.z of c (one layer: C itself; several: the partial products that
+// split_k.cu's matmul_split_reduce sums).
 template <class T>
 static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float* c, size_t m, size_t n, size_t k) {
     Ring ring = Ring::make();
@@ -357,7 +349,5 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS
     matmul_wgmma_persistent<Half<true>>(maps, c, m, n, k);
 }
 
-// Step H3: the reduction of split k's partial products.
-#include "wgmma_split.cu"
 // Step H4: FP8 (e4m3) inputs, and their conversions.
 #include "wgmma_fp8.cu"

@@ -20,8 +20,11 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::matmul::MAX_LOADS;
 
+/// The `BM × BN` tile of C at block (`blockIdx.y`, `blockIdx.x`), summed over k's columns of A
+/// (rows of B) from `k_begin` to `k_end`, where `k` is A's row length: all of k for the kernels
+/// below, one run of it for step 4d's splits (`split_k.rs`). `k_begin` is a multiple of `BK`.
 #[inline(always)]
-unsafe fn matmul_vec4<
+pub(super) unsafe fn matmul_vec4<
     const BM: usize,
     const BN: usize,
     const BK: usize,
@@ -35,6 +38,7 @@ unsafe fn matmul_vec4<
     m: usize,
     n: usize,
     k: usize,
+    (k_begin, k_end): (usize, usize),
 ) {
     let threads = (BM / TM) * (BN / TN);
     // 16-byte pieces of each slice a thread stages per step.
@@ -66,7 +70,7 @@ unsafe fn matmul_vec4<
                 let valid = if !CHECKED {
                     4
                 } else if row < m {
-                    k.saturating_sub(t + col)
+                    k_end.saturating_sub(t + col)
                 } else {
                     0
                 };
@@ -76,7 +80,7 @@ unsafe fn matmul_vec4<
                 let (r, col) = b_piece(l);
                 let valid = if !CHECKED {
                     4
-                } else if t + r < k {
+                } else if t + r < k_end {
                     n.saturating_sub(block_col + col)
                 } else {
                     0
@@ -102,17 +106,17 @@ unsafe fn matmul_vec4<
     };
 
     let mut acc = [[0.0f32; TN]; TM];
-    fetch(0, &mut a4, &mut b4);
+    fetch(k_begin, &mut a4, &mut b4);
     store(0, &a4, &b4);
     thread::sync_threads();
 
     let mut stage = 0;
-    let mut t = 0;
-    while t < k {
+    let mut t = k_begin;
+    while t < k_end {
         let next = t + BK;
         // The last step re-fetches its own slice instead of one past the end: behind an `if`,
         // NVVM would sink the loads into the branch that stores them, after the FMAs.
-        fetch(if next < k { next } else { t }, &mut a4, &mut b4);
+        fetch(if next < k_end { next } else { t }, &mut a4, &mut b4);
         let (a_stage, b_stage) = (a_tile(stage).add(ty * 4), b_tile(stage).add(tx * 4));
         crate::unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], |kk| {
             if kk < BK {
@@ -157,9 +161,9 @@ macro_rules! vec4_kernels {
         #[kernel]
         pub unsafe fn $kernel(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
             if interior_block($bm, $bn, $bk, m, n, k) {
-                matmul_vec4::<$bm, $bn, $bk, $tm, $tn, false>(a, b, c, m, n, k);
+                matmul_vec4::<$bm, $bn, $bk, $tm, $tn, false>(a, b, c, m, n, k, (0, k));
             } else {
-                matmul_vec4::<$bm, $bn, $bk, $tm, $tn, true>(a, b, c, m, n, k);
+                matmul_vec4::<$bm, $bn, $bk, $tm, $tn, true>(a, b, c, m, n, k, (0, k));
             }
         }
     )+};

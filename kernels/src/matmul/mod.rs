@@ -26,6 +26,10 @@
 //! (`host matmul --dtype tf32|bf16|f16`, inputs converted once by `convert.rs`), of cuBLAS's
 //! `cublasGemmEx` in the same type, f32 accumulation and output.
 //!
+//! Step 4d, `split_k.rs` (`matmul_vec4_64x64_split`, with the reduction `matmul_split_reduce`),
+//! is for long k on few tiles of C, so it has no row at 4096³; `docs/performance.md` times it
+//! beside its twin at the long-k shapes.
+//!
 //! Every kernel has the same parameters, `(a, b, c, m, n, k)` (the tensor-core steps take `A`
 //! and `B` in their own type, rows padded), so the host binds them once per input type,
 //! and each states in its `# Safety` section what its launcher guarantees: the lengths of `a`
@@ -44,6 +48,7 @@ pub mod mma_tf32;
 pub mod naive;
 pub mod scheduled;
 pub mod shared_layout;
+pub mod split_k;
 pub mod tiled;
 pub mod vector_loads;
 pub mod warp_tiles;

@@ -60,9 +60,9 @@
 //! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
 //!
 //! **Splits of k.** A grid with a third dimension divides k's slices among its layers: layer z
-//! takes one run of them (`interface::wgmma::split_slices`) and writes its partial product to
-//! layer z of its output. One layer is the whole product into C; several are step H3
-//! (`wgmma_split.rs`), whose reduction sums them.
+//! takes one run of them (`interface::matmul::split_slices`) and writes its partial product to
+//! layer z of its output. One layer is the whole product into C; several are step H3, split k,
+//! whose partials step 4d's reduction sums (`split_k.rs`, in the main module).
 
 use crate::{shared_address, unrolled};
 use core::arch::asm;
@@ -73,8 +73,9 @@ use crate::tensor::hopper::{
 };
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
+use interface::matmul::split_slices;
 use interface::wgmma::{
-    split_slices, A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
     STAGES, STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
 };
 
@@ -379,7 +380,7 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
 
 /// The tile at block (`blockIdx.y`, `blockIdx.x`), in the input type `T`, over split
 /// `blockIdx.z` of k (`split_slices`; all of k in a grid of one split), into layer `blockIdx.z`
-/// of `c` (`wgmma_split.rs`: partial products that a reduction sums).
+/// of `c` (split k: partial products that `split_k.rs`'s reduction sums).
 #[inline(always)]
 unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     let ring = Ring::new();

@@ -3,8 +3,9 @@
 //! The choice, for each precision and shape, on the GPU at hand:
 //! - the configuration `host matmul --tune` measured fastest for this GPU and shape class,
 //!   where the tuning cache ([`crate::tuning`]) holds one;
-//! - otherwise the default: for f32, [`f32_default`]'s tile for the shape (the last step of
-//!   the ladder, [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
+//! - otherwise the default: for f32, [`f32_default`]'s kernel for the shape (split k, step 4d,
+//!   where C's tiles are too few for the SMs and k is long enough; the last step of the ladder,
+//!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
 //!   quarter of the SMs and k is long enough ([`split::splits_for`]), else the persistent wgmma
 //!   step; the mma.sync step on other GPUs.
@@ -16,7 +17,7 @@ use super::{tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceSlice;
-use interface::matmul::{TileConfig, ASYNC_BK, ASYNC_BM, ASYNC_BN, TILE_CONFIGS};
+use interface::matmul::{split_count, TileConfig, ASYNC_BK, ASYNC_BM, ASYNC_BN, TILE_CONFIGS};
 use ndarray::{Array2, ArrayView2};
 use std::path::Path;
 
@@ -32,9 +33,10 @@ pub enum GemmKernel {
     Mma,
     /// A wgmma step (compute capability 9.0 only).
     Hopper(hopper::Step),
-    /// Split k (step H3, compute capability 9.0 only): the pipelined wgmma step over this many
-    /// splits of k, their partial products summed in a fixed order. A count that would leave a
-    /// split empty runs as the fewest even splits of the same length (`split_count`).
+    /// Split k over this many splits, their partial products summed in a fixed order: step 4d
+    /// for f32, the pipelined wgmma step (H3, compute capability 9.0 only) for the tensor
+    /// types. A count that would leave a split empty runs as the fewest even splits of the same
+    /// length (`split_count`).
     Split(usize),
 }
 
@@ -52,8 +54,8 @@ impl GemmKernel {
             (GemmKernel::Mma, Some(step), _) => Ok(step.kernel()),
             (GemmKernel::Hopper(step), _, Some(hopper)) => Ok(step.kernel(hopper)),
             (GemmKernel::Split(_), _, Some(hopper)) => Ok(hopper::Step::Pipelined.kernel(hopper)),
-            (GemmKernel::Mma | GemmKernel::Hopper(_) | GemmKernel::Split(_), None, _)
-            | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
+            (GemmKernel::Split(_), None, None) => Ok(split::F32_SPLIT),
+            (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
                 Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
             }
         }
@@ -184,6 +186,8 @@ fn fills_its_waves(tiles: usize, sms: usize) -> bool {
 
 /// The f32 kernel [`gemm`] runs for an `m × n × k` product on a GPU of `sms` SMs where
 /// `--tune` kept none:
+/// - split k (step 4d) where [`split::f32_splits_for`] splits: C's 64×64 tiles fewer than the
+///   SMs and k long enough;
 /// - step 5c ([`Step::Async`]) where its 128×256 tiles fill their waves and its fast path
 ///   applies (k a multiple of its slice, n of 4: otherwise every block copies B four bytes at
 ///   a time);
@@ -197,7 +201,10 @@ pub fn f32_default((m, n, k): (usize, usize, usize), sms: usize) -> GemmKernel {
     let sms = sms.max(1);
     let fast_path = k % ASYNC_BK == 0 && n % 4 == 0;
     let of = |tile: &TileConfig| tiles((m, n), (tile.bm, tile.bn));
-    if fast_path && fills_its_waves(tiles((m, n), (ASYNC_BM, ASYNC_BN)), sms) {
+    let splits = split::f32_splits_for((m, n, k), sms);
+    if splits > 1 {
+        GemmKernel::Split(splits)
+    } else if fast_path && fills_its_waves(tiles((m, n), (ASYNC_BM, ASYNC_BN)), sms) {
         GemmKernel::Ladder(Step::Async)
     } else if of(&TILE_64X64) <= 2 * sms {
         GemmKernel::Tile(TILE_64X64.kernel)
@@ -343,7 +350,7 @@ pub unsafe fn gemm_on_slices(
             // SAFETY: as for the Hopper steps above.
             let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
             let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
-            let splits = interface::wgmma::split_count(split::slices(hopper, k), wanted);
+            let splits = split_count(split::slices(hopper, k), wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let split = (&*partials, splits);
             // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
@@ -352,7 +359,16 @@ pub unsafe fn gemm_on_slices(
             unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (hopper, &maps), split, sc, (m, n, k)) }?;
             gpu.synchronize("the split wgmma product")?;
         }
-        (GemmKernel::Hopper(_) | GemmKernel::Split(_), None) => {
+        (GemmKernel::Split(wanted), None) => {
+            let splits = split_count(split::f32_slices(k), wanted);
+            let partials = split::workspace(gpu, (m, n), splits)?;
+            // SAFETY: the caller keeps the slices until the stream has run the product, and
+            // `partials` lives until the synchronization below.
+            unsafe { split::launch_f32_on(gpu, gpu.stream(), (sa, sb), &partials, sc, (m, n, k), splits) }?;
+            // The workspace is dropped on return: the product must have used it.
+            gpu.synchronize("the split f32 product")?;
+        }
+        (GemmKernel::Hopper(_), None) => {
             unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
         }
     }
@@ -431,9 +447,10 @@ mod tests {
         for (m, n, k) in [(1, 1, 1), (256, 256, 256), (512, 512, 512), (1000, 1000, 1000), (1024, 1024, 1024)] {
             assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
         }
-        for (m, n, k) in [(64, 64, 65536), (128, 128, 16384), (16, 4096, 4096)] {
-            assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
-        }
+        // Long k on few tiles: split k.
+        assert_eq!(h100(64, 64, 65536), GemmKernel::Split(373));
+        assert_eq!(h100(128, 128, 16384), GemmKernel::Split(94));
+        assert_eq!(h100(16, 4096, 4096), GemmKernel::Split(6));
         // 288 tiles of step 5c are 2.2 waves; 576 of 128×128 are 4.4.
         assert_eq!(h100(3072, 3072, 3072), wide);
         // k odd: no fast path for step 5c; 1056 tiles of 128×128 are 8 whole waves.
@@ -452,5 +469,6 @@ mod tests {
             let kernel = f32_default((m, n, k), 132).kernel(Dtype::F32).expect("an f32 kernel");
             launch_config(kernel, m, n).expect("a launch");
         }
+        assert_eq!(GemmKernel::Split(8).kernel(Dtype::F32).expect("an f32 kernel"), split::F32_SPLIT);
     }
 }

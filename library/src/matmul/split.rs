@@ -1,24 +1,57 @@
-//! Step H3 on the host, split k (`kernels/src/matmul/wgmma_split.rs`): the pipelined wgmma
-//! kernels on a grid `splits` layers deep, each layer a run of k's slices writing its partial
-//! product into a workspace of `splits × m × n` floats, then [`REDUCE`] summing the layers into
-//! C in a fixed order, so that a product gives the same C on every run.
+//! Split k on the host (`kernels/src/matmul/split_k.rs`): a product's kernel on a grid `splits`
+//! layers deep, each layer a run of k's slices writing its partial product into a workspace of
+//! `splits × m × n` floats, then [`REDUCE`] summing the layers into C in a fixed order, so that
+//! a product gives the same C on every run. Two kernels split: step 4d ([`F32_SPLIT`], f32) and
+//! step H3 (the pipelined wgmma kernels, the tensor types on Hopper).
 //!
-//! [`splits_for`] is the choice [`super::gemm`] makes: none while C's tiles fill more than a
-//! quarter of the SMs; else as many as fill them about once, each split at least
-//! `SPLIT_MIN_SLICES` slices long. 64×64×65536 in BF16 becomes 128 splits of 8 slices,
-//! 16×4096×4096 8 of 8.
+//! [`splits_for`] and [`f32_splits_for`] are the choices [`super::gemm`] makes: none while C's
+//! tiles already cover many SMs; else as many as fill them about once, each split at least its
+//! step's fewest slices. In BF16, 64×64×65536 becomes 128 splits of 8 slices and 16×4096×4096
+//! 8 of 8; in f32, 64×64×65536 becomes 373 splits of 11 slices.
 
 use super::hopper::{launch_config, with_args, Precision, Step, TensorMaps, WgmmaArgs};
+use super::launch::tile_launch;
 use crate::gpu::{
     blocks, product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuResult,
     KernelArgs, LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
-use interface::wgmma::{reduce_groups, split_count, BM, BN, REDUCE_THREADS, SPLIT_MIN_SLICES};
+use interface::matmul::{
+    reduce_groups, split_count, REDUCE_THREADS, SPLIT_BK, SPLIT_BLOCKS_PER_SM, SPLIT_BM, SPLIT_BN,
+    SPLIT_MIN_SLICES as F32_MIN_SLICES, SPLIT_TILE,
+};
+use interface::wgmma::{BM, BN, SPLIT_MIN_SLICES};
 
 /// The reduction that sums the splits' partial products into C.
 pub const REDUCE: &str = "matmul_split_reduce";
+
+/// Step 4d, split k in f32: step 4c's kernel on 64×64 tiles, on a grid `splits` deep.
+pub const F32_SPLIT: &str = SPLIT_TILE.kernel;
+
+/// Slices of k (of [`SPLIT_BK`]) of an inner dimension `k` in step 4d.
+pub fn f32_slices(k: usize) -> usize {
+    k.div_ceil(SPLIT_BK)
+}
+
+/// The splits of k [`super::gemm`] runs an f32 `m × n × k` product in on a GPU of `sms` SMs: 1
+/// while C's 64×64 tiles outnumber the SMs, or while the partial products would outweigh A and
+/// B; else enough that tiles × splits fill every SM's [`SPLIT_BLOCKS_PER_SM`] blocks about once,
+/// each split at least `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
+pub fn f32_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
+    let tiles = m.div_ceil(SPLIT_BM) * n.div_ceil(SPLIT_BN);
+    // An empty C has no tiles to split: the product refuses it.
+    if tiles == 0 || tiles > sms {
+        return 1;
+    }
+    let slices = f32_slices(k);
+    let splits = split_count(slices, (SPLIT_BLOCKS_PER_SM as usize * sms / tiles).min(slices / F32_MIN_SLICES));
+    if splits * m * n > k * (m + n) {
+        1
+    } else {
+        splits
+    }
+}
 
 /// Slices of k (one stage of the kernels each) of an inner dimension `k` in `precision`.
 pub fn slices(precision: Precision, k: usize) -> usize {
@@ -35,7 +68,8 @@ pub fn slices(precision: Precision, k: usize) -> usize {
 /// split gains (the measurements are in this step's closing note, issue 32).
 pub fn splits_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: usize) -> usize {
     let tiles = m.div_ceil(BM) * n.div_ceil(BN);
-    if 4 * tiles > sms {
+    // An empty C has no tiles to split: the product refuses it.
+    if tiles == 0 || 4 * tiles > sms {
         return 1;
     }
     let slices = slices(precision, k);
@@ -154,6 +188,100 @@ pub fn reduce_launch(len: usize, splits: usize) -> GpuResult<LaunchConfig> {
     })
 }
 
+/// The arguments of step 4d ([`F32_SPLIT`]): `splits` layers of `A × B`'s partial products
+/// over runs of k, f32 row-major A (m×k) and B (k×n), into `partials`.
+pub struct SgemmSplitArgs<'a> {
+    /// A, m × k.
+    pub a: &'a DeviceSlice<f32>,
+    /// B, k × n.
+    pub b: &'a DeviceSlice<f32>,
+    /// `splits` partial products of `m × n`, one after the other, written. With one split,
+    /// this is C.
+    pub partials: &'a DeviceSlice<f32>,
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B: the inner dimension.
+    pub k: usize,
+    /// Splits of k's slices: at least 1, none of them empty ([`split_count`] of itself).
+    pub splits: usize,
+}
+
+// SAFETY: the kernel reads `a[..m·k]` and `b[..k·n]` and writes `partials[..splits·m·n]`; all are
+// checked that long (the products checked for overflow), the partials not to overlap A or B, and
+// all three 16-byte aligned (its 16-byte accesses). `splits` is checked to leave no split empty.
+// The launch is step 4d's tile grid, `splits` deep, as its `# Safety` section asks. The parameters
+// are `a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize`, `c` being `partials`.
+unsafe impl KernelArgs for SgemmSplitArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &[F32_SPLIT], "SgemmSplitArgs")?;
+        let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
+        let slices = f32_slices(k);
+        if splits == 0 || split_count(slices, splits) != splits {
+            let even = split_count(slices, splits);
+            return Err(refuse(
+                kernel,
+                format!("{splits} splits of k's {slices} slices: each needs at least one ({even} would do)"),
+            ));
+        }
+        let (a_len, b_len) = (product(kernel, m, k)?, product(kernel, k, n)?);
+        let layers = product(kernel, splits, product(kernel, m, n)?)?;
+        require_len(kernel, "A", self.a, a_len)?;
+        require_len(kernel, "B", self.b, b_len)?;
+        require_len(kernel, "the partial products", self.partials, layers)?;
+        require_disjoint(kernel, ("the partial products", self.partials, layers), ("A", self.a, a_len))?;
+        require_disjoint(kernel, ("the partial products", self.partials, layers), ("B", self.b, b_len))?;
+        for (what, matrix) in [("A", self.a), ("B", self.b), ("the partial products", self.partials)] {
+            require_aligned(kernel, what, matrix, 16)?;
+        }
+        split_launch((m, n, k), splits)
+    }
+
+    fn params(&self, _kernel: &str) -> Params {
+        Params::new().slice(self.a).slice(self.b).pointer(self.partials).value(self.m).value(self.n).value(self.k)
+    }
+}
+
+/// Step 4d's launch for an `m × n × k` product over `splits` splits: its tile grid, `splits`
+/// deep.
+pub fn split_launch((m, n, _): (usize, usize, usize), splits: usize) -> GpuResult<LaunchConfig> {
+    let depth = u32::try_from(splits)
+        .map_err(|_| refuse(F32_SPLIT, format!("{splits} splits exceed a grid's depth")))?;
+    let per_tile = tile_launch(&SPLIT_TILE, m, n)?;
+    Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
+}
+
+/// Queues the f32 `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty):
+/// step 4d into `partials` (`splits·m·n` floats, see [`workspace`]), then their sum into `c`.
+/// One split is the product straight into `c`, `partials` unused.
+///
+/// # Safety
+/// Queued, not finished, on return: `a`, `b`, `partials` and `c` must stay allocated until
+/// `stream` has run both kernels (see [`Gpu::launch`]).
+pub unsafe fn launch_f32_on(
+    gpu: &Gpu,
+    stream: &Stream,
+    (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
+    partials: &DeviceSlice<f32>,
+    c: &DeviceSlice<f32>,
+    (m, n, k): (usize, usize, usize),
+    splits: usize,
+) -> GpuResult<()> {
+    if splits == 1 {
+        // SAFETY: the caller keeps the buffers alive until the stream has run it.
+        return unsafe { gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials: c, m, n, k, splits }) };
+    }
+    let reduce = ReduceArgs { partials, c, len: product(REDUCE, m, n)?, splits };
+    // Refused before the product is queued, rather than after.
+    reduce.checked_config(REDUCE)?;
+    // SAFETY: as above; the reduction runs after the product on the same stream.
+    unsafe {
+        gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials, m, n, k, splits })?;
+        gpu.launch_on(stream, REDUCE, &reduce)
+    }
+}
+
 /// Queues `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty): the
 /// pipelined kernel of the maps' precision into `partials` (`splits·m·n` floats, see
 /// [`workspace`]), then their sum into `c`. One split is the plain product straight into `c`,
@@ -211,7 +339,7 @@ pub fn launch<T: DeviceCopy + bytemuck::Pod>(
 mod tests {
     use super::super::hopper::Operands;
     use super::*;
-    use crate::gpu::{GpuError, HOPPER_PTX};
+    use crate::gpu::{GpuError, HOPPER_PTX, KERNELS_PTX};
     use crate::scan::tests::{same_memory, shifted, FakeMemory};
 
     #[test]
@@ -230,6 +358,26 @@ mod tests {
         assert_eq!(bf16((64, 8192, 64)), 1);
         assert_eq!(bf16((64, 64, 64 * (2 * SPLIT_MIN_SLICES - 1))), 1);
         assert_eq!(bf16((1, 1, 1)), 1);
+        assert_eq!(bf16((0, 64, 65536)), 1);
+    }
+
+    #[test]
+    fn f32_long_k_on_few_tiles_splits_to_fill_every_block_of_the_sms_once() {
+        let f32 = |dims| f32_splits_for(dims, 132);
+        // 4096 slices of 16 in runs of 11; 1024 in runs of 11; 256 in runs of 43; 313 in runs of 5.
+        assert_eq!(f32((64, 64, 65536)), 373);
+        assert_eq!(f32((128, 128, 16384)), 94);
+        assert_eq!(f32((16, 4096, 4096)), 6);
+        assert_eq!(f32((67, 61, 5003)), 63);
+        // More tiles than SMs, partials larger than the inputs, or k too short to split.
+        assert_eq!(f32((1024, 1024, 1024)), 1);
+        assert_eq!(f32((128, 14336, 4096)), 1);
+        assert_eq!(f32((512, 512, 512)), 1);
+        assert_eq!(f32((64, 8192, 64)), 1);
+        assert_eq!(f32((64, 64, 16 * (2 * F32_MIN_SLICES - 1))), 1);
+        assert_eq!(f32((1, 1, 1)), 1);
+        assert_eq!(f32((64, 0, 65536)), 1);
+        assert_eq!(f32_splits_for((64, 64, 65536), 1), 3);
     }
 
     #[test]
@@ -240,7 +388,7 @@ mod tests {
                 assert!((1..=slices.max(1)).contains(&splits), "{slices} slices, {wanted} wanted: {splits}");
                 let mut next = 0;
                 for split in 0..splits {
-                    let (first, count) = interface::wgmma::split_slices(slices, split, splits);
+                    let (first, count) = interface::matmul::split_slices(slices, split, splits);
                     assert!(first == next && count >= 1, "{slices} slices, split {split} of {splits}");
                     next = first + count;
                 }
@@ -249,10 +397,14 @@ mod tests {
         }
     }
 
-    /// The sizes of the parameters of the Hopper module's entry `kernel`: all 64-bit here.
+    /// The sizes of the parameters of the entry `kernel`, in the module that has it: all 64-bit
+    /// here.
     fn ptx_parameters(kernel: &str) -> Vec<usize> {
-        let start = HOPPER_PTX.find(&format!(".entry {kernel}(")).unwrap_or_else(|| panic!("no {kernel} in the PTX"));
-        let list = &HOPPER_PTX[start..start + HOPPER_PTX[start..].find(')').expect("a parameter list")];
+        let entry = format!(".entry {kernel}(");
+        let ptx = [KERNELS_PTX, HOPPER_PTX].into_iter().find(|ptx| ptx.contains(&entry));
+        let ptx = ptx.unwrap_or_else(|| panic!("no {kernel} in the PTX"));
+        let start = ptx.find(&entry).expect("the entry");
+        let list = &ptx[start..start + ptx[start..].find(')').expect("a parameter list")];
         list.split(',').filter(|p| p.contains(".param")).map(|p| if p.contains(".u64 ") { 8 } else { 0 }).collect()
     }
 
@@ -324,6 +476,35 @@ mod tests {
         check_binding("matmul_wgmma_bf16", "matmul_wgmma_persistent_bf16", &*valid, refused);
         assert_eq!(valid.checked_config("matmul_wgmma_bf16").expect("a launch").grid, (1, 2, 8));
         with(memory.slice(63 * m * n), 63).checked_config("matmul_wgmma_bf16").expect("a slice per split");
+    }
+
+    #[test]
+    fn the_f32_split_binding_refuses_empty_splits_and_short_misaligned_or_overlapping_buffers() {
+        let mut memory = FakeMemory::new();
+        // 1000 of k is 63 slices of 16.
+        let (m, n, k, splits) = (130, 70, 1000, 8);
+        let (a, b) = (memory.slice::<f32>(m * k), memory.slice::<f32>(k * n));
+        let partials = memory.slice::<f32>(splits * m * n);
+        let with = |a, b, partials, splits| -> Box<dyn KernelArgs> {
+            Box::new(SgemmSplitArgs { a, b, partials, m, n, k, splits })
+        };
+        let refused = vec![
+            ("no split", with(a, b, partials, 0)),
+            ("more splits than slices", with(a, b, memory.slice(64 * m * n), 64)),
+            // 62 splits of 63 slices are runs of 2: the last 30 splits would be empty.
+            ("an empty split", with(a, b, memory.slice(62 * m * n), 62)),
+            ("A short", with(memory.slice(m * k - 1), b, partials, splits)),
+            ("B short", with(a, memory.slice(k * n - 1), partials, splits)),
+            ("partials short", with(a, b, memory.slice(splits * m * n - 1), splits)),
+            ("A misaligned", with(shifted(memory.slice(m * k + 1)), b, partials, splits)),
+            ("partials misaligned", with(a, b, shifted(memory.slice(splits * m * n + 1)), splits)),
+            ("partials over A", with(a, b, same_memory(a), splits)),
+            ("partials over B", with(a, b, same_memory(b), splits)),
+        ];
+        let valid = with(a, b, partials, splits);
+        check_binding(F32_SPLIT, "matmul_vec4_64x64_t4", &*valid, refused);
+        assert_eq!(valid.checked_config(F32_SPLIT).expect("a launch").grid, (2, 3, 8));
+        with(a, b, memory.slice(63 * m * n), 63).checked_config(F32_SPLIT).expect("a slice per split");
     }
 
     #[test]

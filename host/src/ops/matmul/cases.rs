@@ -1,6 +1,8 @@
 //! The launch checks' cases of the matmul bindings ([`crate::registry::Kernel::launch_cases`]):
-//! the f32 ladder's, the tensor-core products' and the conversions'.
+//! the f32 ladder's, split k's and its reduction's, the tensor-core products' and the
+//! conversions'.
 
+use super::split::{ReduceArgs, SgemmSplitArgs, F32_SPLIT, REDUCE};
 use super::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, TensorInput, CONVERT_TRANSPOSED};
 use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
 use cust::memory::{DeviceCopy, DevicePointer, DeviceSlice};
@@ -20,6 +22,8 @@ pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
             refused.push(("dimensions overflow".into(), with(src, dst, usize::MAX, 2)));
             with(src, dst, rows, cols)
         }
+        F32_SPLIT => split_cases(memory, &mut refused),
+        REDUCE => reduce_cases(memory, &mut refused),
         _ if kernel.starts_with("convert_tf32") => convert_cases::<f32>(memory, &mut refused),
         _ if kernel.starts_with("convert_") => convert_cases::<u16>(memory, &mut refused),
         _ if kernel.starts_with("matmul_mma_tf32") => mma_cases::<f32>(memory, &mut refused),
@@ -41,6 +45,38 @@ pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
         }
     };
     LaunchCases::Cases(Cases { valid, refused })
+}
+
+/// Split k's cases (step 4d): `splits` layers of partial products over runs of k's slices.
+fn split_cases(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    // 1000 of k is 63 slices of 16.
+    let (m, n, k, splits) = (67, 45, 1000, 8);
+    let (a, b, partials) = (memory.f32s(m * k), memory.f32s(k * n), memory.f32s(splits * m * n));
+    let with = |a, b, partials, splits| -> Args { Box::new(SgemmSplitArgs { a, b, partials, m, n, k, splits }) };
+    refused.push(("no split".into(), with(a, b, partials, 0)));
+    // 62 splits of 63 slices are runs of 2: the last 30 splits would be empty.
+    refused.push(("an empty split".into(), with(a, b, memory.f32s(62 * m * n), 62)));
+    refused.push(("A short".into(), with(memory.f32s(m * k - 1), b, partials, splits)));
+    refused.push(("partials short".into(), with(a, b, memory.f32s(splits * m * n - 1), splits)));
+    refused.push(("partials over B".into(), with(a, b, memory.same_memory(b), splits)));
+    refused.push(("A misaligned".into(), with(shifted(memory.f32s(m * k + 1)), b, partials, splits)));
+    refused.push(("partials misaligned".into(), with(a, b, shifted(memory.f32s(splits * m * n + 1)), splits)));
+    with(a, b, partials, splits)
+}
+
+/// The reduction's cases: `splits` layers of partial products summed into C.
+fn reduce_cases(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    let (len, splits) = (4100, 7);
+    let (partials, c) = (memory.f32s(splits * len), memory.f32s(len));
+    let with = |partials, c, len, splits| -> Args { Box::new(ReduceArgs { partials, c, len, splits }) };
+    refused.push(("partials short".into(), with(memory.f32s(splits * len - 1), c, len, splits)));
+    refused.push(("C short".into(), with(partials, memory.f32s(len - 1), len, splits)));
+    refused.push(("C inside the partials".into(), with(partials, memory.same_memory(partials), len, splits)));
+    refused.push(("partials misaligned".into(), with(shifted(memory.f32s(splits * len + 1)), c, len, splits)));
+    refused.push(("C misaligned".into(), with(partials, shifted(memory.f32s(len + 1)), len, splits)));
+    refused.push(("no splits".into(), with(partials, c, len, 0)));
+    refused.push(("no elements".into(), with(partials, c, 0, splits)));
+    with(partials, c, len, splits)
 }
 
 /// The tensor-core products' cases on inputs of `T` (A m × padded k, B k × padded n): short

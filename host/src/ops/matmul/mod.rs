@@ -113,8 +113,8 @@ impl Matmul {
     ) -> GpuResult<Self> {
         require_shape((m, n, k))?;
         // The Hopper module's launches (the wgmma steps, FP8's) are checked against their
-        // tensor maps when they launch.
-        for variant in variants.iter().filter(|v| !is_hopper_kernel(&v.kernel)) {
+        // tensor maps when they launch, and split k's against its splits.
+        for variant in variants.iter().filter(|v| !is_hopper_kernel(&v.kernel) && v.name != SPLIT_K) {
             gpu.validate(&variant.kernel, &product_launch(&variant.kernel, m, n)?)?;
         }
         let hopper = variants.iter().any(|v| hopper::kernel_of(&v.kernel).is_some());
@@ -203,13 +203,19 @@ impl Matmul {
         }
     }
 
-    /// Split k on the GPU's stream: the pipelined wgmma step over `split`'s splits of k, then
-    /// their sum into C.
+    /// Split k on the GPU's stream: step 4d (f32) or the pipelined wgmma step over `split`'s
+    /// splits of k, then their sum into C.
     ///
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
         let (dims, precision) = ((self.m, self.n, self.k), self.precision());
+        if self.dtype.gemm() == Some(Dtype::F32) {
+            let (inputs, c) = ((&*self.da, &*self.db), &self.dc);
+            // SAFETY: A, B, the workspace and C are `self`'s, which the caller keeps until the
+            // stream has run it.
+            return unsafe { split::launch_f32_on(gpu, gpu.stream(), inputs, &split.partials, c, dims, split.splits) };
+        }
         let (Some(converted), Some(maps), Some(precision)) = (&self.converted, &self.hopper_maps, precision) else {
             return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
         };
@@ -305,8 +311,8 @@ fn variant_of(kernel: &str) -> Variant {
     step.or_else(tensor).or_else(tile).unwrap_or_else(|| Variant::new(kernel, kernel))
 }
 
-/// The variant of split k (`GemmKernel::Split`): the pipelined wgmma kernel over splits of k,
-/// then their sum.
+/// The variant of split k (`GemmKernel::Split`): step 4d (f32) or the pipelined wgmma kernel
+/// over splits of k, then their sum.
 const SPLIT_K: &str = "split-k";
 
 /// What the library's `gemm` runs for a type and shape on this GPU ([`GemmKernel::chosen`]).
@@ -370,7 +376,13 @@ impl Kernel for Matmul {
         // The default configuration is the vec4 step; the others are listed once each.
         let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
         let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), launch::mma_launch(*s, 4096, 4096)?)));
-        let kernels: GpuResult<Vec<_>> = steps.chain(tiles).chain(tensor).collect();
+        // Split k as `gemm` runs 64×64×65536 on an H100, and its reduction.
+        let (long_k, splits) = ((64, 64, 65536), 373);
+        let split_k = [
+            Ok((split::F32_SPLIT, split::split_launch(long_k, splits)?)),
+            Ok((split::REDUCE, split::reduce_launch(64 * 64, splits)?)),
+        ];
+        let kernels: GpuResult<Vec<_>> = steps.chain(tiles).chain(split_k).chain(tensor).collect();
         Ok(kernels?.into_iter().chain(tensor::conversions(4096, 4096)?).collect())
     }
 
@@ -528,8 +540,12 @@ impl Kernel for Matmul {
         }
         let random = || random_inputs(shape, seed);
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
-        if let (Some(wanted), Some(precision), true) = (pick.splits, hopper_precision(dtype), split_k) {
-            let splits = interface::wgmma::split_count(split::slices(precision, shape.2), wanted);
+        if let (Some(wanted), true) = (pick.splits, split_k) {
+            let slices = match hopper_precision(dtype) {
+                Some(precision) => split::slices(precision, shape.2),
+                None => split::f32_slices(shape.2),
+            };
+            let splits = interface::matmul::split_count(slices, wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
             notes.insert(SPLIT_K.into(), format!("{splits} splits of k{note}"));
@@ -618,7 +634,7 @@ impl Workload for Matmul {
             Some(fp8) => fp8.check(&got),
             None => {
                 let tolerance =
-                    if self.dtype == InputType::F32 { tolerance(self.k) } else { tensor::tolerance(self.k) };
+                    if self.dtype.gemm() == Some(Dtype::F32) { tolerance(self.k) } else { tensor::tolerance(self.k) };
                 check::close(&got, &self.expected, tolerance * self.scale)
             }
         };
