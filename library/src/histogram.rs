@@ -544,7 +544,7 @@ mod tests {
             let mut values = Vec::new();
             for b in 0..=bins {
                 let edge = rule.edge(b);
-                values.extend([edge, f32::from_bits(edge.to_bits() - 1), f32::from_bits(edge.to_bits() + 1)]);
+                values.extend([edge, edge.next_down(), edge.next_up()]);
                 values.push((lo + (b as f64 + 0.5) * (hi - lo) / bins as f64) as f32);
             }
             let what = format!("[{lo}, {hi}] in {bins} bins");
