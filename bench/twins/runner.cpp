@@ -871,6 +871,33 @@ struct Runner {
         return groups;
     }
 
+    // A split product's shape: C is m x n, k the inner dimension, in `splits` layers.
+    struct SplitShape {
+        size_t m, n, k, splits;
+    };
+
+    // The first of 32 sampled elements of C (seeded by `seed`) where the sum of a split product's
+    // layers in `out` differs from the f64 product of `a_at(i, p)` and `b_at(p, j)` by more than
+    // 2 k FLT_EPSILON of the magnitudes, as a message; "" when none does.
+    template <class A, class B>
+    static std::string check_split_sums(const std::vector<unsigned char>& out, SplitShape d, uint64_t seed, A a_at,
+                                        B b_at) {
+        const float* o = reinterpret_cast<const float*>(out.data());
+        for (size_t e : sample_indices(d.m * d.n, 32, seed)) {
+            size_t i = e / d.n, j = e % d.n;
+            double sum = 0, magnitude = 0, got = 0;
+            for (size_t p = 0; p < d.k; ++p) {
+                double t = a_at(i, p) * b_at(p, j);
+                sum += t, magnitude += std::fabs(t);
+            }
+            for (size_t s = 0; s < d.splits; ++s) got += o[s * d.m * d.n + e];
+            if (!(std::fabs(got - sum) <= 2.0 * d.k * FLT_EPSILON * magnitude + FLT_MIN))
+                return "the splits of C[" + std::to_string(i) + "][" + std::to_string(j) + "] sum to " +
+                       fmt("%.9g", got) + ", want " + fmt("%.9g", sum);
+        }
+        return "";
+    }
+
     // Step 4d, split k (kernels/src/matmul/split_k.rs, twins in matmul/split_k.cu): step 4c's
     // kernel on 64x64 tiles on a grid `splits` deep, each layer's partial product checked through
     // their sum, at long-k shapes (and an odd one, every block checked) in as many splits as the
@@ -902,20 +929,9 @@ struct Runner {
                 x.args.slice(a, m * k).slice(b, k * n).ptr(partials).add(m).add(n).add(k);
                 x.out = partials, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
                 x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
-                    const float* o = reinterpret_cast<const float*>(out.data());
-                    for (size_t e : sample_indices(m * n, 32, 48)) {
-                        size_t i = e / n, j = e % n;
-                        double sum = 0, magnitude = 0, got = 0;
-                        for (size_t p = 0; p < k; ++p) {
-                            double t = (double)ah[i * k + p] * bh[p * n + j];
-                            sum += t, magnitude += std::fabs(t);
-                        }
-                        for (size_t s = 0; s < splits; ++s) got += o[s * m * n + e];
-                        if (!(std::fabs(got - sum) <= 2.0 * k * FLT_EPSILON * magnitude + FLT_MIN))
-                            return "the splits of C[" + std::to_string(i) + "][" + std::to_string(j) + "] sum to " +
-                                   fmt("%.9g", got) + ", want " + fmt("%.9g", sum);
-                    }
-                    return "";
+                    auto a_at = [&](size_t i, size_t p) { return (double)ah[i * k + p]; };
+                    auto b_at = [&](size_t p, size_t j) { return (double)bh[p * n + j]; };
+                    return check_split_sums(out, {m, n, k, splits}, 48, a_at, b_at);
                 };
                 run(x);
             }
@@ -2011,20 +2027,9 @@ struct Runner {
                 x.args.ptr(map_buffer).ptr(partials).add(m).add(n).add(k);
                 x.out = partials, x.compare = Compare::Close, x.tolerance = 1e-3;
                 x.reference = [=, &av, &bv](const std::vector<unsigned char>& out) -> std::string {
-                    const float* o = reinterpret_cast<const float*>(out.data());
-                    for (size_t e : sample_indices(m * n, 32, 43)) {
-                        size_t i = e / n, j = e % n;
-                        double sum = 0, magnitude = 0, got = 0;
-                        for (size_t p = 0; p < k; ++p) {
-                            double t = (double)av[i * k + p] * (tf32 ? bv[j * k + p] : bv[p * n + j]);
-                            sum += t, magnitude += std::fabs(t);
-                        }
-                        for (size_t s = 0; s < splits; ++s) got += o[s * m * n + e];
-                        if (!(std::fabs(got - sum) <= 2.0 * k * FLT_EPSILON * magnitude + FLT_MIN))
-                            return "the splits of C[" + std::to_string(i) + "][" + std::to_string(j) + "] sum to " +
-                                   fmt("%.9g", got) + ", want " + fmt("%.9g", sum);
-                    }
-                    return "";
+                    auto a_at = [&](size_t i, size_t p) { return (double)av[i * k + p]; };
+                    auto b_at = [&](size_t p, size_t j) { return (double)(tf32 ? bv[j * k + p] : bv[p * n + j]); };
+                    return check_split_sums(out, {m, n, k, splits}, 43, a_at, b_at);
                 };
                 run(x);
             }

@@ -115,14 +115,7 @@ unsafe impl<T: DeviceCopy> KernelArgs for SplitArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
         let precision = self.maps.precision();
-        let slices = slices(precision, k);
-        if splits == 0 || split_count(slices, splits) != splits {
-            let even = split_count(slices, splits);
-            return Err(refuse(
-                kernel,
-                format!("{splits} splits of k's {slices} slices: each needs at least one ({even} would do)"),
-            ));
-        }
+        require_even_splits(kernel, slices(precision, k), splits)?;
         let layers = product(kernel, splits, product(kernel, m, n)?)?;
         let pipelined = [Step::Pipelined.kernel(precision)];
         self.maps.check_product(kernel, &pipelined, (m, n, k), ("the partial products", self.partials, layers))?;
@@ -217,14 +210,7 @@ unsafe impl KernelArgs for SgemmSplitArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[F32_SPLIT], "SgemmSplitArgs")?;
         let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
-        let slices = f32_slices(k);
-        if splits == 0 || split_count(slices, splits) != splits {
-            let even = split_count(slices, splits);
-            return Err(refuse(
-                kernel,
-                format!("{splits} splits of k's {slices} slices: each needs at least one ({even} would do)"),
-            ));
-        }
+        require_even_splits(kernel, f32_slices(k), splits)?;
         let (a_len, b_len) = (product(kernel, m, k)?, product(kernel, k, n)?);
         let layers = product(kernel, splits, product(kernel, m, n)?)?;
         require_len(kernel, "A", self.a, a_len)?;
@@ -241,6 +227,18 @@ unsafe impl KernelArgs for SgemmSplitArgs<'_> {
     fn params(&self, _kernel: &str) -> Params {
         Params::new().slice(self.a).slice(self.b).pointer(self.partials).value(self.m).value(self.n).value(self.k)
     }
+}
+
+/// Refuses `splits` splits of `slices` slices unless each split gets at least one.
+fn require_even_splits(kernel: &str, slices: usize, splits: usize) -> GpuResult<()> {
+    if splits == 0 || split_count(slices, splits) != splits {
+        let even = split_count(slices, splits);
+        return Err(refuse(
+            kernel,
+            format!("{splits} splits of k's {slices} slices: each needs at least one ({even} would do)"),
+        ));
+    }
+    Ok(())
 }
 
 /// Step 4d's launch for an `m × n × k` product over `splits` splits: its tile grid, `splits`
