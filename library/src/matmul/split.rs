@@ -270,14 +270,34 @@ pub unsafe fn launch_f32_on(
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
         return unsafe { gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials: c, m, n, k, splits }) };
     }
-    let reduce = ReduceArgs { partials, c, len: product(REDUCE, m, n)?, splits };
-    // Refused before the product is queued, rather than after.
-    reduce.checked_config(REDUCE)?;
-    // SAFETY: as above; the reduction runs after the product on the same stream.
+    // SAFETY: as above; the product is queued on `stream`.
     unsafe {
-        gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials, m, n, k, splits })?;
-        gpu.launch_on(stream, REDUCE, &reduce)
+        layers_then_sum(gpu, stream, (partials, c), (m, n), splits, || {
+            gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials, m, n, k, splits })
+        })
     }
+}
+
+/// Queues a product of `splits` layers into `partials` (`queue_layers`, on `stream`), then
+/// [`REDUCE`] summing them into the `m × n` C `c`. The reduction's arguments are checked first,
+/// so that a bad C is refused before the product is queued rather than after.
+///
+/// # Safety
+/// `queue_layers` queues on `stream`, and `partials` and `c` stay allocated until `stream` has
+/// run both kernels.
+unsafe fn layers_then_sum(
+    gpu: &Gpu,
+    stream: &Stream,
+    (partials, c): (&DeviceSlice<f32>, &DeviceSlice<f32>),
+    (m, n): (usize, usize),
+    splits: usize,
+    queue_layers: impl FnOnce() -> GpuResult<()>,
+) -> GpuResult<()> {
+    let reduce = ReduceArgs { partials, c, len: product(REDUCE, m, n)?, splits };
+    reduce.checked_config(REDUCE)?;
+    queue_layers()?;
+    // SAFETY: the caller keeps both buffers until the stream has run it, after the product.
+    unsafe { gpu.launch_on(stream, REDUCE, &reduce) }
 }
 
 /// Queues `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty): the
@@ -304,13 +324,11 @@ pub unsafe fn launch_on<T: DeviceCopy>(
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
         return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, c, m, n, k, blocks }) };
     }
-    let reduce = ReduceArgs { partials, c, len: product(REDUCE, m, n)?, splits };
-    // Refused before the product is queued, rather than after.
-    reduce.checked_config(REDUCE)?;
-    // SAFETY: as above; the reduction runs after the product on the same stream.
+    // SAFETY: as above; the product is queued on `stream`.
     unsafe {
-        gpu.launch_on(stream, kernel, &SplitArgs { maps, partials, m, n, k, splits })?;
-        gpu.launch_on(stream, REDUCE, &reduce)
+        layers_then_sum(gpu, stream, (partials, c), (m, n), splits, || {
+            gpu.launch_on(stream, kernel, &SplitArgs { maps, partials, m, n, k, splits })
+        })
     }
 }
 
