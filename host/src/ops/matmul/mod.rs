@@ -371,13 +371,14 @@ impl Kernel for Matmul {
         "C = A × B, f32 row-major: a ladder from naive to cp.async with warp tiles, then the tensor cores (--dtype tf32|bf16|f16: mma.sync, and wgmma on Hopper; --dtype fp8: e4m3 wgmma on Hopper); --tune keeps the fastest tile (f32) or step (a --dtype)";
     type Options = Options;
 
-    fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
+    fn launches(sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
         let steps = Step::ALL.iter().map(|s| Ok((s.kernel(), s.launch_config(4096, 4096)?)));
         // The default configuration is the vec4 step; the others are listed once each.
         let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
         let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), launch::mma_launch(*s, 4096, 4096)?)));
-        // Split k as `gemm` runs 64×64×65536 on an H100, and its reduction.
-        let (long_k, splits) = ((64, 64, 65536), 373);
+        // Split k as `gemm` runs 64×64×65536 on `sms` SMs, and its reduction.
+        let long_k = (64, 64, 65536);
+        let splits = split::f32_splits_for(long_k, sms as usize);
         let split_k = [
             Ok((split::F32_SPLIT, split::split_launch(long_k, splits)?)),
             Ok((split::REDUCE, split::reduce_launch(64 * 64, splits)?)),
