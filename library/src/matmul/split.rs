@@ -38,6 +38,18 @@ pub fn f32_slices(k: usize) -> usize {
 /// while C's 64×64 tiles outnumber the SMs, or while the partial products would outweigh A and
 /// B; else enough that tiles × splits fill every SM's [`SPLIT_BLOCKS_PER_SM`] blocks about once,
 /// each split at least `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
+///
+/// ```
+/// use cuda_kernels::matmul::{split::f32_splits_for, GemmKernel};
+///
+/// // One 64×64 tile down a k of 65536 on 132 SMs: 373 splits of 11 slices of 16.
+/// assert_eq!(f32_splits_for((64, 64, 65536), 132), 373);
+/// // A square C covers the SMs with its own tiles: no split.
+/// assert_eq!(f32_splits_for((4096, 4096, 4096), 132), 1);
+/// // `gemm`'s default follows it.
+/// let picked = cuda_kernels::matmul::f32_default((64, 64, 65536), 132);
+/// assert_eq!(picked, GemmKernel::Split(373));
+/// ```
 pub fn f32_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
     let tiles = m.div_ceil(SPLIT_BM) * n.div_ceil(SPLIT_BN);
     // An empty C has no tiles to split: the product refuses it.
