@@ -852,16 +852,15 @@ struct Runner {
     }
 
     // The splits library/src/matmul/split.rs's f32_splits_for picks: none while C's 64x64 tiles
-    // outnumber the SMs, or while the partial products would outweigh A and B; else enough that
-    // tiles x splits fill every SM's MATMUL_SPLIT_BLOCKS_PER_SM blocks about once, each split at
-    // least MATMUL_SPLIT_MIN_SLICES slices, made even (split_count).
+    // outnumber the SMs; else enough that tiles x splits come to about
+    // MATMUL_SPLIT_TARGET_BLOCKS_PER_SM blocks an SM, each split at least MATMUL_SPLIT_MIN_SLICES
+    // slices, made even (split_count).
     size_t f32_splits_for(size_t m, size_t n, size_t k) const {
         size_t tiles = (size_t)blocks(m, MATMUL_SPLIT_BM) * blocks(n, MATMUL_SPLIT_BN);
         if (tiles > sms) return 1;
         size_t slices = blocks(k, MATMUL_SPLIT_BK);
-        size_t splits = split_count(
-            slices, std::min<size_t>((size_t)MATMUL_SPLIT_BLOCKS_PER_SM * sms / tiles, slices / MATMUL_SPLIT_MIN_SLICES));
-        return splits * m * n > k * (m + n) ? 1 : splits;
+        return split_count(slices, std::min<size_t>((size_t)MATMUL_SPLIT_TARGET_BLOCKS_PER_SM * sms / tiles,
+                                                    slices / MATMUL_SPLIT_MIN_SLICES));
     }
 
     // Threads the reduction gives each quad of C (interface::matmul::reduce_groups).
@@ -1883,8 +1882,10 @@ struct Runner {
     }
 
     // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): TF32,
-    // BF16 and FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 2048^3,
-    // the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per tile).
+    // BF16 and FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 1024^3
+    // (fewer wide tiles than SMs: the narrow step's case), 2048^3, 3072^3 (wide tiles in 2.2
+    // waves), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per
+    // tile).
     // TF32 takes B transposed (n x k), here the first n * k values of a random matrix.
     void wgmma() {
         if (hopper_ptx.empty()) return;
@@ -1893,8 +1894,10 @@ struct Runner {
         struct Dims {
             size_t m, n, k;
         };
-        std::vector<Dims> shapes = {{2048, 2048, 2048}, {4096, 4096, 4096}};
-        if (!quick) shapes.push_back({8192, 8192, 8192}), shapes.push_back({8192, 8192, 256});
+        std::vector<Dims> shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}};
+        if (!quick)
+            shapes.push_back({3072, 3072, 3072}), shapes.push_back({8192, 8192, 8192}),
+                shapes.push_back({8192, 8192, 256});
         for (const char* type : {"tf32", "bf16", "f16"}) {
             bool tf32 = type[0] == 't', f16 = type[0] == 'f';
             // The inputs as the kernel reads them, and their values for the reference.
@@ -1925,16 +1928,20 @@ struct Runner {
                                  : tensor_map(map_type, b->ptr, k, n, bk, WGMMA_BOX_N)};
                 auto map_buffer = upload(maps);
                 auto c = device(4 * m * n);
-                unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
-                for (bool persistent : {false, true}) {
+                // One block per tile; one per SM over wide tiles; one per SM over narrow ones.
+                for (int step : {0, 1, 2}) {
+                    static const char* const names[] = {"matmul_wgmma_", "matmul_wgmma_persistent_",
+                                                        "matmul_wgmma_narrow_"};
+                    unsigned bn = step == 2 ? WGMMA_NARROW_BN : WGMMA_BN;
+                    unsigned shared = step == 2 ? WGMMA_NARROW_SHARED_BYTES : WGMMA_SHARED_BYTES;
+                    unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, bn);
                     Case x;
                     x.hopper = true;
-                    x.kernel = std::string(persistent ? "matmul_wgmma_persistent_" : "matmul_wgmma_") + type;
+                    x.kernel = std::string(names[step]) + type;
                     x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
                     x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-                    x.shape = persistent ? Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES}
-                                         : Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1,
-                                                 WGMMA_SHARED_BYTES};
+                    x.shape = step > 0 ? Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, shared}
+                                       : Shape{blocks(n, bn), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, shared};
                     x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k);
                     // The same products in the same order: equal up to nothing the runner should see.
                     x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
@@ -1964,15 +1971,16 @@ struct Runner {
 
 #if CUDA_VERSION >= 12000
     // The splits library/src/matmul/split.rs's splits_for picks for inputs of `bytes` an element:
-    // none while C's tiles fill more than a quarter of the SMs, or while the partial products
-    // would outweigh A and B; else enough to fill the SMs about once, each at least
-    // WGMMA_SPLIT_MIN_SLICES slices, made even (split_count).
+    // none while C's tiles fill more than a quarter of the SMs, while the partial products
+    // would outweigh A and B, or where fewer than WGMMA_SPLIT_MIN_SPLITS would do; else enough to
+    // fill the SMs about once, each at least WGMMA_SPLIT_MIN_SLICES slices, made even
+    // (split_count).
     size_t splits_for(size_t m, size_t n, size_t k, size_t bk, size_t bytes) const {
         size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
         if (4 * tiles > sms) return 1;
         size_t slices = blocks(k, bk);
         size_t splits = split_count(slices, std::min<size_t>(sms / tiles, slices / WGMMA_SPLIT_MIN_SLICES));
-        return 4 * splits * m * n > bytes * k * (m + n) ? 1 : splits;
+        return 4 * splits * m * n > bytes * k * (m + n) || splits < WGMMA_SPLIT_MIN_SPLITS ? 1 : splits;
     }
 
     // Step H3, split k (kernels/src/matmul/wgmma.rs, twins in matmul/wgmma.cu): the pipelined

@@ -266,7 +266,7 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
             with(maps(Operands { precision: other, ..operands }, device), c, (m, n, k)),
         ),
     ];
-    if step == Step::Persistent {
+    if step != Step::Pipelined {
         refused.push(("no blocks".into(), Box::new(WgmmaArgs { maps: valid, c, m, n, k, blocks: 0 })));
     }
     Cases { valid: with(valid, c, (m, n, k)), refused }

@@ -48,6 +48,14 @@ pub const SHARED_BYTES: usize = SWIZZLE_ALIGN + STAGES * STAGE_BYTES + 2 * STAGE
 pub const PRODUCER_REGISTERS: u32 = 40;
 pub const CONSUMER_REGISTERS: u32 = 232;
 
+/// Step H5, narrow tiles (`kernels/src/matmul/wgmma_narrow.rs`): `BM × NARROW_BN` tiles, each
+/// consumer one `m64n128` instruction per k-step, for products whose `BM × BN` tiles would
+/// leave SMs idle. Half the bytes of B per stage leave room for more stages.
+pub const NARROW_BN: usize = 128;
+pub const NARROW_STAGES: usize = 6;
+pub const NARROW_STAGE_BYTES: usize = A_STAGE_BYTES + BK * NARROW_BN * 2;
+pub const NARROW_SHARED_BYTES: usize = SWIZZLE_ALIGN + NARROW_STAGES * NARROW_STAGE_BYTES + 2 * NARROW_STAGES * 8;
+
 /// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
 /// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
 pub const GROUP_M: usize = 16;
@@ -55,6 +63,9 @@ pub const GROUP_M: usize = 16;
 /// Split-k (step H3): fewest slices of k a split takes, the ring's stages, so that its pipeline
 /// fills before the split ends.
 pub const SPLIT_MIN_SLICES: usize = STAGES;
+/// Fewest splits worth their partial products: at two or three, narrow tiles (step H5) keep as
+/// many SMs busy without them (TF32 at 256³: 1.44× faster than two splits).
+pub const SPLIT_MIN_SPLITS: usize = 4;
 /// FP8 operands (`kernels/src/matmul/convert_fp8.rs`): rows padded with zeros to a multiple of
 /// 16 one-byte elements, the row stride TMA requires.
 pub const FP8_ROW_ALIGN: usize = 16;
@@ -73,13 +84,16 @@ pub const fn fp8_padded(cols: usize) -> usize {
 
 /// One block of [`THREADS`] per SM: its shared memory allows no second. The FP8 conversions'
 /// blocks are small, and their registers few.
-pub const BOUNDS: [LaunchBounds; 10] = [
+pub const BOUNDS: [LaunchBounds; 13] = [
     LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_persistent_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_narrow_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_narrow_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_narrow_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_e4m3", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_fp8_amax", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_e4m3", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
@@ -87,6 +101,7 @@ pub const BOUNDS: [LaunchBounds; 10] = [
 ];
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
+const _: () = assert!(NARROW_BN % BOX_N == 0 && NARROW_SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
 // The transposing conversion: each thread stages whole rows of the tile, and writes whole
 // 4-byte words of it.

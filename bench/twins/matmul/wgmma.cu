@@ -1,8 +1,9 @@
-// Twin of kernels/src/matmul/wgmma.rs and wgmma_persistent.rs, with the wrappers of
+// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs and wgmma_narrow.rs, with the wrappers of
 // kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and output; TF32 reads
 // B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
-// warpgroups with setmaxnreg; then the persistent grid in grouped tile order; then the FP8 step
+// warpgroups with setmaxnreg; then the persistent grid in grouped tile order, on wide (128x256) or
+// narrow (128x128) tiles; then the FP8 step
 // with its conversions (wgmma_fp8.cu, included at the end). Split k's layers (step H3) are summed
 // by step 4d's reduction, matmul_split_reduce in split_k.cu, in the main module. The same PTX
 // instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
@@ -84,6 +85,13 @@ static __device__ __forceinline__ void wgmma_wait() {
                  "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, " flags "; }"                     \
                  : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                                       \
                  : "l"(a), "l"(b), "r"(scale))
+// The same at n128: 64 accumulators.
+#define WGMMA_M64N128(shape_types, flags)                                                                          \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned." shape_types                 \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " WGMMA_R10(1) WGMMA_R10(2) WGMMA_R10(3) WGMMA_R10(4)    \
+                     WGMMA_R10(5) "%60, %61, %62, %63}, %64, %65, p, " flags "; }"                                  \
+                 : WGMMA_D32(0), WGMMA_D32(32)                                                                     \
+                 : "l"(a), "l"(b), "r"(scale))
 
 static __device__ __forceinline__ void release_registers_to_40() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -118,6 +126,14 @@ struct Half {
             WGMMA_M64N256("m64n256k16.f32.bf16.bf16", "1, 1, 0, 1");
         }
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        if (F16) {
+            WGMMA_M64N128("m64n128k16.f32.f16.f16", "1, 1, 0, 1");
+        } else {
+            WGMMA_M64N128("m64n128k16.f32.bf16.bf16", "1, 1, 0, 1");
+        }
+    }
 };
 
 // TF32: B transposed, contiguous along k like A; a k-step is 32 bytes along every row.
@@ -131,10 +147,24 @@ struct Tf32 {
         unsigned scale = accumulate;
         WGMMA_M64N256("m64n256k8.f32.tf32.tf32", "1, 1");
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        WGMMA_M64N128("m64n128k8.f32.tf32.tf32", "1, 1");
+    }
+};
+
+// A tile's width: its columns, the ring that feeds it, a consumer thread's accumulators.
+struct Wide {
+    static constexpr unsigned kBn = WGMMA_BN, kStages = WGMMA_STAGES, kStageBytes = WGMMA_STAGE_BYTES, kAcc = 128;
+};
+struct Narrow {
+    static constexpr unsigned kBn = WGMMA_NARROW_BN, kStages = WGMMA_NARROW_STAGES,
+                              kStageBytes = WGMMA_NARROW_STAGE_BYTES, kAcc = 64;
 };
 
 extern __shared__ __align__(16) unsigned char wgmma_shared[];
 
+template <class W>
 struct Ring {
     unsigned tiles, full, empty;
 
@@ -142,10 +172,10 @@ struct Ring {
         unsigned raw = shared_address(wgmma_shared);
         unsigned align = WGMMA_SWIZZLE_ALIGN;
         unsigned tiles = (raw + align - 1) & ~(align - 1);
-        unsigned full = tiles + WGMMA_STAGES * WGMMA_STAGE_BYTES;
-        Ring ring{tiles, full, full + 8 * WGMMA_STAGES};
+        unsigned full = tiles + W::kStages * W::kStageBytes;
+        Ring ring{tiles, full, full + 8 * W::kStages};
         if (threadIdx.x == 0) {
-            for (unsigned s = 0; s < WGMMA_STAGES; ++s) {
+            for (unsigned s = 0; s < W::kStages; ++s) {
                 mbarrier_init(ring.full + 8 * s, 1);
                 mbarrier_init(ring.empty + 8 * s, WGMMA_CONSUMERS * WGMMA_WARPGROUP / 32);
             }
@@ -157,24 +187,24 @@ struct Ring {
 
     __device__ __forceinline__ void slot(size_t slice, unsigned& stage, unsigned& full_bar, unsigned& empty_bar,
                                          unsigned& lap) const {
-        unsigned s = (unsigned)(slice % WGMMA_STAGES);
-        stage = tiles + s * WGMMA_STAGE_BYTES, full_bar = full + 8 * s, empty_bar = empty + 8 * s;
-        lap = (unsigned)(slice / WGMMA_STAGES) & 1;
+        unsigned s = (unsigned)(slice % W::kStages);
+        stage = tiles + s * W::kStageBytes, full_bar = full + 8 * s, empty_bar = empty + 8 * s;
+        lap = (unsigned)(slice / W::kStages) & 1;
     }
 };
 
-template <class T>
-static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap* maps, size_t m0, size_t n0,
+template <class T, class W>
+static __device__ __forceinline__ void produce(const Ring<W>& ring, const TensorMap* maps, size_t m0, size_t n0,
                                                size_t k_first, size_t k_tiles, size_t first) {
     const TensorMap *map_a = maps, *map_b = maps + 1;
     for (size_t t = 0; t < k_tiles; ++t) {
         unsigned stage, full, empty, lap;
         ring.slot(first + t, stage, full, empty, lap);
         mbarrier_wait(empty, lap ^ 1);
-        mbarrier_arrive_expect_tx(full, WGMMA_STAGE_BYTES);
+        mbarrier_arrive_expect_tx(full, W::kStageBytes);
         size_t k0 = (k_first + t) * T::kBk;
         tma_load_2d(stage, map_a, (int)k0, (int)m0, full);
-        for (size_t j = 0; j < WGMMA_BN / WGMMA_BOX_N; ++j) {
+        for (size_t j = 0; j < W::kBn / WGMMA_BOX_N; ++j) {
             int x, y;
             T::b_box(k0, n0 + j * WGMMA_BOX_N, x, y);
             tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * kBoxBytes, map_b, x, y, full);
@@ -184,9 +214,9 @@ static __device__ __forceinline__ void produce(const Ring& ring, const TensorMap
 
 // A consumer whose rows all lie past C (`active` false) multiplies nothing but still waits for
 // and frees every slice, keeping the ring's phases.
-template <class T>
-static __device__ __forceinline__ void consume(const Ring& ring, size_t k_tiles, size_t first, size_t consumer,
-                                               bool active, uint32_t (&acc)[128]) {
+template <class T, class W>
+static __device__ __forceinline__ void consume(const Ring<W>& ring, size_t k_tiles, size_t first, size_t consumer,
+                                               bool active, uint32_t (&acc)[W::kAcc]) {
     size_t lane = threadIdx.x % 32;
     unsigned previous_empty = 0;
     for (size_t t = 0; t < k_tiles; ++t) {
@@ -230,7 +260,8 @@ static __device__ __forceinline__ void store_quad(float* c, size_t row, size_t c
 // One row's 16 columns of groups j and j + 1 (offset 0: the thread's row, 2: 8 rows below),
 // traded within the quad: this thread stores the pairs of quad lanes from0, from1 of group j,
 // or of group j + 1 when second.
-static __device__ __forceinline__ void trade_and_store(float* c, const uint32_t (&acc)[128], size_t j, size_t offset,
+template <unsigned N>
+static __device__ __forceinline__ void trade_and_store(float* c, const uint32_t (&acc)[N], size_t j, size_t offset,
                                                        size_t row, size_t col, unsigned from0, unsigned from1,
                                                        bool second, size_t m, size_t n) {
     size_t self = 4 * j + offset, next = 4 * (j + 1) + offset;
@@ -247,14 +278,15 @@ static __device__ __forceinline__ void trade_and_store(float* c, const uint32_t 
 
 // Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1 (mod 4), of the first
 // group for t < 2, of the second for t >= 2 (wgmma.rs's epilogue).
-static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc)[128], size_t m0, size_t n0,
+template <unsigned N>
+static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc)[N], size_t m0, size_t n0,
                                                   size_t consumer, size_t m, size_t n) {
     size_t tid = threadIdx.x;
     unsigned lane = tid % 32, t = lane % 4;
     size_t row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
     unsigned first = (lane & ~3u) + (2 * t) % 4;
 #pragma unroll  // the Rust unrolls this loop by hand (count_up!)
-    for (size_t p = 0; p < 16; ++p) {
+    for (size_t p = 0; p < N / 8; ++p) {
         size_t col = n0 + 16 * p + 4 * t;
         trade_and_store(c, acc, 2 * p, 0, row, col, first, first + 1, t >= 2, m, n);
         trade_and_store(c, acc, 2 * p, 2, row + 8, col, first, first + 1, t >= 2, m, n);
@@ -266,7 +298,7 @@ static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc
 // split_k.cu's matmul_split_reduce sums).
 template <class T>
 static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float* c, size_t m, size_t n, size_t k) {
-    Ring ring = Ring::make();
+    Ring<Wide> ring = Ring<Wide>::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
     size_t split = blockIdx.z, k_first, k_tiles;
     split_slices((k + T::kBk - 1) / T::kBk, split, gridDim.z, k_first, k_tiles);
@@ -276,13 +308,13 @@ static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float
         if (threadIdx.x == 0) {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps + 1);
-            produce<T>(ring, maps, m0, n0, k_first, k_tiles, 0);
+            produce<T, Wide>(ring, maps, m0, n0, k_first, k_tiles, 0);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<T>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
+        consume<T, Wide>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
         store_tile(c + split * m * n, acc, m0, n0, consumer, m, n);
     }
 }
@@ -297,13 +329,13 @@ static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m
     row = first_row + within % rows, col = within / rows;
 }
 
-template <class T>
+template <class T, class W>
 static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* maps, float* c, size_t m, size_t n,
                                                                size_t k) {
-    Ring ring = Ring::make();
+    Ring<W> ring = Ring<W>::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
     size_t k_tiles = (k + T::kBk - 1) / T::kBk;
-    size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + WGMMA_BN - 1) / WGMMA_BN;
+    size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + W::kBn - 1) / W::kBn;
     size_t tiles = tiles_m * tiles_n;
     if (warpgroup == 0) {
         release_registers_to_40();
@@ -314,20 +346,20 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
             for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 size_t row, col;
                 tile_position(tile, tiles_m, tiles_n, row, col);
-                produce<T>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, 0, k_tiles, slice);
+                produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, 0, k_tiles, slice);
                 slice += k_tiles;
             }
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
-        uint32_t acc[128];
+        uint32_t acc[W::kAcc];
         size_t slice = 0;
         for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             size_t row, col;
             tile_position(tile, tiles_m, tiles_n, row, col);
-            consume<T>(ring, k_tiles, slice, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
-            store_tile(c, acc, row * WGMMA_BM, col * WGMMA_BN, consumer, m, n);
+            consume<T, W>(ring, k_tiles, slice, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
+            store_tile(c, acc, row * WGMMA_BM, col * W::kBn, consumer, m, n);
             slice += k_tiles;
         }
     }
@@ -340,13 +372,24 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_tf32(WGMMA_PARAMS) { matmul
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_bf16(WGMMA_PARAMS) { matmul_wgmma<Half<false>>(maps, c, m, n, k); }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_f16(WGMMA_PARAMS) { matmul_wgmma<Half<true>>(maps, c, m, n, k); }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_tf32(WGMMA_PARAMS) {
-    matmul_wgmma_persistent<Tf32>(maps, c, m, n, k);
+    matmul_wgmma_persistent<Tf32, Wide>(maps, c, m, n, k);
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_bf16(WGMMA_PARAMS) {
-    matmul_wgmma_persistent<Half<false>>(maps, c, m, n, k);
+    matmul_wgmma_persistent<Half<false>, Wide>(maps, c, m, n, k);
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_persistent_f16(WGMMA_PARAMS) {
-    matmul_wgmma_persistent<Half<true>>(maps, c, m, n, k);
+    matmul_wgmma_persistent<Half<true>, Wide>(maps, c, m, n, k);
+}
+
+// Step H5: the persistent grid on narrow tiles (128x128).
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_narrow_tf32(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Tf32, Narrow>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_narrow_bf16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<false>, Narrow>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_narrow_f16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<true>, Narrow>(maps, c, m, n, k);
 }
 
 // Step H4: FP8 (e4m3) inputs, and their conversions.

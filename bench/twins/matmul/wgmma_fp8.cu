@@ -19,7 +19,7 @@ struct E4m3 {
 };
 
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_e4m3(WGMMA_PARAMS, float scale_a, float scale_b) {
-    Ring ring = Ring::make();
+    Ring<Wide> ring = Ring<Wide>::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
     size_t k_tiles = (k + WGMMA_BK_FP8 - 1) / WGMMA_BK_FP8;
     size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
@@ -28,13 +28,13 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_e4m3(WGMMA_PARAMS, float sc
         if (threadIdx.x == 0) {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps + 1);
-            produce<E4m3>(ring, maps, m0, n0, 0, k_tiles, 0);
+            produce<E4m3, Wide>(ring, maps, m0, n0, 0, k_tiles, 0);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<E4m3>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
+        consume<E4m3, Wide>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
         float scale = scale_a * scale_b;
 #pragma unroll
         for (int i = 0; i < 128; ++i) acc[i] = __float_as_uint(__uint_as_float(acc[i]) * scale);

@@ -66,6 +66,7 @@
 
 use crate::{shared_address, unrolled};
 use core::arch::asm;
+use core::marker::PhantomData;
 use crate::tensor::hopper::{
     claim_registers_to_232, fence_barrier_init, matrix_descriptor, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
@@ -75,8 +76,8 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::matmul::split_slices;
 use interface::wgmma::{
-    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
-    STAGES, STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
+    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES,
+    STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
 };
 
 // The register counts are immediates in `tensor::hopper`'s setmaxnreg functions.
@@ -110,11 +111,44 @@ pub(super) trait Input {
     fn b_box(k0: usize, n: usize) -> (i32, i32);
     /// The descriptor of instruction `kk`'s slice of a stage's B at shared address `b`.
     fn b_descriptor(b: u32, kk: u32) -> u64;
-    /// The warpgroup's product (see `tensor::hopper`).
+}
+
+/// A tile's width: its columns of C, the ring that feeds it, and the accumulators a consumer
+/// thread holds for its 64 rows (`BN / 2`).
+pub(super) trait Width {
+    const BN: usize;
+    const STAGES: usize;
+    /// Bytes of one stage: A's `BM × BK` and B's `BK × BN`, 128 bytes of k per row.
+    const STAGE_BYTES: usize;
+    type Accumulators;
+    const ZEROS: Self::Accumulators;
+    /// [`store_tile`] for this width.
     ///
     /// # Safety
-    /// As the `wgmma_m64n256*` functions.
-    unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool);
+    /// As [`store_tile`].
+    unsafe fn store(c: *mut f32, acc: &Self::Accumulators, m0: usize, n0: usize, consumer: usize, m: usize, n: usize);
+}
+
+/// The tiles of steps H1 to H4: `BM × BN` (128×256), one `m64n256` instruction per k-step.
+pub(super) struct Wide;
+
+impl Width for Wide {
+    const BN: usize = BN;
+    const STAGES: usize = STAGES;
+    const STAGE_BYTES: usize = STAGE_BYTES;
+    type Accumulators = [u32; 128];
+    const ZEROS: [u32; 128] = [0; 128];
+    #[inline(always)]
+    unsafe fn store(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
+        store_tile(c, acc, m0, n0, consumer, m, n);
+    }
+}
+
+/// The warpgroup's product of input type `Self` at width `W` (see `tensor::hopper`).
+pub(super) trait Mma<W: Width>: Input {
+    /// # Safety
+    /// As the `wgmma_m64n*` functions.
+    unsafe fn mma(acc: &mut W::Accumulators, a: u64, b: u64, accumulate: bool);
 }
 
 /// BF16 or FP16 (`F16`): B contiguous along n, read transposed; a k-step is 16 rows of it.
@@ -130,6 +164,9 @@ impl<const F16: bool> Input for Half<F16> {
     fn b_descriptor(b: u32, kk: u32) -> u64 {
         matrix_descriptor(b + kk * 16 * ROW_BYTES, B_BOX_BYTES, SWIZZLE_BLOCK, Swizzle::B128)
     }
+}
+
+impl<const F16: bool> Mma<Wide> for Half<F16> {
     #[inline(always)]
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
         if F16 {
@@ -153,6 +190,9 @@ impl Input for Tf32 {
     fn b_descriptor(b: u32, kk: u32) -> u64 {
         k_major_descriptor(b, kk)
     }
+}
+
+impl Mma<Wide> for Tf32 {
     #[inline(always)]
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
         wgmma_m64n256k8_tf32(acc, a, b, accumulate);
@@ -210,9 +250,9 @@ fn shuffle(value: u32, lane: u32) -> u32 {
 /// quad lanes `from` of group `j`, or of group `j + 1` when `second`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn trade_and_store(
+unsafe fn trade_and_store<const N: usize>(
     c: *mut f32,
-    acc: &[u32; 128],
+    acc: &[u32; N],
     (j, offset): (usize, usize),
     (row, col): (usize, usize),
     (from, second): ((u32, u32), bool),
@@ -236,27 +276,28 @@ unsafe fn trade_and_store(
 /// The shared-memory ring: `STAGES` stages from `tiles` (1024-byte aligned), then the
 /// `full` and `empty` mbarriers, 8 bytes each. One thread initializes the barriers; the block
 /// waits for it.
-pub(super) struct Ring {
+pub(super) struct Ring<W> {
     tiles: u32,
     full: u32,
     empty: u32,
+    width: PhantomData<W>,
 }
 
-impl Ring {
+impl<W: Width> Ring<W> {
     /// Lays the ring out in this block's dynamic shared memory and initializes its barriers.
     ///
     /// # Safety
-    /// Every thread of the block calls it once, first, with `SHARED_BYTES` of dynamic shared
-    /// memory.
+    /// Every thread of the block calls it once, first, with `SWIZZLE_ALIGN` bytes of dynamic
+    /// shared memory and `W::STAGES` stages of `W::STAGE_BYTES` and their 16 bytes of barriers.
     #[inline(always)]
-    pub(super) unsafe fn new() -> Ring {
+    pub(super) unsafe fn new() -> Ring<W> {
         let raw = shared_address(dynamic_shared_mem::<u8>());
         let align = SWIZZLE_ALIGN as u32;
         let tiles = (raw + align - 1) & !(align - 1);
-        let full = tiles + (STAGES * STAGE_BYTES) as u32;
-        let ring = Ring { tiles, full, empty: full + 8 * STAGES as u32 };
+        let full = tiles + (W::STAGES * W::STAGE_BYTES) as u32;
+        let ring = Ring { tiles, full, empty: full + 8 * W::STAGES as u32, width: PhantomData };
         if thread::thread_idx_x() == 0 {
-            for s in 0..STAGES as u32 {
+            for s in 0..W::STAGES as u32 {
                 mbarrier_init(ring.full + 8 * s, 1);
                 // One arrival per consumer warp.
                 mbarrier_init(ring.empty + 8 * s, (CONSUMERS * WARPGROUP / 32) as u32);
@@ -271,8 +312,8 @@ impl Ring {
     /// whole life), and the parity of its lap around the ring.
     #[inline(always)]
     fn slot(&self, slice: usize) -> (u32, u32, u32, u32) {
-        let s = (slice % STAGES) as u32;
-        (self.tiles + s * STAGE_BYTES as u32, self.full + 8 * s, self.empty + 8 * s, (slice / STAGES) as u32 & 1)
+        let s = (slice % W::STAGES) as u32;
+        (self.tiles + s * W::STAGE_BYTES as u32, self.full + 8 * s, self.empty + 8 * s, (slice / W::STAGES) as u32 & 1)
     }
 }
 
@@ -283,8 +324,8 @@ impl Ring {
 /// # Safety
 /// One thread of the block; the consumers take the same slices in the same order.
 #[inline(always)]
-pub(super) unsafe fn produce<T: Input>(
-    ring: &Ring,
+pub(super) unsafe fn produce<T: Input, W: Width>(
+    ring: &Ring<W>,
     maps: *const TensorMap,
     (m0, n0): (usize, usize),
     (k_first, k_tiles): (usize, usize),
@@ -296,10 +337,10 @@ pub(super) unsafe fn produce<T: Input>(
         // The consumers' release of the slice this stage held a lap ago. For the first lap
         // that is the phase before init (parity 1), already complete.
         mbarrier_wait(empty, lap ^ 1);
-        mbarrier_arrive_expect_tx(full, STAGE_BYTES as u32);
+        mbarrier_arrive_expect_tx(full, W::STAGE_BYTES as u32);
         let k0 = (k_first + t) * T::BK;
         tma_load_2d(stage, map_a, k0 as i32, m0 as i32, full);
-        for j in 0..BN / BOX_N {
+        for j in 0..W::BN / BOX_N {
             let (x, y) = T::b_box(k0, n0 + j * BOX_N);
             tma_load_2d(stage + A_STAGE_BYTES as u32 + j as u32 * B_BOX_BYTES, map_b, x, y, full);
         }
@@ -316,12 +357,12 @@ pub(super) unsafe fn produce<T: Input>(
 /// # Safety
 /// Every thread of consumer warpgroup `consumer`; the producer fills the same slices.
 #[inline(always)]
-pub(super) unsafe fn consume<T: Input>(
-    ring: &Ring,
+pub(super) unsafe fn consume<T: Mma<W>, W: Width>(
+    ring: &Ring<W>,
     (k_tiles, first): (usize, usize),
     consumer: usize,
     active: bool,
-    acc: &mut [u32; 128],
+    acc: &mut W::Accumulators,
 ) {
     let lane = thread::thread_idx_x() as usize % 32;
     let mut previous_empty = 0;
@@ -350,15 +391,24 @@ pub(super) unsafe fn consume<T: Input>(
     }
 }
 
-/// Writes a consumer's 64×`BN` accumulators at rows `m0 + 64·consumer ..`, columns `n0 ..` of
-/// C, four columns per store (see the module's epilogue), the elements inside C only.
+/// Writes a consumer's 64×`2N` accumulators (`N` a thread, `N` at most 128) at rows `m0 +
+/// 64·consumer ..`, columns `n0 ..` of C, four columns per store (see the module's epilogue),
+/// the elements inside C only.
 ///
 /// # Safety
 /// `c` is valid for `m·n` writes and 16-byte aligned when `n` is a multiple of 4; the
 /// accumulators are complete (`wgmma_wait`); every thread of the warp calls it (the quads trade
 /// values).
 #[inline(always)]
-pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
+pub(super) unsafe fn store_tile<const N: usize>(
+    c: *mut f32,
+    acc: &[u32; N],
+    m0: usize,
+    n0: usize,
+    consumer: usize,
+    m: usize,
+    n: usize,
+) {
     let tid = thread::thread_idx_x() as usize;
     let lane = tid as u32 % 32;
     let t = lane % 4;
@@ -371,9 +421,12 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
         [x x x x] 1,
         [0],
         unrolled!(p, {
-            let col = n0 + 16 * p + 4 * t as usize;
-            trade_and_store(c, acc, (2 * p, 0), (row, col), from, m, n);
-            trade_and_store(c, acc, (2 * p, 2), (row + 8, col), from, m, n);
+            // 16 columns, 8 accumulators, each step: all 16 steps at N = 128.
+            if p < N / 8 {
+                let col = n0 + 16 * p + 4 * t as usize;
+                trade_and_store(c, acc, (2 * p, 0), (row, col), from, m, n);
+                trade_and_store(c, acc, (2 * p, 2), (row + 8, col), from, m, n);
+            }
         })
     );
 }
@@ -382,8 +435,8 @@ pub(super) unsafe fn store_tile(c: *mut f32, acc: &[u32; 128], m0: usize, n0: us
 /// `blockIdx.z` of k (`split_slices`; all of k in a grid of one split), into layer `blockIdx.z`
 /// of `c` (split k: partial products that `split_k.rs`'s reduction sums).
 #[inline(always)]
-unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    let ring = Ring::new();
+unsafe fn matmul_wgmma<T: Mma<Wide>>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
+    let ring = Ring::<Wide>::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
     let split = thread::block_idx_z() as usize;
     let (k_first, k_tiles) = split_slices((k + T::BK - 1) / T::BK, split, thread::grid_dim_z() as usize);
@@ -394,13 +447,13 @@ unsafe fn matmul_wgmma<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, 
         if thread::thread_idx_x() == 0 {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps.add(1));
-            produce::<T>(&ring, maps, (m0, n0), (k_first, k_tiles), 0);
+            produce::<T, Wide>(&ring, maps, (m0, n0), (k_first, k_tiles), 0);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<T>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
+        consume::<T, Wide>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
         store_tile(c.add(split * m * n), &acc, m0, n0, consumer, m, n);
     }
 }

@@ -22,7 +22,7 @@
 //! **Edges** are `wgmma.rs`'s: the tensor maps carry the true m, n, k, TMA fills what lies
 //! outside with zeros, and only the stores check bounds.
 
-use super::wgmma::{consume, k_major_descriptor, produce, store_tile, Input, Ring};
+use super::wgmma::{consume, k_major_descriptor, produce, store_tile, Input, Mma, Ring, Wide};
 use crate::tensor::hopper::{
     claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap,
 };
@@ -86,6 +86,9 @@ impl Input for E4m3 {
     fn b_descriptor(b: u32, kk: u32) -> u64 {
         k_major_descriptor(b, kk)
     }
+}
+
+impl Mma<Wide> for E4m3 {
     #[inline(always)]
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
         wgmma_m64n256k32_e4m3(acc, a, b, accumulate);
@@ -110,7 +113,7 @@ pub unsafe fn matmul_wgmma_e4m3(
     scale_a: f32,
     scale_b: f32,
 ) {
-    let ring = Ring::new();
+    let ring = Ring::<Wide>::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
     let k_tiles = (k + BK_FP8 - 1) / BK_FP8;
     let m0 = thread::block_idx_y() as usize * BM;
@@ -120,13 +123,13 @@ pub unsafe fn matmul_wgmma_e4m3(
         if thread::thread_idx_x() == 0 {
             prefetch_tensor_map(maps);
             prefetch_tensor_map(maps.add(1));
-            produce::<E4m3>(&ring, maps, (m0, n0), (0, k_tiles), 0);
+            produce::<E4m3, Wide>(&ring, maps, (m0, n0), (0, k_tiles), 0);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<E4m3>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
+        consume::<E4m3, Wide>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
         // The products are complete (`consume` waited for all of them): scale, then store.
         let scale = scale_a * scale_b;
         crate::count_up!(

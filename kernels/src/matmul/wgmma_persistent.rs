@@ -23,10 +23,10 @@
 //!                                   (next group below)
 //! ```
 
-use super::wgmma::{consume, produce, store_tile, Half, Input, Ring, Tf32};
+use super::wgmma::{consume, produce, Half, Mma, Ring, Tf32, Wide, Width};
 use crate::tensor::hopper::{claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap};
 use cuda_std::prelude::*;
-use interface::wgmma::{BM, BN, GROUP_M, WARPGROUP};
+use interface::wgmma::{BM, GROUP_M, WARPGROUP};
 
 /// Row and column (in tiles) of tile number `tile` in the grouped order.
 #[inline(always)]
@@ -38,12 +38,19 @@ fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) 
     (first_row + within % rows, within / rows)
 }
 
+/// The persistent grid over tiles of width `W` (`wgmma_narrow.rs` runs it on narrower ones).
 #[inline(always)]
-unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    let ring = Ring::new();
+pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
+    maps: *const TensorMap,
+    c: *mut f32,
+    m: usize,
+    n: usize,
+    k: usize,
+) {
+    let ring = Ring::<W>::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
     let k_tiles = (k + T::BK - 1) / T::BK;
-    let (tiles_m, tiles_n) = ((m + BM - 1) / BM, (n + BN - 1) / BN);
+    let (tiles_m, tiles_n) = ((m + BM - 1) / BM, (n + W::BN - 1) / W::BN);
     let tiles = tiles_m * tiles_n;
     let (first_tile, step) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
     if warpgroup == 0 {
@@ -55,7 +62,7 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
             let mut tile = first_tile;
             while tile < tiles {
                 let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                produce::<T>(&ring, maps, (row * BM, col * BN), (0, k_tiles), slice);
+                produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (0, k_tiles), slice);
                 slice += k_tiles;
                 tile += step;
             }
@@ -63,13 +70,13 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
-        let mut acc = [0u32; 128];
+        let mut acc = W::ZEROS;
         let mut slice = 0;
         let mut tile = first_tile;
         while tile < tiles {
             let (row, col) = tile_position(tile, tiles_m, tiles_n);
-            consume::<T>(&ring, (k_tiles, slice), consumer, row * BM + 64 * consumer < m, &mut acc);
-            store_tile(c, &acc, row * BM, col * BN, consumer, m, n);
+            consume::<T, W>(&ring, (k_tiles, slice), consumer, row * BM + 64 * consumer < m, &mut acc);
+            W::store(c, &acc, row * BM, col * W::BN, consumer, m, n);
             slice += k_tiles;
             tile += step;
         }
@@ -83,19 +90,19 @@ unsafe fn matmul_wgmma_persistent<T: Input>(maps: *const TensorMap, c: *mut f32,
 /// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<false>>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<false>, Wide>(maps, c, m, n, k);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_persistent_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<true>>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<true>, Wide>(maps, c, m, n, k);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_persistent_bf16`], with the TF32 tensor maps of `matmul_wgmma_tf32`.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Tf32>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Tf32, Wide>(maps, c, m, n, k);
 }

@@ -280,30 +280,37 @@ macro_rules! wgmma_asm {
     };
 }
 
-/// Defines a wgmma function for one input type at `m64n256k16` (16-bit) or `m64n256k8` (TF32).
-macro_rules! wgmma_m64n256 {
-    ($(#[$doc:meta])* $name:ident, $shape:literal, $flags:literal, $k:literal, $b_layout:literal) => {
+/// Defines a wgmma function for one input type and width: `m64n256k16` or `m64n128k16`
+/// (16-bit), `m64n256k8` or `m64n128k8` (TF32); `$accumulators` is `N / 2` and `$doublings`
+/// one `x` per doubling of 1 up to it.
+macro_rules! wgmma_m64 {
+    (
+        $(#[$doc:meta])* $name:ident, $shape:literal, $flags:literal, $k:literal, $b_layout:literal,
+        $width:literal, $accumulators:literal, [$($doublings:tt)*]
+    ) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// All 128 threads of an aligned warpgroup call it together with the same descriptors,
         /// after [`wgmma_fence`]; `a` describes a 64×k tile of A contiguous along k and `b` a
-        /// k×256 tile of B
+        /// k×N tile of B
         #[doc = $b_layout]
         /// both with the 128-byte swizzle, in shared memory that holds them (TMA complete,
         /// mbarrier waited) and stays unchanged until a [`wgmma_wait`] covers this product; `d`
         /// is not touched by other instructions until then either. (k is
         #[doc = $k]
+        /// and N
+        #[doc = $width]
         /// here.)
         #[inline(always)]
-        pub unsafe fn $name(d: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
+        pub unsafe fn $name(d: &mut [u32; $accumulators], a: u64, b: u64, accumulate: bool) {
             let scale = accumulate as u32;
-            $crate::count_up!([x x x x x x x] 1, [0], wgmma_asm!($shape, $flags, d, a, b, scale,));
+            $crate::count_up!([$($doublings)*] 1, [0], wgmma_asm!($shape, $flags, d, a, b, scale,));
         }
     };
 }
 
-wgmma_m64n256!(
+wgmma_m64!(
     /// `D (64×256, f32) = A (64×16, bf16) · B (16×256, bf16) + (accumulate ? D : 0)`.
     /// `d` holds the accumulators' bits (`f32::to_bits`): `asm!` has no float register class
     /// on nvptx, and an accumulator moved between `.f32` and `.b32` registers between two
@@ -315,19 +322,25 @@ wgmma_m64n256!(
     "m64n256k16.f32.bf16.bf16",
     "1, 1, 0, 1",
     "16",
-    "contiguous along n,"
+    "contiguous along n,",
+    "256",
+    128,
+    [x x x x x x x]
 );
 
-wgmma_m64n256!(
+wgmma_m64!(
     /// As [`wgmma_m64n256k16_bf16`] with f16 inputs.
     wgmma_m64n256k16_f16,
     "m64n256k16.f32.f16.f16",
     "1, 1, 0, 1",
     "16",
-    "contiguous along n,"
+    "contiguous along n,",
+    "256",
+    128,
+    [x x x x x x x]
 );
 
-wgmma_m64n256!(
+wgmma_m64!(
     /// As [`wgmma_m64n256k16_bf16`] for TF32 inputs (f32 bits whose low 13 mantissa bits the
     /// tensor cores ignore) and k = 8: the same accumulator layout, at half the k per
     /// instruction. TF32's wgmma reads both operands contiguous along k only, so `b`
@@ -336,7 +349,48 @@ wgmma_m64n256!(
     "m64n256k8.f32.tf32.tf32",
     "1, 1",
     "8",
-    "contiguous along k (rows of Bᵀ),"
+    "contiguous along k (rows of Bᵀ),",
+    "256",
+    128,
+    [x x x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k16_bf16`] on half the columns: `D (64×128, f32) = A (64×16) · B
+    /// (16×128) + (accumulate ? D : 0)`, the accumulators laid out the same way over 16 groups
+    /// of 8 columns, `d[4j..4j+4]` for group `j`.
+    wgmma_m64n128k16_bf16,
+    "m64n128k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "128",
+    64,
+    [x x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n128k16_bf16`] with f16 inputs.
+    wgmma_m64n128k16_f16,
+    "m64n128k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "128",
+    64,
+    [x x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k8_tf32`] on half the columns (`b` describes 128 rows of Bᵀ).
+    wgmma_m64n128k8_tf32,
+    "m64n128k8.f32.tf32.tf32",
+    "1, 1",
+    "8",
+    "contiguous along k (rows of Bᵀ),",
+    "128",
+    64,
+    [x x x x x x]
 );
 
 /// Defines a `setmaxnreg` function for one direction and register count.

@@ -7,8 +7,9 @@
 //!   where C's tiles are too few for the SMs and k is long enough; the last step of the ladder,
 //!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
-//!   quarter of the SMs and k is long enough ([`split::splits_for`]), else the persistent wgmma
-//!   step; the mma.sync step on other GPUs.
+//!   quarter of the SMs and k is long enough ([`split::splits_for`]), else a persistent wgmma
+//!   step on wide or narrow tiles, whichever keeps more SMs busy ([`hopper::persistent_step`]);
+//!   the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
 use super::split;
@@ -138,7 +139,7 @@ impl GemmKernel {
             None => f32_default(dims, gpu.info().multiprocessors as usize),
             Some(hopper) if gpu.has_hopper() => {
                 match split::splits_for(hopper, dims, gpu.info().multiprocessors as usize) {
-                    1 => GemmKernel::Hopper(hopper::Step::Persistent),
+                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), gpu.info().multiprocessors as usize)),
                     splits => GemmKernel::Split(splits),
                 }
             }
@@ -444,13 +445,15 @@ mod tests {
         assert_eq!(h100(8192, 8192, 256), async_step);
         assert_eq!(h100(4096, 14336, 4096), async_step);
         // Few tiles: small C, or long k.
-        for (m, n, k) in [(1, 1, 1), (256, 256, 256), (512, 512, 512), (1000, 1000, 1000), (1024, 1024, 1024)] {
+        for (m, n, k) in [(1, 1, 1), (1000, 1000, 1000), (1024, 1024, 1024)] {
             assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
         }
-        // Long k on few tiles: split k.
-        assert_eq!(h100(64, 64, 65536), GemmKernel::Split(373));
-        assert_eq!(h100(128, 128, 16384), GemmKernel::Split(94));
-        assert_eq!(h100(16, 4096, 4096), GemmKernel::Split(6));
+        // Fewer 64×64 tiles than SMs: split k.
+        assert_eq!(h100(64, 64, 65536), GemmKernel::Split(256));
+        assert_eq!(h100(128, 128, 16384), GemmKernel::Split(64));
+        assert_eq!(h100(16, 4096, 4096), GemmKernel::Split(4));
+        assert_eq!(h100(256, 256, 256), GemmKernel::Split(4));
+        assert_eq!(h100(512, 512, 512), GemmKernel::Split(4));
         // 288 tiles of step 5c are 2.2 waves; 576 of 128×128 are 4.4.
         assert_eq!(h100(3072, 3072, 3072), wide);
         // k odd: no fast path for step 5c; 1056 tiles of 128×128 are 8 whole waves.

@@ -16,7 +16,7 @@ use crate::gpu::{
     LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
-use interface::wgmma::{BK, BK_TF32, BM, BN, BOX_N, SHARED_BYTES, THREADS};
+use interface::wgmma::{BK, BK_TF32, BM, BN, BOX_N, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, THREADS};
 use rayon::prelude::*;
 use std::ffi::c_void;
 
@@ -38,11 +38,14 @@ pub enum Step {
     Pipelined,
     /// One block per SM looping over tiles in an L2-friendly order.
     Persistent,
+    /// The persistent grid on tiles half as wide (128×128): twice the tiles, for products
+    /// whose wide tiles would leave SMs idle.
+    Narrow,
 }
 
 impl Step {
     /// Every step, in ladder order.
-    pub const ALL: [Step; 2] = [Step::Pipelined, Step::Persistent];
+    pub const ALL: [Step; 3] = [Step::Pipelined, Step::Persistent, Step::Narrow];
 
     /// The kernel of this step for `precision`, e.g. `matmul_wgmma_persistent_bf16`.
     pub fn kernel(self, precision: Precision) -> &'static str {
@@ -53,7 +56,44 @@ impl Step {
             (Step::Persistent, Precision::Tf32) => "matmul_wgmma_persistent_tf32",
             (Step::Persistent, Precision::Bf16) => "matmul_wgmma_persistent_bf16",
             (Step::Persistent, Precision::F16) => "matmul_wgmma_persistent_f16",
+            (Step::Narrow, Precision::Tf32) => "matmul_wgmma_narrow_tf32",
+            (Step::Narrow, Precision::Bf16) => "matmul_wgmma_narrow_bf16",
+            (Step::Narrow, Precision::F16) => "matmul_wgmma_narrow_f16",
         }
+    }
+
+    /// Columns of C in one of this step's tiles (rows: `BM`).
+    pub fn tile_n(self) -> usize {
+        match self {
+            Step::Pipelined | Step::Persistent => BN,
+            Step::Narrow => NARROW_BN,
+        }
+    }
+}
+
+/// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: narrow
+/// tiles where they keep over 10/7 as many of the SMs busy over their waves as wide ones, else
+/// wide. A narrow tile does the same work at about seven tenths of a wide one's speed (517
+/// against 742 TFLOP/s at 4096³ in BF16 on an H200), so that much it must gain: at 1024² it
+/// does (64 tiles against 32), at 3072² it does not (576 tiles in 5 waves against 288 in 3).
+///
+/// ```
+/// use cuda_kernels::matmul::hopper::{persistent_step, Step};
+///
+/// // 32 wide tiles leave 100 of 132 SMs idle; 64 narrow ones, 68.
+/// assert_eq!(persistent_step((1024, 1024), 132), Step::Narrow);
+/// // 288 wide tiles keep 73% of three waves busy, 576 narrow ones 87% of five: too little.
+/// assert_eq!(persistent_step((3072, 3072), 132), Step::Persistent);
+/// assert_eq!(persistent_step((4096, 4096), 132), Step::Persistent);
+/// ```
+pub fn persistent_step((m, n): (usize, usize), sms: usize) -> Step {
+    let sms = sms.max(1);
+    // The share of the SMs' time over the waves that `tiles` tiles keep busy, in thousandths.
+    let busy = |tiles: usize| 1000 * tiles / (tiles.div_ceil(sms).max(1) * sms);
+    let tiles = |step: Step| m.div_ceil(BM) * n.div_ceil(step.tile_n());
+    match 7 * busy(tiles(Step::Narrow)) > 10 * busy(tiles(Step::Persistent)) {
+        true => Step::Narrow,
+        false => Step::Persistent,
     }
 }
 
@@ -478,7 +518,7 @@ unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
         let c_len = product(kernel, self.m, self.n)?;
         self.maps.check_product(kernel, &kernels, (self.m, self.n, self.k), ("C", self.c, c_len))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
-        if step == Step::Persistent && self.blocks == 0 {
+        if step != Step::Pipelined && self.blocks == 0 {
             return Err(refuse(kernel, "a persistent grid of 0 blocks"));
         }
         launch_config(step, self.m, self.n, self.blocks)
@@ -489,10 +529,11 @@ unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
     }
 }
 
-/// The launch of `step` for an `m × n` C: a block per tile, or for the persistent step at most
+/// The launch of `step` for an `m × n` C: a block per tile, or for the persistent steps at most
 /// `blocks` (one per SM), fewer when there are fewer tiles.
 pub fn launch_config(step: Step, m: usize, n: usize, blocks: u32) -> GpuResult<LaunchConfig> {
-    let per_tile = LaunchConfig::tiles_2d(n, m, (BN, BM), (THREADS as u32, 1), SHARED_BYTES)?;
+    let shared = if step == Step::Narrow { NARROW_SHARED_BYTES } else { SHARED_BYTES };
+    let per_tile = LaunchConfig::tiles_2d(n, m, (step.tile_n(), BM), (THREADS as u32, 1), shared)?;
     if step == Step::Pipelined {
         return Ok(per_tile);
     }
@@ -795,6 +836,24 @@ mod tests {
         assert_eq!(x * y, tiles(4096, 4096));
         assert_eq!(grid(Step::Persistent, 4096, 4096), (132, 1, 1));
         assert_eq!(grid(Step::Persistent, 300, 700), (tiles(300, 700), 1, 1));
+        // Narrow tiles: twice as many across n.
+        assert_eq!(grid(Step::Narrow, 1024, 1024), (64, 1, 1));
+        assert_eq!(grid(Step::Narrow, 4096, 4096), (132, 1, 1));
+    }
+
+    #[test]
+    fn narrow_tiles_are_picked_where_wide_ones_leave_most_sms_idle() {
+        let pick = |m, n| persistent_step((m, n), 132);
+        // 56 wide tiles against 112 narrow; 16 against 32; 2 against 4; 32 against 64.
+        for (m, n) in [(128, 14336), (1000, 1000), (256, 256), (64, 8192)] {
+            assert_eq!(pick(m, n), Step::Narrow, "{m}×{n}");
+        }
+        // Measured slower on narrow tiles: 3072² and 4095×4097 (1.22× in BF16); the large ones
+        // fill their waves either way.
+        for (m, n) in [(3072, 3072), (4095, 4097), (8192, 8192), (4096, 14336), (1, 1)] {
+            assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
+        }
+        assert_eq!(persistent_step((1024, 1024), 0), Step::Persistent);
     }
 
     #[test]

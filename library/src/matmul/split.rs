@@ -5,9 +5,9 @@
 //! step H3 (the pipelined wgmma kernels, the tensor types on Hopper).
 //!
 //! [`splits_for`] and [`f32_splits_for`] are the choices [`super::gemm`] makes: none while C's
-//! tiles already cover many SMs; else as many as fill them about once, each split at least its
-//! step's fewest slices. In BF16, 64×64×65536 becomes 128 splits of 8 slices and 16×4096×4096
-//! 8 of 8; in f32, 64×64×65536 becomes 373 splits of 11 slices.
+//! tiles already cover many SMs; else as many as fill them about once (step 4d: two blocks an
+//! SM), each split at least its step's fewest slices. In BF16, 64×64×65536 becomes 128 splits
+//! of 8 slices and 16×4096×4096 8 of 8; in f32, 64×64×65536 becomes 256 splits of 16 slices.
 
 use super::hopper::{launch_config, with_args, Precision, Step, TensorMaps, WgmmaArgs};
 use super::launch::tile_launch;
@@ -18,10 +18,10 @@ use crate::gpu::{
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
 use interface::matmul::{
-    reduce_groups, split_count, REDUCE_THREADS, SPLIT_BK, SPLIT_BLOCKS_PER_SM, SPLIT_BM, SPLIT_BN,
-    SPLIT_MIN_SLICES as F32_MIN_SLICES, SPLIT_TILE,
+    reduce_groups, split_count, REDUCE_THREADS, SPLIT_BK, SPLIT_BM, SPLIT_BN, SPLIT_MIN_SLICES as F32_MIN_SLICES,
+    SPLIT_TARGET_BLOCKS_PER_SM, SPLIT_TILE,
 };
-use interface::wgmma::{BM, BN, SPLIT_MIN_SLICES};
+use interface::wgmma::{BM, BN, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
 
 /// The reduction that sums the splits' partial products into C.
 pub const REDUCE: &str = "matmul_split_reduce";
@@ -35,20 +35,20 @@ pub fn f32_slices(k: usize) -> usize {
 }
 
 /// The splits of k [`super::gemm`] runs an f32 `m × n × k` product in on a GPU of `sms` SMs: 1
-/// while C's 64×64 tiles outnumber the SMs, or while the partial products would outweigh A and
-/// B; else enough that tiles × splits fill every SM's [`SPLIT_BLOCKS_PER_SM`] blocks about once,
-/// each split at least `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
+/// while C's 64×64 tiles outnumber the SMs; else enough that tiles × splits come to about
+/// [`SPLIT_TARGET_BLOCKS_PER_SM`] blocks an SM, each split at least `SPLIT_MIN_SLICES` slices,
+/// made even by `split_count` (none empty).
 ///
 /// ```
 /// use cuda_kernels::matmul::{split::f32_splits_for, GemmKernel};
 ///
-/// // One 64×64 tile down a k of 65536 on 132 SMs: 373 splits of 11 slices of 16.
-/// assert_eq!(f32_splits_for((64, 64, 65536), 132), 373);
+/// // One 64×64 tile down a k of 65536 on 132 SMs: 256 splits of 16 slices of 16.
+/// assert_eq!(f32_splits_for((64, 64, 65536), 132), 256);
 /// // A square C covers the SMs with its own tiles: no split.
 /// assert_eq!(f32_splits_for((4096, 4096, 4096), 132), 1);
 /// // `gemm`'s default follows it.
 /// let picked = cuda_kernels::matmul::f32_default((64, 64, 65536), 132);
-/// assert_eq!(picked, GemmKernel::Split(373));
+/// assert_eq!(picked, GemmKernel::Split(256));
 /// ```
 pub fn f32_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
     let tiles = m.div_ceil(SPLIT_BM) * n.div_ceil(SPLIT_BN);
@@ -57,12 +57,7 @@ pub fn f32_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
         return 1;
     }
     let slices = f32_slices(k);
-    let splits = split_count(slices, (SPLIT_BLOCKS_PER_SM as usize * sms / tiles).min(slices / F32_MIN_SLICES));
-    if splits * m * n > k * (m + n) {
-        1
-    } else {
-        splits
-    }
+    split_count(slices, (SPLIT_TARGET_BLOCKS_PER_SM * sms / tiles).min(slices / F32_MIN_SLICES))
 }
 
 /// Slices of k (one stage of the kernels each) of an inner dimension `k` in `precision`.
@@ -71,9 +66,10 @@ pub fn slices(precision: Precision, k: usize) -> usize {
 }
 
 /// The splits of k [`super::gemm`] runs an `m × n × k` product in on a GPU of `sms` SMs: 1 while
-/// C's tiles fill more than a quarter of them, or while the partial products would outweigh A
-/// and B; else enough that tiles × splits fill the SMs about once, each split at least
-/// `SPLIT_MIN_SLICES` slices, made even by `split_count` (none empty).
+/// C's tiles fill more than a quarter of them, while the partial products would outweigh A
+/// and B, or where fewer than `SPLIT_MIN_SPLITS` would do; else enough that tiles × splits
+/// fill the SMs about once, each split at least `SPLIT_MIN_SLICES` slices, made even by
+/// `split_count` (none empty).
 ///
 /// One wave of splits beats half a wave and two; where the tiles already cover many SMs, or
 /// the partials outweigh the inputs, writing and summing the partials costs more than the
@@ -87,7 +83,7 @@ pub fn splits_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: u
     let slices = slices(precision, k);
     let splits = split_count(slices, (sms / tiles).min(slices / SPLIT_MIN_SLICES));
     let (partials, inputs) = (4 * splits * m * n, precision.bytes() * k * (m + n));
-    if partials > inputs {
+    if partials > inputs || splits < SPLIT_MIN_SPLITS {
         1
     } else {
         splits
@@ -385,6 +381,10 @@ mod tests {
         assert_eq!(bf16((1024, 1024, 1024)), 1);
         assert_eq!(bf16((64, 8192, 64)), 1);
         assert_eq!(bf16((64, 64, 64 * (2 * SPLIT_MIN_SLICES - 1))), 1);
+        // Fewer than SPLIT_MIN_SPLITS: narrow tiles do as well without partials.
+        assert_eq!(bf16((64, 64, 64 * SPLIT_MIN_SLICES * (SPLIT_MIN_SPLITS - 1))), 1);
+        assert_eq!(bf16((64, 64, 64 * SPLIT_MIN_SLICES * SPLIT_MIN_SPLITS)), SPLIT_MIN_SPLITS);
+        assert_eq!(splits_for(Precision::Tf32, (256, 256, 256), 132), 1);
         assert_eq!(bf16((1, 1, 1)), 1);
         assert_eq!(bf16((0, 64, 65536)), 1);
     }
@@ -392,20 +392,22 @@ mod tests {
     #[test]
     fn f32_long_k_on_few_tiles_splits_to_fill_every_block_of_the_sms_once() {
         let f32 = |dims| f32_splits_for(dims, 132);
-        // 4096 slices of 16 in runs of 11; 1024 in runs of 11; 256 in runs of 43; 313 in runs of 5.
-        assert_eq!(f32((64, 64, 65536)), 373);
-        assert_eq!(f32((128, 128, 16384)), 94);
-        assert_eq!(f32((16, 4096, 4096)), 6);
+        // 4096 slices of 16 in runs of 16; 1024 in runs of 16; 256 in runs of 64; 313 in runs
+        // of 5; 32 in runs of 8; 16 in runs of 4.
+        assert_eq!(f32((64, 64, 65536)), 256);
+        assert_eq!(f32((128, 128, 16384)), 64);
+        assert_eq!(f32((16, 4096, 4096)), 4);
         assert_eq!(f32((67, 61, 5003)), 63);
-        // More tiles than SMs, partials larger than the inputs, or k too short to split.
+        assert_eq!(f32((512, 512, 512)), 4);
+        assert_eq!(f32((256, 256, 256)), 4);
+        // More tiles than SMs, or k too short to split.
         assert_eq!(f32((1024, 1024, 1024)), 1);
         assert_eq!(f32((128, 14336, 4096)), 1);
-        assert_eq!(f32((512, 512, 512)), 1);
         assert_eq!(f32((64, 8192, 64)), 1);
         assert_eq!(f32((64, 64, 16 * (2 * F32_MIN_SLICES - 1))), 1);
         assert_eq!(f32((1, 1, 1)), 1);
         assert_eq!(f32((64, 0, 65536)), 1);
-        assert_eq!(f32_splits_for((64, 64, 65536), 1), 3);
+        assert_eq!(f32_splits_for((64, 64, 65536), 1), 2);
     }
 
     #[test]
