@@ -10,6 +10,7 @@ mod common;
 
 use common::{assert_passed, gpu, run, SEED};
 use host::gpu::{Gpu, GpuError, LaunchConfig};
+use host::ops::matmul::hopper::{Precision, Step};
 use host::ops::matmul::{Dtype, GemmKernel};
 use host::ops::{family, FAMILIES};
 use host::registry::Purpose;
@@ -44,8 +45,9 @@ fn tensor_steps_match_the_cpu_for_every_dtype() {
         for (dtype, step) in [("bf16", "mma-bf16"), ("f16", "mma-f16")] {
             let reports = run(&gpu, "matmul", &format!("--m 17 --n 31 --k 13 --dtype {dtype}"), 1);
             let names: Vec<&str> = reports.iter().map(|r| r.variant.as_str()).collect();
-            let wgmma = [format!("matmul_wgmma_{dtype}"), format!("matmul_wgmma_persistent_{dtype}")];
-            assert!(names.len() == 3 && wgmma.iter().all(|w| names.contains(&w.as_str())), "{dtype}: {names:?}");
+            let precision = if dtype == "bf16" { Precision::Bf16 } else { Precision::F16 };
+            let wgmma = Step::ALL.map(|s| s.kernel(precision));
+            assert!(names.len() == 1 + wgmma.len() && wgmma.iter().all(|w| names.contains(w)), "{dtype}: {names:?}");
             assert!(names.contains(&step), "{dtype}: {names:?}");
         }
     }
@@ -178,7 +180,7 @@ fn tuning_keeps_the_fastest_and_later_runs_use_it() {
     // keeps the pick under a class of its own: f32 runs of the same shape do not see it.
     let steps = run(&gpu, "matmul", &with_cache("--m 300 --n 200 --k 100 --dtype bf16 --tune"), 3);
     assert_passed(&steps);
-    let hopper_steps = if gpu.has_hopper() { host::ops::matmul::hopper::Step::ALL.len() } else { 0 };
+    let hopper_steps = if gpu.has_hopper() { Step::ALL.len() } else { 0 };
     assert_eq!(steps.len(), 1 + hopper_steps, "{:?}", steps);
     assert_eq!(steps.iter().filter(|r| r.note.as_deref().unwrap_or_default().contains("FASTEST")).count(), 1);
     let later = run(&gpu, "matmul", &with_cache("--m 257 --n 255 --k 120 --dtype bf16"), 1);

@@ -73,9 +73,9 @@ impl Step {
 
 /// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: narrow
 /// tiles where they keep over 10/7 as many of the SMs busy over their waves as wide ones, else
-/// wide. A narrow tile does the same work at about seven tenths of a wide one's speed (517
-/// against 742 TFLOP/s at 4096³ in BF16 on an H200), so that much it must gain: at 1024² it
-/// does (64 tiles against 32), at 3072² it does not (576 tiles in 5 waves against 288 in 3).
+/// wide. A narrow tile does the same work at about seven tenths of a wide one's speed (the
+/// 4096³ rows of `docs/performance.md`), so that much it must gain: at 1024² it does (64 tiles
+/// against 32), at 3072² it does not (576 tiles in 5 waves against 288 in 3).
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Step};
