@@ -228,7 +228,10 @@ fn jobs_divided_among_gpus_match_the_cpu() {
         matches.map_err(anyhow::Error::from).and_then(|m| family.split(&m, SEED, 2).expect("--gpus given"))
     };
     for gpus in [1, present] {
-        let products = ["f32", "tf32", "bf16", "f16"].map(|dtype| format!("--m 301 --n 203 --k 99 --dtype {dtype}"));
+        let mut products =
+            ["f32", "tf32", "bf16", "f16"].map(|dtype| format!("--m 301 --n 203 --k 99 --dtype {dtype}")).to_vec();
+        // Few tiles down a long k: each share's pick is split k (step 4d).
+        products.push("--m 67 --n 61 --k 5003".into());
         let jobs = products.iter().map(|options| ("matmul", options.as_str())).chain([("vector-add", "--n 1000003")]);
         for (name, options) in jobs {
             let report = split(name, &format!("{options} --gpus {gpus}")).expect("ran");

@@ -8,7 +8,8 @@ use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::Kernel;
 use crate::report::Work;
 use crate::tuning;
-use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
+use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, split, tensor, Dtype, GemmKernel};
+use interface::matmul::split_count;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -20,7 +21,12 @@ fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) 
     let kernel = GemmKernel::chosen_in(cache, gpu, dtype, (m, n, k))?;
     if dtype == Dtype::F32 {
         let name = kernel.kernel(dtype)?;
-        gpu.validate(name, &launch_config(name, m, n)?)?;
+        let launch = match kernel {
+            // Split k's grid is as deep as its splits, made even as the launch makes them.
+            GemmKernel::Split(wanted) => split::split_launch((m, n, k), split_count(split::f32_slices(k), wanted))?,
+            _ => launch_config(name, m, n)?,
+        };
+        gpu.validate(name, &launch)?;
     }
     Ok(kernel)
 }
