@@ -14,8 +14,8 @@
 use super::hopper::{self, Precision};
 use super::split;
 use super::tensor::{self, Dtype};
-use super::{tile_of, SgemmArgs, Step};
-use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult};
+use super::{launch_config, tile_of, SgemmArgs, Step};
+use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult, LaunchConfig};
 use crate::tuning::{self, TuningCache};
 use cust::memory::DeviceSlice;
 use interface::matmul::{split_count, TileConfig, ASYNC_BK, ASYNC_BM, ASYNC_BN, TILE_CONFIGS};
@@ -59,6 +59,24 @@ impl GemmKernel {
             (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
                 Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
             }
+        }
+    }
+
+    /// The launch of this f32 kernel for an `m × n × k` product: a step's or a configuration's
+    /// tile grid, or for split k that grid as deep as its splits, made even as
+    /// [`gemm_on_slices`] makes them.
+    ///
+    /// ```
+    /// use cuda_kernels::matmul::GemmKernel;
+    ///
+    /// // 7 splits of k's 2 slices of 16 run as 2.
+    /// let launch = GemmKernel::Split(7).f32_launch((64, 64, 32)).unwrap();
+    /// assert_eq!(launch.grid, (1, 1, 2));
+    /// ```
+    pub fn f32_launch(self, (m, n, k): (usize, usize, usize)) -> GpuResult<LaunchConfig> {
+        match self {
+            GemmKernel::Split(wanted) => split::split_launch((m, n, k), split_count(split::f32_slices(k), wanted)),
+            kernel => launch_config(kernel.kernel(Dtype::F32)?, m, n),
         }
     }
 
@@ -135,11 +153,12 @@ impl GemmKernel {
                 return Ok(tuned);
             }
         }
+        let sms = gpu.info().multiprocessors as usize;
         Ok(match hopper_precision(precision) {
-            None => f32_default(dims, gpu.info().multiprocessors as usize),
+            None => f32_default(dims, sms),
             Some(hopper) if gpu.has_hopper() => {
-                match split::splits_for(hopper, dims, gpu.info().multiprocessors as usize) {
-                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), gpu.info().multiprocessors as usize)),
+                match split::splits_for(hopper, dims, sms) {
+                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), sms)),
                     splits => GemmKernel::Split(splits),
                 }
             }
@@ -428,7 +447,6 @@ pub fn gemm_array(gpu: &Gpu, a: ArrayView2<f32>, b: ArrayView2<f32>, precision: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matmul::launch_config;
 
     #[test]
     fn f32_default_takes_the_large_tiles_where_they_fill_their_waves_and_smaller_ones_elsewhere() {
@@ -468,9 +486,10 @@ mod tests {
 
     #[test]
     fn every_f32_default_is_an_f32_kernel_with_a_launch() {
-        for (m, n, k) in [(1, 1, 1), (3072, 3072, 3072), (4095, 4097, 4099), (128, 14336, 4096), (4096, 4096, 4096)] {
-            let kernel = f32_default((m, n, k), 132).kernel(Dtype::F32).expect("an f32 kernel");
-            launch_config(kernel, m, n).expect("a launch");
+        let shapes = [(1, 1, 1), (3072, 3072, 3072), (4095, 4097, 4099), (128, 14336, 4096), (4096, 4096, 4096)];
+        // And split k's picks.
+        for (m, n, k) in shapes.into_iter().chain([(64, 64, 65536), (512, 512, 512)]) {
+            f32_default((m, n, k), 132).f32_launch((m, n, k)).expect("a launch");
         }
         assert_eq!(GemmKernel::Split(8).kernel(Dtype::F32).expect("an f32 kernel"), split::F32_SPLIT);
     }

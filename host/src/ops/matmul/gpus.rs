@@ -1,15 +1,14 @@
 //! `matmul --gpus N [--dtype T]`: C's rows divided among N GPUs.
 
 use super::options::{random_inputs, require_shape, shape_and_files, Dims};
-use super::{cpu_reference, launch_config, tolerance, Matmul, Options};
+use super::{cpu_reference, tolerance, Matmul, Options};
 use crate::check::{self, product_scale};
 use crate::gpu::{require, Gpu, GpuResult};
 use crate::multi::{self, Done, Share, SplitReport};
 use crate::registry::Kernel;
 use crate::report::Work;
 use crate::tuning;
-use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, split, tensor, Dtype, GemmKernel};
-use interface::matmul::split_count;
+use cuda_kernels::matmul::{gemm_on_slices, rounded_reference, tensor, Dtype, GemmKernel};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -20,13 +19,7 @@ use std::sync::Mutex;
 fn share_kernel(gpu: &Gpu, dtype: Dtype, (m, n, k): Dims, cache: Option<&Path>) -> GpuResult<GemmKernel> {
     let kernel = GemmKernel::chosen_in(cache, gpu, dtype, (m, n, k))?;
     if dtype == Dtype::F32 {
-        let name = kernel.kernel(dtype)?;
-        let launch = match kernel {
-            // Split k's grid is as deep as its splits, made even as the launch makes them.
-            GemmKernel::Split(wanted) => split::split_launch((m, n, k), split_count(split::f32_slices(k), wanted))?,
-            _ => launch_config(name, m, n)?,
-        };
-        gpu.validate(name, &launch)?;
+        gpu.validate(kernel.kernel(dtype)?, &kernel.f32_launch((m, n, k))?)?;
     }
     Ok(kernel)
 }
