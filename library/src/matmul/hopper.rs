@@ -848,8 +848,8 @@ mod tests {
         for (m, n) in [(128, 14336), (1000, 1000), (256, 256), (64, 8192)] {
             assert_eq!(pick(m, n), Step::Narrow, "{m}×{n}");
         }
-        // Measured slower on narrow tiles: 3072² and 4095×4097 (1.22× in BF16); the large ones
-        // fill their waves either way.
+        // Measured slower on narrow tiles: 3072² and 4095×4097; the large ones fill their waves
+        // either way.
         for (m, n) in [(3072, 3072), (4095, 4097), (8192, 8192), (4096, 14336), (1, 1)] {
             assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
         }
