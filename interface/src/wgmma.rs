@@ -40,8 +40,19 @@ pub const STAGE_BYTES: usize = A_STAGE_BYTES + B_STAGE_BYTES;
 /// The 128-byte swizzle repeats every 8 rows of 128 bytes: tiles start on this boundary, and
 /// the kernel rounds its dynamic shared memory up to it.
 pub const SWIZZLE_ALIGN: usize = 1024;
-/// The stages, two mbarriers (8 bytes) per stage, and the slack to align the stages.
-pub const SHARED_BYTES: usize = SWIZZLE_ALIGN + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+/// The epilogue's staging, for a C whose rows are not 16-byte aligned (`n` not a multiple of
+/// 4): each consumer warp passes its 16 rows through shared memory 16 columns at a time, so
+/// that a store instruction writes two rows' 64 contiguous bytes rather than 4 bytes of each
+/// of 8 rows. A staged row is [`EPILOGUE_STRIDE`] floats apart: the pairs the accumulators
+/// write and the rows the stores read then fall on distinct banks.
+pub const EPILOGUE_COLS: usize = 16;
+pub const EPILOGUE_STRIDE: usize = 24;
+/// One consumer warp's staging: 16 rows.
+pub const EPILOGUE_WARP_BYTES: usize = 16 * EPILOGUE_STRIDE * 4;
+pub const EPILOGUE_BYTES: usize = CONSUMERS * WARPGROUP / 32 * EPILOGUE_WARP_BYTES;
+/// The stages, two mbarriers (8 bytes) per stage, the epilogue's staging, and the slack to
+/// align the stages.
+pub const SHARED_BYTES: usize = SWIZZLE_ALIGN + STAGES * STAGE_BYTES + 2 * STAGES * 8 + EPILOGUE_BYTES;
 /// Registers per thread after `setmaxnreg`: the producer gives registers back, the consumers,
 /// which hold `BN / 2` accumulators each, take them. `(PRODUCER + CONSUMERS · CONSUMER) ·
 /// WARPGROUP` stays within the SM's 65536.
@@ -54,7 +65,8 @@ pub const CONSUMER_REGISTERS: u32 = 232;
 pub const NARROW_BN: usize = 128;
 pub const NARROW_STAGES: usize = 6;
 pub const NARROW_STAGE_BYTES: usize = A_STAGE_BYTES + BK * NARROW_BN * 2;
-pub const NARROW_SHARED_BYTES: usize = SWIZZLE_ALIGN + NARROW_STAGES * NARROW_STAGE_BYTES + 2 * NARROW_STAGES * 8;
+pub const NARROW_SHARED_BYTES: usize =
+    SWIZZLE_ALIGN + NARROW_STAGES * NARROW_STAGE_BYTES + 2 * NARROW_STAGES * 8 + EPILOGUE_BYTES;
 
 /// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
 /// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
@@ -101,7 +113,7 @@ pub const BOUNDS: [LaunchBounds; 13] = [
 ];
 
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
-const _: () = assert!(NARROW_BN % BOX_N == 0 && NARROW_SHARED_BYTES <= 227 * 1024);
+const _: () = assert!(NARROW_BN % BOX_N == 0 && NARROW_SHARED_BYTES <= 227 * 1024 && SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
 // The transposing conversion: each thread stages whole rows of the tile, and writes whole
 // 4-byte words of it.

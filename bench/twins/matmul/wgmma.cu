@@ -49,6 +49,12 @@ static __device__ __forceinline__ bool mbarrier_try_wait(unsigned bar, unsigned 
         : "r"(bar), "r"(parity));
     return done != 0;
 }
+// Whether this lane is the one its warp elects (all 32 lanes call it together).
+static __device__ __forceinline__ bool elect_one() {
+    unsigned elected;
+    asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 %0, 1, 0, p; }" : "=r"(elected));
+    return elected != 0;
+}
 static __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
     while (!mbarrier_try_wait(bar, parity)) {
     }
@@ -164,16 +170,23 @@ struct Narrow {
 
 extern __shared__ __align__(16) unsigned char wgmma_shared[];
 
+// A place in the ring: a stage and the parity of its lap; one next() per slice.
+struct Slot {
+    unsigned stage, lap;
+};
+static constexpr Slot kFirstSlot{0, 0};
+
 template <class W>
 struct Ring {
-    unsigned tiles, full, empty;
+    unsigned tiles, full, empty, staging_base;
 
     __device__ __forceinline__ static Ring make() {
         unsigned raw = shared_address(wgmma_shared);
         unsigned align = WGMMA_SWIZZLE_ALIGN;
         unsigned tiles = (raw + align - 1) & ~(align - 1);
         unsigned full = tiles + W::kStages * W::kStageBytes;
-        Ring ring{tiles, full, full + 8 * W::kStages};
+        unsigned empty = full + 8 * W::kStages;
+        Ring ring{tiles, full, empty, empty + 8 * W::kStages};
         if (threadIdx.x == 0) {
             for (unsigned s = 0; s < W::kStages; ++s) {
                 mbarrier_init(ring.full + 8 * s, 1);
@@ -185,44 +198,62 @@ struct Ring {
         return ring;
     }
 
-    __device__ __forceinline__ void slot(size_t slice, unsigned& stage, unsigned& full_bar, unsigned& empty_bar,
-                                         unsigned& lap) const {
-        unsigned s = (unsigned)(slice % W::kStages);
+    __device__ __forceinline__ void at(Slot slot, unsigned& stage, unsigned& full_bar, unsigned& empty_bar) const {
+        unsigned s = slot.stage;
         stage = tiles + s * W::kStageBytes, full_bar = full + 8 * s, empty_bar = empty + 8 * s;
-        lap = (unsigned)(slice / W::kStages) & 1;
+    }
+    __device__ __forceinline__ static Slot next(Slot slot) {
+        return slot.stage + 1 == W::kStages ? Slot{0, slot.lap ^ 1} : Slot{slot.stage + 1, slot.lap};
+    }
+    // The epilogue staging of consumer warp `warp` (0 to 7).
+    __device__ __forceinline__ unsigned staging(size_t warp) const {
+        return staging_base + (unsigned)(warp * WGMMA_EPILOGUE_WARP_BYTES);
     }
 };
 
+// The producer's warp, all 32 lanes: waits for each free stage; one elected lane issues.
 template <class T, class W>
-static __device__ __forceinline__ void produce(const Ring<W>& ring, const TensorMap* maps, size_t m0, size_t n0,
-                                               size_t k_first, size_t k_tiles, size_t first) {
+static __device__ __forceinline__ Slot produce(const Ring<W>& ring, const TensorMap* maps, size_t m0, size_t n0,
+                                               size_t k_first, size_t k_tiles, Slot slot) {
     const TensorMap *map_a = maps, *map_b = maps + 1;
     for (size_t t = 0; t < k_tiles; ++t) {
-        unsigned stage, full, empty, lap;
-        ring.slot(first + t, stage, full, empty, lap);
-        mbarrier_wait(empty, lap ^ 1);
-        mbarrier_arrive_expect_tx(full, W::kStageBytes);
-        size_t k0 = (k_first + t) * T::kBk;
-        tma_load_2d(stage, map_a, (int)k0, (int)m0, full);
-        for (size_t j = 0; j < W::kBn / WGMMA_BOX_N; ++j) {
-            int x, y;
-            T::b_box(k0, n0 + j * WGMMA_BOX_N, x, y);
-            tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * kBoxBytes, map_b, x, y, full);
+        unsigned stage, full, empty;
+        ring.at(slot, stage, full, empty);
+        mbarrier_wait(empty, slot.lap ^ 1);
+        if (elect_one()) {
+            mbarrier_arrive_expect_tx(full, W::kStageBytes);
+            size_t k0 = (k_first + t) * T::kBk;
+            tma_load_2d(stage, map_a, (int)k0, (int)m0, full);
+            for (size_t j = 0; j < W::kBn / WGMMA_BOX_N; ++j) {
+                int x, y;
+                T::b_box(k0, n0 + j * WGMMA_BOX_N, x, y);
+                tma_load_2d(stage + WGMMA_A_STAGE_BYTES + (unsigned)j * kBoxBytes, map_b, x, y, full);
+            }
         }
+        slot = Ring<W>::next(slot);
+    }
+    return slot;
+}
+
+// Both tensor maps, prefetched by one elected lane of the producer's warp.
+static __device__ __forceinline__ void prefetch_maps(const TensorMap* maps) {
+    if (elect_one()) {
+        prefetch_tensor_map(maps);
+        prefetch_tensor_map(maps + 1);
     }
 }
 
 // A consumer whose rows all lie past C (`active` false) multiplies nothing but still waits for
 // and frees every slice, keeping the ring's phases.
 template <class T, class W>
-static __device__ __forceinline__ void consume(const Ring<W>& ring, size_t k_tiles, size_t first, size_t consumer,
+static __device__ __forceinline__ Slot consume(const Ring<W>& ring, size_t k_tiles, Slot slot, size_t consumer,
                                                bool active, uint32_t (&acc)[W::kAcc]) {
     size_t lane = threadIdx.x % 32;
     unsigned previous_empty = 0;
     for (size_t t = 0; t < k_tiles; ++t) {
-        unsigned stage, full, empty, lap;
-        ring.slot(first + t, stage, full, empty, lap);
-        mbarrier_wait(full, lap);
+        unsigned stage, full, empty;
+        ring.at(slot, stage, full, empty);
+        mbarrier_wait(full, slot.lap);
         if (active) {
             unsigned a = stage + (unsigned)(consumer * 64) * kRowBytes;
             unsigned b = stage + WGMMA_A_STAGE_BYTES;
@@ -235,9 +266,11 @@ static __device__ __forceinline__ void consume(const Ring<W>& ring, size_t k_til
         }
         if (t > 0 && lane == 0) mbarrier_arrive(previous_empty);
         previous_empty = empty;
+        slot = Ring<W>::next(slot);
     }
     wgmma_wait<0>();
     if (lane == 0) mbarrier_arrive(previous_empty);
+    return slot;
 }
 
 // x, y, z, w (their bits) at C[row][col..col + 4], those inside C: one 16-byte store when all
@@ -276,14 +309,57 @@ static __device__ __forceinline__ void trade_and_store(float* c, const uint32_t 
     store_quad(c, row, col, m, n, a0, a1, b0, b1);
 }
 
+static __device__ __forceinline__ void stage_pair(unsigned address, uint32_t x, uint32_t y) {
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(address), "r"(x), "r"(y));
+}
+static __device__ __forceinline__ uint32_t staged(unsigned address) {
+    uint32_t value;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(value) : "r"(address));
+    return value;
+}
+
+// Rows not 16-byte aligned: each 16 columns of the warp's 16 rows (from row0) through its
+// staging, then stored two rows an instruction (wgmma.rs's store_tile_staged).
+template <unsigned N>
+static __device__ __forceinline__ void store_tile_staged(float* c, const uint32_t (&acc)[N], size_t row0, size_t n0,
+                                                         size_t m, size_t n, unsigned staging) {
+    constexpr unsigned kFloat = 4, kStride = WGMMA_EPILOGUE_STRIDE * kFloat;
+    unsigned lane = threadIdx.x % 32;
+    float* corner = c + row0 * n + n0;
+    unsigned rows = (unsigned)(m > row0 ? (m - row0 < 16 ? m - row0 : 16) : 0);
+    unsigned cols = (unsigned)(n > n0 ? (n - n0 < 2 * N ? n - n0 : 2 * N) : 0);
+    unsigned put = staging + (lane / 4) * kStride + (lane % 4) * 2 * kFloat;
+    unsigned col = lane % 16, below = 2 * (lane / 16);
+#pragma unroll
+    for (unsigned p = 0; p < N / 8; ++p) {
+        unsigned at = 8 * p;
+        stage_pair(put, acc[at], acc[at + 1]);
+        stage_pair(put + 8 * kStride, acc[at + 2], acc[at + 3]);
+        stage_pair(put + 8 * kFloat, acc[at + 4], acc[at + 5]);
+        stage_pair(put + 8 * kStride + 8 * kFloat, acc[at + 6], acc[at + 7]);
+        __syncwarp();
+        for (unsigned i = 0; i < 8; ++i) {
+            unsigned r = i / 2 * 4 + i % 2 + below, j = WGMMA_EPILOGUE_COLS * p + col;
+            uint32_t value = staged(staging + r * kStride + col * kFloat);
+            if (r < rows && j < cols) corner[(size_t)r * n + j] = __uint_as_float(value);
+        }
+        __syncwarp();
+    }
+}
+
 // Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1 (mod 4), of the first
-// group for t < 2, of the second for t >= 2 (wgmma.rs's epilogue).
+// group for t < 2, of the second for t >= 2 (wgmma.rs's epilogue); rows not 16-byte aligned go
+// through the warp's staging.
 template <unsigned N>
 static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc)[N], size_t m0, size_t n0,
-                                                  size_t consumer, size_t m, size_t n) {
+                                                  size_t consumer, size_t m, size_t n, unsigned staging) {
     size_t tid = threadIdx.x;
     unsigned lane = tid % 32, t = lane % 4;
     size_t row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
+    if (n % 4 != 0) {
+        store_tile_staged(c, acc, row - lane / 4, n0, m, n, staging);
+        return;
+    }
     unsigned first = (lane & ~3u) + (2 * t) % 4;
 #pragma unroll  // the Rust unrolls this loop by hand (count_up!)
     for (size_t p = 0; p < N / 8; ++p) {
@@ -305,26 +381,28 @@ static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float
     size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
     if (warpgroup == 0) {
         release_registers_to_40();
-        if (threadIdx.x == 0) {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps + 1);
-            produce<T, Wide>(ring, maps, m0, n0, k_first, k_tiles, 0);
+        if (threadIdx.x < 32) {
+            prefetch_maps(maps);
+            produce<T, Wide>(ring, maps, m0, n0, k_first, k_tiles, kFirstSlot);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<T, Wide>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
-        store_tile(c + split * m * n, acc, m0, n0, consumer, m, n);
+        consume<T, Wide>(ring, k_tiles, kFirstSlot, consumer, m0 + 64 * consumer < m, acc);
+        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
+        store_tile(c + split * m * n, acc, m0, n0, consumer, m, n, staging);
     }
 }
 
 // Row and column (in tiles) of tile number `tile` in the grouped order.
 static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m, size_t tiles_n, size_t& row,
                                                      size_t& col) {
-    size_t per_group = WGMMA_GROUP_M * tiles_n;
+    // The Rust's divisors, 1 in place of 0 (which drops its division-by-zero panics).
+    size_t per_group = WGMMA_GROUP_M * tiles_n > 1 ? WGMMA_GROUP_M * tiles_n : 1;
     size_t first_row = tile / per_group * WGMMA_GROUP_M;
-    size_t rows = tiles_m - first_row < WGMMA_GROUP_M ? tiles_m - first_row : WGMMA_GROUP_M;
+    size_t left = tiles_m - first_row < WGMMA_GROUP_M ? tiles_m - first_row : WGMMA_GROUP_M;
+    size_t rows = left > 1 ? left : 1;
     size_t within = tile % per_group;
     row = first_row + within % rows, col = within / rows;
 }
@@ -339,28 +417,26 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
     size_t tiles = tiles_m * tiles_n;
     if (warpgroup == 0) {
         release_registers_to_40();
-        if (threadIdx.x == 0) {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps + 1);
-            size_t slice = 0;
+        if (threadIdx.x < 32) {
+            prefetch_maps(maps);
+            Slot slot = kFirstSlot;
             for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 size_t row, col;
                 tile_position(tile, tiles_m, tiles_n, row, col);
-                produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, 0, k_tiles, slice);
-                slice += k_tiles;
+                slot = produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, 0, k_tiles, slot);
             }
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
+        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
         uint32_t acc[W::kAcc];
-        size_t slice = 0;
+        Slot slot = kFirstSlot;
         for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             size_t row, col;
             tile_position(tile, tiles_m, tiles_n, row, col);
-            consume<T, W>(ring, k_tiles, slice, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
-            store_tile(c, acc, row * WGMMA_BM, col * W::kBn, consumer, m, n);
-            slice += k_tiles;
+            slot = consume<T, W>(ring, k_tiles, slot, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
+            store_tile(c, acc, row * WGMMA_BM, col * W::kBn, consumer, m, n, staging);
         }
     }
 }

@@ -25,20 +25,20 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_e4m3(WGMMA_PARAMS, float sc
     size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
     if (warpgroup == 0) {
         release_registers_to_40();
-        if (threadIdx.x == 0) {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps + 1);
-            produce<E4m3, Wide>(ring, maps, m0, n0, 0, k_tiles, 0);
+        if (threadIdx.x < 32) {
+            prefetch_maps(maps);
+            produce<E4m3, Wide>(ring, maps, m0, n0, 0, k_tiles, kFirstSlot);
         }
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
-        consume<E4m3, Wide>(ring, k_tiles, 0, consumer, m0 + 64 * consumer < m, acc);
+        consume<E4m3, Wide>(ring, k_tiles, kFirstSlot, consumer, m0 + 64 * consumer < m, acc);
         float scale = scale_a * scale_b;
 #pragma unroll
         for (int i = 0; i < 128; ++i) acc[i] = __float_as_uint(__uint_as_float(acc[i]) * scale);
-        store_tile(c, acc, m0, n0, consumer, m, n);
+        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
+        store_tile(c, acc, m0, n0, consumer, m, n, staging);
     }
 }
 

@@ -4,9 +4,13 @@
 //! requires, in `tensor::hopper`.
 //!
 //! **Roles.** A block of three warpgroups computes a `BM × BN` (128×256) tile of C. Warpgroup
-//! 0 is the *producer*: one of its threads issues, for each `BK` (64) slice of k, one TMA copy
-//! of A's 128×64 box and four of B's 64×64 boxes into a free stage, and the rest of the
-//! warpgroup has nothing to do, so it gives its registers away (`setmaxnreg.dec`). Warpgroups
+//! 0 is the *producer*: its first warp waits for a free stage for each `BK` (64) slice of k,
+//! and one lane it elects (`elect.sync`) issues one TMA copy of A's 128×64 box and four of B's
+//! 64×64 boxes into it; the rest of the warpgroup has nothing to do, so it gives its registers
+//! away (`setmaxnreg.dec`). A whole warp rather than one thread runs the loop so that ptxas
+//! sees it converged and keeps its counters in uniform registers: with one thread under `if`,
+//! the loop's arithmetic and its move to the TMA's operands made the producer slow enough to
+//! hold back tiles whose slices the consumers finish quickly. Warpgroups
 //! 1 and 2 are the *consumers*: each owns 64 rows of the tile, holds its 64×256 accumulators
 //! in registers (128 floats per thread, hence `setmaxnreg.inc`), and for each slice issues
 //! four `m64n256k16` products, one per 16 of k.
@@ -15,7 +19,9 @@
 //! producer has arrived and all of the stage's bytes have landed (the producer announces them
 //! with `arrive.expect_tx`, the TMA counts them down), `empty[s]` when every consumer warp
 //! has finished reading the stage. Slice `t` goes to stage `t % STAGES`; its phase is
-//! `t / STAGES`, and waiters name it by parity, so the ring turns with no reset. A consumer
+//! `t / STAGES`, and waiters name it by parity, so the ring turns with no reset. Both sides
+//! walk the ring with a [`Slot`], a stage and a parity that one step advances, rather than
+//! dividing the slice's number at each step. A consumer
 //! keeps one group of products running while it waits for the next slice: it commits slice
 //! `t`, waits until at most that group is still running, and only then frees slice `t − 1`.
 //!
@@ -50,6 +56,12 @@
 //! contiguous bytes per row, half as many requests for the same bytes of C, which is what the
 //! product waits on when k is short.
 //!
+//! When `n` is not a multiple of 4, C's rows are not 16-byte aligned, and each 16-column step
+//! would be four 4-byte stores, each touching 8 rows: the stores then cost more than the
+//! product. Instead each consumer warp writes its 16 rows' 16 columns into its own shared
+//! staging as the accumulators hold them, then stores them two rows per instruction, 64
+//! contiguous bytes of each (`interface::wgmma::EPILOGUE_STRIDE`).
+//!
 //! ```text
 //!   columns 0-15 of a row:  t0 t0 t1 t1 t2 t2 t3 t3 | t0 t0 t1 t1 t2 t2 t3 t3   (as accumulated)
 //!   stored by               t0 t0 t0 t0 t1 t1 t1 t1 | t2 t2 t2 t2 t3 t3 t3 t3   (st.global.v4)
@@ -64,20 +76,22 @@
 //! layer z of its output. One layer is the whole product into C; several are step H3, split k,
 //! whose partials step 4d's reduction sums (`split_k.rs`, in the main module).
 
+use crate::tensor::hopper::{
+    claim_registers_to_232, elect_one, fence_barrier_init, matrix_descriptor, mbarrier_arrive,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d,
+    wgmma_commit, wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_m64n256k8_tf32, wgmma_wait, Swizzle,
+    TensorMap,
+};
 use crate::{shared_address, unrolled};
 use core::arch::asm;
 use core::marker::PhantomData;
-use crate::tensor::hopper::{
-    claim_registers_to_232, fence_barrier_init, matrix_descriptor, mbarrier_arrive, mbarrier_arrive_expect_tx,
-    mbarrier_init, mbarrier_wait, prefetch_tensor_map, release_registers_to_40, tma_load_2d, wgmma_commit,
-    wgmma_fence, wgmma_m64n256k16_bf16, wgmma_m64n256k16_f16, wgmma_m64n256k8_tf32, wgmma_wait, Swizzle, TensorMap,
-};
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
+use cuda_std::warp;
 use interface::matmul::split_slices;
 use interface::wgmma::{
-    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, PRODUCER_REGISTERS, STAGES,
-    STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
+    A_STAGE_BYTES, BK, BK_TF32, BM, BN, BOX_N, CONSUMERS, CONSUMER_REGISTERS, EPILOGUE_COLS, EPILOGUE_STRIDE,
+    EPILOGUE_WARP_BYTES, PRODUCER_REGISTERS, STAGES, STAGE_BYTES, SWIZZLE_ALIGN, WARPGROUP,
 };
 
 // The register counts are immediates in `tensor::hopper`'s setmaxnreg functions.
@@ -126,7 +140,14 @@ pub(super) trait Width {
     ///
     /// # Safety
     /// As [`store_tile`].
-    unsafe fn store(c: *mut f32, acc: &Self::Accumulators, m0: usize, n0: usize, consumer: usize, m: usize, n: usize);
+    unsafe fn store(
+        c: *mut f32,
+        acc: &Self::Accumulators,
+        tile: (usize, usize),
+        consumer: usize,
+        dims: (usize, usize),
+        staging: u32,
+    );
 }
 
 /// The tiles of steps H1 to H4: `BM × BN` (128×256), one `m64n256` instruction per k-step.
@@ -139,8 +160,15 @@ impl Width for Wide {
     type Accumulators = [u32; 128];
     const ZEROS: [u32; 128] = [0; 128];
     #[inline(always)]
-    unsafe fn store(c: *mut f32, acc: &[u32; 128], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
-        store_tile(c, acc, m0, n0, consumer, m, n);
+    unsafe fn store(
+        c: *mut f32,
+        acc: &[u32; 128],
+        tile: (usize, usize),
+        consumer: usize,
+        dims: (usize, usize),
+        staging: u32,
+    ) {
+        store_tile(c, acc, tile, consumer, dims, staging);
     }
 }
 
@@ -273,13 +301,27 @@ unsafe fn trade_and_store<const N: usize>(
     store_quad(c, row, col, m, n, [a0, a1, b0, b1]);
 }
 
+/// A place in the ring: a stage and the parity of the lap the ring is on. Producer and
+/// consumers each walk the ring with one, from [`Slot::FIRST`], one [`Ring::next`] per slice.
+#[derive(Clone, Copy)]
+pub(super) struct Slot {
+    stage: u32,
+    lap: u32,
+}
+
+impl Slot {
+    /// The block's first slice: stage 0, lap 0.
+    pub(super) const FIRST: Slot = Slot { stage: 0, lap: 0 };
+}
+
 /// The shared-memory ring: `STAGES` stages from `tiles` (1024-byte aligned), then the
-/// `full` and `empty` mbarriers, 8 bytes each. One thread initializes the barriers; the block
-/// waits for it.
+/// `full` and `empty` mbarriers, 8 bytes each, then the consumer warps' epilogue staging. One
+/// thread initializes the barriers; the block waits for it.
 pub(super) struct Ring<W> {
     tiles: u32,
     full: u32,
     empty: u32,
+    staging: u32,
     width: PhantomData<W>,
 }
 
@@ -288,14 +330,16 @@ impl<W: Width> Ring<W> {
     ///
     /// # Safety
     /// Every thread of the block calls it once, first, with `SWIZZLE_ALIGN` bytes of dynamic
-    /// shared memory and `W::STAGES` stages of `W::STAGE_BYTES` and their 16 bytes of barriers.
+    /// shared memory, `W::STAGES` stages of `W::STAGE_BYTES`, their 16 bytes of barriers and
+    /// `EPILOGUE_BYTES` of staging.
     #[inline(always)]
     pub(super) unsafe fn new() -> Ring<W> {
         let raw = shared_address(dynamic_shared_mem::<u8>());
         let align = SWIZZLE_ALIGN as u32;
         let tiles = (raw + align - 1) & !(align - 1);
         let full = tiles + (W::STAGES * W::STAGE_BYTES) as u32;
-        let ring = Ring { tiles, full, empty: full + 8 * W::STAGES as u32, width: PhantomData };
+        let empty = full + 8 * W::STAGES as u32;
+        let ring = Ring { tiles, full, empty, staging: empty + 8 * W::STAGES as u32, width: PhantomData };
         if thread::thread_idx_x() == 0 {
             for s in 0..W::STAGES as u32 {
                 mbarrier_init(ring.full + 8 * s, 1);
@@ -308,67 +352,88 @@ impl<W: Width> Ring<W> {
         ring
     }
 
-    /// Stage, `full` and `empty` barrier of slice number `slice` (counted over the block's
-    /// whole life), and the parity of its lap around the ring.
+    /// Stage, `full` and `empty` barrier of `slot`.
     #[inline(always)]
-    fn slot(&self, slice: usize) -> (u32, u32, u32, u32) {
-        let s = (slice % W::STAGES) as u32;
-        (self.tiles + s * W::STAGE_BYTES as u32, self.full + 8 * s, self.empty + 8 * s, (slice / W::STAGES) as u32 & 1)
+    fn at(&self, slot: Slot) -> (u32, u32, u32) {
+        let s = slot.stage;
+        (self.tiles + s * W::STAGE_BYTES as u32, self.full + 8 * s, self.empty + 8 * s)
+    }
+
+    /// The slot after `slot`: the next stage, or stage 0 of the next lap.
+    #[inline(always)]
+    fn next(slot: Slot) -> Slot {
+        if slot.stage + 1 == W::STAGES as u32 {
+            Slot { stage: 0, lap: slot.lap ^ 1 }
+        } else {
+            Slot { stage: slot.stage + 1, lap: slot.lap }
+        }
+    }
+
+    /// The epilogue staging of consumer warp `warp` (0 to `CONSUMERS · 4 − 1`).
+    #[inline(always)]
+    pub(super) fn staging(&self, warp: usize) -> u32 {
+        self.staging + (warp * EPILOGUE_WARP_BYTES) as u32
     }
 }
 
-/// The producer's thread: fills the ring with the `k_tiles` slices of A and B of the tile at
-/// (`m0`, `n0`) from slice `k_first` of k on, numbered in the ring from `first`, each into its
-/// stage once the consumers freed it.
+/// The producer's warp: fills the ring with the `k_tiles` slices of A and B of the tile at
+/// (`m0`, `n0`) from slice `k_first` of k on, into the slots from `slot`, each into its stage
+/// once the consumers freed it; the slot after the last.
 ///
 /// # Safety
-/// One thread of the block; the consumers take the same slices in the same order.
+/// The 32 threads of one warp of the block, together; the consumers take the same slices from
+/// the same slot.
 #[inline(always)]
 pub(super) unsafe fn produce<T: Input, W: Width>(
     ring: &Ring<W>,
     maps: *const TensorMap,
     (m0, n0): (usize, usize),
     (k_first, k_tiles): (usize, usize),
-    first: usize,
-) {
+    mut slot: Slot,
+) -> Slot {
     let (map_a, map_b) = (maps, maps.add(1));
     for t in 0..k_tiles {
-        let (stage, full, empty, lap) = ring.slot(first + t);
+        let (stage, full, empty) = ring.at(slot);
         // The consumers' release of the slice this stage held a lap ago. For the first lap
         // that is the phase before init (parity 1), already complete.
-        mbarrier_wait(empty, lap ^ 1);
-        mbarrier_arrive_expect_tx(full, W::STAGE_BYTES as u32);
-        let k0 = (k_first + t) * T::BK;
-        tma_load_2d(stage, map_a, k0 as i32, m0 as i32, full);
-        for j in 0..W::BN / BOX_N {
-            let (x, y) = T::b_box(k0, n0 + j * BOX_N);
-            tma_load_2d(stage + A_STAGE_BYTES as u32 + j as u32 * B_BOX_BYTES, map_b, x, y, full);
+        mbarrier_wait(empty, slot.lap ^ 1);
+        if elect_one() {
+            mbarrier_arrive_expect_tx(full, W::STAGE_BYTES as u32);
+            let k0 = (k_first + t) * T::BK;
+            tma_load_2d(stage, map_a, k0 as i32, m0 as i32, full);
+            for j in 0..W::BN / BOX_N {
+                let (x, y) = T::b_box(k0, n0 + j * BOX_N);
+                tma_load_2d(stage + A_STAGE_BYTES as u32 + j as u32 * B_BOX_BYTES, map_b, x, y, full);
+            }
         }
+        slot = Ring::<W>::next(slot);
     }
+    slot
 }
 
 /// A consumer warpgroup's products for one tile: rows `64·consumer ..` of it, all `BN`
-/// columns, over the `k_tiles` slices numbered from `first`, into `acc` (overwritten: the
-/// first product does not accumulate). Every slice's stage is freed on return. A consumer whose
-/// rows all lie past C (`active` false: an edge tile of 64 rows or fewer) multiplies nothing,
-/// its accumulators zeros nobody stores, but still waits for each slice and frees it, keeping
-/// the ring's phases.
+/// columns, over `k_tiles` slices from `slot`, into `acc` (overwritten: the first product does
+/// not accumulate); the slot after the last. Every slice's stage is freed on return. A consumer
+/// whose rows all lie past C (`active` false: an edge tile of 64 rows or fewer) multiplies
+/// nothing, its accumulators zeros nobody stores, but still waits for each slice and frees it,
+/// keeping the ring's phases.
 ///
 /// # Safety
 /// Every thread of consumer warpgroup `consumer`; the producer fills the same slices.
 #[inline(always)]
 pub(super) unsafe fn consume<T: Mma<W>, W: Width>(
     ring: &Ring<W>,
-    (k_tiles, first): (usize, usize),
+    k_tiles: usize,
+    mut slot: Slot,
     consumer: usize,
     active: bool,
     acc: &mut W::Accumulators,
-) {
+) -> Slot {
     let lane = thread::thread_idx_x() as usize % 32;
     let mut previous_empty = 0;
     for t in 0..k_tiles {
-        let (stage, full, empty, lap) = ring.slot(first + t);
-        mbarrier_wait(full, lap);
+        let (stage, full, empty) = ring.at(slot);
+        mbarrier_wait(full, slot.lap);
         if active {
             let a = stage + (consumer * 64) as u32 * ROW_BYTES;
             let b = stage + A_STAGE_BYTES as u32;
@@ -384,35 +449,41 @@ pub(super) unsafe fn consume<T: Mma<W>, W: Width>(
             mbarrier_arrive(previous_empty);
         }
         previous_empty = empty;
+        slot = Ring::<W>::next(slot);
     }
     wgmma_wait::<0>();
     if lane == 0 {
         mbarrier_arrive(previous_empty);
     }
+    slot
 }
 
 /// Writes a consumer's 64×`2N` accumulators (`N` a thread, `N` at most 128) at rows `m0 +
-/// 64·consumer ..`, columns `n0 ..` of C, four columns per store (see the module's epilogue),
-/// the elements inside C only.
+/// 64·consumer ..`, columns `n0 ..` of C, the elements inside C only: four columns per store
+/// when C's rows are 16-byte aligned, else through the warp's staging at `staging` (see the
+/// module's epilogue).
 ///
 /// # Safety
 /// `c` is valid for `m·n` writes and 16-byte aligned when `n` is a multiple of 4; the
 /// accumulators are complete (`wgmma_wait`); every thread of the warp calls it (the quads trade
-/// values).
+/// values); `staging` is this warp's own `EPILOGUE_WARP_BYTES` of shared memory, 8-byte aligned.
 #[inline(always)]
 pub(super) unsafe fn store_tile<const N: usize>(
     c: *mut f32,
     acc: &[u32; N],
-    m0: usize,
-    n0: usize,
+    (m0, n0): (usize, usize),
     consumer: usize,
-    m: usize,
-    n: usize,
+    (m, n): (usize, usize),
+    staging: u32,
 ) {
     let tid = thread::thread_idx_x() as usize;
     let lane = tid as u32 % 32;
     let t = lane % 4;
     let row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane as usize / 4;
+    if n % 4 != 0 {
+        store_tile_staged(c, acc, (row - lane as usize / 4, n0), (m, n), staging);
+        return;
+    }
     // Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1, modulo 4: of the
     // first group for t < 2, of the second for t ≥ 2.
     let first = (lane & !3) + (2 * t) % 4;
@@ -431,6 +502,96 @@ pub(super) unsafe fn store_tile<const N: usize>(
     );
 }
 
+/// Stores the 32-bit pair `(x, y)` at `address` of shared memory (`st.shared.v2.b32`).
+///
+/// # Safety
+/// `address` is 8-byte aligned, in this warp's staging.
+#[inline(always)]
+unsafe fn stage_pair(address: u32, x: u32, y: u32) {
+    asm!("st.shared.v2.b32 [{a}], {{{x}, {y}}};", a = in(reg32) address, x = in(reg32) x, y = in(reg32) y, options(nostack));
+}
+
+/// The 32 bits at `address` of shared memory (`ld.shared.b32`).
+///
+/// # Safety
+/// `address` is 4-byte aligned, in this warp's staging, written before the warp's last
+/// `bar.warp.sync`.
+#[inline(always)]
+unsafe fn staged(address: u32) -> u32 {
+    let value: u32;
+    asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) value, a = in(reg32) address, options(nostack, readonly));
+    value
+}
+
+/// [`store_tile`] for rows that are not 16-byte aligned, through the warp's staging: for each
+/// 16 columns, the warp's 16 rows (from `row0`) go to shared memory as the accumulators hold
+/// them (row `r` of the warp at `EPILOGUE_STRIDE · r` floats), then to C two rows a store
+/// instruction, lanes 0-15 one row's 16 columns and lanes 16-31 the row two below: rows `r`
+/// and `r + 2` lie 16 banks apart, so neither side of the staging has a bank conflict.
+///
+/// # Safety
+/// As [`store_tile`], for the warp whose first row of C is `row0`.
+#[inline(always)]
+unsafe fn store_tile_staged<const N: usize>(
+    c: *mut f32,
+    acc: &[u32; N],
+    (row0, n0): (usize, usize),
+    (m, n): (usize, usize),
+    staging: u32,
+) {
+    const FLOAT: u32 = 4;
+    const STRIDE: u32 = EPILOGUE_STRIDE as u32 * FLOAT;
+    const _: () = assert!(EPILOGUE_WARP_BYTES == 16 * EPILOGUE_STRIDE * 4 && EPILOGUE_COLS == 16);
+    let lane = thread::thread_idx_x() % 32;
+    // The warp's corner of C, and how many of its 16 rows and 2N columns lie inside C: fewer
+    // live registers than the row and column of each store (FP8's consumers, which scale
+    // their accumulators first, otherwise spill).
+    let corner = c.wrapping_add(row0 * n + n0);
+    let (rows, cols) = (m.saturating_sub(row0).min(16) as u32, n.saturating_sub(n0).min(2 * N) as u32);
+    // This thread's pairs: rows lane/4 and lane/4 + 8, columns 2t and 2t + 1 of each 8.
+    let put = staging + (lane / 4) * STRIDE + (lane % 4) * 2 * FLOAT;
+    // Its loads: column lane % 16 of row 2·(lane / 16) + the store's first row.
+    let (col, below) = (lane % 16, 2 * (lane / 16));
+    crate::count_up!(
+        [x x x x] 1,
+        [0],
+        unrolled!(p, {
+            if p < N / 8 {
+                // Groups 2p and 2p + 1: their pairs of this row, then of the row 8 below.
+                let at = 8 * p;
+                stage_pair(put, acc[at], acc[at + 1]);
+                stage_pair(put + 8 * STRIDE, acc[at + 2], acc[at + 3]);
+                stage_pair(put + 8 * FLOAT, acc[at + 4], acc[at + 5]);
+                stage_pair(put + 8 * STRIDE + 8 * FLOAT, acc[at + 6], acc[at + 7]);
+                warp::sync_warp(u32::MAX);
+                // Rows 0, 1, 4, 5, 8, 9, 12, 13 and the ones 2 below them.
+                for i in 0..8u32 {
+                    let r = i / 2 * 4 + i % 2 + below;
+                    let j = (EPILOGUE_COLS * p) as u32 + col;
+                    let value = staged(staging + r * STRIDE + col * FLOAT);
+                    if r < rows && j < cols {
+                        *corner.wrapping_add(r as usize * n + j as usize) = f32::from_bits(value);
+                    }
+                }
+                // The next 16 columns overwrite the staging.
+                warp::sync_warp(u32::MAX);
+            }
+        })
+    );
+}
+
+/// Prefetches both tensor maps, from one elected lane of the producer's warp.
+///
+/// # Safety
+/// The 32 threads of the producer's warp, together; `maps` as the kernels' `# Safety` says.
+#[inline(always)]
+pub(super) unsafe fn prefetch_maps(maps: *const TensorMap) {
+    if elect_one() {
+        prefetch_tensor_map(maps);
+        prefetch_tensor_map(maps.add(1));
+    }
+}
+
 /// The tile at block (`blockIdx.y`, `blockIdx.x`), in the input type `T`, over split
 /// `blockIdx.z` of k (`split_slices`; all of k in a grid of one split), into layer `blockIdx.z`
 /// of `c` (split k: partial products that `split_k.rs`'s reduction sums).
@@ -444,17 +605,17 @@ unsafe fn matmul_wgmma<T: Mma<Wide>>(maps: *const TensorMap, c: *mut f32, m: usi
     let n0 = thread::block_idx_x() as usize * BN;
     if warpgroup == 0 {
         release_registers_to_40();
-        if thread::thread_idx_x() == 0 {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps.add(1));
-            produce::<T, Wide>(&ring, maps, (m0, n0), (k_first, k_tiles), 0);
+        if thread::thread_idx_x() < 32 {
+            prefetch_maps(maps);
+            produce::<T, Wide>(&ring, maps, (m0, n0), (k_first, k_tiles), Slot::FIRST);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<T, Wide>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
-        store_tile(c.add(split * m * n), &acc, m0, n0, consumer, m, n);
+        consume::<T, Wide>(&ring, k_tiles, Slot::FIRST, consumer, m0 + 64 * consumer < m, &mut acc);
+        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
+        store_tile(c.add(split * m * n), &acc, (m0, n0), consumer, (m, n), staging);
     }
 }
 

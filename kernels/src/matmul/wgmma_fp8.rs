@@ -22,10 +22,8 @@
 //! **Edges** are `wgmma.rs`'s: the tensor maps carry the true m, n, k, TMA fills what lies
 //! outside with zeros, and only the stores check bounds.
 
-use super::wgmma::{consume, k_major_descriptor, produce, store_tile, Input, Mma, Ring, Wide};
-use crate::tensor::hopper::{
-    claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap,
-};
+use super::wgmma::{consume, k_major_descriptor, prefetch_maps, produce, store_tile, Input, Mma, Ring, Slot, Wide};
+use crate::tensor::hopper::{claim_registers_to_232, release_registers_to_40, TensorMap};
 use crate::unrolled;
 use core::arch::asm;
 use cuda_std::prelude::*;
@@ -120,16 +118,15 @@ pub unsafe fn matmul_wgmma_e4m3(
     let n0 = thread::block_idx_x() as usize * BN;
     if warpgroup == 0 {
         release_registers_to_40();
-        if thread::thread_idx_x() == 0 {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps.add(1));
-            produce::<E4m3, Wide>(&ring, maps, (m0, n0), (0, k_tiles), 0);
+        if thread::thread_idx_x() < 32 {
+            prefetch_maps(maps);
+            produce::<E4m3, Wide>(&ring, maps, (m0, n0), (0, k_tiles), Slot::FIRST);
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
-        consume::<E4m3, Wide>(&ring, (k_tiles, 0), consumer, m0 + 64 * consumer < m, &mut acc);
+        consume::<E4m3, Wide>(&ring, k_tiles, Slot::FIRST, consumer, m0 + 64 * consumer < m, &mut acc);
         // The products are complete (`consume` waited for all of them): scale, then store.
         let scale = scale_a * scale_b;
         crate::count_up!(
@@ -139,6 +136,7 @@ pub unsafe fn matmul_wgmma_e4m3(
                 acc[i] = (f32::from_bits(acc[i]) * scale).to_bits();
             })
         );
-        store_tile(c, &acc, m0, n0, consumer, m, n);
+        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
+        store_tile(c, &acc, (m0, n0), consumer, (m, n), staging);
     }
 }

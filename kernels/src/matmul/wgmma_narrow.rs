@@ -12,8 +12,9 @@
 //! tile. Each consumer issues `m64n128` instructions and holds 64 accumulators a thread instead
 //! of 128. A stage carries A's 128×64 box as before and two of B's 64×64 boxes instead of four,
 //! so it is 32 KiB and the ring holds `NARROW_STAGES` (6) of them where it held 4: each stage
-//! feeds half the tensor-core work, so more of them are kept in flight. The tensor maps are the
-//! wide steps' own: only how many boxes of B a stage takes changes.
+//! feeds half the tensor-core work, so more of them are kept in flight, and the producer must
+//! turn the ring twice as fast: its loop is what `wgmma.rs`'s producer warp keeps short. The
+//! tensor maps are the wide steps' own: only how many boxes of B a stage takes changes.
 //!
 //! ```text
 //!   stage s:  [ A 128×64 (16 KiB) | B 64×64 | 64×64 (16 KiB) ]    6 stages
@@ -36,8 +37,15 @@ impl Width for Narrow {
     type Accumulators = [u32; 64];
     const ZEROS: [u32; 64] = [0; 64];
     #[inline(always)]
-    unsafe fn store(c: *mut f32, acc: &[u32; 64], m0: usize, n0: usize, consumer: usize, m: usize, n: usize) {
-        store_tile(c, acc, m0, n0, consumer, m, n);
+    unsafe fn store(
+        c: *mut f32,
+        acc: &[u32; 64],
+        tile: (usize, usize),
+        consumer: usize,
+        dims: (usize, usize),
+        staging: u32,
+    ) {
+        store_tile(c, acc, tile, consumer, dims, staging);
     }
 }
 

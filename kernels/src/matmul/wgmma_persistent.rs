@@ -5,8 +5,8 @@
 //! of a tile: while the consumers store one tile's C, it is already loading the first slices
 //! of the next into the ring, so the tensor cores restart on data that is waiting. With one
 //! block per tile, each block paid the ring's fill and its epilogue with nothing overlapping
-//! them; with few slices per tile (k = 256 is four) that was most of its time. The slices are
-//! numbered over the block's whole life, so the ring's stages and phases run on across tiles.
+//! them; with few slices per tile (k = 256 is four) that was most of its time. Each side's
+//! slot runs on from one tile to the next, so the ring's stages and phases do too.
 //!
 //! **Tile order.** The blocks running at once work on neighbouring tiles, and each slice of A
 //! or B they read is read by every running tile in its row or column of tiles: from DRAM once,
@@ -23,17 +23,28 @@
 //!                                   (next group below)
 //! ```
 
-use super::wgmma::{consume, produce, Half, Mma, Ring, Tf32, Wide, Width};
-use crate::tensor::hopper::{claim_registers_to_232, prefetch_tensor_map, release_registers_to_40, TensorMap};
+use super::wgmma::{consume, prefetch_maps, produce, Half, Mma, Ring, Slot, Tf32, Wide, Width};
+use crate::tensor::hopper::{claim_registers_to_232, release_registers_to_40, TensorMap};
+use core::num::NonZeroUsize;
 use cuda_std::prelude::*;
 use interface::wgmma::{BM, GROUP_M, WARPGROUP};
 
-/// Row and column (in tiles) of tile number `tile` in the grouped order.
+/// `x` as a divisor, 1 in place of 0: dividing by a `NonZeroUsize` has no division-by-zero
+/// panic, whose branch made ptxas treat the producer's warp as possibly diverged and run its
+/// loop on per-thread registers.
+#[inline(always)]
+fn divisor(x: usize) -> NonZeroUsize {
+    // SAFETY: `max(1)` is not zero.
+    unsafe { NonZeroUsize::new_unchecked(x.max(1)) }
+}
+
+/// Row and column (in tiles) of tile number `tile` (below `tiles_m · tiles_n`) in the grouped
+/// order. Both divisors are at least 1 for such a tile.
 #[inline(always)]
 fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) {
-    let per_group = GROUP_M * tiles_n;
+    let per_group = divisor(GROUP_M * tiles_n);
     let first_row = tile / per_group * GROUP_M;
-    let rows = (tiles_m - first_row).min(GROUP_M);
+    let rows = divisor((tiles_m - first_row).min(GROUP_M));
     let within = tile % per_group;
     (first_row + within % rows, within / rows)
 }
@@ -55,29 +66,27 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
     let (first_tile, step) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
     if warpgroup == 0 {
         release_registers_to_40();
-        if thread::thread_idx_x() == 0 {
-            prefetch_tensor_map(maps);
-            prefetch_tensor_map(maps.add(1));
-            let mut slice = 0;
+        if thread::thread_idx_x() < 32 {
+            prefetch_maps(maps);
+            let mut slot = Slot::FIRST;
             let mut tile = first_tile;
             while tile < tiles {
                 let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (0, k_tiles), slice);
-                slice += k_tiles;
+                slot = produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (0, k_tiles), slot);
                 tile += step;
             }
         }
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
+        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
         let mut acc = W::ZEROS;
-        let mut slice = 0;
+        let mut slot = Slot::FIRST;
         let mut tile = first_tile;
         while tile < tiles {
             let (row, col) = tile_position(tile, tiles_m, tiles_n);
-            consume::<T, W>(&ring, (k_tiles, slice), consumer, row * BM + 64 * consumer < m, &mut acc);
-            W::store(c, &acc, row * BM, col * W::BN, consumer, m, n);
-            slice += k_tiles;
+            slot = consume::<T, W>(&ring, k_tiles, slot, consumer, row * BM + 64 * consumer < m, &mut acc);
+            W::store(c, &acc, (row * BM, col * W::BN), consumer, (m, n), staging);
             tile += step;
         }
     }

@@ -136,6 +136,21 @@ pub unsafe fn mbarrier_try_wait(bar: u32, parity: u32) -> bool {
     done != 0
 }
 
+/// Whether this thread is the lane its warp elects (`elect.sync`): exactly one lane of the
+/// warp gets `true`. A warp that runs a loop together and issues its single-thread operations
+/// (TMA copies, barrier arrivals) from the elected lane stays converged, which lets ptxas keep
+/// the loop's values in uniform registers, where the same loop under `if lane == 0` runs on
+/// per-thread ones.
+///
+/// # Safety
+/// All 32 lanes of the warp execute it together.
+#[inline(always)]
+pub unsafe fn elect_one() -> bool {
+    let elected: u32;
+    asm!("{{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 {e}, 1, 0, p; }}", e = out(reg32) elected);
+    elected != 0
+}
+
 /// Waits until the phase of parity `parity` of `bar` completes. Memory written before the
 /// arrivals that completed it (the TMA's bytes included) is then visible to this thread.
 ///
