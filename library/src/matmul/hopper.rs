@@ -72,26 +72,33 @@ impl Step {
 }
 
 /// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: narrow
-/// tiles where they keep over 10/7 as many of the SMs busy over their waves as wide ones, else
-/// wide. A narrow tile does the same work at about seven tenths of a wide one's speed (the
-/// 4096³ rows of `docs/performance.md`), so that much it must gain: at 1024² it does (64 tiles
-/// against 32), at 3072² it does not (576 tiles in 5 waves against 288 in 3).
+/// tiles where they keep over 20/17 as many of the SMs busy over their waves as wide ones, else
+/// wide. Where both fill their waves, a narrow tile does the same work at about 0.85 of a wide
+/// one's speed (the 2048³ to 8192³ rows of `docs/performance.md`), so that much it must gain:
+/// at 1024² it does (64 tiles against 32), and at 3072² (576 tiles keep 87% of five waves
+/// busy, 288 wide ones 73% of three). Where C's rows are not 16-byte aligned (`n` not a
+/// multiple of 4) the staged epilogue, twice as frequent on narrow tiles, brings that speed
+/// down to about 0.7, so there narrow tiles must keep 10/7 as many SMs busy: at 4095×4097 they
+/// keep all of eight waves busy against 82% of five, and ran 1.23 times slower.
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Step};
 ///
 /// // 32 wide tiles leave 100 of 132 SMs idle; 64 narrow ones, 68.
 /// assert_eq!(persistent_step((1024, 1024), 132), Step::Narrow);
-/// // 288 wide tiles keep 73% of three waves busy, 576 narrow ones 87% of five: too little.
-/// assert_eq!(persistent_step((3072, 3072), 132), Step::Persistent);
+/// assert_eq!(persistent_step((3072, 3072), 132), Step::Narrow);
+/// // Both fill their waves: wide.
 /// assert_eq!(persistent_step((4096, 4096), 132), Step::Persistent);
+/// assert_eq!(persistent_step((4095, 4097), 132), Step::Persistent);
 /// ```
 pub fn persistent_step((m, n): (usize, usize), sms: usize) -> Step {
     let sms = sms.max(1);
     // The share of the SMs' time over the waves that `tiles` tiles keep busy, in thousandths.
     let busy = |tiles: usize| 1000 * tiles / (tiles.div_ceil(sms).max(1) * sms);
     let tiles = |step: Step| m.div_ceil(BM) * n.div_ceil(step.tile_n());
-    match 7 * busy(tiles(Step::Narrow)) > 10 * busy(tiles(Step::Persistent)) {
+    // A narrow tile's speed relative to a wide one's, as a fraction.
+    let (speed, of) = if n % 4 == 0 { (17, 20) } else { (7, 10) };
+    match speed * busy(tiles(Step::Narrow)) > of * busy(tiles(Step::Persistent)) {
         true => Step::Narrow,
         false => Step::Persistent,
     }
@@ -844,13 +851,15 @@ mod tests {
     #[test]
     fn narrow_tiles_are_picked_where_wide_ones_leave_most_sms_idle() {
         let pick = |m, n| persistent_step((m, n), 132);
-        // 56 wide tiles against 112 narrow; 16 against 32; 2 against 4; 32 against 64.
-        for (m, n) in [(128, 14336), (1000, 1000), (256, 256), (64, 8192)] {
+        // 56 wide tiles against 112 narrow; 16 against 32; 2 against 4; 32 against 64; 288 in
+        // three waves against 576 in five.
+        for (m, n) in [(128, 14336), (1000, 1000), (256, 256), (64, 8192), (3072, 3072)] {
             assert_eq!(pick(m, n), Step::Narrow, "{m}×{n}");
         }
-        // Measured slower on narrow tiles: 3072² and 4095×4097; the large ones fill their waves
-        // either way.
-        for (m, n) in [(3072, 3072), (4095, 4097), (8192, 8192), (4096, 14336), (1, 1)] {
+        // Unaligned rows of C: narrow where they double the busy SMs, not for 4095×4097.
+        assert_eq!(pick(1000, 1001), Step::Narrow);
+        // Both fill their waves (2048² in one and two), or one tile each.
+        for (m, n) in [(2048, 2048), (8192, 8192), (4096, 14336), (1, 1), (4095, 4097)] {
             assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
         }
         assert_eq!(persistent_step((1024, 1024), 0), Step::Persistent);
