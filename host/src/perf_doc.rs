@@ -29,6 +29,10 @@ pub struct Options {
     /// `host bench`'s report.json: adds the sweep's fastest variant at each size.
     #[arg(long)]
     pub bench: Option<PathBuf>,
+    /// `bench/peers/sweep.py`'s `--json` output: adds the matrix products beside cuBLAS at the
+    /// shapes users call, per type, with their geometric means and the accumulation error.
+    #[arg(long)]
+    pub products: Option<PathBuf>,
     /// The module whose ladder table is rewritten [default: kernels/src/matmul/mod.rs, when
     /// it exists].
     #[arg(long)]
@@ -43,6 +47,8 @@ const LADDER_END: &str = "//! <!-- ladder-table:end -->";
 const LADDER_SIDE: u64 = 4096;
 /// The Rust tax's bar: a Rust kernel at most this much slower than its twin.
 const TAX_BAR: f64 = 1.03;
+/// The products' bar (`bench/peers/sweep.py`): no shape below this share of cuBLAS's speed.
+const PRODUCT_BAR: f64 = 0.90;
 
 /// The twins runner's `--json` output (`bench/twins/runner.cpp`, `write_json`).
 #[derive(Debug, Deserialize)]
@@ -152,6 +158,68 @@ pub struct SweepPeer {
     pub ratio: f64,
 }
 
+/// `bench/peers/sweep.py`'s `--json` output: our product beside cuBLAS's at each shape and type.
+#[derive(Debug, Deserialize)]
+pub struct Products {
+    pub device: String,
+    pub date: String,
+    /// PyTorch's version, through which cuBLAS ran.
+    pub torch: String,
+    pub rows: Vec<Product>,
+    /// Per type: the shapes with both times, their ratios' geometric mean, and how many are
+    /// below [`PRODUCT_BAR`].
+    pub summary: BTreeMap<String, ProductSummary>,
+    pub accuracy: Vec<ProductAccuracy>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Product {
+    pub shape: String,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    pub ours: Ours,
+    pub cublas: Cublas,
+    /// cuBLAS's time over ours (above 1: ours is faster).
+    pub ratio: Option<f64>,
+}
+
+/// Our fastest passing product at a shape, and the one the library's `gemm` picks.
+#[derive(Debug, Deserialize)]
+pub struct Ours {
+    pub ms: Option<f64>,
+    pub variant: Option<String>,
+    pub pick: Option<String>,
+    pub pick_ms: Option<f64>,
+    #[serde(default)]
+    pub failed: Vec<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Cublas {
+    pub ms: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProductSummary {
+    pub shapes: usize,
+    pub geomean: f64,
+    pub below: usize,
+}
+
+/// The largest error of each side against an f64 product, relative to C.
+#[derive(Debug, Deserialize)]
+pub struct ProductAccuracy {
+    pub shape: String,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    pub ours: Option<f64>,
+    pub cublas: Option<f64>,
+    pub variant: Option<String>,
+    pub error: Option<String>,
+}
+
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
@@ -163,6 +231,7 @@ pub fn run(options: &Options) -> Result<String> {
     let runner: Runner = read(&options.runner)?;
     let peers: Peers = read(&options.peers)?;
     let sweep: Option<Sweep> = options.bench.as_deref().map(read).transpose()?;
+    let products: Option<Products> = options.products.as_deref().map(read).transpose()?;
     let ladder = match &options.ladder {
         Some(path) => Some(path.clone()),
         None => Some(PathBuf::from(DEFAULT_LADDER)).filter(|path| path.exists()),
@@ -181,7 +250,11 @@ pub fn run(options: &Options) -> Result<String> {
             );
         }
     }
-    Ok(markdown(&runner, &peers, sweep.as_ref()))
+    let mut doc = markdown(&runner, &peers, sweep.as_ref());
+    if let Some(products) = &products {
+        products_section(&mut doc, products).expect("formatting into a String does not fail");
+    }
+    Ok(doc)
 }
 
 /// `1.2345` for a time that may be missing.
@@ -471,6 +544,86 @@ fn sweep_table(w: &mut String, sweep: &Sweep) -> fmt::Result {
     writeln!(w)
 }
 
+/// The matrix products beside cuBLAS (`bench/peers/sweep.py`): every row as the sweep printed
+/// it, the per-type summary, and the accumulation error at long k.
+fn products_section(w: &mut String, products: &Products) -> fmt::Result {
+    writeln!(w, "## Matrix products against cuBLAS at the shapes users call (`bench/peers/sweep.py`)\n")?;
+    writeln!(
+        w,
+        "On **{}**, {} (UTC), cuBLAS through PyTorch {}: f32 with TF32 off for FP32, TF32 on for TF32, \
+         BF16 and FP16 in with f32 out, FP8 e4m3 through cuBLASLt (`torch._scaled_mm`). *Ours* is the fastest \
+         step `host matmul` runs at the shape (for FP32, the library's `gemm` pick); where `gemm` picks another, \
+         the note says how much slower it is. *Ratio* is cuBLAS's time over ours (above 1: ours is faster); bold \
+         below {PRODUCT_BAR:.2}.\n",
+        products.device, products.date, products.torch
+    )?;
+    writeln!(
+        w,
+        "| shape | type | ours ms | ours, kernel | cuBLAS ms | ratio | note |\n|---|---|---:|---|---:|---:|---|"
+    )?;
+    for row in &products.rows {
+        let (ours, cublas) = (&row.ours, &row.cublas);
+        let mut notes: Vec<String> = [&ours.error, &cublas.error].into_iter().flatten().cloned().collect();
+        if let (Some(pick), Some(variant), Some(pick_ms), Some(best)) =
+            (&ours.pick, &ours.variant, ours.pick_ms, ours.ms)
+        {
+            if pick != variant {
+                notes.push(format!("gemm's pick {pick} is {:.2}x slower", pick_ms / best));
+            }
+        }
+        if !ours.failed.is_empty() {
+            notes.push(format!("FAILED: {}", ours.failed.join(", ")));
+        }
+        let ratio = match row.ratio {
+            Some(r) if r < PRODUCT_BAR => format!("**{r:.2}**"),
+            Some(r) => format!("{r:.2}"),
+            None => "-".into(),
+        };
+        let kernel = ours.variant.as_deref().unwrap_or("-");
+        writeln!(
+            w,
+            "| {} | {} | {} | {kernel} | {} | {ratio} | {} |",
+            row.shape,
+            row.dtype,
+            ms(ours.ms),
+            ms(cublas.ms),
+            notes.join("; ")
+        )?;
+    }
+    writeln!(w, "\n| type | shapes with both times | geometric mean | below {PRODUCT_BAR:.2} |\n|---|---:|---:|---:|")?;
+    // In the rows' order of types.
+    let mut types: Vec<&str> = Vec::new();
+    for row in &products.rows {
+        if !types.contains(&row.dtype.as_str()) {
+            types.push(&row.dtype);
+        }
+    }
+    for dtype in types {
+        let of = products.rows.iter().filter(|r| r.dtype == dtype).count();
+        match products.summary.get(dtype) {
+            Some(s) => writeln!(w, "| {dtype} | {} of {of} | {:.2} | {} |", s.shapes, s.geomean, s.below)?,
+            None => writeln!(w, "| {dtype} | 0 of {of} | - | - |")?,
+        }
+    }
+    writeln!(
+        w,
+        "\nAccumulation error at long k: the largest |C − C64| over C, C64 the f64 product of the inputs as \
+         rounded to the type, the same inputs on both sides.\n"
+    )?;
+    writeln!(w, "| shape | type | ours (gemm's pick) | ours | cuBLAS | ours / cuBLAS |\n|---|---|---|---:|---:|---:|")?;
+    for a in &products.accuracy {
+        match (a.ours, a.cublas, &a.error) {
+            (Some(ours), Some(cublas), None) => {
+                let over = if cublas > 0.0 { format!("{:.2}", ours / cublas) } else { "-".into() };
+                let variant = a.variant.as_deref().unwrap_or("-");
+                writeln!(w, "| {} | {} | {variant} | {ours:.3e} | {cublas:.3e} | {over} |", a.shape, a.dtype)?;
+            }
+            _ => writeln!(w, "| {} | {} | - | - | - | {} |", a.shape, a.dtype, a.error.as_deref().unwrap_or("-"))?,
+        }
+    }
+    writeln!(w)
+}
+
 /// `text` with the rows of the table between the ladder markers rewritten, and the kernels of
 /// rows that had no measurement (their cells say `-`). A row is `| step | file | kernel | idea
 /// | TFLOP/s | × cuBLAS |` with the kernel in backticks; other lines are kept as they are.
@@ -551,6 +704,32 @@ mod tests {
   {"size": 1024, "report": {"family": "matmul", "variant": "mma-bf16", "shape": "1024x1024x1024", "timing": {"median_ms": 0.01}, "work": {"Flops": 2147483648}, "throughput": 214748.4, "roof": {"name": "BF16", "peak": 989000.0, "source": "test"}, "percent_of_peak": 21.7}, "peer": null},
   {"size": 1048576, "report": {"family": "counter", "variant": "racy", "shape": "threads=1048576", "timing": {"median_ms": 0.4}, "work": "Launches", "throughput": null, "percent_of_peak": null}, "peer": null}
 ]}"#;
+
+    const PRODUCTS: &str = r#"{"device": "Test GPU", "date": "2030-01-02T05:00:00Z", "torch": "9.9", "rows": [
+  {"shape": "256x256x256", "type": "BF16", "ours": {"ms": 0.01, "variant": "narrow", "pick": "narrow", "pick_ms": 0.01, "failed": []}, "cublas": {"ms": 0.005}, "ratio": 0.5},
+  {"shape": "4096x4096x4096", "type": "BF16", "ours": {"ms": 0.2, "variant": "pipelined", "pick": "persistent", "pick_ms": 0.25, "failed": []}, "cublas": {"ms": 0.22}, "ratio": 1.1},
+  {"shape": "1000x1000x1000", "type": "FP8", "ours": {"ms": 0.02, "variant": "e4m3", "pick": null, "pick_ms": null, "failed": []}, "cublas": {"error": "n/a: not divisible by 16"}, "ratio": null}
+ ], "summary": {"BF16": {"shapes": 2, "geomean": 0.7416, "below": 1}},
+ "accuracy": [{"shape": "64x64x65536", "type": "BF16", "ours": 1e-4, "cublas": 4e-4, "variant": "split-k"},
+  {"shape": "64x8192x64", "type": "BF16", "error": "skipped: over --budget-s"}]}"#;
+
+    #[test]
+    fn the_products_section_has_every_row_the_summary_and_the_errors() {
+        let (runner, peers, _) = fixtures();
+        let products: Products = serde_json::from_str(PRODUCTS).unwrap();
+        let mut doc = markdown(&runner, &peers, None);
+        products_section(&mut doc, &products).unwrap();
+        assert!(doc.contains("On **Test GPU**, 2030-01-02T05:00:00Z (UTC), cuBLAS through PyTorch 9.9"));
+        assert!(doc.contains("| 256x256x256 | BF16 | 0.0100 | narrow | 0.0050 | **0.50** |  |"), "{doc}");
+        assert!(doc.contains(
+            "| 4096x4096x4096 | BF16 | 0.2000 | pipelined | 0.2200 | 1.10 | gemm's pick persistent is 1.25x slower |"
+        ));
+        assert!(doc.contains("| 1000x1000x1000 | FP8 | 0.0200 | e4m3 | - | - | n/a: not divisible by 16 |"));
+        assert!(doc.contains("| BF16 | 2 of 2 | 0.74 | 1 |"));
+        assert!(doc.contains("| FP8 | 0 of 1 | - | - |"));
+        assert!(doc.contains("| 64x64x65536 | BF16 | split-k | 1.000e-4 | 4.000e-4 | 0.25 |"));
+        assert!(doc.contains("| 64x8192x64 | BF16 | - | - | - | skipped: over --budget-s |"));
+    }
 
     fn fixtures() -> (Runner, Peers, Sweep) {
         (
