@@ -205,8 +205,9 @@ struct Ring {
     __device__ __forceinline__ static Slot next(Slot slot) {
         return slot.stage + 1 == W::kStages ? Slot{0, slot.lap ^ 1} : Slot{slot.stage + 1, slot.lap};
     }
-    // The epilogue staging of consumer warp `warp` (0 to 7).
-    __device__ __forceinline__ unsigned staging(size_t warp) const {
+    // The epilogue staging of the calling consumer warp (its warp of the block, less the producer's four).
+    __device__ __forceinline__ unsigned staging() const {
+        size_t warp = threadIdx.x / 32 - WGMMA_WARPGROUP / 32;
         return staging_base + (unsigned)(warp * WGMMA_EPILOGUE_WARP_BYTES);
     }
 };
@@ -355,11 +356,12 @@ static __device__ __forceinline__ void store_tile(float* c, const uint32_t (&acc
                                                   size_t consumer, size_t m, size_t n, unsigned staging) {
     size_t tid = threadIdx.x;
     unsigned lane = tid % 32, t = lane % 4;
-    size_t row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane / 4;
+    size_t warp_row = m0 + consumer * 64 + (tid / 32 % 4) * 16;
     if (n % 4 != 0) {
-        store_tile_staged(c, acc, row - lane / 4, n0, m, n, staging);
+        store_tile_staged(c, acc, warp_row, n0, m, n, staging);
         return;
     }
+    size_t row = warp_row + lane / 4;
     unsigned first = (lane & ~3u) + (2 * t) % 4;
 #pragma unroll  // the Rust unrolls this loop by hand (count_up!)
     for (size_t p = 0; p < N / 8; ++p) {
@@ -390,8 +392,7 @@ static __device__ __forceinline__ void matmul_wgmma(const TensorMap* maps, float
         size_t consumer = warpgroup - 1;
         uint32_t acc[128];
         consume<T, Wide>(ring, k_tiles, kFirstSlot, consumer, m0 + 64 * consumer < m, acc);
-        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
-        store_tile(c + split * m * n, acc, m0, n0, consumer, m, n, staging);
+        store_tile(c + split * m * n, acc, m0, n0, consumer, m, n, ring.staging());
     }
 }
 
@@ -429,7 +430,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
     } else {
         claim_registers_to_232();
         size_t consumer = warpgroup - 1;
-        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
+        unsigned staging = ring.staging();
         uint32_t acc[W::kAcc];
         Slot slot = kFirstSlot;
         for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {

@@ -37,8 +37,7 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_e4m3(WGMMA_PARAMS, float sc
         float scale = scale_a * scale_b;
 #pragma unroll
         for (int i = 0; i < 128; ++i) acc[i] = __float_as_uint(__uint_as_float(acc[i]) * scale);
-        unsigned staging = ring.staging(threadIdx.x / 32 - WGMMA_WARPGROUP / 32);
-        store_tile(c, acc, m0, n0, consumer, m, n, staging);
+        store_tile(c, acc, m0, n0, consumer, m, n, ring.staging());
     }
 }
 

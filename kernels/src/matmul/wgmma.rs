@@ -369,9 +369,11 @@ impl<W: Width> Ring<W> {
         }
     }
 
-    /// The epilogue staging of consumer warp `warp` (0 to `CONSUMERS · 4 − 1`).
+    /// The epilogue staging of the calling consumer warp (its warp of the block, less the
+    /// producer's four).
     #[inline(always)]
-    pub(super) fn staging(&self, warp: usize) -> u32 {
+    pub(super) fn staging(&self) -> u32 {
+        let warp = thread::thread_idx_x() as usize / 32 - WARPGROUP / 32;
         self.staging + (warp * EPILOGUE_WARP_BYTES) as u32
     }
 }
@@ -479,11 +481,12 @@ pub(super) unsafe fn store_tile<const N: usize>(
     let tid = thread::thread_idx_x() as usize;
     let lane = tid as u32 % 32;
     let t = lane % 4;
-    let row = m0 + consumer * 64 + (tid / 32 % 4) * 16 + lane as usize / 4;
+    let warp_row = m0 + consumer * 64 + (tid / 32 % 4) * 16;
     if n % 4 != 0 {
-        store_tile_staged(c, acc, (row - lane as usize / 4, n0), (m, n), staging);
+        store_tile_staged(c, acc, (warp_row, n0), (m, n), staging);
         return;
     }
+    let row = warp_row + lane as usize / 4;
     // Columns 4t..4t+4 of each 16 are the pairs of quad lanes 2t and 2t + 1, modulo 4: of the
     // first group for t < 2, of the second for t ≥ 2.
     let first = (lane & !3) + (2 * t) % 4;
@@ -614,8 +617,7 @@ unsafe fn matmul_wgmma<T: Mma<Wide>>(maps: *const TensorMap, c: *mut f32, m: usi
         let consumer = warpgroup - 1;
         let mut acc = [0u32; 128];
         consume::<T, Wide>(&ring, k_tiles, Slot::FIRST, consumer, m0 + 64 * consumer < m, &mut acc);
-        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
-        store_tile(c.add(split * m * n), &acc, (m0, n0), consumer, (m, n), staging);
+        store_tile(c.add(split * m * n), &acc, (m0, n0), consumer, (m, n), ring.staging());
     }
 }
 

@@ -136,7 +136,6 @@ pub unsafe fn matmul_wgmma_e4m3(
                 acc[i] = (f32::from_bits(acc[i]) * scale).to_bits();
             })
         );
-        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
-        store_tile(c, &acc, (m0, n0), consumer, (m, n), staging);
+        store_tile(c, &acc, (m0, n0), consumer, (m, n), ring.staging());
     }
 }

@@ -79,7 +79,7 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
     } else {
         claim_registers_to_232();
         let consumer = warpgroup - 1;
-        let staging = ring.staging(thread::thread_idx_x() as usize / 32 - WARPGROUP / 32);
+        let staging = ring.staging();
         let mut acc = W::ZEROS;
         let mut slot = Slot::FIRST;
         let mut tile = first_tile;
