@@ -78,8 +78,8 @@ impl Step {
 /// at 1024² it does (64 tiles against 32), and at 3072² (576 tiles keep 87% of five waves
 /// busy, 288 wide ones 73% of three). Where C's rows are not 16-byte aligned (`n` not a
 /// multiple of 4) the staged epilogue, twice as frequent on narrow tiles, brings that speed
-/// down to about 0.7, so there narrow tiles must keep 10/7 as many SMs busy: at 4095×4097 they
-/// keep all of eight waves busy against 82% of five, and ran 1.23 times slower.
+/// down to about 0.7, so there narrow tiles must keep 10/7 as many SMs busy: at 4095×4097,
+/// all of eight waves against 82% of five is too little (the sweep in `docs/performance.md`).
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Step};
