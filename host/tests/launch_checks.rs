@@ -238,7 +238,7 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
             Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, device) }))
         };
     let ldb = precision.b_shape(n, k).1;
-    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k };
+    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k, zero_padded: false };
     let valid = maps(operands, device);
     let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k, blocks: 132 }) };
     let other = if precision == Precision::Bf16 { Precision::F16 } else { Precision::Bf16 };
@@ -396,7 +396,7 @@ fn wgmma_args_storing_floats<T: DeviceCopy + 'static>(precision: Precision, memo
     let (b_rows, b_cols) = precision.b_shape(n, k);
     let ldb = hopper::tma_stride(b_cols, precision.bytes());
     let (a, b) = (memory.slice::<T>(m * k), memory.slice::<T>(b_rows * ldb));
-    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k };
+    let operands = Operands { precision, a, lda: k, b, ldb, m, n, k, zero_padded: false };
     // SAFETY: no launch with these maps runs: the case is only checked.
     let maps = Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) }));
     Box::new(WgmmaArgs { maps, c: shifted(memory.f32s(m * n + 1)), m, n, k, blocks: 132 })

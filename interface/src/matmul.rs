@@ -276,8 +276,10 @@ pub const MMA_WARP_N: usize = MMA_BN / MMA_WARPS_N;
 pub const MMA_THREADS: usize = 32 * MMA_WARPS_M * MMA_WARPS_N;
 pub const MMA_STAGES: usize = 3;
 /// The tensor-core kernels read `A` and `B` as the conversion kernels write them: rows padded
-/// with zeros to a multiple of this many elements, so that every row starts 16-byte aligned.
-pub const MMA_ROW_ALIGN: usize = 8;
+/// with zeros to a multiple of this many elements. Every row then starts 16-byte aligned, and
+/// a row of 16-bit values is a whole number of Hopper's 128-byte TMA box rows: the tensor maps
+/// reach to the padded end, so that no box lies partly past a row, which TMA copies slowly.
+pub const MMA_ROW_ALIGN: usize = 64;
 
 /// Elements in a row of `cols` once padded to [`MMA_ROW_ALIGN`].
 pub const fn padded(cols: usize) -> usize {

@@ -1,8 +1,9 @@
 //! The inputs of the tensor-core steps: `A` and `B` converted once from f32 to the type the
 //! tensor cores read, on the GPU, before any product. Each row is padded with zeros to a
-//! multiple of `MMA_ROW_ALIGN` (8) elements, so every row starts 16-byte aligned and a
-//! 16-byte piece of a row lies either wholly inside the padded row or wholly past it: the
-//! products then copy whole pieces, and the zeros add nothing.
+//! multiple of `MMA_ROW_ALIGN` (64) elements, so every row starts 16-byte aligned and a
+//! 16-byte piece of a row (or a 128-byte row of a Hopper TMA box) lies either wholly inside
+//! the padded row or wholly past it: the products then copy whole pieces, and the zeros add
+//! nothing.
 //!
 //! ```text
 //!   f32, rows × cols          converted, rows × padded(cols)
@@ -14,8 +15,8 @@
 //!
 //! Hopper's TF32 wgmma reads B only contiguous along k, so its B is converted *transposed*
 //! (`convert_tf32_transposed`): through the padded shared tile of `transpose.rs`, each element
-//! rounded on its way out. Only TMA reads that copy, and its tensor map stops at the true k, so
-//! the padding past each row is never written nor read.
+//! rounded on its way out. It writes no padding: the host zeroes that copy first, since its
+//! tensor map, like the others, reaches to the padded end of each row.
 
 use crate::tensor::mma::{to_tf32, Bf16, Mma16, F16};
 use crate::transpose::transpose_tiled;

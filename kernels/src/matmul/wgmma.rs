@@ -67,9 +67,10 @@
 //!   stored by               t0 t0 t0 t0 t1 t1 t1 t1 | t2 t2 t2 t2 t3 t3 t3 t3   (st.global.v4)
 //! ```
 //!
-//! **Edges.** The tensor maps carry the true m, n, k: parts of a box outside A or B arrive as
-//! zeros, which add nothing, so only the final stores check bounds. Any m, n, k ≥ 1 works; the
-//! host pads rows to a multiple of 16 bytes, which TMA requires of every stride.
+//! **Edges.** Parts of a box outside A or B arrive as zeros, which add nothing, so only the
+//! final stores check bounds. Any m, n, k ≥ 1 works. The host pads rows with zeros to a whole
+//! number of 128-byte box rows (TMA requires strides of 16 bytes, and copies a box that lies
+//! partly past a row slowly), and the maps reach to the padded ends of the rows.
 //!
 //! **Splits of k.** A grid with a third dimension divides k's slices among its layers: layer z
 //! takes one run of them (`interface::matmul::split_slices`) and writes its partial product to

@@ -8,8 +8,13 @@
 //! two maps go to the GPU in a small buffer whose address the kernel takes.
 //!
 //! TMA needs every row stride to be a multiple of 16 bytes: 8 elements of 16 bits, 4 of 32.
-//! [`launch`] copies a matrix whose rows are not into one whose rows are padded to it
-//! (`cuMemcpy2D`); the maps still carry the true k and n, so the padding is never read.
+//! It also copies a box slowly when the box lies partly past the end of a row, as the last
+//! slice of k does when k is not a multiple of a box row's 128 bytes (and, for 16-bit B, the
+//! last tile's columns when n is not). So the maps of operands whose rows are padded with zeros
+//! ([`Operands::zero_padded`]) reach to the padded end of each row: the zeros add nothing to the
+//! product, and a box row of 128 bytes lies wholly inside a padded row or wholly past it.
+//! [`with_args`] copies a matrix whose rows are not a whole number of 128 bytes into one padded
+//! that way (`cuMemcpy2D` into zeros); the conversions of `tensor.rs` write that layout directly.
 
 use crate::gpu::{
     driver_result, product, refuse, require_aligned, require_kernel, require_len, Gpu, GpuError, GpuResult, KernelArgs,
@@ -260,6 +265,17 @@ pub fn tma_stride(cols: usize, bytes: usize) -> usize {
     cols.div_ceil(unit) * unit
 }
 
+/// Bytes of one row of a TMA box: a stage's k (`BK` 16-bit or `BK_TF32` f32 values), the
+/// swizzle's 128 bytes.
+const BOX_ROW_BYTES: usize = BK * 2;
+
+/// The row stride [`with_args`] pads rows of `cols` elements of `bytes` each to: a whole number
+/// of 128-byte box rows, so that with zeros in the padding no box lies partly past a row.
+pub fn box_row_stride(cols: usize, bytes: usize) -> usize {
+    let unit = BOX_ROW_BYTES / bytes;
+    cols.div_ceil(unit) * unit
+}
+
 /// A and B as the kernels read them: row-major matrices of `T` (u16 bits for BF16 and FP16,
 /// f32 for TF32) with row strides `lda` and `ldb` (elements), A m×k and B k×n, or for TF32
 /// Bᵀ n×k ([`Precision::b_shape`]).
@@ -280,6 +296,11 @@ pub struct Operands<'a, T: DeviceCopy> {
     pub n: usize,
     /// Columns of A, rows of B: the inner dimension.
     pub k: usize,
+    /// Whether every element between a row's end and its stride is zero, in A and in B. The maps
+    /// then reach to the stride, so that TMA copies no box partly past a row; the zeros past k
+    /// add nothing to the product, but other values there would: leave it false unless they
+    /// are zeros.
+    pub zero_padded: bool,
 }
 
 impl<T: DeviceCopy> Clone for Operands<'_, T> {
@@ -290,10 +311,22 @@ impl<T: DeviceCopy> Clone for Operands<'_, T> {
 impl<T: DeviceCopy> Copy for Operands<'_, T> {}
 
 impl<T: DeviceCopy> Operands<'_, T> {
-    /// Elements of A and of B the kernels may read: to the end of the last row.
+    /// The columns of A and of B (Bᵀ for TF32) the tensor maps hold: the padded rows when the
+    /// padding is zeros, else the matrices' own.
+    fn map_cols(&self) -> (usize, usize) {
+        let (_, b_cols) = self.precision.b_shape(self.n, self.k);
+        if self.zero_padded {
+            (self.lda, self.ldb)
+        } else {
+            (self.k, b_cols)
+        }
+    }
+
+    /// Elements of A and of B the kernels may read: to the end of the last row the maps hold.
     fn spans(&self, kernel: &str) -> GpuResult<(usize, usize)> {
-        let (b_rows, b_cols) = self.precision.b_shape(self.n, self.k);
-        let a = product(kernel, self.m - 1, self.lda)?.checked_add(self.k);
+        let (b_rows, _) = self.precision.b_shape(self.n, self.k);
+        let (a_cols, b_cols) = self.map_cols();
+        let a = product(kernel, self.m - 1, self.lda)?.checked_add(a_cols);
         let b = product(kernel, b_rows - 1, self.ldb)?.checked_add(b_cols);
         a.zip(b).ok_or_else(|| refuse(kernel, "the matrices' extents overflow"))
     }
@@ -423,13 +456,14 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
         let kernel = Step::Pipelined.kernel(operands.precision);
         operands.check(kernel)?;
         require_len(kernel, "the tensor maps' buffer", device, 2)?;
-        let Operands { precision, a, lda, b, ldb, m, n, k } = operands;
+        let Operands { precision, a, lda, b, ldb, m, n, k, .. } = operands;
         let (bk, box_n) = (precision.bk() as u32, BOX_N as u32);
-        let (b_rows, b_cols) = precision.b_shape(n, k);
+        let (b_rows, _) = precision.b_shape(n, k);
+        let (a_cols, b_cols) = operands.map_cols();
         let b_box = if precision == Precision::Tf32 { [bk, box_n] } else { [box_n, bk] };
         let element = (precision.tensor_map_type(), precision.bytes());
         let maps = [
-            encode(element, a.as_device_ptr().as_raw(), m, k, lda, [bk, BM as u32])?,
+            encode(element, a.as_device_ptr().as_raw(), m, a_cols, lda, [bk, BM as u32])?,
             encode(element, b.as_device_ptr().as_raw(), b_rows, b_cols, ldb, b_box)?,
         ];
         cust::memory::CopyDestination::copy_from(&mut device.index(..2), &maps[..])
@@ -549,7 +583,8 @@ pub fn launch_config(step: Step, m: usize, n: usize, blocks: u32) -> GpuResult<L
     Ok(LaunchConfig { grid: (grid, 1, 1), ..per_tile })
 }
 
-/// `matrix` (`rows × cols`, dense) with its rows padded to `ld` elements, in a new buffer.
+/// `matrix` (`rows × cols`, dense) with its rows padded with zeros to `ld` elements, in a new
+/// buffer.
 fn padded<T: DeviceCopy + bytemuck::Pod>(
     gpu: &Gpu,
     what: &str,
@@ -558,7 +593,10 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
     cols: usize,
     ld: usize,
 ) -> GpuResult<DeviceBuffer<T>> {
-    let out = gpu.poisoned::<T>(what, rows * ld)?;
+    let len = product(what, rows, ld)?;
+    gpu.ensure_fits(what, (len * size_of::<T>()) as u64)?;
+    let out = DeviceBuffer::<T>::zeroed(len)
+        .map_err(|source| GpuError::Cuda { what: format!("allocating the padded copy of {what}"), source })?;
     let bytes = size_of::<T>();
     let copy = cust::sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
@@ -588,8 +626,9 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
 
 /// Runs `body` with the arguments of `C = A × B` on the Hopper kernel `kernel`, A (`m×k`) and B
 /// (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of the kernel's precision, C `m×n`
-/// f32 (16-byte aligned when `n` is a multiple of 4): rows whose length TMA cannot stride over are padded into copies first, and the tensor
-/// maps encoded and uploaded, once for all of `body`'s launches.
+/// f32 (16-byte aligned when `n` is a multiple of 4): rows that are not a whole number of
+/// 128-byte box rows are copied first into rows padded with zeros to one ([`box_row_stride`]),
+/// and the tensor maps encoded and uploaded, once for all of `body`'s launches.
 #[allow(clippy::too_many_arguments)]
 pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     gpu: &Gpu,
@@ -602,13 +641,14 @@ pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
 ) -> GpuResult<R> {
     let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
     let (b_rows, b_cols) = precision.b_shape(n, k);
-    let dense = Operands { precision, a, lda: k, b, ldb: b_cols, m, n, k };
+    // Dense rows have no padding, so none but zeros.
+    let dense = Operands { precision, a, lda: k, b, ldb: b_cols, m, n, k, zero_padded: true };
     if m == 0 || n == 0 || k == 0 || size_of::<T>() != precision.bytes() {
         return Err(dense.check(kernel).err().unwrap_or_else(|| refuse(kernel, "an empty product")));
     }
     require_len(kernel, "A", a, product(kernel, m, k)?)?;
     require_len(kernel, "B", b, product(kernel, b_rows, b_cols)?)?;
-    let (lda, ldb) = (tma_stride(k, size_of::<T>()), tma_stride(b_cols, size_of::<T>()));
+    let (lda, ldb) = (box_row_stride(k, size_of::<T>()), box_row_stride(b_cols, size_of::<T>()));
     let a_padded = if lda == k { None } else { Some(padded(gpu, "A", a, m, k, lda)?) };
     let b_padded = if ldb == b_cols { None } else { Some(padded(gpu, "B", b, b_rows, b_cols, ldb)?) };
     let operands =
@@ -869,5 +909,11 @@ mod tests {
     fn tma_strides_are_whole_16_byte_units() {
         assert_eq!([1, 8, 9, 300].map(|cols| tma_stride(cols, 2)), [8, 8, 16, 304]);
         assert_eq!([1, 4, 5, 300].map(|cols| tma_stride(cols, 4)), [4, 4, 8, 300]);
+    }
+
+    #[test]
+    fn padded_rows_are_whole_128_byte_box_rows() {
+        assert_eq!([1, 64, 65, 4099].map(|cols| box_row_stride(cols, 2)), [64, 64, 128, 4160]);
+        assert_eq!([1, 32, 33, 4097].map(|cols| box_row_stride(cols, 4)), [32, 32, 64, 4128]);
     }
 }

@@ -486,7 +486,7 @@ mod tests {
         // 4000 of k is 63 slices of 64.
         let (m, n, k, splits) = (200, 72, 4000, 8);
         let (a, b) = (memory.slice::<u16>(m * k), memory.slice::<u16>(k * n));
-        let operands = Operands { precision: Precision::Bf16, a, lda: k, b, ldb: n, m, n, k };
+        let operands = Operands { precision: Precision::Bf16, a, lda: k, b, ldb: n, m, n, k, zero_padded: true };
         // SAFETY: no launch with these maps runs: each case is only checked.
         let maps = unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) };
         let partials = memory.slice::<f32>(splits * m * n);

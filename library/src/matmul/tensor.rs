@@ -292,6 +292,10 @@ pub unsafe fn convert(
             let bt = if hopper {
                 let bt =
                     gpu.poisoned::<f32>("Bᵀ as tf32", product(CONVERT_TRANSPOSED, n, padded(CONVERT_TRANSPOSED, k)?)?)?;
+                // The conversion writes no padding, and the tensor map reads it as zeros.
+                if padded(CONVERT_TRANSPOSED, k)? != k {
+                    gpu.zero("the padding of Bᵀ as tf32", &bt)?;
+                }
                 // SAFETY: the caller keeps `b` alive until the stream has run it.
                 unsafe {
                     gpu.launch(CONVERT_TRANSPOSED, &ConvertTransposedArgs { src: b, dst: &bt, rows: k, cols: n })
@@ -324,8 +328,9 @@ pub unsafe fn convert(
     Ok(Some(converted))
 }
 
-/// The Hopper steps' operands over converted buffers: each row padded to `MMA_ROW_ALIGN`
-/// elements by its conversion, a stride TMA takes; B is Bᵀ for TF32.
+/// The Hopper steps' operands over converted buffers: each row padded with zeros to
+/// `MMA_ROW_ALIGN` elements by its conversion (Bᵀ's zeroed before it), a stride TMA takes and
+/// a whole number of box rows; B is Bᵀ for TF32.
 fn operands<'a, T: DeviceCopy>(
     precision: Precision,
     (a, b): (&'a DeviceSlice<T>, &'a DeviceSlice<T>),
@@ -333,7 +338,7 @@ fn operands<'a, T: DeviceCopy>(
 ) -> hopper::Operands<'a, T> {
     let (_, b_cols) = precision.b_shape(n, k);
     let (lda, ldb) = (interface::matmul::padded(k), interface::matmul::padded(b_cols));
-    hopper::Operands { precision, a, lda, b, ldb, m, n, k }
+    hopper::Operands { precision, a, lda, b, ldb, m, n, k, zero_padded: true }
 }
 
 impl Converted {

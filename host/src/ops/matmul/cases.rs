@@ -6,6 +6,7 @@ use super::split::{ReduceArgs, SgemmSplitArgs, F32_SPLIT, REDUCE};
 use super::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, TensorInput, CONVERT_TRANSPOSED};
 use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
 use cust::memory::{DeviceCopy, DevicePointer, DeviceSlice};
+use interface::matmul::padded;
 
 /// The cases of `kernel`, one of matmul's.
 pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
@@ -14,7 +15,7 @@ pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
     let valid: Args = match kernel {
         CONVERT_TRANSPOSED => {
             let (rows, cols) = (37, 13);
-            let (src, dst) = (memory.f32s(rows * cols), memory.f32s(cols * 40));
+            let (src, dst) = (memory.f32s(rows * cols), memory.f32s(cols * padded(rows)));
             let with = |src, dst, rows, cols| -> Args { Box::new(ConvertTransposedArgs { src, dst, rows, cols }) };
             refused.push(("destination unpadded".into(), with(src, memory.f32s(rows * cols), rows, cols)));
             refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
@@ -83,7 +84,7 @@ fn reduce_cases(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args 
 /// buffers (unpadded inputs among them), swapped dimensions, aliasing, misalignment.
 fn mma_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
     let (m, n, k) = (67, 45, 13);
-    let (a, b, c) = (memory.slice::<T>(m * 16), memory.slice::<T>(k * 48), memory.f32s(m * n));
+    let (a, b, c) = (memory.slice::<T>(m * padded(k)), memory.slice::<T>(k * padded(n)), memory.f32s(m * n));
     let with = |a, b, c, (m, n, k)| -> Args { Box::new(MmaArgs::<T> { a, b, c, m, n, k }) };
     refused.push(("A unpadded".into(), with(memory.slice(m * k), b, c, (m, n, k))));
     refused.push(("B unpadded".into(), with(a, memory.slice(k * n), c, (m, n, k))));
@@ -91,7 +92,7 @@ fn mma_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Arg
     refused.push(("C short".into(), with(a, b, memory.f32s(m * n - 1), (m, n, k))));
     refused.push(("C is A".into(), with(a, b, memory.same_memory(a), (m, n, k))));
     refused.push(("dimensions overflow".into(), with(a, b, c, (2, 2, usize::MAX))));
-    refused.push(("A misaligned".into(), with(shifted(memory.slice(m * 16 + 1)), b, c, (m, n, k))));
+    refused.push(("A misaligned".into(), with(shifted(memory.slice(m * padded(k) + 1)), b, c, (m, n, k))));
     refused.push(("C misaligned".into(), with(a, b, shifted(memory.f32s(m * n + 1)), (m, n, k))));
     with(a, b, c, (m, n, k))
 }
@@ -99,13 +100,13 @@ fn mma_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Arg
 /// The conversions' cases into `T`: a short destination (unpadded), overlap, misalignment.
 fn convert_cases<T: TensorInput>(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
     let (rows, cols) = (37, 13);
-    let (src, dst) = (memory.f32s(rows * cols), memory.slice::<T>(rows * 16));
+    let (src, dst) = (memory.f32s(rows * cols), memory.slice::<T>(rows * padded(cols)));
     let with = |src, dst, rows, cols| -> Args { Box::new(ConvertArgs::<T> { src, dst, rows, cols }) };
     refused.push(("destination unpadded".into(), with(src, memory.slice(rows * cols), rows, cols)));
     refused.push(("source short".into(), with(memory.f32s(rows * cols - 1), dst, rows, cols)));
     refused.push(("destination over the source".into(), with(src, memory.same_memory(src), rows, cols)));
     refused.push(("dimensions overflow".into(), with(src, dst, 2, usize::MAX)));
-    let misaligned = Box::leak(Box::new(memory.slice::<u8>(rows * 64).index(2..)));
+    let misaligned = Box::leak(Box::new(memory.slice::<u8>((rows * padded(cols) + 1) * 4).index(2..)));
     refused.push(("destination misaligned".into(), with(src, output_word(misaligned), rows, cols)));
     with(src, dst, rows, cols)
 }
