@@ -44,6 +44,7 @@ pub mod matmul {
     pub mod wgmma_fp8;
     pub mod wgmma_narrow;
     pub mod wgmma_persistent;
+    pub mod wgmma_small;
 }
 
 use core::arch::asm;

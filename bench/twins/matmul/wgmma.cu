@@ -1,9 +1,9 @@
-// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs and wgmma_narrow.rs, with the wrappers of
-// kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and output; TF32 reads
-// B transposed) on
+// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs, wgmma_narrow.rs and wgmma_small.rs,
+// with the wrappers of kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and
+// output; TF32 reads B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
-// warpgroups with setmaxnreg; then the persistent grid in grouped tile order, on wide (128x256) or
-// narrow (128x128) tiles; then the FP8 step
+// warpgroups with setmaxnreg; then the persistent grid in grouped tile order, on wide (128x256),
+// narrow (128x128) or small (128x64) tiles; then the FP8 step
 // with its conversions (wgmma_fp8.cu, included at the end). Split k's layers (step H3) are summed
 // by step 4d's reduction, matmul_split_reduce in split_k.cu, in the main module. The same PTX
 // instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
@@ -98,6 +98,13 @@ static __device__ __forceinline__ void wgmma_wait() {
                      WGMMA_R10(5) "%60, %61, %62, %63}, %64, %65, p, " flags "; }"                                  \
                  : WGMMA_D32(0), WGMMA_D32(32)                                                                     \
                  : "l"(a), "l"(b), "r"(scale))
+// The same at n64: 32 accumulators.
+#define WGMMA_M64N64(shape_types, flags)                                                                           \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned." shape_types                 \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " WGMMA_R10(1) WGMMA_R10(2)                            \
+                 "%30, %31}, %32, %33, p, " flags "; }"                                                            \
+                 : WGMMA_D32(0)                                                                                    \
+                 : "l"(a), "l"(b), "r"(scale))
 
 static __device__ __forceinline__ void release_registers_to_40() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -140,6 +147,14 @@ struct Half {
             WGMMA_M64N128("m64n128k16.f32.bf16.bf16", "1, 1, 0, 1");
         }
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        if (F16) {
+            WGMMA_M64N64("m64n64k16.f32.f16.f16", "1, 1, 0, 1");
+        } else {
+            WGMMA_M64N64("m64n64k16.f32.bf16.bf16", "1, 1, 0, 1");
+        }
+    }
 };
 
 // TF32: B transposed, contiguous along k like A; a k-step is 32 bytes along every row.
@@ -157,6 +172,10 @@ struct Tf32 {
         unsigned scale = accumulate;
         WGMMA_M64N128("m64n128k8.f32.tf32.tf32", "1, 1");
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        WGMMA_M64N64("m64n64k8.f32.tf32.tf32", "1, 1");
+    }
 };
 
 // A tile's width: its columns, the ring that feeds it, a consumer thread's accumulators.
@@ -166,6 +185,10 @@ struct Wide {
 struct Narrow {
     static constexpr unsigned kBn = WGMMA_NARROW_BN, kStages = WGMMA_NARROW_STAGES,
                               kStageBytes = WGMMA_NARROW_STAGE_BYTES, kAcc = 64;
+};
+struct Small {
+    static constexpr unsigned kBn = WGMMA_SMALL_BN, kStages = WGMMA_SMALL_STAGES, kStageBytes = WGMMA_SMALL_STAGE_BYTES,
+                              kAcc = 32;
 };
 
 extern __shared__ __align__(16) unsigned char wgmma_shared[];
@@ -467,6 +490,17 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_narrow_bf16(WGMMA_PARAMS) {
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_narrow_f16(WGMMA_PARAMS) {
     matmul_wgmma_persistent<Half<true>, Narrow>(maps, c, m, n, k);
+}
+
+// Step H6: the persistent grid on small (128x64) tiles.
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_small_tf32(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Tf32, Small>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_small_bf16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<false>, Small>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_small_f16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<true>, Small>(maps, c, m, n, k);
 }
 
 // Step H4: FP8 (e4m3) inputs, and their conversions.

@@ -295,8 +295,8 @@ macro_rules! wgmma_asm {
     };
 }
 
-/// Defines a wgmma function for one input type and width: `m64n256k16` or `m64n128k16`
-/// (16-bit), `m64n256k8` or `m64n128k8` (TF32); `$accumulators` is `N / 2` and `$doublings`
+/// Defines a wgmma function for one input type and width: `m64n256k16`, `m64n128k16` or
+/// `m64n64k16` (16-bit), `m64n256k8`, `m64n128k8` or `m64n64k8` (TF32); `$accumulators` is `N / 2` and `$doublings`
 /// one `x` per doubling of 1 up to it.
 macro_rules! wgmma_m64 {
     (
@@ -406,6 +406,44 @@ wgmma_m64!(
     "128",
     64,
     [x x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k16_bf16`] on a quarter of the columns: `D (64×64, f32) = A (64×16) ·
+    /// B (16×64) + (accumulate ? D : 0)`, over 8 groups of 8 columns, `d[4j..4j+4]` for group
+    /// `j`.
+    wgmma_m64n64k16_bf16,
+    "m64n64k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "64",
+    32,
+    [x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n64k16_bf16`] with f16 inputs.
+    wgmma_m64n64k16_f16,
+    "m64n64k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "64",
+    32,
+    [x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k8_tf32`] on a quarter of the columns (`b` describes 64 rows of Bᵀ).
+    wgmma_m64n64k8_tf32,
+    "m64n64k8.f32.tf32.tf32",
+    "1, 1",
+    "8",
+    "contiguous along k (rows of Bᵀ),",
+    "64",
+    32,
+    [x x x x x]
 );
 
 /// Defines a `setmaxnreg` function for one direction and register count.

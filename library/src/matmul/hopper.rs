@@ -21,7 +21,9 @@ use crate::gpu::{
     LaunchConfig, Params,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
-use interface::wgmma::{BK, BK_TF32, BM, BN, BOX_N, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, THREADS};
+use interface::wgmma::{
+    BK, BK_TF32, BM, BN, BOX_N, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, SMALL_BN, SMALL_SHARED_BYTES, THREADS,
+};
 use rayon::prelude::*;
 use std::ffi::c_void;
 
@@ -46,11 +48,14 @@ pub enum Step {
     /// The persistent grid on tiles half as wide (128×128): twice the tiles, for products
     /// whose wide tiles would leave SMs idle.
     Narrow,
+    /// The persistent grid on tiles a quarter as wide (128×64), for products too small to keep
+    /// the SMs busy even on narrow tiles.
+    Small,
 }
 
 impl Step {
     /// Every step, in ladder order.
-    pub const ALL: [Step; 3] = [Step::Pipelined, Step::Persistent, Step::Narrow];
+    pub const ALL: [Step; 4] = [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small];
 
     /// The kernel of this step for `precision`, e.g. `matmul_wgmma_persistent_bf16`.
     pub fn kernel(self, precision: Precision) -> &'static str {
@@ -64,6 +69,9 @@ impl Step {
             (Step::Narrow, Precision::Tf32) => "matmul_wgmma_narrow_tf32",
             (Step::Narrow, Precision::Bf16) => "matmul_wgmma_narrow_bf16",
             (Step::Narrow, Precision::F16) => "matmul_wgmma_narrow_f16",
+            (Step::Small, Precision::Tf32) => "matmul_wgmma_small_tf32",
+            (Step::Small, Precision::Bf16) => "matmul_wgmma_small_bf16",
+            (Step::Small, Precision::F16) => "matmul_wgmma_small_f16",
         }
     }
 
@@ -72,40 +80,61 @@ impl Step {
         match self {
             Step::Pipelined | Step::Persistent => BN,
             Step::Narrow => NARROW_BN,
+            Step::Small => SMALL_BN,
+        }
+    }
+
+    /// Dynamic shared memory of one of this step's blocks: its ring and epilogue staging.
+    pub fn shared_bytes(self) -> usize {
+        match self {
+            Step::Pipelined | Step::Persistent => SHARED_BYTES,
+            Step::Narrow => NARROW_SHARED_BYTES,
+            Step::Small => SMALL_SHARED_BYTES,
         }
     }
 }
 
-/// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: narrow
-/// tiles where they keep over 20/17 as many of the SMs busy over their waves as wide ones, else
-/// wide. Where both fill their waves, a narrow tile does the same work at about 0.85 of a wide
-/// one's speed (the 2048³ to 8192³ rows of `docs/performance.md`), so that much it must gain:
-/// at 1024² it does (64 tiles against 32), and at 3072² (576 tiles keep 87% of five waves
-/// busy, 288 wide ones 73% of three). Where C's rows are not 16-byte aligned (`n` not a
-/// multiple of 4) the staged epilogue, twice as frequent on narrow tiles, brings that speed
-/// down to about 0.7, so there narrow tiles must keep 10/7 as many SMs busy: at 4095×4097,
-/// all of eight waves against 82% of five is too little (the sweep in `docs/performance.md`).
+/// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: the tile
+/// width whose speed, weighted by the share of the SMs its waves keep busy, is highest.
+///
+/// Where they fill their waves, a narrow tile does the same work at about 0.85 of a wide one's
+/// speed and a small one at about 0.55, whether C's rows are 16-byte aligned or stored through
+/// the staged epilogue (the 2048³ to 8192³ and 4095×4097×4099 rows of `docs/performance.md`). So narrow tiles must keep 20/17 as many SMs busy as wide
+/// ones, which they do at 3072² (576 tiles keep 87% of five waves busy, 288 wide ones 73% of
+/// three) and at 4095×4097 (all of eight waves against 82% of five); small tiles must keep
+/// about 1.5 times as many busy as narrow ones, which only a C of one wave or less allows:
+/// 1024² has 128 small tiles against 64 narrow ones.
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Step};
 ///
-/// // 32 wide tiles leave 100 of 132 SMs idle; 64 narrow ones, 68.
-/// assert_eq!(persistent_step((1024, 1024), 132), Step::Narrow);
+/// // 32 wide tiles leave 100 of 132 SMs idle, 64 narrow ones 68, 128 small ones 4.
+/// assert_eq!(persistent_step((1024, 1024), 132), Step::Small);
 /// assert_eq!(persistent_step((3072, 3072), 132), Step::Narrow);
-/// // Both fill their waves: wide.
+/// assert_eq!(persistent_step((4095, 4097), 132), Step::Narrow);
+/// // All fill their waves: wide.
 /// assert_eq!(persistent_step((4096, 4096), 132), Step::Persistent);
-/// assert_eq!(persistent_step((4095, 4097), 132), Step::Persistent);
 /// ```
 pub fn persistent_step((m, n): (usize, usize), sms: usize) -> Step {
     let sms = sms.max(1);
     // The share of the SMs' time over the waves that `tiles` tiles keep busy, in thousandths.
     let busy = |tiles: usize| 1000 * tiles / (tiles.div_ceil(sms).max(1) * sms);
-    let tiles = |step: Step| m.div_ceil(BM) * n.div_ceil(step.tile_n());
-    // A narrow tile's speed relative to a wide one's, as a fraction.
-    let (speed, of) = if n % 4 == 0 { (17, 20) } else { (7, 10) };
-    match speed * busy(tiles(Step::Narrow)) > of * busy(tiles(Step::Persistent)) {
-        true => Step::Narrow,
-        false => Step::Persistent,
+    let rate = |step: Step| relative_speed(step) * busy(m.div_ceil(BM) * n.div_ceil(step.tile_n()));
+    let mut best = Step::Persistent;
+    for step in [Step::Narrow, Step::Small] {
+        if rate(step) > rate(best) {
+            best = step;
+        }
+    }
+    best
+}
+
+/// A tile's speed relative to a wide one's where both fill their waves, in thousandths.
+fn relative_speed(step: Step) -> usize {
+    match step {
+        Step::Pipelined | Step::Persistent => 1000,
+        Step::Narrow => 850,
+        Step::Small => 550,
     }
 }
 
@@ -573,8 +602,7 @@ unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
 /// The launch of `step` for an `m × n` C: a block per tile, or for the persistent steps at most
 /// `blocks` (one per SM), fewer when there are fewer tiles.
 pub fn launch_config(step: Step, m: usize, n: usize, blocks: u32) -> GpuResult<LaunchConfig> {
-    let shared = if step == Step::Narrow { NARROW_SHARED_BYTES } else { SHARED_BYTES };
-    let per_tile = LaunchConfig::tiles_2d(n, m, (step.tile_n(), BM), (THREADS as u32, 1), shared)?;
+    let per_tile = LaunchConfig::tiles_2d(n, m, (step.tile_n(), BM), (THREADS as u32, 1), step.shared_bytes())?;
     if step == Step::Pipelined {
         return Ok(per_tile);
     }
@@ -886,20 +914,26 @@ mod tests {
         // Narrow tiles: twice as many across n.
         assert_eq!(grid(Step::Narrow, 1024, 1024), (64, 1, 1));
         assert_eq!(grid(Step::Narrow, 4096, 4096), (132, 1, 1));
+        // Small tiles: four times as many across n as wide ones.
+        assert_eq!(grid(Step::Small, 1024, 1024), (128, 1, 1));
+        assert_eq!(grid(Step::Small, 256, 256), (8, 1, 1));
     }
 
     #[test]
-    fn narrow_tiles_are_picked_where_wide_ones_leave_most_sms_idle() {
+    fn narrower_tiles_are_picked_where_wider_ones_leave_most_sms_idle() {
         let pick = |m, n| persistent_step((m, n), 132);
-        // 56 wide tiles against 112 narrow; 16 against 32; 2 against 4; 32 against 64; 288 in
-        // three waves against 576 in five.
-        for (m, n) in [(128, 14336), (1000, 1000), (256, 256), (64, 8192), (3072, 3072)] {
+        // 56 wide tiles against 112 narrow and 224 small (both at 85% of two waves); 288 in
+        // three waves against 576 in five; 544 in five against 1056 in eight.
+        for (m, n) in [(128, 14336), (3072, 3072), (4095, 4097)] {
             assert_eq!(pick(m, n), Step::Narrow, "{m}×{n}");
         }
-        // Unaligned rows of C: narrow where they double the busy SMs, not for 4095×4097.
-        assert_eq!(pick(1000, 1001), Step::Narrow);
-        // Both fill their waves (2048² in one and two), or one tile each.
-        for (m, n) in [(2048, 2048), (8192, 8192), (4096, 14336), (1, 1), (4095, 4097)] {
+        // One wave or less of small tiles: 8, 16, 32, 128 and 128 of them (rows of C unaligned
+        // in the last).
+        for (m, n) in [(256, 256), (512, 256), (512, 512), (1000, 1000), (1000, 1001)] {
+            assert_eq!(pick(m, n), Step::Small, "{m}×{n}");
+        }
+        // Every width fills its waves (2048² in one, two and four), or has one tile.
+        for (m, n) in [(2048, 2048), (8192, 8192), (4096, 14336), (1, 1)] {
             assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
         }
         assert_eq!(persistent_step((1024, 1024), 0), Step::Persistent);
