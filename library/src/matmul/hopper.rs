@@ -99,11 +99,11 @@ impl Step {
 ///
 /// Where they fill their waves, a narrow tile does the same work at about 0.85 of a wide one's
 /// speed and a small one at about 0.55, whether C's rows are 16-byte aligned or stored through
-/// the staged epilogue (the 2048³ to 8192³ and 4095×4097×4099 rows of `docs/performance.md`). So narrow tiles must keep 20/17 as many SMs busy as wide
-/// ones, which they do at 3072² (576 tiles keep 87% of five waves busy, 288 wide ones 73% of
-/// three) and at 4095×4097 (all of eight waves against 82% of five); small tiles must keep
-/// about 1.5 times as many busy as narrow ones, which only a C of one wave or less allows:
-/// 1024² has 128 small tiles against 64 narrow ones.
+/// the staged epilogue (the Hopper rows of `docs/performance.md`). So narrow tiles must keep
+/// 20/17 as many SMs busy as wide ones, which they do at 3072² (576 tiles keep 87% of five
+/// waves busy, 288 wide ones 73% of three) and at 4095×4097 (all of eight waves against 82% of
+/// five); small tiles must keep about 1.5 times as many busy as narrow ones, which only a C of
+/// one wave or less allows: 1024² has 128 small tiles against 64 narrow ones.
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Step};
@@ -621,8 +621,8 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
     cols: usize,
     ld: usize,
 ) -> GpuResult<DeviceBuffer<T>> {
-    let len = product(what, rows, ld)?;
-    gpu.ensure_fits(what, (len * size_of::<T>()) as u64)?;
+    let len = rows.checked_mul(ld).ok_or_else(|| GpuError::InvalidInput(format!("padding {what}: its size overflows")))?;
+    gpu.ensure_fits(what, (len as u64).saturating_mul(size_of::<T>() as u64))?;
     let out = DeviceBuffer::<T>::zeroed(len)
         .map_err(|source| GpuError::Cuda { what: format!("allocating the padded copy of {what}"), source })?;
     let bytes = size_of::<T>();
