@@ -296,8 +296,8 @@ macro_rules! wgmma_asm {
 }
 
 /// Defines a wgmma function for one input type and width: `m64n256k16`, `m64n128k16` or
-/// `m64n64k16` (16-bit), `m64n256k8`, `m64n128k8` or `m64n64k8` (TF32); `$accumulators` is `N / 2` and `$doublings`
-/// one `x` per doubling of 1 up to it.
+/// `m64n64k16` (16-bit), `m64n256k8`, `m64n128k8` or `m64n64k8` (TF32); `$accumulators` is
+/// `N / 2` and `$doublings` one `x` per doubling of 1 up to it.
 macro_rules! wgmma_m64 {
     (
         $(#[$doc:meta])* $name:ident, $shape:literal, $flags:literal, $k:literal, $b_layout:literal,

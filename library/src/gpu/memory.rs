@@ -41,6 +41,12 @@ impl Gpu {
         Ok(buffer)
     }
 
+    /// A buffer of `len` elements, every byte zero: padding that kernels read as zeros.
+    pub fn zeroed<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
+        self.ensure_fits(what, (len as u64).saturating_mul(std::mem::size_of::<T>() as u64))?;
+        DeviceBuffer::<T>::zeroed(len.max(1)).during(format!("allocating {}", what))
+    }
+
     /// Sets every byte of `buffer` to 0xFF before a kernel writes it (see [`Gpu::poisoned`]).
     pub fn poison<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
         buffer.index(..).set_8(0xFF).during(format!("poisoning {}", what))

@@ -622,9 +622,7 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
     ld: usize,
 ) -> GpuResult<DeviceBuffer<T>> {
     let len = rows.checked_mul(ld).ok_or_else(|| GpuError::InvalidInput(format!("padding {what}: its size overflows")))?;
-    gpu.ensure_fits(what, (len as u64).saturating_mul(size_of::<T>() as u64))?;
-    let out = DeviceBuffer::<T>::zeroed(len)
-        .map_err(|source| GpuError::Cuda { what: format!("allocating the padded copy of {what}"), source })?;
+    let out = gpu.zeroed::<T>(&format!("the padded copy of {what}"), len)?;
     let bytes = size_of::<T>();
     let copy = cust::sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,

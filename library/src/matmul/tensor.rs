@@ -290,12 +290,10 @@ pub unsafe fn convert(
         Dtype::F32 => return Ok(None),
         Dtype::Tf32 => {
             let bt = if hopper {
-                let bt =
-                    gpu.poisoned::<f32>("Bᵀ as tf32", product(CONVERT_TRANSPOSED, n, padded(CONVERT_TRANSPOSED, k)?)?)?;
+                let ld = padded(CONVERT_TRANSPOSED, k)?;
+                let len = product(CONVERT_TRANSPOSED, n, ld)?;
                 // The conversion writes no padding, and the tensor map reads it as zeros.
-                if padded(CONVERT_TRANSPOSED, k)? != k {
-                    gpu.zero("the padding of Bᵀ as tf32", &bt)?;
-                }
+                let bt = if ld == k { gpu.poisoned::<f32>("Bᵀ as tf32", len)? } else { gpu.zeroed("Bᵀ as tf32", len)? };
                 // SAFETY: the caller keeps `b` alive until the stream has run it.
                 unsafe {
                     gpu.launch(CONVERT_TRANSPOSED, &ConvertTransposedArgs { src: b, dst: &bt, rows: k, cols: n })
