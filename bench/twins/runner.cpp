@@ -2157,7 +2157,9 @@ struct Runner {
             x.kernel = "matmul_wgmma_e4m3";
             x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
             x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-            x.shape = Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+            // The persistent grid: one block per SM, fewer where there are fewer tiles.
+            unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
+            x.shape = Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
             x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k).add(scale_a).add(scale_b);
             // The same products in the same order: equal up to nothing the runner should see.
             x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;

@@ -356,7 +356,9 @@ fn fp8_cases(kernel: &str, memory: &mut Memory) -> Cases {
     };
     let operands = Fp8Operands { a, lda: ld, b, ldb: ld, m, n, k };
     let valid = maps(operands, device);
-    let with = |maps, c, (m, n, k)| -> Args { Box::new(Fp8Args { maps, c, m, n, k, scale_a: 0.5, scale_b: 2.0 }) };
+    let with = |maps, c, (m, n, k)| -> Args {
+        Box::new(Fp8Args { maps, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 132 })
+    };
     let refused = vec![
         ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
         ("k one more than the maps".into(), with(valid, c, (m, n, k + 1))),
@@ -375,8 +377,9 @@ fn fp8_cases(kernel: &str, memory: &mut Memory) -> Cases {
         ("one tensor map".into(), with(maps(operands, memory.slice(1)), c, (m, n, k))),
         (
             "an infinite scale".into(),
-            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: f32::INFINITY, scale_b: 1.0 }),
+            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: f32::INFINITY, scale_b: 1.0, blocks: 132 }),
         ),
+        ("no blocks".into(), Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 0 })),
     ];
     Cases { valid: with(valid, c, (m, n, k)), refused }
 }

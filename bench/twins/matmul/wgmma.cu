@@ -127,6 +127,7 @@ static __device__ __forceinline__ uint64_t k_major_descriptor(unsigned base, uns
 template <bool F16>
 struct Half {
     static constexpr unsigned kBk = WGMMA_BK;
+    static constexpr bool kScaled = false;
     static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)n, y = (int)k0; }
     static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
         return matrix_descriptor(b + kk * 16 * kRowBytes, kBoxBytes, kSwizzleBlock);
@@ -160,6 +161,7 @@ struct Half {
 // TF32: B transposed, contiguous along k like A; a k-step is 32 bytes along every row.
 struct Tf32 {
     static constexpr unsigned kBk = WGMMA_BK_TF32;
+    static constexpr bool kScaled = false;
     static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)k0, y = (int)n; }
     static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
         return k_major_descriptor(b, kk);
@@ -431,9 +433,11 @@ static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m
     row = first_row + within % rows, col = within / rows;
 }
 
+// FP8 (wgmma_fp8.cu) multiplies the complete accumulators by `scale` before the store (the Rust's
+// Mma::finish); the other types (kScaled false) ignore it.
 template <class T, class W>
 static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* maps, float* c, size_t m, size_t n,
-                                                               size_t k) {
+                                                               size_t k, float scale = 1.0f) {
     Ring<W> ring = Ring<W>::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
     size_t k_tiles = (k + T::kBk - 1) / T::kBk;
@@ -460,6 +464,10 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
             size_t row, col;
             tile_position(tile, tiles_m, tiles_n, row, col);
             slot = consume<T, W>(ring, k_tiles, slot, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
+            if (T::kScaled) {
+#pragma unroll
+                for (unsigned i = 0; i < W::kAcc; ++i) acc[i] = __float_as_uint(__uint_as_float(acc[i]) * scale);
+            }
             store_tile(c, acc, row * WGMMA_BM, col * W::kBn, consumer, m, n, staging);
         }
     }

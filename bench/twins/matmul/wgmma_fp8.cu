@@ -1,6 +1,6 @@
 // Twin of kernels/src/matmul/wgmma_fp8.rs and convert_fp8.rs (step H4, FP8): e4m3 A (m x k) and
 // B transposed (n x k), rows padded to 16 bytes, on wgmma.mma_async m64n256k32 through
-// wgmma.cu's ring, producer and consumers; the epilogue multiplies by scale_a * scale_b. Then
+// wgmma.cu's persistent grid; the epilogue multiplies by scale_a * scale_b. Then
 // the conversions: the largest finite magnitude (NaN left out), and the rounding to e4m3
 // (cvt.rn.satfinite.e4m3x2.f32) as the matrix lies or transposed through a padded 64 x 64 tile.
 // Included by wgmma.cu, with which it is built for sm_90a.
@@ -8,6 +8,7 @@
 // e4m3 on both sides: Bᵀ, contiguous along k like A; a k-step is 32 bytes (32 of k) along every row.
 struct E4m3 {
     static constexpr unsigned kBk = WGMMA_BK_FP8;
+    static constexpr bool kScaled = true;
     static __device__ __forceinline__ void b_box(size_t k0, size_t n, int& x, int& y) { x = (int)k0, y = (int)n; }
     static __device__ __forceinline__ uint64_t b_descriptor(unsigned b, unsigned kk) {
         return k_major_descriptor(b, kk);
@@ -19,26 +20,7 @@ struct E4m3 {
 };
 
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_e4m3(WGMMA_PARAMS, float scale_a, float scale_b) {
-    Ring<Wide> ring = Ring<Wide>::make();
-    size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
-    size_t k_tiles = (k + WGMMA_BK_FP8 - 1) / WGMMA_BK_FP8;
-    size_t m0 = (size_t)blockIdx.y * WGMMA_BM, n0 = (size_t)blockIdx.x * WGMMA_BN;
-    if (warpgroup == 0) {
-        release_registers_to_40();
-        if (threadIdx.x < 32) {
-            prefetch_maps(maps);
-            produce<E4m3, Wide>(ring, maps, m0, n0, 0, k_tiles, kFirstSlot);
-        }
-    } else {
-        claim_registers_to_232();
-        size_t consumer = warpgroup - 1;
-        uint32_t acc[128];
-        consume<E4m3, Wide>(ring, k_tiles, kFirstSlot, consumer, m0 + 64 * consumer < m, acc);
-        float scale = scale_a * scale_b;
-#pragma unroll
-        for (int i = 0; i < 128; ++i) acc[i] = __float_as_uint(__uint_as_float(acc[i]) * scale);
-        store_tile(c, acc, m0, n0, consumer, m, n, ring.staging());
-    }
+    matmul_wgmma_persistent<E4m3, Wide>(maps, c, m, n, k, scale_a * scale_b);
 }
 
 // Four values rounded to e4m3, byte i of the word holding x[i].

@@ -39,7 +39,8 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>>
             let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
             rows.push(resources::of(gpu, "matmul", kernel, &config)?);
         }
-        for (kernel, config) in cuda_kernels::matmul::fp8::launch_configs(4096, 4096, 4096)? {
+        let sms = gpu.info().multiprocessors as u32;
+        for (kernel, config) in cuda_kernels::matmul::fp8::launch_configs(4096, 4096, 4096, sms)? {
             rows.push(resources::of(gpu, "matmul", kernel, &config)?);
         }
     }

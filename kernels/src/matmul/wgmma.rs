@@ -178,6 +178,11 @@ pub(super) trait Mma<W: Width>: Input {
     /// # Safety
     /// As the `wgmma_m64n*` functions.
     unsafe fn mma(acc: &mut W::Accumulators, a: u64, b: u64, accumulate: bool);
+
+    /// What the epilogue does to the complete accumulators before it stores them: nothing,
+    /// but FP8 multiplies them by `scale`, the product of its two tensors' scales.
+    #[inline(always)]
+    fn finish(_acc: &mut W::Accumulators, _scale: f32) {}
 }
 
 /// BF16 or FP16 (`F16`): B contiguous along n, read transposed; a k-step is 16 rows of it.

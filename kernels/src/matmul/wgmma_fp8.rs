@@ -1,6 +1,6 @@
-//! Step H4, FP8: `wgmma.rs`'s pipeline on one-byte inputs. A (m×k) and Bᵀ (n×k) arrive in e4m3
-//! (`convert_fp8.rs`: scaled per tensor, rounded, rows padded to 16 bytes), the products
-//! accumulate in f32, and the epilogue multiplies C by the two tensors' scales.
+//! Step H4, FP8: `wgmma_persistent.rs`'s grid on one-byte inputs. A (m×k) and Bᵀ (n×k) arrive
+//! in e4m3 (`convert_fp8.rs`: scaled per tensor, rounded, rows padded to 16 bytes), the
+//! products accumulate in f32, and the epilogue multiplies C by the two tensors' scales.
 //!
 //! **What FP8 changes.** An element is one byte, so the same 128-byte swizzled row of a stage
 //! holds 128 of k (`BK_FP8`), twice BF16's: the same ring, roles, boxes (A 128×128 bytes, B
@@ -16,18 +16,20 @@
 //! ```
 //!
 //! **The scales.** The tensor cores multiply the rounded values `q_a = a / scale_a` and
-//! `q_b = b / scale_b`; once the accumulators are complete, each is multiplied by
-//! `scale_a · scale_b` before the store, so C is the product of the dequantized inputs.
+//! `q_b = b / scale_b`; once a tile's accumulators are complete, each is multiplied by
+//! `scale_a · scale_b` before the store (`Mma::finish`), so C is the product of the
+//! dequantized inputs.
 //!
 //! **Edges** are `wgmma.rs`'s: the tensor maps carry the true m, n, k, TMA fills what lies
 //! outside with zeros, and only the stores check bounds.
 
-use super::wgmma::{consume, k_major_descriptor, prefetch_maps, produce, store_tile, Input, Mma, Ring, Slot, Wide};
-use crate::tensor::hopper::{claim_registers_to_232, release_registers_to_40, TensorMap};
+use super::wgmma::{k_major_descriptor, Input, Mma, Wide};
+use super::wgmma_persistent::matmul_wgmma_persistent;
+use crate::tensor::hopper::TensorMap;
 use crate::unrolled;
 use core::arch::asm;
 use cuda_std::prelude::*;
-use interface::wgmma::{BK_FP8, BM, BN, WARPGROUP};
+use interface::wgmma::BK_FP8;
 
 /// One placeholder per accumulator after the first.
 macro_rules! accumulator_slot {
@@ -91,16 +93,27 @@ impl Mma<Wide> for E4m3 {
     unsafe fn mma(acc: &mut [u32; 128], a: u64, b: u64, accumulate: bool) {
         wgmma_m64n256k32_e4m3(acc, a, b, accumulate);
     }
+    #[inline(always)]
+    fn finish(acc: &mut [u32; 128], scale: f32) {
+        crate::count_up!(
+            [x x x x x x x] 1,
+            [0],
+            unrolled!(i, {
+                acc[i] = (f32::from_bits(acc[i]) * scale).to_bits();
+            })
+        );
+    }
 }
 
 /// # Safety
 /// `maps` is the address, in global memory and 64-byte aligned, of two tensor maps with the
 /// 128-byte swizzle over readable memory: A's (one-byte elements, dimensions {k, m}, rows
 /// padded to a multiple of 16 bytes, box {BK_FP8, BM}) and Bᵀ's ({k, n}: B transposed, n rows
-/// of k, box {BK_FP8, BOX_N}). Launch: on an sm_90a device, blocks of `THREADS` threads, a grid
-/// of `⌈n / BN⌉ × ⌈m / BM⌉`, `SHARED_BYTES` of dynamic shared memory. `c` is valid for `m·n`
-/// f32 writes, overlaps neither map's memory, and starts 16-byte aligned when `n` is a
-/// multiple of 4 (the epilogue then stores four floats at once).
+/// of k, box {BK_FP8, BOX_N}). Launch: on an sm_90a device, blocks of `THREADS` threads, any
+/// number of them in a 1D grid (the host gives one per SM, at most one per tile of `BM × BN`),
+/// `SHARED_BYTES` of dynamic shared memory. `c` is valid for `m·n` f32 writes, overlaps
+/// neither map's memory, and starts 16-byte aligned when `n` is a multiple of 4 (the epilogue
+/// then stores four floats at once).
 #[kernel]
 pub unsafe fn matmul_wgmma_e4m3(
     maps: *const TensorMap,
@@ -111,31 +124,5 @@ pub unsafe fn matmul_wgmma_e4m3(
     scale_a: f32,
     scale_b: f32,
 ) {
-    let ring = Ring::<Wide>::new();
-    let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
-    let k_tiles = (k + BK_FP8 - 1) / BK_FP8;
-    let m0 = thread::block_idx_y() as usize * BM;
-    let n0 = thread::block_idx_x() as usize * BN;
-    if warpgroup == 0 {
-        release_registers_to_40();
-        if thread::thread_idx_x() < 32 {
-            prefetch_maps(maps);
-            produce::<E4m3, Wide>(&ring, maps, (m0, n0), (0, k_tiles), Slot::FIRST);
-        }
-    } else {
-        claim_registers_to_232();
-        let consumer = warpgroup - 1;
-        let mut acc = [0u32; 128];
-        consume::<E4m3, Wide>(&ring, k_tiles, Slot::FIRST, consumer, m0 + 64 * consumer < m, &mut acc);
-        // The products are complete (`consume` waited for all of them): scale, then store.
-        let scale = scale_a * scale_b;
-        crate::count_up!(
-            [x x x x x x x] 1,
-            [0],
-            unrolled!(i, {
-                acc[i] = (f32::from_bits(acc[i]) * scale).to_bits();
-            })
-        );
-        store_tile(c, &acc, (m0, n0), consumer, (m, n), ring.staging());
-    }
+    matmul_wgmma_persistent::<E4m3, Wide>(maps, c, m, n, k, scale_a * scale_b);
 }

@@ -74,19 +74,19 @@ impl Mma<Narrow> for Tf32 {
 /// of `BM × NARROW_BN`), `NARROW_SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_narrow_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<false>, Narrow>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<false>, Narrow>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_narrow_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_narrow_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<true>, Narrow>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<true>, Narrow>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_narrow_bf16`], with the TF32 tensor maps of `matmul_wgmma_tf32`.
 #[kernel]
 pub unsafe fn matmul_wgmma_narrow_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Tf32, Narrow>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Tf32, Narrow>(maps, c, m, n, k, 1.0);
 }

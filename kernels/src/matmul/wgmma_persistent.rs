@@ -49,7 +49,9 @@ fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) 
     (first_row + within % rows, within / rows)
 }
 
-/// The persistent grid over tiles of width `W` (`wgmma_narrow.rs` runs it on narrower ones).
+/// The persistent grid over tiles of width `W` (`wgmma_narrow.rs` runs it on narrower ones,
+/// `wgmma_fp8.rs` on FP8 inputs, whose epilogue multiplies C by `scale`; the other types
+/// ignore it).
 #[inline(always)]
 pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
     maps: *const TensorMap,
@@ -57,6 +59,7 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
     m: usize,
     n: usize,
     k: usize,
+    scale: f32,
 ) {
     let ring = Ring::<W>::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
@@ -86,6 +89,7 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
         while tile < tiles {
             let (row, col) = tile_position(tile, tiles_m, tiles_n);
             slot = consume::<T, W>(&ring, k_tiles, slot, consumer, row * BM + 64 * consumer < m, &mut acc);
+            T::finish(&mut acc, scale);
             W::store(c, &acc, (row * BM, col * W::BN), consumer, (m, n), staging);
             tile += step;
         }
@@ -99,19 +103,19 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
 /// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<false>, Wide>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<false>, Wide>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_persistent_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<true>, Wide>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<true>, Wide>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_persistent_bf16`], with the TF32 tensor maps of `matmul_wgmma_tf32`.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Tf32, Wide>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Tf32, Wide>(maps, c, m, n, k, 1.0);
 }

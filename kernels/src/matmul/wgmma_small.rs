@@ -73,19 +73,19 @@ impl Mma<Small> for Tf32 {
 /// of `BM × SMALL_BN`), `SMALL_SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_small_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<false>, Small>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<false>, Small>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_small_bf16`], with both tensor maps f16.
 #[kernel]
 pub unsafe fn matmul_wgmma_small_f16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Half<true>, Small>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Half<true>, Small>(maps, c, m, n, k, 1.0);
 }
 
 /// # Safety
 /// As [`matmul_wgmma_small_bf16`], with the TF32 tensor maps of `matmul_wgmma_tf32`.
 #[kernel]
 pub unsafe fn matmul_wgmma_small_tf32(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
-    matmul_wgmma_persistent::<Tf32, Small>(maps, c, m, n, k);
+    matmul_wgmma_persistent::<Tf32, Small>(maps, c, m, n, k, 1.0);
 }

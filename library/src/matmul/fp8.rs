@@ -225,7 +225,8 @@ pub fn gemm_e4m3(gpu: &Gpu, a: &E4m3Matrix, b: &E4m3Matrix, c: &DeviceSlice<f32>
     let mut device = maps_buffer()?;
     let maps = Fp8Maps::upload(operands, &mut device)?;
     let (m, n, k) = (operands.m, operands.n, operands.k);
-    let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale };
+    let blocks = gpu.info().multiprocessors as u32;
+    let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale, blocks };
     // SAFETY: the matrices, the maps and C live until the synchronization that follows.
     unsafe { gpu.launch(GEMM, &args)? };
     gpu.synchronize(GEMM)
@@ -272,7 +273,8 @@ impl E4m3Product {
         // reallocates or rewrites.
         let maps = unsafe { Fp8Maps::assume_uploaded(operands, &self.maps) };
         let (m, n, k) = (operands.m, operands.n, operands.k);
-        let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: self.a.scale, scale_b: self.b.scale };
+        let blocks = gpu.info().multiprocessors as u32;
+        let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: self.a.scale, scale_b: self.b.scale, blocks };
         // SAFETY: the caller keeps `self` (the matrices and their maps) and `c` until `stream`
         // has run it.
         unsafe { gpu.launch_on(stream, GEMM, &args) }
@@ -346,15 +348,15 @@ fn convert_config(transposed: bool, (rows, cols): (usize, usize), written: usize
     }
 }
 
-/// Each kernel and its launch for a product of an `m × k` A and a `k × n` B (what `host info
-/// --kernels` reports): A's largest magnitude and conversion, B's transposed conversion, the
-/// product.
-pub fn launch_configs(m: usize, n: usize, k: usize) -> GpuResult<[(&'static str, LaunchConfig); 4]> {
+/// Each kernel and its launch for a product of an `m × k` A and a `k × n` B on a GPU of `sms`
+/// SMs (what `host info --kernels` reports): A's largest magnitude and conversion, B's
+/// transposed conversion, the product.
+pub fn launch_configs(m: usize, n: usize, k: usize, sms: u32) -> GpuResult<[(&'static str, LaunchConfig); 4]> {
     Ok([
         (AMAX, grid_stride(product(AMAX, m, k)?)?),
         (CONVERT, convert_config(false, (m, k), product(CONVERT, m, fp8_padded(k))?)?),
         (CONVERT_TRANSPOSED, convert_config(true, (k, n), product(CONVERT_TRANSPOSED, n, fp8_padded(k))?)?),
-        (GEMM, launch_config(Step::Pipelined, m, n, 1)?),
+        (GEMM, launch_config(Step::Persistent, m, n, sms)?),
     ])
 }
 
@@ -507,6 +509,8 @@ pub struct Fp8Args<'a> {
     pub scale_a: f32,
     /// B's scale: finite.
     pub scale_b: f32,
+    /// Blocks of the persistent grid, at most: one per SM (fewer run where C has fewer tiles).
+    pub blocks: u32,
 }
 
 // SAFETY: the maps describe A and Bᵀ (`Fp8Maps` is built by encoding them, or by an unsafe
@@ -514,7 +518,7 @@ pub struct Fp8Args<'a> {
 // (checked equal to these), 16-byte aligned, with strides TMA takes. C holds `m·n` floats,
 // overlaps neither matrix, and starts 16-byte aligned wherever the epilogue stores four floats
 // at once (`n` a multiple of 4). The maps' buffer holds two, 64-byte aligned. The launch is
-// `wgmma.rs`'s per-tile grid, as the kernel's `# Safety` asks. The parameters are `maps, c: *mut
+// the persistent steps' 1D grid of at least one block, as the kernel's `# Safety` asks. The parameters are `maps, c: *mut
 // f32, m, n, k: usize, scale_a, scale_b: f32`.
 unsafe impl KernelArgs for Fp8Args<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
@@ -539,7 +543,10 @@ unsafe impl KernelArgs for Fp8Args<'_> {
         require_disjoint(kernel, ("C", self.c, c_len), ("Bᵀ", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        launch_config(Step::Pipelined, m, n, 1)
+        if self.blocks == 0 {
+            return Err(refuse(kernel, "a persistent grid of 0 blocks"));
+        }
+        launch_config(Step::Persistent, m, n, self.blocks)
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -620,7 +627,8 @@ pub fn run(
         .reduce(|| (0.0, 0.0, 0.0), |x, y| (x.0.max(y.0), x.1 + y.1, x.2.max(y.2)));
     let mut device = maps_buffer()?;
     let maps = Fp8Maps::upload(operands(&qa, &qb)?, &mut device)?;
-    let args = Fp8Args { maps: &maps, c: &c, m, n, k, scale_a: qa.scale, scale_b: qb.scale };
+    let blocks = gpu.info().multiprocessors as u32;
+    let args = Fp8Args { maps: &maps, c: &c, m, n, k, scale_a: qa.scale, scale_b: qb.scale, blocks };
     // SAFETY: every buffer lives until `time` has synchronized its last launch.
     let timing = gpu.time(launches, cache, || Ok(()), || unsafe { gpu.launch(GEMM, &args) })?;
     let mean_error = sum / (rows.len() * n) as f64;
