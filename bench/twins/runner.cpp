@@ -1884,8 +1884,8 @@ struct Runner {
     // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): TF32,
     // BF16 and FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 256^3 and
     // 512^3 (fewer narrow tiles than SMs: the small step's case), 1024^3 (fewer wide tiles than
-    // SMs: the narrow step's), 2048^3, 3072^3 (wide tiles in 2.2
-    // waves), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per
+    // SMs: the narrow step's), 2048^3, 3072^3 (wide tiles in 2.2 waves, narrow ones in 4.4:
+    // the medium step's case), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per
     // tile); and for TF32 4096x4097x4096, whose rows of C are not 16-byte aligned (the epilogue's
     // staged stores; the 16-bit types' B, k x n, would need its rows padded for TMA).
     // TF32 takes B transposed (n x k), here the first n * k values of a random matrix.
@@ -1933,14 +1933,17 @@ struct Runner {
                                  : tensor_map(map_type, b->ptr, k, n, bk, WGMMA_BOX_N)};
                 auto map_buffer = upload(maps);
                 auto c = device(4 * m * n);
-                // One block per tile; one per SM over wide tiles, narrow ones or small ones.
-                for (int step : {0, 1, 2, 3}) {
+                // One block per tile; one per SM over wide tiles, narrow, small or medium ones.
+                for (int step : {0, 1, 2, 3, 4}) {
                     static const char* const names[] = {"matmul_wgmma_", "matmul_wgmma_persistent_",
-                                                        "matmul_wgmma_narrow_", "matmul_wgmma_small_"};
-                    unsigned bn = step == 3 ? WGMMA_SMALL_BN : step == 2 ? WGMMA_NARROW_BN : WGMMA_BN;
-                    unsigned shared = step == 3   ? WGMMA_SMALL_SHARED_BYTES
-                                      : step == 2 ? WGMMA_NARROW_SHARED_BYTES
-                                                  : WGMMA_SHARED_BYTES;
+                                                        "matmul_wgmma_narrow_", "matmul_wgmma_small_",
+                                                        "matmul_wgmma_medium_"};
+                    static const unsigned widths[] = {WGMMA_BN, WGMMA_BN, WGMMA_NARROW_BN, WGMMA_SMALL_BN,
+                                                      WGMMA_MEDIUM_BN};
+                    static const unsigned shareds[] = {WGMMA_SHARED_BYTES, WGMMA_SHARED_BYTES,
+                                                       WGMMA_NARROW_SHARED_BYTES, WGMMA_SMALL_SHARED_BYTES,
+                                                       WGMMA_MEDIUM_SHARED_BYTES};
+                    unsigned bn = widths[step], shared = shareds[step];
                     unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, bn);
                     Case x;
                     x.hopper = true;

@@ -15,9 +15,10 @@ use host::registry::{self, Timer};
 use std::path::Path;
 
 /// 1×1×1; k shorter than one slice; m, n, k multiples of nothing; rows of A and B that TMA
-/// cannot stride over (padded); several tiles and slices in every direction; more narrow tiles
-/// (187) than an H100 has SMs, so that a persistent block takes several, with edges in m and n;
-/// the same with rows of C that are not 16-byte aligned, stored through the epilogue's staging.
+/// cannot stride over (padded); several tiles and slices in every direction; more medium tiles
+/// (154) than an H100 has SMs, and so more narrow and small ones, so that a persistent block
+/// takes several, with edges in m and n; the same with rows of C that are not 16-byte aligned,
+/// stored through the epilogue's staging.
 const SHAPES: [(usize, usize, usize); 8] = [
     (1, 1, 1),
     (130, 70, 40),
@@ -25,7 +26,7 @@ const SHAPES: [(usize, usize, usize); 8] = [
     (64, 8, 24),
     (333, 517, 1031),
     (1024, 1536, 2048),
-    (1300, 2100, 200),
+    (1300, 2500, 200),
     (1301, 2099, 136),
 ];
 

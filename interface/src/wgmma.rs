@@ -77,6 +77,15 @@ pub const SMALL_STAGE_BYTES: usize = A_STAGE_BYTES + BK * SMALL_BN * 2;
 pub const SMALL_SHARED_BYTES: usize =
     SWIZZLE_ALIGN + SMALL_STAGES * SMALL_STAGE_BYTES + 2 * SMALL_STAGES * 8 + EPILOGUE_BYTES;
 
+/// Step H7, medium tiles (`kernels/src/matmul/wgmma_medium.rs`): `BM × MEDIUM_BN` tiles, each
+/// consumer one `m64n192` instruction per k-step, for products whose waves of wide and narrow
+/// tiles both end part full. Three boxes of B a stage leave room for five stages.
+pub const MEDIUM_BN: usize = 192;
+pub const MEDIUM_STAGES: usize = 5;
+pub const MEDIUM_STAGE_BYTES: usize = A_STAGE_BYTES + BK * MEDIUM_BN * 2;
+pub const MEDIUM_SHARED_BYTES: usize =
+    SWIZZLE_ALIGN + MEDIUM_STAGES * MEDIUM_STAGE_BYTES + 2 * MEDIUM_STAGES * 8 + EPILOGUE_BYTES;
+
 /// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
 /// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
 pub const GROUP_M: usize = 16;
@@ -105,7 +114,7 @@ pub const fn fp8_padded(cols: usize) -> usize {
 
 /// One block of [`THREADS`] per SM: its shared memory allows no second. The FP8 conversions'
 /// blocks are small, and their registers few.
-pub const BOUNDS: [LaunchBounds; 16] = [
+pub const BOUNDS: [LaunchBounds; 19] = [
     LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
@@ -118,6 +127,9 @@ pub const BOUNDS: [LaunchBounds; 16] = [
     LaunchBounds { kernel: "matmul_wgmma_small_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_small_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_small_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_medium_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_medium_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_medium_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_e4m3", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_fp8_amax", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_e4m3", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
@@ -127,6 +139,7 @@ pub const BOUNDS: [LaunchBounds; 16] = [
 const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGISTERS as usize) * WARPGROUP <= 65536);
 const _: () = assert!(NARROW_BN % BOX_N == 0 && NARROW_SHARED_BYTES <= 227 * 1024 && SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(SMALL_BN == BOX_N && SMALL_SHARED_BYTES <= 227 * 1024);
+const _: () = assert!(MEDIUM_BN % BOX_N == 0 && MEDIUM_SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
 // The transposing conversion: each thread stages whole rows of the tile, and writes whole
 // 4-byte words of it.

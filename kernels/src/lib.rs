@@ -42,6 +42,7 @@ pub mod matmul {
     pub mod convert_fp8;
     pub mod wgmma;
     pub mod wgmma_fp8;
+    pub mod wgmma_medium;
     pub mod wgmma_narrow;
     pub mod wgmma_persistent;
     pub mod wgmma_small;

@@ -1,9 +1,9 @@
-// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs, wgmma_narrow.rs and wgmma_small.rs,
-// with the wrappers of kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and
+// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs, wgmma_narrow.rs, wgmma_small.rs and
+// wgmma_medium.rs, with the wrappers of kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and
 // output; TF32 reads B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
 // warpgroups with setmaxnreg; then the persistent grid in grouped tile order, on wide (128x256),
-// narrow (128x128) or small (128x64) tiles; then the FP8 step
+// narrow (128x128), small (128x64) or medium (128x192) tiles; then the FP8 step
 // with its conversions (wgmma_fp8.cu, included at the end). Split k's layers (step H3) are summed
 // by step 4d's reduction, matmul_split_reduce in split_k.cu, in the main module. The same PTX
 // instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
@@ -91,6 +91,14 @@ static __device__ __forceinline__ void wgmma_wait() {
                  "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, " flags "; }"                     \
                  : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                                       \
                  : "l"(a), "l"(b), "r"(scale))
+// The same at n192: 96 accumulators.
+#define WGMMA_M64N192(shape_types, flags)                                                                          \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %98, 0; wgmma.mma_async.sync.aligned." shape_types                 \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " WGMMA_R10(1) WGMMA_R10(2) WGMMA_R10(3) WGMMA_R10(4)    \
+                     WGMMA_R10(5) WGMMA_R10(6) WGMMA_R10(7) WGMMA_R10(8)                                           \
+                 "%90, %91, %92, %93, %94, %95}, %96, %97, p, " flags "; }"                                         \
+                 : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64)                                                      \
+                 : "l"(a), "l"(b), "r"(scale))
 // The same at n128: 64 accumulators.
 #define WGMMA_M64N128(shape_types, flags)                                                                          \
     asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned." shape_types                 \
@@ -140,6 +148,14 @@ struct Half {
             WGMMA_M64N256("m64n256k16.f32.bf16.bf16", "1, 1, 0, 1");
         }
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[96], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        if (F16) {
+            WGMMA_M64N192("m64n192k16.f32.f16.f16", "1, 1, 0, 1");
+        } else {
+            WGMMA_M64N192("m64n192k16.f32.bf16.bf16", "1, 1, 0, 1");
+        }
+    }
     static __device__ __forceinline__ void mma(uint32_t (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
         unsigned scale = accumulate;
         if (F16) {
@@ -170,6 +186,10 @@ struct Tf32 {
         unsigned scale = accumulate;
         WGMMA_M64N256("m64n256k8.f32.tf32.tf32", "1, 1");
     }
+    static __device__ __forceinline__ void mma(uint32_t (&d)[96], uint64_t a, uint64_t b, bool accumulate) {
+        unsigned scale = accumulate;
+        WGMMA_M64N192("m64n192k8.f32.tf32.tf32", "1, 1");
+    }
     static __device__ __forceinline__ void mma(uint32_t (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
         unsigned scale = accumulate;
         WGMMA_M64N128("m64n128k8.f32.tf32.tf32", "1, 1");
@@ -187,6 +207,10 @@ struct Wide {
 struct Narrow {
     static constexpr unsigned kBn = WGMMA_NARROW_BN, kStages = WGMMA_NARROW_STAGES,
                               kStageBytes = WGMMA_NARROW_STAGE_BYTES, kAcc = 64;
+};
+struct Medium {
+    static constexpr unsigned kBn = WGMMA_MEDIUM_BN, kStages = WGMMA_MEDIUM_STAGES,
+                              kStageBytes = WGMMA_MEDIUM_STAGE_BYTES, kAcc = 96;
 };
 struct Small {
     static constexpr unsigned kBn = WGMMA_SMALL_BN, kStages = WGMMA_SMALL_STAGES, kStageBytes = WGMMA_SMALL_STAGE_BYTES,
@@ -509,6 +533,17 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_small_bf16(WGMMA_PARAMS) {
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_small_f16(WGMMA_PARAMS) {
     matmul_wgmma_persistent<Half<true>, Small>(maps, c, m, n, k);
+}
+
+// Step H7: the persistent grid on medium (128x192) tiles.
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_medium_tf32(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Tf32, Medium>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_medium_bf16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<false>, Medium>(maps, c, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_medium_f16(WGMMA_PARAMS) {
+    matmul_wgmma_persistent<Half<true>, Medium>(maps, c, m, n, k);
 }
 
 // Step H4: FP8 (e4m3) inputs, and their conversions.

@@ -239,9 +239,10 @@ pub unsafe fn wgmma_wait<const N: u32>() {
     }
 }
 
-/// `$callback!($($args)* [e0, e1, …])`: the expressions `0, 1, …, 2^d − 1`, where `d` is the
-/// number of `x`s in the first list. Each `x` doubles the list, appending the list plus its
-/// length, so long operand lists and unrolled loops come from a count, not from a hand-written
+/// `$callback!($($args)* [e0, e1, …])`: the expressions `0, 1, …, L − 1`, where `L` is the
+/// product of the factors in the first list. Each `x` doubles the list, appending the list plus
+/// its length, and each `t` triples it, appending the list plus its length and plus twice
+/// that, so long operand lists and unrolled loops come from a count, not from a hand-written
 /// sequence of numbers.
 #[macro_export]
 macro_rules! count_up {
@@ -250,6 +251,13 @@ macro_rules! count_up {
     };
     ([x $($more:tt)*] $len:expr, [$($i:expr),*], $callback:ident!($($args:tt)*)) => {
         $crate::count_up!([$($more)*] ($len * 2), [$($i,)* $($i + $len),*], $callback!($($args)*))
+    };
+    ([t $($more:tt)*] $len:expr, [$($i:expr),*], $callback:ident!($($args:tt)*)) => {
+        $crate::count_up!(
+            [$($more)*] ($len * 3),
+            [$($i,)* $($i + $len,)* $($i + 2 * $len),*],
+            $callback!($($args)*)
+        )
     };
 }
 
@@ -295,13 +303,13 @@ macro_rules! wgmma_asm {
     };
 }
 
-/// Defines a wgmma function for one input type and width: `m64n256k16`, `m64n128k16` or
-/// `m64n64k16` (16-bit), `m64n256k8`, `m64n128k8` or `m64n64k8` (TF32); `$accumulators` is
-/// `N / 2` and `$doublings` one `x` per doubling of 1 up to it.
+/// Defines a wgmma function for one input type and width: `m64n256k16`, `m64n192k16`,
+/// `m64n128k16` or `m64n64k16` (16-bit), `m64n256k8`, `m64n192k8`, `m64n128k8` or `m64n64k8`
+/// (TF32); `$accumulators` is `N / 2` and `$factors` the [`count_up!`] factors of it.
 macro_rules! wgmma_m64 {
     (
         $(#[$doc:meta])* $name:ident, $shape:literal, $flags:literal, $k:literal, $b_layout:literal,
-        $width:literal, $accumulators:literal, [$($doublings:tt)*]
+        $width:literal, $accumulators:literal, [$($factors:tt)*]
     ) => {
         $(#[$doc])*
         ///
@@ -320,7 +328,7 @@ macro_rules! wgmma_m64 {
         #[inline(always)]
         pub unsafe fn $name(d: &mut [u32; $accumulators], a: u64, b: u64, accumulate: bool) {
             let scale = accumulate as u32;
-            $crate::count_up!([$($doublings)*] 1, [0], wgmma_asm!($shape, $flags, d, a, b, scale,));
+            $crate::count_up!([$($factors)*] 1, [0], wgmma_asm!($shape, $flags, d, a, b, scale,));
         }
     };
 }
@@ -406,6 +414,45 @@ wgmma_m64!(
     "128",
     64,
     [x x x x x x]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k16_bf16`] on three quarters of the columns: `D (64×192, f32) = A
+    /// (64×16) · B (16×192) + (accumulate ? D : 0)`, over 24 groups of 8 columns, `d[4j..4j+4]`
+    /// for group `j`.
+    wgmma_m64n192k16_bf16,
+    "m64n192k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "192",
+    96,
+    [x x x x x t]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n192k16_bf16`] with f16 inputs.
+    wgmma_m64n192k16_f16,
+    "m64n192k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    "16",
+    "contiguous along n,",
+    "192",
+    96,
+    [x x x x x t]
+);
+
+wgmma_m64!(
+    /// As [`wgmma_m64n256k8_tf32`] on three quarters of the columns (`b` describes 192 rows of
+    /// Bᵀ).
+    wgmma_m64n192k8_tf32,
+    "m64n192k8.f32.tf32.tf32",
+    "1, 1",
+    "8",
+    "contiguous along k (rows of Bᵀ),",
+    "192",
+    96,
+    [x x x x x t]
 );
 
 wgmma_m64!(

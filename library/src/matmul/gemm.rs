@@ -8,8 +8,8 @@
 //!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
 //!   quarter of the SMs and k is long enough ([`split::splits_for`]), else a persistent wgmma
-//!   step on wide, narrow or small tiles, weighing each width's speed by the share of SMs its
-//!   waves keep busy ([`hopper::persistent_step`]);
+//!   step on wide, medium, narrow or small tiles, weighing each width's speed by the share of
+//!   SMs its waves keep busy ([`hopper::persistent_step`]);
 //!   the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
@@ -159,7 +159,7 @@ impl GemmKernel {
             None => f32_default(dims, sms),
             Some(hopper) if gpu.has_hopper() => {
                 match split::splits_for(hopper, dims, sms) {
-                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), sms)),
+                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), hopper, sms)),
                     splits => GemmKernel::Split(splits),
                 }
             }

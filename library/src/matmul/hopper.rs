@@ -22,7 +22,8 @@ use crate::gpu::{
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use interface::wgmma::{
-    BK, BK_TF32, BM, BN, BOX_N, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, SMALL_BN, SMALL_SHARED_BYTES, THREADS,
+    BK, BK_TF32, BM, BN, BOX_N, MEDIUM_BN, MEDIUM_SHARED_BYTES, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, SMALL_BN,
+    SMALL_SHARED_BYTES, THREADS,
 };
 use rayon::prelude::*;
 use std::ffi::c_void;
@@ -51,11 +52,14 @@ pub enum Step {
     /// The persistent grid on tiles a quarter as wide (128×64), for products too small to keep
     /// the SMs busy even on narrow tiles.
     Small,
+    /// The persistent grid on tiles three quarters as wide (128×192), for products whose waves
+    /// of wide and of narrow tiles both end part full.
+    Medium,
 }
 
 impl Step {
     /// Every step, in ladder order.
-    pub const ALL: [Step; 4] = [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small];
+    pub const ALL: [Step; 5] = [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small, Step::Medium];
 
     /// The kernel of this step for `precision`, e.g. `matmul_wgmma_persistent_bf16`.
     pub fn kernel(self, precision: Precision) -> &'static str {
@@ -72,6 +76,9 @@ impl Step {
             (Step::Small, Precision::Tf32) => "matmul_wgmma_small_tf32",
             (Step::Small, Precision::Bf16) => "matmul_wgmma_small_bf16",
             (Step::Small, Precision::F16) => "matmul_wgmma_small_f16",
+            (Step::Medium, Precision::Tf32) => "matmul_wgmma_medium_tf32",
+            (Step::Medium, Precision::Bf16) => "matmul_wgmma_medium_bf16",
+            (Step::Medium, Precision::F16) => "matmul_wgmma_medium_f16",
         }
     }
 
@@ -81,6 +88,7 @@ impl Step {
             Step::Pipelined | Step::Persistent => BN,
             Step::Narrow => NARROW_BN,
             Step::Small => SMALL_BN,
+            Step::Medium => MEDIUM_BN,
         }
     }
 
@@ -90,38 +98,41 @@ impl Step {
             Step::Pipelined | Step::Persistent => SHARED_BYTES,
             Step::Narrow => NARROW_SHARED_BYTES,
             Step::Small => SMALL_SHARED_BYTES,
+            Step::Medium => MEDIUM_SHARED_BYTES,
         }
     }
 }
 
-/// The persistent step [`super::gemm`] runs an `m × n` C with on a GPU of `sms` SMs: the tile
-/// width whose speed, weighted by the share of the SMs its waves keep busy, is highest.
+/// The persistent step [`super::gemm`] runs an `m × n` C of `precision` with on a GPU of `sms`
+/// SMs: the tile width whose speed, weighted by the share of the SMs its waves keep busy, is
+/// highest.
 ///
-/// Where they fill their waves, a narrow tile does the same work at about 0.85 of a wide one's
-/// speed and a small one at about 0.55, whether C's rows are 16-byte aligned or stored through
-/// the staged epilogue (the Hopper rows of `docs/performance.md`). So narrow tiles must keep
-/// 20/17 as many SMs busy as wide ones, which they do at 3072² (576 tiles keep 87% of five
-/// waves busy, 288 wide ones 73% of three) and at 4095×4097 (all of eight waves against 82% of
-/// five); small tiles must keep about 1.5 times as many busy as narrow ones, which only a C of
-/// one wave or less allows: 1024² has 128 small tiles against 64 narrow ones.
+/// Where they fill their waves, a tile does the same work at a speed relative to a wide one's
+/// that its width sets ([`relative_speed`]), whether C's rows are 16-byte aligned or stored
+/// through the staged epilogue. So a narrower tile must keep that many more SMs busy: small
+/// tiles, at about 0.55, win only where C is one wave or less (1024² has 128 against 64 narrow
+/// ones); medium tiles, at about 0.93, win where both wide and narrow waves end part full (at
+/// 3072², 384 of them keep 97% of three waves busy, where 288 wide ones keep 73% and 576
+/// narrow ones 87% of five); narrow ones, at 0.85 (0.77 in TF32), where C has too few tiles
+/// for the others (128×14336), or at 4095×4097, where eight waves of them are full.
 ///
 /// ```
-/// use cuda_kernels::matmul::hopper::{persistent_step, Step};
+/// use cuda_kernels::matmul::hopper::{persistent_step, Precision, Step};
 ///
 /// // 32 wide tiles leave 100 of 132 SMs idle, 64 narrow ones 68, 128 small ones 4.
-/// assert_eq!(persistent_step((1024, 1024), 132), Step::Small);
-/// assert_eq!(persistent_step((3072, 3072), 132), Step::Narrow);
-/// assert_eq!(persistent_step((4095, 4097), 132), Step::Narrow);
+/// assert_eq!(persistent_step((1024, 1024), Precision::Bf16, 132), Step::Small);
+/// assert_eq!(persistent_step((3072, 3072), Precision::Bf16, 132), Step::Medium);
+/// assert_eq!(persistent_step((4095, 4097), Precision::Bf16, 132), Step::Narrow);
 /// // All fill their waves: wide.
-/// assert_eq!(persistent_step((4096, 4096), 132), Step::Persistent);
+/// assert_eq!(persistent_step((4096, 4096), Precision::Bf16, 132), Step::Persistent);
 /// ```
-pub fn persistent_step((m, n): (usize, usize), sms: usize) -> Step {
+pub fn persistent_step((m, n): (usize, usize), precision: Precision, sms: usize) -> Step {
     let sms = sms.max(1);
     // The share of the SMs' time over the waves that `tiles` tiles keep busy, in thousandths.
     let busy = |tiles: usize| 1000 * tiles / (tiles.div_ceil(sms).max(1) * sms);
-    let rate = |step: Step| relative_speed(step) * busy(m.div_ceil(BM) * n.div_ceil(step.tile_n()));
+    let rate = |step: Step| relative_speed(step, precision) * busy(m.div_ceil(BM) * n.div_ceil(step.tile_n()));
     let mut best = Step::Persistent;
-    for step in [Step::Narrow, Step::Small] {
+    for step in [Step::Narrow, Step::Small, Step::Medium] {
         if rate(step) > rate(best) {
             best = step;
         }
@@ -129,12 +140,16 @@ pub fn persistent_step((m, n): (usize, usize), sms: usize) -> Step {
     best
 }
 
-/// A tile's speed relative to a wide one's where both fill their waves, in thousandths.
-fn relative_speed(step: Step) -> usize {
-    match step {
-        Step::Pipelined | Step::Persistent => 1000,
-        Step::Narrow => 850,
-        Step::Small => 550,
+/// A tile's speed relative to a wide one's where both fill their waves, in thousandths: the
+/// 8192³ rows of the twins in `docs/performance.md` (corrected for the share of SMs busy), where
+/// narrow TF32 tiles fall furthest behind.
+pub fn relative_speed(step: Step, precision: Precision) -> usize {
+    match (step, precision) {
+        (Step::Pipelined | Step::Persistent, _) => 1000,
+        (Step::Narrow, Precision::Tf32) => 770,
+        (Step::Narrow, _) => 850,
+        (Step::Small, _) => 550,
+        (Step::Medium, _) => 930,
     }
 }
 
@@ -915,26 +930,35 @@ mod tests {
         // Small tiles: four times as many across n as wide ones.
         assert_eq!(grid(Step::Small, 1024, 1024), (128, 1, 1));
         assert_eq!(grid(Step::Small, 256, 256), (8, 1, 1));
+        // Medium tiles: 192 columns, so 16 across 3072 where wide ones are 12.
+        assert_eq!(grid(Step::Medium, 256, 3072), (32, 1, 1));
+        assert_eq!(grid(Step::Medium, 3072, 3072), (132, 1, 1));
     }
 
     #[test]
     fn narrower_tiles_are_picked_where_wider_ones_leave_most_sms_idle() {
-        let pick = |m, n| persistent_step((m, n), 132);
-        // 56 wide tiles against 112 narrow and 224 small (both at 85% of two waves); 288 in
-        // three waves against 576 in five; 544 in five against 1056 in eight.
-        for (m, n) in [(128, 14336), (3072, 3072), (4095, 4097)] {
+        let pick = |m, n| persistent_step((m, n), Precision::Bf16, 132);
+        // 56 wide tiles against 112 narrow, 224 small (both at 85% of two waves) and 75
+        // medium (57% of one); 544 in five waves against 1056 in eight and 704 in six.
+        for (m, n) in [(128, 14336), (4095, 4097)] {
             assert_eq!(pick(m, n), Step::Narrow, "{m}×{n}");
         }
+        // 288 wide tiles in three waves (73% busy), 576 narrow in five (87%), 384 medium in
+        // three (97%).
+        assert_eq!(pick(3072, 3072), Step::Medium);
         // One wave or less of small tiles: 8, 16, 32, 128 and 128 of them (rows of C unaligned
         // in the last).
         for (m, n) in [(256, 256), (512, 256), (512, 512), (1000, 1000), (1000, 1001)] {
             assert_eq!(pick(m, n), Step::Small, "{m}×{n}");
         }
-        // Every width fills its waves (2048² in one, two and four), or has one tile.
-        for (m, n) in [(2048, 2048), (8192, 8192), (4096, 14336), (1, 1)] {
+        // Wide tiles fill their waves (2048² in one, 6144² in nine), or there is one tile.
+        for (m, n) in [(2048, 2048), (6144, 6144), (8192, 8192), (4096, 14336), (1, 1)] {
             assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
         }
-        assert_eq!(persistent_step((1024, 1024), 0), Step::Persistent);
+        assert_eq!(persistent_step((1024, 1024), Precision::Bf16, 0), Step::Persistent);
+        // TF32's narrow tiles are slower: at 4095×4097 medium ones keep nearly as many SMs busy.
+        assert_eq!(persistent_step((4095, 4097), Precision::Tf32, 132), Step::Medium);
+        assert_eq!(persistent_step((128, 14336), Precision::Tf32, 132), Step::Narrow);
     }
 
     #[test]
