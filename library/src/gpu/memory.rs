@@ -42,6 +42,15 @@ impl Gpu {
     }
 
     /// A buffer of `len` elements, every byte zero: padding that kernels read as zeros.
+    ///
+    /// ```
+    /// # fn main() -> cuda_kernels::GpuResult<()> {
+    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+    /// let padding = gpu.zeroed::<u16>("padding", 64)?;
+    /// assert_eq!(gpu.download("padding", &padding, 64)?, vec![0u16; 64]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn zeroed<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
         self.ensure_fits(what, (len as u64).saturating_mul(std::mem::size_of::<T>() as u64))?;
         DeviceBuffer::<T>::zeroed(len.max(1)).during(format!("allocating {}", what))

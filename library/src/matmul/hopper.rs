@@ -93,6 +93,15 @@ impl Step {
     }
 
     /// Dynamic shared memory of one of this step's blocks: its ring and epilogue staging.
+    ///
+    /// ```
+    /// use cuda_kernels::matmul::hopper::Step;
+    ///
+    /// // Every ring, with its barriers and staging, fits in an SM's 227 KiB.
+    /// assert!(Step::ALL.iter().all(|step| step.shared_bytes() <= 227 * 1024));
+    /// // Medium tiles: five stages of 40 KiB.
+    /// assert!(Step::Medium.shared_bytes() > 5 * 40 * 1024);
+    /// ```
     pub fn shared_bytes(self) -> usize {
         match self {
             Step::Pipelined | Step::Persistent => SHARED_BYTES,
@@ -143,6 +152,13 @@ pub fn persistent_step((m, n): (usize, usize), precision: Precision, sms: usize)
 /// A tile's speed relative to a wide one's where both fill their waves, in thousandths: the
 /// 8192³ rows of the twins in `docs/performance.md` (corrected for the share of SMs busy), where
 /// narrow TF32 tiles fall furthest behind.
+///
+/// ```
+/// use cuda_kernels::matmul::hopper::{relative_speed, Precision, Step};
+///
+/// assert_eq!(relative_speed(Step::Persistent, Precision::F16), 1000);
+/// assert!(relative_speed(Step::Narrow, Precision::Tf32) < relative_speed(Step::Narrow, Precision::Bf16));
+/// ```
 pub fn relative_speed(step: Step, precision: Precision) -> usize {
     match (step, precision) {
         (Step::Pipelined | Step::Persistent, _) => 1000,
@@ -315,6 +331,15 @@ const BOX_ROW_BYTES: usize = BK * 2;
 
 /// The row stride [`with_args`] pads rows of `cols` elements of `bytes` each to: a whole number
 /// of 128-byte box rows, so that with zeros in the padding no box lies partly past a row.
+///
+/// ```
+/// use cuda_kernels::matmul::hopper::box_row_stride;
+///
+/// // 64 two-byte values fill a box row; 32 four-byte ones do.
+/// assert_eq!(box_row_stride(4099, 2), 4160);
+/// assert_eq!(box_row_stride(4096, 2), 4096);
+/// assert_eq!(box_row_stride(1, 4), 32);
+/// ```
 pub fn box_row_stride(cols: usize, bytes: usize) -> usize {
     let unit = BOX_ROW_BYTES / bytes;
     cols.div_ceil(unit) * unit
