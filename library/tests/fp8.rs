@@ -13,9 +13,19 @@ use cuda_kernels::matmul::fp8::{self, gemm_e4m3, quantize, E4m3Matrix, Layout};
 const SEED: u64 = 32;
 
 /// 1×1×1; k within one instruction, one slice, and past one; rows TMA cannot stride over unless
-/// padded (k odd); several tiles; C of 3 rows and a length no multiple of 4.
-const SHAPES: [(usize, usize, usize); 7] =
-    [(1, 1, 1), (17, 31, 13), (64, 256, 32), (130, 70, 700), (257, 263, 1031), (3, 4097, 1500), (128, 256, 129)];
+/// padded (k odd); several tiles; C of 3 rows and a length no multiple of 4; more tiles (187)
+/// than an H100 has SMs, so that a block of the persistent grid takes several, with edges in m
+/// and n.
+const SHAPES: [(usize, usize, usize); 8] = [
+    (1, 1, 1),
+    (17, 31, 13),
+    (64, 256, 32),
+    (130, 70, 700),
+    (257, 263, 1031),
+    (3, 4097, 1500),
+    (128, 256, 129),
+    (1301, 4099, 136),
+];
 
 /// Whether `gpu` runs the Hopper module; if not, checks that the FP8 path says it needs it.
 fn hopper_or_refused(gpu: &Gpu) -> bool {
