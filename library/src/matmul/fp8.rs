@@ -24,7 +24,7 @@
 //! errors equal cuBLASLt's with `use_fast_accum` (which also accumulates in the tensor cores);
 //! its default promotes partial sums to f32 and is about 10 times more accurate (issue 32).
 
-use super::hopper::{self, encode, launch_config, Outcome, Step, TensorMap};
+use super::hopper::{self, checked_launch, encode, launch_config, Outcome, Step, TensorMap};
 use crate::gpu::{
     product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Cache, Gpu, GpuError, GpuResult,
     KernelArgs, LaunchConfig, Params,
@@ -518,8 +518,8 @@ pub struct Fp8Args<'a> {
 // (checked equal to these), 16-byte aligned, with strides TMA takes. C holds `m·n` floats,
 // overlaps neither matrix, and starts 16-byte aligned wherever the epilogue stores four floats
 // at once (`n` a multiple of 4). The maps' buffer holds two, 64-byte aligned. The launch is
-// the persistent steps' 1D grid of at least one block, as the kernel's `# Safety` asks. The parameters are `maps, c: *mut
-// f32, m, n, k: usize, scale_a, scale_b: f32`.
+// the persistent steps' 1D grid of at least one block, as the kernel's `# Safety` asks. The
+// parameters are `maps, c: *mut f32, m, n, k: usize, scale_a, scale_b: f32`.
 unsafe impl KernelArgs for Fp8Args<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[GEMM], "Fp8Args")?;
@@ -543,10 +543,7 @@ unsafe impl KernelArgs for Fp8Args<'_> {
         require_disjoint(kernel, ("C", self.c, c_len), ("Bᵀ", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        if self.blocks == 0 {
-            return Err(refuse(kernel, "a persistent grid of 0 blocks"));
-        }
-        launch_config(Step::Persistent, m, n, self.blocks)
+        checked_launch(kernel, Step::Persistent, (m, n), self.blocks)
     }
 
     fn params(&self, _kernel: &str) -> Params {

@@ -628,15 +628,21 @@ unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
         let c_len = product(kernel, self.m, self.n)?;
         self.maps.check_product(kernel, &kernels, (self.m, self.n, self.k), ("C", self.c, c_len))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
-        if step != Step::Pipelined && self.blocks == 0 {
-            return Err(refuse(kernel, "a persistent grid of 0 blocks"));
-        }
-        launch_config(step, self.m, self.n, self.blocks)
+        checked_launch(kernel, step, (self.m, self.n), self.blocks)
     }
 
     fn params(&self, _kernel: &str) -> Params {
         Params::new().pointer(self.maps.device).pointer(self.c).value(self.m).value(self.n).value(self.k)
     }
+}
+
+/// [`launch_config`] for a binding's launch of `kernel`, a kernel of `step`: a persistent grid
+/// of 0 blocks is refused, not rounded up.
+pub(super) fn checked_launch(kernel: &str, step: Step, (m, n): (usize, usize), blocks: u32) -> GpuResult<LaunchConfig> {
+    if step != Step::Pipelined && blocks == 0 {
+        return Err(refuse(kernel, "a persistent grid of 0 blocks"));
+    }
+    launch_config(step, m, n, blocks)
 }
 
 /// The launch of `step` for an `m × n` C: a block per tile, or for the persistent steps at most
