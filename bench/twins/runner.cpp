@@ -1884,9 +1884,9 @@ struct Runner {
     // The Hopper matrix products (kernels/src/matmul/wgmma*.rs, twins in matmul/wgmma.cu): TF32,
     // BF16 and FP16 inputs, f32 output, at the shapes the issue measures against cuBLAS: 256^3 and
     // 512^3 (fewer narrow tiles than SMs: the small step's case), 1024^3 (fewer wide tiles than
-    // SMs: the narrow step's), 2048^3, 3072^3 (wide tiles in 2.2 waves, narrow ones in 4.4:
-    // the medium step's case), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few slices per
-    // tile); and for TF32 4096x4097x4096, whose rows of C are not 16-byte aligned (the epilogue's
+    // SMs: the narrow step's), 2048^3, 3072^3 (wide tiles in 2.2 waves, narrow ones in 4.4: the
+    // medium step's case), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few
+    // slices per tile); and for TF32 4096x4097x4096, whose rows of C are not 16-byte aligned (the epilogue's
     // staged stores; the 16-bit types' B, k x n, would need its rows padded for TMA).
     // TF32 takes B transposed (n x k), here the first n * k values of a random matrix.
     void wgmma() {
