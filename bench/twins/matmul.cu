@@ -12,5 +12,6 @@
 #include "matmul/cp_async.cu"
 #include "matmul/warp_tiles.cu"
 #include "matmul/scheduled.cu"
+#include "matmul/split_async.cu"  // step 5d, on step 5c's body
 #include "matmul/convert.cu"
 #include "matmul/mma_ldmatrix.cu"  // includes mma_tf32.cu, step 6a

@@ -22,6 +22,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -863,6 +864,25 @@ struct Runner {
                                                     slices / MATMUL_SPLIT_MIN_SLICES));
     }
 
+    // The splits library/src/matmul/split.rs's async_splits_for picks for step 5d: none while C's
+    // 128x256 tiles fill a wave; else the count of least cost, its waves of blocks (each 1/splits
+    // of k) plus MATMUL_ASYNC_SPLIT_COST_PERCENT a split, up to MATMUL_ASYNC_SPLIT_MAX_WAVES waves
+    // and down to MATMUL_ASYNC_SPLIT_MIN_SLICES slices a split (the fewest on a tie), made even.
+    size_t async_splits_for(size_t m, size_t n, size_t k) const {
+        size_t tiles = (size_t)blocks(m, MATMUL_ASYNC_BM) * blocks(n, MATMUL_ASYNC_BN);
+        if (tiles >= sms) return 1;
+        size_t slices = blocks(k, MATMUL_ASYNC_BK);
+        size_t most = std::max<size_t>(
+            1, std::min<size_t>(slices / MATMUL_ASYNC_SPLIT_MIN_SLICES, MATMUL_ASYNC_SPLIT_MAX_WAVES * sms / tiles));
+        auto numerator = [&](size_t s) {
+            return 100 * ((tiles * s + sms - 1) / sms) + (s > 1 ? MATMUL_ASYNC_SPLIT_COST_PERCENT * s * s : 0);
+        };
+        size_t best = 1;
+        for (size_t s = 2; s <= most; ++s)
+            if (numerator(s) * 100 * best < numerator(best) * 100 * s) best = s;
+        return split_count(slices, best);
+    }
+
     // Threads the reduction gives each quad of C (interface::matmul::reduce_groups).
     static size_t reduce_groups(size_t splits) {
         size_t wanted = (splits + MATMUL_REDUCE_SPLITS_PER_THREAD - 1) / MATMUL_REDUCE_SPLITS_PER_THREAD, groups = 1;
@@ -959,6 +979,45 @@ struct Runner {
                         return "C[" + std::to_string(e) + "] = " + fmt("%.9g", o[e]) + ", want " + fmt("%.9g", sum);
                 }
                 return "";
+            };
+            run(x);
+        }
+    }
+
+    // Step 5d, split k on step 5c's tiles (kernels/src/matmul/split_async.rs, twin in
+    // matmul/split_async.cu): each layer's partial product checked through their sum, at the
+    // mid-sized shapes the host splits this way (as many splits as it picks), and at an odd
+    // shape in 3 splits, edge blocks in m and n and a last run shorter than the others.
+    void matmul_split_async() {
+        const std::string product = "matmul_async_128x256_split";
+        if (!wanted(product)) return;
+        struct Dims {
+            size_t m, n, k, splits;
+        };
+        std::vector<Dims> shapes;
+        for (auto [m, n, k] : std::vector<std::array<size_t, 3>>{{1024, 1024, 1024}, {1000, 1000, 1000}, {128, 14336, 4096}})
+            shapes.push_back({m, n, k, async_splits_for(m, n, k)});
+        shapes.push_back({333, 517, 1031, 3});
+        size_t most = 0;
+        for (Dims d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
+        auto ah = random_f32(most, 56), bh = random_f32(most, 57);
+        auto a = upload(ah), b = upload(bh);
+        for (Dims d : shapes) {
+            size_t m = d.m, n = d.n, k = d.k, splits = d.splits;
+            auto partials = device(4 * splits * m * n);
+            Case x;
+            x.kernel = product;
+            x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" + std::to_string(splits);
+            x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
+            x.shape = Shape{blocks(n, MATMUL_ASYNC_BN), blocks(m, MATMUL_ASYNC_BM), MATMUL_ASYNC_THREADS, 1,
+                            MATMUL_ASYNC_SHARED_BYTES};
+            x.shape.gz = (unsigned)splits;
+            x.args.slice(a, m * k).slice(b, k * n).ptr(partials).add(m).add(n).add(k);
+            x.out = partials, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
+            x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
+                auto a_at = [&](size_t i, size_t p) { return (double)ah[i * k + p]; };
+                auto b_at = [&](size_t p, size_t j) { return (double)bh[p * n + j]; };
+                return check_split_sums(out, {m, n, k, splits}, 58, a_at, b_at);
             };
             run(x);
         }
@@ -2463,6 +2522,7 @@ int main(int argc, char** argv) {
         run.transpose();
         run.matmul();
         run.matmul_split();
+        run.matmul_split_async();
         run.mma();
         run.conv2d();
         run.conv1d();

@@ -133,6 +133,17 @@ pub const WARPS_BOUNDS: LaunchBounds =
     LaunchBounds { kernel: "matmul_warps_128x256", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
 pub const ASYNC_BOUNDS: LaunchBounds =
     LaunchBounds { kernel: "matmul_async_128x256", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
+/// Step 5d, `matmul_async_128x256_split`: step 5c's kernel on a grid as deep as its splits of k.
+pub const ASYNC_SPLIT_BOUNDS: LaunchBounds =
+    LaunchBounds { kernel: "matmul_async_128x256_split", max_threads: ASYNC_THREADS as u32, min_blocks_per_sm: 1 };
+/// Step 5d's fewest slices of [`ASYNC_BK`] a split (128 of k): shorter runs spend more of their
+/// time filling the pipeline and writing their partial products than multiplying.
+pub const ASYNC_SPLIT_MIN_SLICES: usize = 16;
+/// Step 5d's most waves of blocks: more splits would each be short, their partials many.
+pub const ASYNC_SPLIT_MAX_WAVES: usize = 4;
+/// What each split of step 5d costs beyond its share of the work, in percent of one block's
+/// walk down the whole of k: its partial product written and summed, its pipeline filled.
+pub const ASYNC_SPLIT_COST_PERCENT: usize = 3;
 // The kernels' layout: 8 warps of 4×8 threads, 4-byte copies of A with 8 consecutive `k` per
 // row (a 32-byte sector), a whole number of 16-byte copies of B per thread, three stages (their
 // wait keeps one group of copies in flight), and at most 48 KiB of shared memory (the most a
@@ -251,6 +262,7 @@ macro_rules! tile_configs {
             CP_ASYNC_BOUNDS,
             WARPS_BOUNDS,
             ASYNC_BOUNDS,
+            ASYNC_SPLIT_BOUNDS,
             SPLIT_TILE.bounds(),
             LaunchBounds { kernel: "matmul_split_reduce", max_threads: REDUCE_THREADS as u32, min_blocks_per_sm: 1 },
             MMA_BOUNDS[0],

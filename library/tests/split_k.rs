@@ -1,7 +1,8 @@
-//! Split k (steps 4d and H3: `kernels/src/matmul/split_k.rs`, `library/src/matmul/split.rs`) on
-//! the GPU: the split products against an f64 CPU reference at odd shapes and at every split
-//! count they allow, `gemm`'s choice of them at long k (reproducible to the bit, within the
-//! tolerance), H3's accuracy beside one block per tile (its speed printed), and bad launches refused.
+//! Split k (steps 4d, 5d and H3: `kernels/src/matmul/split_k.rs` and `split_async.rs`,
+//! `library/src/matmul/split.rs`) on the GPU: the split products against an f64 CPU reference at
+//! odd shapes and at every split count they allow, `gemm`'s choice of them at long k
+//! (reproducible to the bit, within the tolerance) and of step 5d for a mid-sized C, H3's
+//! accuracy beside one block per tile (its speed printed), and bad launches refused.
 //! Without a GPU each test says `SKIPPED` and passes; on a GPU other than Hopper, H3's product
 //! is refused as needing sm_90 (step 4d runs on every GPU).
 
@@ -11,9 +12,11 @@ use common::gpu;
 use cuda_kernels::data::random_f32;
 use cuda_kernels::gpu::{Cache, DeviceMatrix, Gpu, GpuError};
 use cuda_kernels::matmul::hopper::{self, Precision, Step};
-use cuda_kernels::matmul::split::{self, ReduceArgs, REDUCE};
+use cuda_kernels::matmul::split::{self, F32Split, ReduceArgs, REDUCE};
 use cuda_kernels::matmul::tensor::tolerance;
-use cuda_kernels::matmul::{gemm_array, gemm_with, hopper_precision, rounded_reference, Dtype, GemmKernel};
+use cuda_kernels::matmul::{
+    f32_default, gemm, gemm_array, gemm_with, hopper_precision, rounded_reference, Dtype, GemmKernel,
+};
 use interface::matmul::split_count;
 use ndarray::Array2;
 
@@ -74,15 +77,47 @@ fn f32_split_products_match_the_cpu_at_odd_shapes_and_every_split() {
         let expected = rounded_reference(Dtype::F32, &a, &b, m, n, k);
         let a = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((m, k), a).unwrap().view()).unwrap();
         let b = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((k, n), b).unwrap().view()).unwrap();
-        for splits in split_counts(split::f32_slices(k)) {
-            let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
-            gemm_with(&gpu, &a, &b, &mut c, Dtype::F32, GemmKernel::Split(splits))
-                .unwrap_or_else(|e| panic!("{m}×{n}×{k} in {splits} splits: {e}"));
-            let c = c.to_array(&gpu).unwrap();
-            let worst = c.iter().zip(&expected).map(|(x, y)| (x - y).abs() as f64).fold(0.0, f64::max);
-            assert!(worst <= cuda_kernels::matmul::tolerance(k), "{m}×{n}×{k} in {splits} splits: error {worst}");
+        // Step 4d on 64×64 tiles, step 5d on 128×256.
+        for step in [F32Split::Vec4, F32Split::Async] {
+            let kernel = |splits| match step {
+                F32Split::Vec4 => GemmKernel::Split(splits),
+                F32Split::Async => GemmKernel::SplitAsync(splits),
+            };
+            for splits in split_counts(step.slices(k)) {
+                let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
+                gemm_with(&gpu, &a, &b, &mut c, Dtype::F32, kernel(splits))
+                    .unwrap_or_else(|e| panic!("{step:?} {m}×{n}×{k} in {splits} splits: {e}"));
+                let c = c.to_array(&gpu).unwrap();
+                let worst = c.iter().zip(&expected).map(|(x, y)| (x - y).abs() as f64).fold(0.0, f64::max);
+                let bound = cuda_kernels::matmul::tolerance(k);
+                assert!(worst <= bound, "{step:?} {m}×{n}×{k} in {splits} splits: error {worst}");
+            }
         }
     }
+}
+
+#[test]
+fn gemm_splits_a_mid_sized_c_on_step_5c_tiles() {
+    let Some(gpu) = gpu("gemm_splits_a_mid_sized_c_on_step_5c_tiles") else { return };
+    // 25 tiles of 128×256, k a whole number of slices and n of 4: step 5d's fast path.
+    let (m, n, k) = (520, 1032, 1000);
+    let sms = gpu.info().multiprocessors as usize;
+    let chosen = GemmKernel::chosen_in(None, &gpu, Dtype::F32, (m, n, k)).unwrap();
+    assert_eq!(chosen, f32_default((m, n, k), sms));
+    // Where step 4d's 153 tiles are too many to split and step 5c's 25 too few for the SMs.
+    if split::f32_splits_for((m, n, k), sms) == 1 && sms > 25 {
+        assert!(matches!(chosen, GemmKernel::SplitAsync(splits) if splits > 1), "{chosen:?}");
+    }
+    let a = random_f32(m * k, SEED);
+    let b = random_f32(k * n, SEED + 1);
+    let expected = rounded_reference(Dtype::F32, &a, &b, m, n, k);
+    let da = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((m, k), a).unwrap().view()).unwrap();
+    let db = DeviceMatrix::from_array(&gpu, Array2::from_shape_vec((k, n), b).unwrap().view()).unwrap();
+    let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
+    gemm(&gpu, &da, &db, &mut c, Dtype::F32).unwrap();
+    let c = c.to_array(&gpu).unwrap();
+    let worst = c.iter().zip(&expected).map(|(x, y)| (x - y).abs() as f64).fold(0.0, f64::max);
+    assert!(worst <= cuda_kernels::matmul::tolerance(k), "{chosen:?}: error {worst}");
 }
 
 #[test]
@@ -110,7 +145,7 @@ fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
         let slices = match hopper_precision(dtype) {
             Some(_) if !gpu.has_hopper() => continue,
             Some(precision) => split::slices(precision, k),
-            None => split::f32_slices(k),
+            None => F32Split::Vec4.slices(k),
         };
         for wanted in [2, 7, slices - 1, 10 * slices] {
             let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();

@@ -1,12 +1,15 @@
 // Twin of kernels/src/matmul/scheduled.rs: step 5c, step 5b with the copies between the FMAs,
 // the FMA order, acc + 0.0 stores and 32-bit slice counters of the Rust kernel.
+#pragma once  // split_async.cu builds on it
 #include "common.cuh"
 #include "../async_copy.cuh"
 #include "async_tile.cuh"
 
+// The tile at block (blockIdx.y, blockIdx.x), summed over k from k_begin (a multiple of ASYNC_BK)
+// to k_end: all of k for step 5c, one run of it for step 5d's splits (split_async.cu).
 template <bool CHECKED>
 __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, const float* __restrict__ b, float* c,
-                                                  size_t m, size_t n, size_t k) {
+                                                  size_t m, size_t n, size_t k, size_t k_begin, size_t k_end) {
     constexpr size_t A_COPIES = ASYNC_BM * ASYNC_BK / ASYNC_THREADS;
     constexpr size_t B_COPIES = ASYNC_BK * ASYNC_BN / 4 / ASYNC_THREADS;
     constexpr size_t WARP_ROWS = ASYNC_TM / 4 * 16, WARP_COLS = ASYNC_TN / 4 * 32;
@@ -17,21 +20,21 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
     size_t row0 = (warp / (ASYNC_BN / WARP_COLS)) * WARP_ROWS + (lane_id / 8) * 4;
     size_t col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane_id % 8) * 4;
     size_t block_row = (size_t)blockIdx.y * ASYNC_BM, block_col = (size_t)blockIdx.x * ASYNC_BN;
-    unsigned slices = (unsigned)((k + ASYNC_BK - 1) / ASYNC_BK);
+    unsigned slices = (unsigned)((k_end - k_begin + ASYNC_BK - 1) / ASYNC_BK);
 
     constexpr size_t A_ROW_STEP = ASYNC_THREADS / ASYNC_BK, B_ROW_STEP = ASYNC_THREADS / (ASYNC_BN / 4);
     size_t a_kk = tid % ASYNC_BK, a_row = tid / ASYNC_BK;
     size_t b_row = tid / (ASYNC_BN / 4), b_col = tid % (ASYNC_BN / 4) * 4;
     unsigned a_to = shared_base + (unsigned)((a_kk * ASYNC_A_STRIDE + a_row) * 4);
     unsigned b_to = shared_base + (unsigned)((ASYNC_BK * ASYNC_A_STRIDE + b_row * ASYNC_BN + b_col) * 4);
-    const float* a_from = a + (block_row + a_row) * k + a_kk;
-    const float* b_from = b + b_row * n + block_col + b_col;
+    const float* a_from = a + (block_row + a_row) * k + k_begin + a_kk;
+    const float* b_from = b + (k_begin + b_row) * n + block_col + b_col;
 
     auto stage_a = [&](unsigned stage, size_t t, const float* a_from) {
         unsigned stage_offset = stage * (unsigned)(ASYNC_STAGE_FLOATS * 4);
 #pragma unroll
         for (size_t l = 0; l < A_COPIES; ++l) {
-            bool inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k);
+            bool inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k_end);
             copy_async_4(a_to + stage_offset + (unsigned)(l * A_ROW_STEP * 4), inside ? a_from + l * A_ROW_STEP * k : a,
                          inside ? 4 : 0);
         }
@@ -46,7 +49,7 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
                 copy_async_16(to, from);
             } else {
                 for (size_t j = 0; j < 4; ++j) {
-                    bool inside = t + b_row + l * B_ROW_STEP < k && block_col + b_col + j < n;
+                    bool inside = t + b_row + l * B_ROW_STEP < k_end && block_col + b_col + j < n;
                     copy_async_4(to + 4 * (unsigned)j, inside ? from + j : b, inside ? 4 : 0);
                 }
             }
@@ -56,8 +59,8 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
 #pragma unroll
     for (unsigned s = 0; s < ASYNC_STAGES - 1; ++s) {
         if (s < slices) {
-            stage_a(s, s * ASYNC_BK, a_from);
-            stage_b(s, s * ASYNC_BK, b_from);
+            stage_a(s, k_begin + s * ASYNC_BK, a_from);
+            stage_b(s, k_begin + s * ASYNC_BK, b_from);
             a_from += ASYNC_BK;
             b_from += ASYNC_BK * n;
         }
@@ -90,9 +93,9 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
                     acc[i][j] += lane(a_frag[i / 4], i % 4) * lane(b_frag[j / 4], j % 4);
                 }
             // Slice t + 2 goes in flight between the FMAs, as in the Rust kernel.
-            if (kk == 0 && copy_ahead) stage_a(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, a_from);
+            if (kk == 0 && copy_ahead) stage_a(free_stage, k_begin + (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, a_from);
             if (kk == ASYNC_BK / 2) {
-                if (copy_ahead) stage_b(free_stage, (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, b_from);
+                if (copy_ahead) stage_b(free_stage, k_begin + (size_t)(t + ASYNC_STAGES - 1) * ASYNC_BK, b_from);
                 commit_copies();
             }
         }
@@ -119,8 +122,8 @@ __device__ __forceinline__ void matmul_async_body(const float* __restrict__ a, c
 extern "C" __global__ void __launch_bounds__(ASYNC_THREADS, 1) matmul_async_128x256(MATMUL_PARAMS) {
     bool interior = INTERIOR_BLOCK(ASYNC_BM, ASYNC_BN, ASYNC_BK);
     if (interior) {
-        matmul_async_body<false>(a, b, c, m, n, k);
+        matmul_async_body<false>(a, b, c, m, n, k, 0, k);
     } else {
-        matmul_async_body<true>(a, b, c, m, n, k);
+        matmul_async_body<true>(a, b, c, m, n, k, 0, k);
     }
 }

@@ -28,8 +28,10 @@
 //! `cublasGemmEx` in the same type, f32 accumulation and output.
 //!
 //! Step 4d, `split_k.rs` (`matmul_vec4_64x64_split`, with the reduction `matmul_split_reduce`),
-//! is for long k on few tiles of C, so it has no row at 4096³; `docs/performance.md` times it
-//! beside its twin at the long-k shapes.
+//! is for long k on few tiles of C, and step 5d, `split_async.rs` (`matmul_async_128x256_split`,
+//! the same reduction), for a mid-sized C with too few of step 5c's tiles to fill the SMs, so
+//! neither has a row at 4096³; `docs/performance.md` times both beside their twins at the
+//! shapes they are for.
 //!
 //! Every kernel has the same parameters, `(a, b, c, m, n, k)` (the tensor-core steps take `A`
 //! and `B` in their own type, rows padded), so the host binds them once per input type,
@@ -49,6 +51,7 @@ pub mod mma_tf32;
 pub mod naive;
 pub mod scheduled;
 pub mod shared_layout;
+pub mod split_async;
 pub mod split_k;
 pub mod tiled;
 pub mod vector_loads;

@@ -24,8 +24,19 @@ use interface::matmul::{
     ASYNC_A_STRIDE, ASYNC_BK, ASYNC_BM, ASYNC_BN, ASYNC_STAGES, ASYNC_STAGE_FLOATS, ASYNC_THREADS, ASYNC_TM, ASYNC_TN,
 };
 
+/// The `ASYNC_BM × ASYNC_BN` tile of C at block (`blockIdx.y`, `blockIdx.x`), summed over k's
+/// columns of A (rows of B) from `k_begin` to `k_end`: all of k for `matmul_async_128x256`, one
+/// run of it for step 5d's splits (`split_async.rs`). `k_begin` is a multiple of `ASYNC_BK`.
 #[inline(always)]
-unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
+pub(super) unsafe fn matmul_async<const CHECKED: bool>(
+    a: &[f32],
+    b: &[f32],
+    c: *mut f32,
+    m: usize,
+    n: usize,
+    k: usize,
+    (k_begin, k_end): (usize, usize),
+) {
     const A_COPIES: usize = ASYNC_BM * ASYNC_BK / ASYNC_THREADS;
     const B_COPIES: usize = ASYNC_BK * ASYNC_BN / 4 / ASYNC_THREADS;
     // A warp's tile: 4×8 lanes, each TM/4 × TN/4 groups of 4×4, groups 16 rows / 32 columns apart.
@@ -39,7 +50,7 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
     let col0 = (warp % (ASYNC_BN / WARP_COLS)) * WARP_COLS + (lane % 8) * 4;
     let block_row = thread::block_idx_y() as usize * ASYNC_BM;
     let block_col = thread::block_idx_x() as usize * ASYNC_BN;
-    let slices = ((k + ASYNC_BK - 1) / ASYNC_BK) as u32;
+    let slices = ((k_end - k_begin + ASYNC_BK - 1) / ASYNC_BK) as u32;
 
     // A thread copies A's rows `a_row + l·A_ROW_STEP` at column `a_kk` of each slice, and B's
     // rows `b_row + l·B_ROW_STEP` at columns `b_col .. b_col + 4`.
@@ -50,15 +61,15 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
     let a_to = shared_base + ((a_kk * ASYNC_A_STRIDE + a_row) * 4) as u32;
     let b_to = shared_base + ((ASYNC_BK * ASYNC_A_STRIDE + b_row * ASYNC_BN + b_col) * 4) as u32;
     // The sources of the next slice to stage, moved on one slice per iteration.
-    let mut a_from = a.as_ptr().wrapping_add((block_row + a_row) * k + a_kk);
-    let mut b_from = b.as_ptr().wrapping_add(b_row * n + block_col + b_col);
+    let mut a_from = a.as_ptr().wrapping_add((block_row + a_row) * k + k_begin + a_kk);
+    let mut b_from = b.as_ptr().wrapping_add((k_begin + b_row) * n + block_col + b_col);
 
     // Issue the copies of A's and of B's part of the slice starting at `t` into `stage`.
     let stage_a = |stage: u32, t: usize, a_from: *const f32| {
         let stage_offset = stage * (ASYNC_STAGE_FLOATS * 4) as u32;
         crate::unroll!([0, 1, 2, 3], |l| {
             if l < A_COPIES {
-                let inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k);
+                let inside = !CHECKED || (block_row + a_row + l * A_ROW_STEP < m && t + a_kk < k_end);
                 let from = if inside { a_from.wrapping_add(l * A_ROW_STEP * k) } else { a.as_ptr() };
                 copy_async_4(a_to + stage_offset + (l * A_ROW_STEP * 4) as u32, from, if inside { 4 } else { 0 });
             }
@@ -74,7 +85,7 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
                     copy_async_16(to, from);
                 } else {
                     for j in 0..4 {
-                        let inside = t + b_row + l * B_ROW_STEP < k && block_col + b_col + j < n;
+                        let inside = t + b_row + l * B_ROW_STEP < k_end && block_col + b_col + j < n;
                         let from = if inside { from.wrapping_add(j) } else { b.as_ptr() };
                         copy_async_4(to + 4 * j as u32, from, if inside { 4 } else { 0 });
                     }
@@ -87,8 +98,8 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
     // "all but the newest group" always means "all but the newest slice".
     crate::unroll!([0, 1], |s| {
         if (s as u32) < slices {
-            stage_a(s as u32, s * ASYNC_BK, a_from);
-            stage_b(s as u32, s * ASYNC_BK, b_from);
+            stage_a(s as u32, k_begin + s * ASYNC_BK, a_from);
+            stage_b(s as u32, k_begin + s * ASYNC_BK, b_from);
             a_from = a_from.wrapping_add(ASYNC_BK);
             b_from = b_from.wrapping_add(ASYNC_BK * n);
         }
@@ -125,11 +136,11 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
             });
             // Slice t + 2 goes in flight between the FMAs.
             if kk == 0 && copy_ahead {
-                stage_a(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, a_from);
+                stage_a(free_stage, k_begin + (t + STAGES - 1) as usize * ASYNC_BK, a_from);
             }
             if kk == ASYNC_BK / 2 {
                 if copy_ahead {
-                    stage_b(free_stage, (t + STAGES - 1) as usize * ASYNC_BK, b_from);
+                    stage_b(free_stage, k_begin + (t + STAGES - 1) as usize * ASYNC_BK, b_from);
                 }
                 commit_copies();
             }
@@ -159,8 +170,8 @@ unsafe fn matmul_async<const CHECKED: bool>(a: &[f32], b: &[f32], c: *mut f32, m
 #[kernel]
 pub unsafe fn matmul_async_128x256(a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize) {
     if interior_block(ASYNC_BM, ASYNC_BN, ASYNC_BK, m, n, k) {
-        matmul_async::<false>(a, b, c, m, n, k);
+        matmul_async::<false>(a, b, c, m, n, k, (0, k));
     } else {
-        matmul_async::<true>(a, b, c, m, n, k);
+        matmul_async::<true>(a, b, c, m, n, k, (0, k));
     }
 }

@@ -4,7 +4,8 @@
 //! - the configuration `host matmul --tune` measured fastest for this GPU and shape class,
 //!   where the tuning cache ([`crate::tuning`]) holds one;
 //! - otherwise the default: for f32, [`f32_default`]'s kernel for the shape (split k, step 4d,
-//!   where C's tiles are too few for the SMs and k is long enough; the last step of the ladder,
+//!   where C's tiles are too few for the SMs and k is long enough; step 5d, split k on the
+//!   last step's tiles, where those are fewer than half the SMs; the last step of the ladder,
 //!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
 //!   quarter of the SMs and k is long enough ([`split::splits_for`]), else a persistent wgmma
@@ -13,7 +14,7 @@
 //!   the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
-use super::split;
+use super::split::{self, F32Split};
 use super::tensor::{self, Dtype};
 use super::{launch_config, tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult, LaunchConfig};
@@ -40,6 +41,9 @@ pub enum GemmKernel {
     /// types. A count that would leave a split empty runs as the fewest even splits of the same
     /// length (`split_count`).
     Split(usize),
+    /// Split k over this many splits on step 5c's 128×256 tiles (step 5d, f32 only), made even
+    /// as [`GemmKernel::Split`]'s are.
+    SplitAsync(usize),
 }
 
 impl GemmKernel {
@@ -57,6 +61,8 @@ impl GemmKernel {
             (GemmKernel::Hopper(step), _, Some(hopper)) => Ok(step.kernel(hopper)),
             (GemmKernel::Split(_), _, Some(hopper)) => Ok(hopper::Step::Pipelined.kernel(hopper)),
             (GemmKernel::Split(_), None, None) => Ok(split::F32_SPLIT),
+            (GemmKernel::SplitAsync(_), None, _) => Ok(split::F32_SPLIT_ASYNC),
+            (GemmKernel::SplitAsync(_), Some(_), _) => Err(tensor_only("step 5d")),
             (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
                 Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
             }
@@ -64,7 +70,7 @@ impl GemmKernel {
     }
 
     /// The launch of this f32 kernel for an `m × n × k` product: a step's or a configuration's
-    /// tile grid, or for split k that grid as deep as its splits, made even as
+    /// tile grid, or for split k its step's grid as deep as its splits, made even as
     /// [`gemm_on_slices`] makes them.
     ///
     /// ```
@@ -75,9 +81,18 @@ impl GemmKernel {
     /// assert_eq!(launch.grid, (1, 1, 2));
     /// ```
     pub fn f32_launch(self, (m, n, k): (usize, usize, usize)) -> GpuResult<LaunchConfig> {
+        match self.f32_split() {
+            Some((step, wanted)) => step.launch((m, n, k), split_count(step.slices(k), wanted)),
+            None => launch_config(self.kernel(Dtype::F32)?, m, n),
+        }
+    }
+
+    /// The f32 step that splits k and the splits asked for, for the f32 split kernels.
+    pub fn f32_split(self) -> Option<(F32Split, usize)> {
         match self {
-            GemmKernel::Split(wanted) => split::split_launch((m, n, k), split_count(split::f32_slices(k), wanted)),
-            kernel => launch_config(kernel.kernel(Dtype::F32)?, m, n),
+            GemmKernel::Split(wanted) => Some((F32Split::Vec4, wanted)),
+            GemmKernel::SplitAsync(wanted) => Some((F32Split::Async, wanted)),
+            _ => None,
         }
     }
 
@@ -209,6 +224,8 @@ fn fills_its_waves(tiles: usize, sms: usize) -> bool {
 /// `--tune` kept none:
 /// - split k (step 4d) where [`split::f32_splits_for`] splits: C's 64×64 tiles fewer than the
 ///   SMs and k long enough;
+/// - split k on step 5c's tiles (step 5d) where [`split::async_splits_for`] splits and step
+///   5c's fast path applies: C's 128×256 tiles fewer than half the SMs, and k long enough;
 /// - step 5c ([`Step::Async`]) where its 128×256 tiles fill their waves and its fast path
 ///   applies (k a multiple of its slice, n of 4: otherwise every block copies B four bytes at
 ///   a time);
@@ -217,7 +234,8 @@ fn fills_its_waves(tiles: usize, sms: usize) -> bool {
 /// - else 128×128 tiles where they fill their waves, or all fit in one;
 /// - else 64×128 tiles, whose finer waves lose least of the last one.
 ///
-/// The measurements behind it are in the closing note of issue 32's session of 2026-11-28.
+/// The measurements behind it are in the closing notes of issue 32's sessions of 2026-11-28
+/// and (step 5d) 2026-11-29.
 pub fn f32_default((m, n, k): (usize, usize, usize), sms: usize) -> GemmKernel {
     let sms = sms.max(1);
     let fast_path = k % ASYNC_BK == 0 && n % 4 == 0;
@@ -225,6 +243,8 @@ pub fn f32_default((m, n, k): (usize, usize, usize), sms: usize) -> GemmKernel {
     let splits = split::f32_splits_for((m, n, k), sms);
     if splits > 1 {
         GemmKernel::Split(splits)
+    } else if let (true, splits @ 2..) = (fast_path, split::async_splits_for((m, n, k), sms)) {
+        GemmKernel::SplitAsync(splits)
     } else if fast_path && fills_its_waves(tiles((m, n), (ASYNC_BM, ASYNC_BN)), sms) {
         GemmKernel::Ladder(Step::Async)
     } else if of(&TILE_64X64) <= 2 * sms {
@@ -342,6 +362,15 @@ pub unsafe fn gemm_on_slices(
     }
     let name = kernel.kernel(precision)?;
     gpu.bind()?;
+    let f32_split = |step: F32Split, wanted: usize| -> GpuResult<()> {
+        let splits = split_count(step.slices(k), wanted);
+        let partials = split::workspace(gpu, (m, n), splits)?;
+        // SAFETY: the caller keeps the slices until the stream has run the product, and
+        // `partials` lives until the synchronization below.
+        unsafe { split::launch_f32_on(gpu, gpu.stream(), step, (sa, sb), &partials, sc, (m, n, k), splits) }?;
+        // The workspace is dropped on return: the product must have used it.
+        gpu.synchronize("the split f32 product")
+    };
     match (kernel, hopper_precision(precision)) {
         (GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
             // SAFETY: the caller keeps the slices until the stream has run the product.
@@ -380,17 +409,13 @@ pub unsafe fn gemm_on_slices(
             unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (hopper, &maps), split, sc, (m, n, k)) }?;
             gpu.synchronize("the split wgmma product")?;
         }
-        (GemmKernel::Split(wanted), None) => {
-            let splits = split_count(split::f32_slices(k), wanted);
-            let partials = split::workspace(gpu, (m, n), splits)?;
-            // SAFETY: the caller keeps the slices until the stream has run the product, and
-            // `partials` lives until the synchronization below.
-            unsafe { split::launch_f32_on(gpu, gpu.stream(), (sa, sb), &partials, sc, (m, n, k), splits) }?;
-            // The workspace is dropped on return: the product must have used it.
-            gpu.synchronize("the split f32 product")?;
-        }
+        (GemmKernel::Split(wanted), None) => f32_split(F32Split::Vec4, wanted)?,
+        (GemmKernel::SplitAsync(wanted), None) => f32_split(F32Split::Async, wanted)?,
         (GemmKernel::Hopper(_), None) => {
             unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
+        }
+        (GemmKernel::SplitAsync(_), Some(_)) => {
+            unreachable!("GemmKernel::kernel refuses step 5d for the tensor types")
         }
     }
     Ok(())
@@ -464,9 +489,12 @@ mod tests {
         assert_eq!(h100(8192, 8192, 256), async_step);
         assert_eq!(h100(4096, 14336, 4096), async_step);
         // Few tiles: small C, or long k.
-        for (m, n, k) in [(1, 1, 1), (1000, 1000, 1000), (1024, 1024, 1024)] {
-            assert_eq!(h100(m, n, k), small, "{m}×{n}×{k}");
-        }
+        assert_eq!(h100(1, 1, 1), small);
+        // Step 5c's 32 tiles are under half the SMs: 4 splits of k fill 128.
+        assert_eq!(h100(1024, 1024, 1024), GemmKernel::SplitAsync(4));
+        assert_eq!(h100(1000, 1000, 1000), GemmKernel::SplitAsync(4));
+        // k not a multiple of step 5c's slice: no fast path, so no step 5d.
+        assert_eq!(h100(1000, 1000, 1001), small);
         // Fewer 64×64 tiles than SMs: split k.
         assert_eq!(h100(64, 64, 65536), GemmKernel::Split(256));
         assert_eq!(h100(128, 128, 16384), GemmKernel::Split(64));
@@ -478,8 +506,8 @@ mod tests {
         // k odd: no fast path for step 5c; 1056 tiles of 128×128 are 8 whole waves.
         assert_eq!(h100(4095, 4097, 4099), square);
         assert_eq!(h100(4096, 4096, 4098), square);
-        // 56 tiles of step 5c fill under half the SMs; 112 of 128×128 are one wave.
-        assert_eq!(h100(128, 14336, 4096), square);
+        // 56 tiles of step 5c fill under half the SMs: 2 splits fill 112.
+        assert_eq!(h100(128, 14336, 4096), GemmKernel::SplitAsync(2));
         // The same shapes on a GPU of 8 SMs: waves are finer there.
         assert_eq!(f32_default((1024, 1024, 1024), 8), async_step);
         assert_eq!(f32_default((1, 1, 1), 0), small);
@@ -489,9 +517,11 @@ mod tests {
     fn every_f32_default_is_an_f32_kernel_with_a_launch() {
         let shapes = [(1, 1, 1), (3072, 3072, 3072), (4095, 4097, 4099), (128, 14336, 4096), (4096, 4096, 4096)];
         // And split k's picks.
-        for (m, n, k) in shapes.into_iter().chain([(64, 64, 65536), (512, 512, 512)]) {
+        for (m, n, k) in shapes.into_iter().chain([(64, 64, 65536), (512, 512, 512), (1024, 1024, 1024)]) {
             f32_default((m, n, k), 132).f32_launch((m, n, k)).expect("a launch");
         }
         assert_eq!(GemmKernel::Split(8).kernel(Dtype::F32).expect("an f32 kernel"), split::F32_SPLIT);
+        assert_eq!(GemmKernel::SplitAsync(4).kernel(Dtype::F32).expect("an f32 kernel"), split::F32_SPLIT_ASYNC);
+        assert!(GemmKernel::SplitAsync(4).kernel(Dtype::Bf16).is_err());
     }
 }

@@ -1,13 +1,15 @@
 //! Split k on the host (`kernels/src/matmul/split_k.rs`): a product's kernel on a grid `splits`
 //! layers deep, each layer a run of k's slices writing its partial product into a workspace of
 //! `splits × m × n` floats, then [`REDUCE`] summing the layers into C in a fixed order, so that
-//! a product gives the same C on every run. Two kernels split: step 4d ([`F32_SPLIT`], f32) and
-//! step H3 (the pipelined wgmma kernels, the tensor types on Hopper).
+//! a product gives the same C on every run. Three kernels split: in f32, step 4d ([`F32_SPLIT`],
+//! 64×64 tiles) and step 5d ([`F32_SPLIT_ASYNC`], step 5c's 128×256 tiles); for the tensor types
+//! on Hopper, step H3 (the pipelined wgmma kernels).
 //!
-//! [`splits_for`] and [`f32_splits_for`] are the choices [`super::gemm`] makes: none while C's
-//! tiles already cover many SMs; else as many as fill them about once (step 4d: two blocks an
-//! SM), each split at least its step's fewest slices. In BF16, 64×64×65536 becomes 128 splits
-//! of 8 slices and 16×4096×4096 8 of 8; in f32, 64×64×65536 becomes 256 splits of 16 slices.
+//! [`splits_for`], [`f32_splits_for`] and [`async_splits_for`] are the choices [`super::gemm`]
+//! makes: none while C's tiles already cover many SMs; else as many as fill them about once
+//! (step 4d: two blocks an SM), each split at least its step's fewest slices. In BF16,
+//! 64×64×65536 becomes 128 splits of 8 slices and 16×4096×4096 8 of 8; in f32, 64×64×65536
+//! becomes 256 splits of 16 slices (step 4d) and 1024³ 4 splits of 32 (step 5d).
 
 use super::hopper::{launch_config, with_args, Precision, Step, TensorMaps, WgmmaArgs};
 use super::launch::tile_launch;
@@ -18,8 +20,9 @@ use crate::gpu::{
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
 use interface::matmul::{
-    reduce_groups, split_count, REDUCE_THREADS, SPLIT_BK, SPLIT_BM, SPLIT_BN, SPLIT_MIN_SLICES as F32_MIN_SLICES,
-    SPLIT_TARGET_BLOCKS_PER_SM, SPLIT_TILE,
+    reduce_groups, split_count, ASYNC_BK, ASYNC_BM, ASYNC_BN, ASYNC_SPLIT_BOUNDS, ASYNC_SPLIT_COST_PERCENT,
+    ASYNC_SPLIT_MAX_WAVES, ASYNC_SPLIT_MIN_SLICES, REDUCE_THREADS, SPLIT_BK, SPLIT_BM, SPLIT_BN,
+    SPLIT_MIN_SLICES as F32_MIN_SLICES, SPLIT_TARGET_BLOCKS_PER_SM, SPLIT_TILE,
 };
 use interface::wgmma::{BM, BN, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
 
@@ -29,9 +32,61 @@ pub const REDUCE: &str = "matmul_split_reduce";
 /// Step 4d, split k in f32: step 4c's kernel on 64×64 tiles, on a grid `splits` deep.
 pub const F32_SPLIT: &str = SPLIT_TILE.kernel;
 
-/// Slices of k (of [`SPLIT_BK`]) of an inner dimension `k` in step 4d.
-pub fn f32_slices(k: usize) -> usize {
-    k.div_ceil(SPLIT_BK)
+/// Step 5d, split k in f32 on step 5c's 128×256 tiles, on a grid `splits` deep.
+pub const F32_SPLIT_ASYNC: &str = ASYNC_SPLIT_BOUNDS.kernel;
+
+/// The f32 steps that split k: both write `splits` layers of partial products that [`REDUCE`]
+/// sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum F32Split {
+    /// Step 4d ([`F32_SPLIT`]): 64×64 tiles, slices of [`SPLIT_BK`].
+    Vec4,
+    /// Step 5d ([`F32_SPLIT_ASYNC`]): step 5c's 128×256 tiles, slices of [`ASYNC_BK`].
+    Async,
+}
+
+impl F32Split {
+    /// The step whose kernel is `kernel`, if it is one of the two.
+    pub fn of(kernel: &str) -> Option<Self> {
+        [F32Split::Vec4, F32Split::Async].into_iter().find(|step| step.kernel() == kernel)
+    }
+
+    /// The kernel's name in the PTX.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            F32Split::Vec4 => F32_SPLIT,
+            F32Split::Async => F32_SPLIT_ASYNC,
+        }
+    }
+
+    /// Slices of k (each a split's smallest part) of an inner dimension `k`.
+    pub fn slices(self, k: usize) -> usize {
+        k.div_ceil(match self {
+            F32Split::Vec4 => SPLIT_BK,
+            F32Split::Async => ASYNC_BK,
+        })
+    }
+
+    /// The launch of an `m × n × k` product over `splits` splits: the step's tile grid,
+    /// `splits` deep.
+    ///
+    /// ```
+    /// use cuda_kernels::matmul::split::F32Split;
+    ///
+    /// // 1024×1024 is 8 × 4 tiles of 128×256.
+    /// let launch = F32Split::Async.launch((1024, 1024, 1024), 4).unwrap();
+    /// assert_eq!(launch.grid, (4, 8, 4));
+    /// ```
+    pub fn launch(self, (m, n, _): (usize, usize, usize), splits: usize) -> GpuResult<LaunchConfig> {
+        let depth = u32::try_from(splits)
+            .map_err(|_| refuse(self.kernel(), format!("{splits} splits exceed a grid's depth")))?;
+        let per_tile = match self {
+            F32Split::Vec4 => tile_launch(&SPLIT_TILE, m, n)?,
+            // Step 5c's launch, whose kernel this is.
+            F32Split::Async => super::Step::Async.launch_config(m, n)?,
+        };
+        Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
+    }
 }
 
 /// The splits of k [`super::gemm`] runs an f32 `m × n × k` product in on a GPU of `sms` SMs: 1
@@ -56,8 +111,44 @@ pub fn f32_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
     if tiles == 0 || tiles > sms {
         return 1;
     }
-    let slices = f32_slices(k);
+    let slices = F32Split::Vec4.slices(k);
     split_count(slices, (SPLIT_TARGET_BLOCKS_PER_SM * sms / tiles).min(slices / F32_MIN_SLICES))
+}
+
+/// The splits of k for step 5d ([`F32Split::Async`]) of an f32 `m × n × k` product on a GPU of
+/// `sms` SMs: 1 where C's 128×256 tiles already fill a wave (one block an SM); else the count
+/// that costs least, where a count's cost is its waves of blocks (each `1/splits` of the walk
+/// down k) plus `ASYNC_SPLIT_COST_PERCENT` per split, up to `ASYNC_SPLIT_MAX_WAVES` waves and
+/// down to `ASYNC_SPLIT_MIN_SLICES` slices a split (the fewest on a tie), made even by
+/// `split_count` (none empty).
+///
+/// ```
+/// use cuda_kernels::matmul::split::async_splits_for;
+///
+/// // 1024×1024 is 32 tiles: 4 splits of 32 slices of 8 fill 128 of 132 SMs in one wave.
+/// assert_eq!(async_splits_for((1024, 1024, 1024), 132), 4);
+/// // 1536×1536 is 72: 5 splits are three waves of a fifth of k, where 1 split is one of all k.
+/// assert_eq!(async_splits_for((1536, 1536, 1536), 132), 5);
+/// // 2048×2048 is 128 tiles, nearly a block an SM already.
+/// assert_eq!(async_splits_for((2048, 2048, 2048), 132), 1);
+/// ```
+pub fn async_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
+    let tiles = m.div_ceil(ASYNC_BM) * n.div_ceil(ASYNC_BN);
+    // An empty C has no tiles to split: the product refuses it.
+    if tiles == 0 || tiles >= sms {
+        return 1;
+    }
+    let slices = F32Split::Async.slices(k);
+    let most = (slices / ASYNC_SPLIT_MIN_SLICES).min(ASYNC_SPLIT_MAX_WAVES * sms / tiles).max(1);
+    // A count's cost, as a fraction (numerator, denominator) of one block's walk down k.
+    let cost = |splits: usize| {
+        let waves = (tiles * splits).div_ceil(sms);
+        let extra = if splits > 1 { ASYNC_SPLIT_COST_PERCENT * splits * splits } else { 0 };
+        (100 * waves + extra, 100 * splits)
+    };
+    let cheaper = |a: (usize, usize), b: (usize, usize)| a.0 * b.1 < b.0 * a.1;
+    let best = (2..=most).fold(1, |best, splits| if cheaper(cost(splits), cost(best)) { splits } else { best });
+    split_count(slices, best)
 }
 
 /// Slices of k (one stage of the kernels each) of an inner dimension `k` in `precision`.
@@ -189,8 +280,9 @@ pub fn reduce_launch(len: usize, splits: usize) -> GpuResult<LaunchConfig> {
     })
 }
 
-/// The arguments of step 4d ([`F32_SPLIT`]): `splits` layers of `A × B`'s partial products
-/// over runs of k, f32 row-major A (m×k) and B (k×n), into `partials`.
+/// The arguments of the f32 split steps ([`F32Split`]: the kernel launched is the step):
+/// `splits` layers of `A × B`'s partial products over runs of k, f32 row-major A (m×k) and B
+/// (k×n), into `partials`.
 pub struct SgemmSplitArgs<'a> {
     /// A, m × k.
     pub a: &'a DeviceSlice<f32>,
@@ -211,14 +303,16 @@ pub struct SgemmSplitArgs<'a> {
 
 // SAFETY: the kernel reads `a[..m·k]` and `b[..k·n]` and writes `partials[..splits·m·n]`; all are
 // checked that long (the products checked for overflow), the partials not to overlap A or B, and
-// all three 16-byte aligned (its 16-byte accesses). `splits` is checked to leave no split empty.
-// The launch is step 4d's tile grid, `splits` deep, as its `# Safety` section asks. The parameters
-// are `a: &[f32], b: &[f32], c: *mut f32, m: usize, n: usize, k: usize`, `c` being `partials`.
+// all three 16-byte aligned (its 16-byte accesses). `splits` is checked to leave no split of the
+// kernel's slices empty. The launch is the kernel's step's tile grid, `splits` deep, as both
+// kernels' `# Safety` sections ask. The parameters of both are `a: &[f32], b: &[f32], c: *mut
+// f32, m: usize, n: usize, k: usize`, `c` being `partials`.
 unsafe impl KernelArgs for SgemmSplitArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
-        require_kernel(kernel, &[F32_SPLIT], "SgemmSplitArgs")?;
+        require_kernel(kernel, &[F32_SPLIT, F32_SPLIT_ASYNC], "SgemmSplitArgs")?;
+        let step = F32Split::of(kernel).ok_or_else(|| refuse(kernel, "it is not an f32 split step"))?;
         let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
-        require_even_splits(kernel, f32_slices(k), splits)?;
+        require_even_splits(kernel, step.slices(k), splits)?;
         let (a_len, b_len) = (product(kernel, m, k)?, product(kernel, k, n)?);
         let layers = product(kernel, splits, product(kernel, m, n)?)?;
         require_len(kernel, "A", self.a, a_len)?;
@@ -229,7 +323,7 @@ unsafe impl KernelArgs for SgemmSplitArgs<'_> {
         for (what, matrix) in [("A", self.a), ("B", self.b), ("the partial products", self.partials)] {
             require_aligned(kernel, what, matrix, 16)?;
         }
-        split_launch((m, n, k), splits)
+        step.launch((m, n, k), splits)
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -249,25 +343,18 @@ fn require_even_splits(kernel: &str, slices: usize, splits: usize) -> GpuResult<
     Ok(())
 }
 
-/// Step 4d's launch for an `m × n × k` product over `splits` splits: its tile grid, `splits`
-/// deep.
-pub fn split_launch((m, n, _): (usize, usize, usize), splits: usize) -> GpuResult<LaunchConfig> {
-    let depth = u32::try_from(splits)
-        .map_err(|_| refuse(F32_SPLIT, format!("{splits} splits exceed a grid's depth")))?;
-    let per_tile = tile_launch(&SPLIT_TILE, m, n)?;
-    Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
-}
-
-/// Queues the f32 `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty):
-/// step 4d into `partials` (`splits·m·n` floats, see [`workspace`]), then their sum into `c`.
-/// One split is the product straight into `c`, `partials` unused.
+/// Queues the f32 `C = A × B` on `stream` over `splits` splits of k (at least 1, none of
+/// `step`'s slices empty): `step` into `partials` (`splits·m·n` floats, see [`workspace`]),
+/// then their sum into `c`. One split is the product straight into `c`, `partials` unused.
 ///
 /// # Safety
 /// Queued, not finished, on return: `a`, `b`, `partials` and `c` must stay allocated until
 /// `stream` has run both kernels (see [`Gpu::launch`]).
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_f32_on(
     gpu: &Gpu,
     stream: &Stream,
+    step: F32Split,
     (a, b): (&DeviceSlice<f32>, &DeviceSlice<f32>),
     partials: &DeviceSlice<f32>,
     c: &DeviceSlice<f32>,
@@ -276,12 +363,12 @@ pub unsafe fn launch_f32_on(
 ) -> GpuResult<()> {
     if splits == 1 {
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
-        return unsafe { gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials: c, m, n, k, splits }) };
+        return unsafe { gpu.launch_on(stream, step.kernel(), &SgemmSplitArgs { a, b, partials: c, m, n, k, splits }) };
     }
     // SAFETY: as above; the product is queued on `stream`.
     unsafe {
         layers_then_sum(gpu, stream, (partials, c), (m, n), splits, || {
-            gpu.launch_on(stream, F32_SPLIT, &SgemmSplitArgs { a, b, partials, m, n, k, splits })
+            gpu.launch_on(stream, step.kernel(), &SgemmSplitArgs { a, b, partials, m, n, k, splits })
         })
     }
 }
@@ -535,6 +622,23 @@ mod tests {
         check_binding(F32_SPLIT, "matmul_vec4_64x64_t4", &*valid, refused);
         assert_eq!(valid.checked_config(F32_SPLIT).expect("a launch").grid, (2, 3, 8));
         with(a, b, memory.slice(63 * m * n), 63).checked_config(F32_SPLIT).expect("a slice per split");
+    }
+
+    #[test]
+    fn step_5d_takes_the_same_arguments_over_its_own_slices() {
+        let mut memory = FakeMemory::new();
+        // 1000 of k is 125 slices of 8.
+        let (m, n, k) = (130, 70, 1000);
+        let (a, b) = (memory.slice::<f32>(m * k), memory.slice::<f32>(k * n));
+        let with = |partials, splits| SgemmSplitArgs { a, b, partials, m, n, k, splits };
+        // 124 splits of 125 slices are runs of 2: the last 61 would be empty.
+        let empty = with(memory.slice(124 * m * n), 124);
+        assert!(empty.checked_config(F32_SPLIT_ASYNC).is_err());
+        // As many splits as slices: one slice each, which step 4d's 63 slices could not give.
+        let each = with(memory.slice(125 * m * n), 125);
+        assert_eq!(each.checked_config(F32_SPLIT_ASYNC).expect("a slice per split").grid, (1, 2, 125));
+        assert!(each.checked_config(F32_SPLIT).is_err());
+        assert!(with(memory.slice(4 * m * n), 4).checked_config("matmul_async_128x256").is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the f32 ladder's, split k's and its reduction's, the tensor-core products' and the
 //! conversions'.
 
-use super::split::{ReduceArgs, SgemmSplitArgs, F32_SPLIT, REDUCE};
+use super::split::{F32Split, ReduceArgs, SgemmSplitArgs, F32_SPLIT, F32_SPLIT_ASYNC, REDUCE};
 use super::{ConvertArgs, ConvertTransposedArgs, MmaArgs, SgemmArgs, TensorInput, CONVERT_TRANSPOSED};
 use crate::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
 use cust::memory::{DeviceCopy, DevicePointer, DeviceSlice};
@@ -23,7 +23,8 @@ pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
             refused.push(("dimensions overflow".into(), with(src, dst, usize::MAX, 2)));
             with(src, dst, rows, cols)
         }
-        F32_SPLIT => split_cases(memory, &mut refused),
+        F32_SPLIT => split_cases(F32Split::Vec4, memory, &mut refused),
+        F32_SPLIT_ASYNC => split_cases(F32Split::Async, memory, &mut refused),
         REDUCE => reduce_cases(memory, &mut refused),
         _ if kernel.starts_with("convert_tf32") => convert_cases::<f32>(memory, &mut refused),
         _ if kernel.starts_with("convert_") => convert_cases::<u16>(memory, &mut refused),
@@ -48,15 +49,18 @@ pub(super) fn launch_cases(kernel: &str, memory: &mut Memory) -> LaunchCases {
     LaunchCases::Cases(Cases { valid, refused })
 }
 
-/// Split k's cases (step 4d): `splits` layers of partial products over runs of k's slices.
-fn split_cases(memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
-    // 1000 of k is 63 slices of 16.
+/// Split k's cases (`step`, 4d or 5d): `splits` layers of partial products over runs of k's
+/// slices.
+fn split_cases(step: F32Split, memory: &mut Memory, refused: &mut Vec<(String, Args)>) -> Args {
+    // 1000 of k is 63 slices of 16 (step 4d), or 125 of 8 (step 5d).
     let (m, n, k, splits) = (67, 45, 1000, 8);
     let (a, b, partials) = (memory.f32s(m * k), memory.f32s(k * n), memory.f32s(splits * m * n));
     let with = |a, b, partials, splits| -> Args { Box::new(SgemmSplitArgs { a, b, partials, m, n, k, splits }) };
     refused.push(("no split".into(), with(a, b, partials, 0)));
-    // 62 splits of 63 slices are runs of 2: the last 30 splits would be empty.
-    refused.push(("an empty split".into(), with(a, b, memory.f32s(62 * m * n), 62)));
+    // Splits of one slice fewer than there are slices are runs of 2, so the last ones would
+    // be empty.
+    let too_many = step.slices(k) - 1;
+    refused.push(("an empty split".into(), with(a, b, memory.f32s(too_many * m * n), too_many)));
     refused.push(("A short".into(), with(memory.f32s(m * k - 1), b, partials, splits)));
     refused.push(("partials short".into(), with(a, b, memory.f32s(splits * m * n - 1), splits)));
     refused.push(("partials over B".into(), with(a, b, memory.same_memory(b), splits)));

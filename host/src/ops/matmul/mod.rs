@@ -203,18 +203,20 @@ impl Matmul {
         }
     }
 
-    /// Split k on the GPU's stream: step 4d (f32) or the pipelined wgmma step over `split`'s
-    /// splits of k, then their sum into C.
+    /// Split k on the GPU's stream: step 4d or 5d (f32) or the pipelined wgmma step over
+    /// `split`'s splits of k, then their sum into C.
     ///
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
         let (dims, precision) = ((self.m, self.n, self.k), self.precision());
-        if self.dtype.gemm() == Some(Dtype::F32) {
+        if let (Some(Dtype::F32), Some(step)) = (self.dtype.gemm(), split.f32_step) {
             let (inputs, c) = ((&*self.da, &*self.db), &self.dc);
             // SAFETY: A, B, the workspace and C are `self`'s, which the caller keeps until the
             // stream has run it.
-            return unsafe { split::launch_f32_on(gpu, gpu.stream(), inputs, &split.partials, c, dims, split.splits) };
+            return unsafe {
+                split::launch_f32_on(gpu, gpu.stream(), step, inputs, &split.partials, c, dims, split.splits)
+            };
         }
         let (Some(converted), Some(maps), Some(precision)) = (&self.converted, &self.hopper_maps, precision) else {
             return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
@@ -311,8 +313,8 @@ fn variant_of(kernel: &str) -> Variant {
     step.or_else(tensor).or_else(tile).unwrap_or_else(|| Variant::new(kernel, kernel))
 }
 
-/// The variant of split k (`GemmKernel::Split`): step 4d (f32) or the pipelined wgmma kernel
-/// over splits of k, then their sum.
+/// The variant of split k (`GemmKernel::Split` and `SplitAsync`): step 4d or 5d (f32) or the
+/// pipelined wgmma kernel over splits of k, then their sum.
 const SPLIT_K: &str = "split-k";
 
 /// What the library's `gemm` runs for a type and shape on this GPU ([`GemmKernel::chosen`]).
@@ -321,6 +323,8 @@ struct Pick {
     variant: Variant,
     /// The splits of k it asks for, where it splits k.
     splits: Option<usize>,
+    /// The f32 step that splits k, where it is one.
+    f32_step: Option<split::F32Split>,
     /// Why it is that one.
     why: String,
 }
@@ -329,6 +333,8 @@ struct Pick {
 /// products.
 struct SplitK {
     splits: usize,
+    /// The f32 step that splits (none for the tensor types' pipelined wgmma step).
+    f32_step: Option<split::F32Split>,
     partials: DeviceBuffer<f32>,
 }
 
@@ -337,9 +343,10 @@ fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims, cache: Option<&Path>) -> G
     let chosen = GemmKernel::chosen_in(cache, gpu, dtype, shape)?;
     let kernel = chosen.kernel(dtype)?;
     let (variant, splits) = match chosen {
-        GemmKernel::Split(splits) => (Variant::new(SPLIT_K, kernel), Some(splits)),
+        GemmKernel::Split(splits) | GemmKernel::SplitAsync(splits) => (Variant::new(SPLIT_K, kernel), Some(splits)),
         _ => (variant_of(kernel), None),
     };
+    let f32_step = chosen.f32_split().filter(|_| dtype == Dtype::F32).map(|(step, _)| step);
     let class = match dtype {
         Dtype::F32 => shape_class(shape),
         dtype => format!("{} {}", shape_class(shape), dtype.name()),
@@ -359,7 +366,7 @@ fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims, cache: Option<&Path>) -> G
             gpu.info().compute_capability.1
         ),
     };
-    Ok(Pick { variant, splits, why })
+    Ok(Pick { variant, splits, f32_step, why })
 }
 
 /// This family's entry in [`super::FAMILIES`].
@@ -376,11 +383,14 @@ impl Kernel for Matmul {
         // The default configuration is the vec4 step; the others are listed once each.
         let tiles = TILE_CONFIGS.iter().skip(1).map(|t| Ok((t.kernel, tile_launch(t, 4096, 4096)?)));
         let tensor = TensorStep::ALL.iter().map(|s| Ok((s.kernel(), launch::mma_launch(*s, 4096, 4096)?)));
-        // Split k as `gemm` runs 64×64×65536 on `sms` SMs, and its reduction.
-        let long_k = (64, 64, 65536);
+        // Split k as `gemm` runs 64×64×65536 (step 4d) and 1024³ (step 5d) on `sms` SMs, and
+        // the reduction.
+        let (long_k, mid) = ((64, 64, 65536), (1024, 1024, 1024));
         let splits = split::f32_splits_for(long_k, sms as usize);
+        let async_splits = split::async_splits_for(mid, sms as usize);
         let split_k = [
-            Ok((split::F32_SPLIT, split::split_launch(long_k, splits)?)),
+            Ok((split::F32_SPLIT, split::F32Split::Vec4.launch(long_k, splits)?)),
+            Ok((split::F32_SPLIT_ASYNC, split::F32Split::Async.launch(mid, async_splits)?)),
             Ok((split::REDUCE, split::reduce_launch(64 * 64, splits)?)),
         ];
         let kernels: GpuResult<Vec<_>> = steps.chain(tiles).chain(split_k).chain(tensor).collect();
@@ -542,15 +552,16 @@ impl Kernel for Matmul {
         let random = || random_inputs(shape, seed);
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
         if let (Some(wanted), true) = (pick.splits, split_k) {
-            let slices = match hopper_precision(dtype) {
-                Some(precision) => split::slices(precision, shape.2),
-                None => split::f32_slices(shape.2),
+            let slices = match (hopper_precision(dtype), pick.f32_step) {
+                (Some(precision), _) => split::slices(precision, shape.2),
+                (None, Some(step)) => step.slices(shape.2),
+                (None, None) => return Err(refuse(SPLIT_K, "no step splits k for f32 here")),
             };
             let splits = interface::matmul::split_count(slices, wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
             notes.insert(SPLIT_K.into(), format!("{splits} splits of k{note}"));
-            matmul.split = Some(SplitK { splits, partials });
+            matmul.split = Some(SplitK { splits, f32_step: pick.f32_step, partials });
         }
         matmul.notes = notes;
         matmul.tune = tune;
