@@ -21,7 +21,10 @@ sources` runs on both images: as `host sky` wrote it (no beam in the header, so 
 grid of 16 pixels and a box of 96) and on the peers' copy (their beam, their grid). Each time is
 the wall time of the finder's processes, Python's start included, as `host sources` is timed
 (its CUDA start included; its own pipeline time is printed beside). A peer still running after
---limit-s seconds is stopped: its row gives that time as a lower bound and no score. PyBDSF
+--limit-s seconds is stopped: its row gives that time as a lower bound and no score. After each
+sky, each peer's time over ours: over `host sources`' own file-to-catalog time (the FITS file
+read to the catalog written, as it reports it: its process's CUDA start is not in it, as the
+peers' Python start is in theirs) and over its process's wall time. PyBDSF
 fits the survey skies' largest islands (the core's and the shell's) for hours with every setting
 tried; --pybdsf-maxpix N passes its `maxpix_isl`, so that islands of more than N pixels are left
 out and their sources count as missed. Prints a table on stdout and, with --json, writes every
@@ -188,7 +191,8 @@ def score(host, detections, truth):
 
 def ours(host, image, truth, cpu):
     """`host sources` on the GPU (its own CPU check off: the tests and `--check` cover it), or
-    with `cpu` its CPU reference."""
+    with `cpu` its CPU reference: its process's wall seconds, its score, and its pipeline's and
+    its file-to-catalog milliseconds as it reports them."""
     start = time.perf_counter()
     where = ["--cpu"] if cpu else ["--no-check"]
     out = subprocess.run([host, "sources", "--image", str(image), "--truth", str(truth), *where, "--json"],
@@ -197,14 +201,15 @@ def ours(host, image, truth, cpu):
     if out.returncode != 0:
         sys.exit(f"finders: host sources failed: {out.stderr.strip()}")
     summary = json.loads(out.stdout)
-    return seconds, summary["score"], summary.get("pipeline_ms")
+    return seconds, summary["score"], summary.get("pipeline_ms"), summary["file_to_catalog_ms"]
 
 
-def row(finder, sky, seconds, s, pipeline_ms=None):
+def row(finder, sky, seconds, s, pipeline_ms=None, file_to_catalog_ms=None):
     e = s["errors_above"]
     pct = lambda v: "-" if v is None else f"{100 * v:.2f}%"
     return {
         "finder": finder, "sky": sky, "seconds": seconds, "pipeline_ms": pipeline_ms,
+        "file_to_catalog_ms": file_to_catalog_ms,
         "detections": s["detections"], "on_core": s["on_core"], "on_shell": s["on_shell"],
         "completeness_above": s["completeness_above"], "reliability": s["reliability"],
         "position_px": e["position"], "peak": e["peak"], "flux": e["flux"],
@@ -215,6 +220,25 @@ def row(finder, sky, seconds, s, pipeline_ms=None):
                  f"{e['position'] or float('nan'):.4f} px  {pct(e['peak'])}  {pct(e['flux'])}  "
                  f"core/shell {s['on_core']}/{s['on_shell']}"),
     }
+
+
+def speedups(rows):
+    """Each peer's wall time over ours (`host sources` on the peers' copy, their header, where it
+    ran; else on the image as written), on one sky: over our file-to-catalog time, and over our
+    process's wall time. A peer stopped at its limit gives a lower bound (≥)."""
+    mine = {r["finder"]: r for r in rows if r["finder"] in ("host", "host+hdr")}
+    ours = mine.get("host+hdr") or mine.get("host")
+    if ours is None:
+        return []
+    lines = []
+    for peer in (r for r in rows if r["finder"] not in mine):
+        seconds = peer.get("seconds", peer.get("over_seconds"))
+        bound = "≥ " if "over_seconds" in peer else ""
+        ratio, wall = seconds / (ours["file_to_catalog_ms"] / 1e3), seconds / ours["seconds"]
+        peer["speedup"] = {"over": ours["finder"], "file_to_catalog": ratio, "wall": wall, "lower_bound": bool(bound)}
+        lines.append(f"  {peer['finder']} / {ours['finder']}: {bound}{ratio:.0f}x its file to catalog "
+                     f"({ours['file_to_catalog_ms']:.1f} ms), {bound}{wall:.1f}x its process's wall ({ours['seconds']:.2f} s)")
+    return lines
 
 
 def main():
@@ -253,9 +277,10 @@ def main():
         # peers' copy (their beam, so their grid and box).
         for finder, path in (("host", image), ("host+hdr", copy)):
             if "host" in finders:
-                seconds, s, pipeline_ms = ours(args.host, path, truth, args.cpu)
-                rows.append(row(finder, name, seconds, s, pipeline_ms))
-                print(rows[-1]["line"] + (f"  (pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ""), flush=True)
+                seconds, s, pipeline_ms, to_catalog_ms = ours(args.host, path, truth, args.cpu)
+                rows.append(row(finder, name, seconds, s, pipeline_ms, to_catalog_ms))
+                print(rows[-1]["line"] + f"  (file to catalog {to_catalog_ms:.1f} ms"
+                      + (f", pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ")"), flush=True)
         for finder, call in (("aegean", aegean), ("pybdsf", partial(pybdsf, maxpix_isl=args.pybdsf_maxpix))):
             if finder in finders:
                 try:
@@ -267,6 +292,8 @@ def main():
                     continue
                 rows.append(row(finder, name, seconds, score(args.host, detections, truth)))
                 print(rows[-1]["line"], flush=True)
+        for line in speedups([r for r in rows if r["sky"] == name]):
+            print(line, flush=True)
     if args.json:
         args.json.write_text(json.dumps({"side": args.side, "cores": args.cores, "rows": rows}, indent=1))
 
