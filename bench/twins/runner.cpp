@@ -2458,6 +2458,7 @@ int main(int argc, char** argv) {
         run.sms = dry_sms;  // for the grid-stride kernels' grids
         Runner::header();
         run.vector_add(), run.saxpy(), run.counter(), run.histogram(), run.transpose(), run.matmul(), run.matmul_split(),
+            run.matmul_split_async(),
             run.mma(), run.conv2d(), run.conv1d(), run.reduce(), run.select(), run.scan(), run.compact(), run.label(),
             run.fit(), run.background(), run.hopper_cases();
         size_t failed = 0;

@@ -7,8 +7,9 @@
 //! run of k's slices of `ASYNC_BK` (`interface::matmul::split_slices`) and writes its partial
 //! product, every element of its tile inside C, to layer z of a workspace of `splits × m × n`
 //! floats; `matmul_split_reduce` (`split_k.rs`) then sums the layers into C in a fixed order.
-//! The host splits only as far as tiles × splits fill the SMs about once, each run long
-//! enough that the pipeline's fill and the partials' traffic stay small beside its work.
+//! The host picks the count whose waves of blocks take least time, each split charged a little
+//! for its partials' traffic and its pipeline's fill, each run long enough to keep those small
+//! beside its work (`split::async_splits_for` in the library).
 //!
 //! ```text
 //!   1024×1024×1024, 4 splits:  32 tiles × 4 runs of 256 = 128 blocks, one wave

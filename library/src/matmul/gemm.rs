@@ -5,7 +5,7 @@
 //!   where the tuning cache ([`crate::tuning`]) holds one;
 //! - otherwise the default: for f32, [`f32_default`]'s kernel for the shape (split k, step 4d,
 //!   where C's tiles are too few for the SMs and k is long enough; step 5d, split k on the
-//!   last step's tiles, where those are fewer than half the SMs; the last step of the ladder,
+//!   last step's tiles, where those are fewer than the SMs; the last step of the ladder,
 //!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
 //!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
 //!   quarter of the SMs and k is long enough ([`split::splits_for`]), else a persistent wgmma
@@ -87,7 +87,8 @@ impl GemmKernel {
         }
     }
 
-    /// The f32 step that splits k and the splits asked for, for the f32 split kernels.
+    /// The f32 step that splits k and the splits asked for, for f32 products over `Split` (step
+    /// 4d) or `SplitAsync` (step 5d); for the tensor types `Split` is step H3 instead.
     pub fn f32_split(self) -> Option<(F32Split, usize)> {
         match self {
             GemmKernel::Split(wanted) => Some((F32Split::Vec4, wanted)),
@@ -225,7 +226,7 @@ fn fills_its_waves(tiles: usize, sms: usize) -> bool {
 /// - split k (step 4d) where [`split::f32_splits_for`] splits: C's 64×64 tiles fewer than the
 ///   SMs and k long enough;
 /// - split k on step 5c's tiles (step 5d) where [`split::async_splits_for`] splits and step
-///   5c's fast path applies: C's 128×256 tiles fewer than half the SMs, and k long enough;
+///   5c's fast path applies: C's 128×256 tiles fewer than the SMs, and k long enough;
 /// - step 5c ([`Step::Async`]) where its 128×256 tiles fill their waves and its fast path
 ///   applies (k a multiple of its slice, n of 4: otherwise every block copies B four bytes at
 ///   a time);

@@ -46,11 +46,6 @@ pub enum F32Split {
 }
 
 impl F32Split {
-    /// The step whose kernel is `kernel`, if it is one of the two.
-    pub fn of(kernel: &str) -> Option<Self> {
-        [F32Split::Vec4, F32Split::Async].into_iter().find(|step| step.kernel() == kernel)
-    }
-
     /// The kernel's name in the PTX.
     pub fn kernel(self) -> &'static str {
         match self {
@@ -310,7 +305,7 @@ pub struct SgemmSplitArgs<'a> {
 unsafe impl KernelArgs for SgemmSplitArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[F32_SPLIT, F32_SPLIT_ASYNC], "SgemmSplitArgs")?;
-        let step = F32Split::of(kernel).ok_or_else(|| refuse(kernel, "it is not an f32 split step"))?;
+        let step = if kernel == F32_SPLIT { F32Split::Vec4 } else { F32Split::Async };
         let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
         require_even_splits(kernel, step.slices(k), splits)?;
         let (a_len, b_len) = (product(kernel, m, k)?, product(kernel, k, n)?);
