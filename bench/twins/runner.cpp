@@ -929,31 +929,10 @@ struct Runner {
         const std::vector<Dims> shapes = {
             {64, 64, 65536}, {128, 128, 16384}, {16, 4096, 4096}, {64, 64, 8192}, {67, 61, 5003}};
         if (wanted(product)) {
-            size_t most = 0;
-            for (Dims d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
-            auto ah = random_f32(most, 46), bh = random_f32(most, 47);
-            // A shape uses the first m * k and k * n elements: still random matrices.
-            auto a = upload(ah), b = upload(bh);
-            for (Dims d : shapes) {
-                size_t m = d.m, n = d.n, k = d.k, splits = f32_splits_for(m, n, k);
-                auto partials = device(4 * splits * m * n);
-                Case x;
-                x.kernel = product;
-                x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" +
-                         std::to_string(splits);
-                x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-                x.shape = Shape{blocks(n, MATMUL_SPLIT_BN), blocks(m, MATMUL_SPLIT_BM), MATMUL_SPLIT_THREADS, 1,
-                                MATMUL_SPLIT_SHARED_BYTES};
-                x.shape.gz = (unsigned)splits;
-                x.args.slice(a, m * k).slice(b, k * n).ptr(partials).add(m).add(n).add(k);
-                x.out = partials, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
-                x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
-                    auto a_at = [&](size_t i, size_t p) { return (double)ah[i * k + p]; };
-                    auto b_at = [&](size_t p, size_t j) { return (double)bh[p * n + j]; };
-                    return check_split_sums(out, {m, n, k, splits}, 48, a_at, b_at);
-                };
-                run(x);
-            }
+            std::vector<SplitShape> split;
+            for (Dims d : shapes) split.push_back({d.m, d.n, d.k, f32_splits_for(d.m, d.n, d.k)});
+            SplitTile tile{MATMUL_SPLIT_BM, MATMUL_SPLIT_BN, MATMUL_SPLIT_THREADS, MATMUL_SPLIT_SHARED_BYTES};
+            f32_split_products(product, split, tile, 46);
         }
         if (!wanted(reduction)) return;
         // The reduction alone, at the partials the products above leave.
@@ -991,33 +970,45 @@ struct Runner {
     void matmul_split_async() {
         const std::string product = "matmul_async_128x256_split";
         if (!wanted(product)) return;
-        struct Dims {
-            size_t m, n, k, splits;
-        };
-        std::vector<Dims> shapes;
-        for (auto [m, n, k] : std::vector<std::array<size_t, 3>>{{1024, 1024, 1024}, {1000, 1000, 1000}, {128, 14336, 4096}})
-            shapes.push_back({m, n, k, async_splits_for(m, n, k)});
+        std::vector<SplitShape> shapes;
+        const std::vector<std::array<size_t, 3>> picked = {{1024, 1024, 1024}, {1000, 1000, 1000}, {128, 14336, 4096}};
+        for (auto [m, n, k] : picked) shapes.push_back({m, n, k, async_splits_for(m, n, k)});
         shapes.push_back({333, 517, 1031, 3});
+        SplitTile tile{MATMUL_ASYNC_BM, MATMUL_ASYNC_BN, MATMUL_ASYNC_THREADS, MATMUL_ASYNC_SHARED_BYTES};
+        f32_split_products(product, shapes, tile, 56);
+    }
+
+    // An f32 split step's tile: rows and columns of C, threads, dynamic shared bytes.
+    struct SplitTile {
+        size_t bm, bn;
+        unsigned threads, shared;
+    };
+
+    // The cases of the f32 split product `product` (step 4d or 5d) on `tile`, at each shape on a
+    // grid `splits` deep, each layer's partial product checked through their sum (inputs seeded
+    // by `seed` and `seed + 1`, the sampled elements by `seed + 2`). A shape uses the first m * k
+    // and k * n elements of one pair of random matrices: still random matrices.
+    void f32_split_products(const std::string& product, const std::vector<SplitShape>& shapes, SplitTile tile,
+                            uint64_t seed) {
         size_t most = 0;
-        for (Dims d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
-        auto ah = random_f32(most, 56), bh = random_f32(most, 57);
+        for (SplitShape d : shapes) most = std::max(most, std::max(d.m * d.k, d.k * d.n));
+        auto ah = random_f32(most, seed), bh = random_f32(most, seed + 1);
         auto a = upload(ah), b = upload(bh);
-        for (Dims d : shapes) {
+        for (SplitShape d : shapes) {
             size_t m = d.m, n = d.n, k = d.k, splits = d.splits;
             auto partials = device(4 * splits * m * n);
             Case x;
             x.kernel = product;
             x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" + std::to_string(splits);
             x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-            x.shape = Shape{blocks(n, MATMUL_ASYNC_BN), blocks(m, MATMUL_ASYNC_BM), MATMUL_ASYNC_THREADS, 1,
-                            MATMUL_ASYNC_SHARED_BYTES};
+            x.shape = Shape{blocks(n, tile.bn), blocks(m, tile.bm), tile.threads, 1, tile.shared};
             x.shape.gz = (unsigned)splits;
             x.args.slice(a, m * k).slice(b, k * n).ptr(partials).add(m).add(n).add(k);
             x.out = partials, x.compare = Compare::Close, x.tolerance = 4.0 * k * FLT_EPSILON;
             x.reference = [=, &ah, &bh](const std::vector<unsigned char>& out) -> std::string {
                 auto a_at = [&](size_t i, size_t p) { return (double)ah[i * k + p]; };
                 auto b_at = [&](size_t p, size_t j) { return (double)bh[p * n + j]; };
-                return check_split_sums(out, {m, n, k, splits}, 58, a_at, b_at);
+                return check_split_sums(out, d, seed + 2, a_at, b_at);
             };
             run(x);
         }
