@@ -31,6 +31,7 @@ out and their sources count as missed. Prints a table on stdout and, with --json
 score."""
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -201,7 +202,7 @@ def ours(host, image, truth, cpu):
     if out.returncode != 0:
         sys.exit(f"finders: host sources failed: {out.stderr.strip()}")
     summary = json.loads(out.stdout)
-    return seconds, summary["score"], summary.get("pipeline_ms"), summary["file_to_catalog_ms"]
+    return seconds, summary, summary["file_to_catalog_ms"]
 
 
 def row(finder, sky, seconds, s, pipeline_ms=None, file_to_catalog_ms=None):
@@ -261,6 +262,9 @@ def main():
         sys.exit(f"finders: unknown finder {unknown} (known: {', '.join(FINDERS)})")
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="finders-"))
     rows = []
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Where ours ran: `host sources` names its device (the CPU reference says so).
+    device = None
     print(f"{'finder':<8} {'sky':<18} {'wall':>10}  {'found':>5}  completeness>10σ  reliability  "
           "position, peak, flux errors >20σ")
     for sky in args.skies.split(","):
@@ -277,8 +281,10 @@ def main():
         # peers' copy (their beam, so their grid and box).
         for finder, path in (("host", image), ("host+hdr", copy)):
             if "host" in finders:
-                seconds, s, pipeline_ms, to_catalog_ms = ours(args.host, path, truth, args.cpu)
-                rows.append(row(finder, name, seconds, s, pipeline_ms, to_catalog_ms))
+                seconds, summary, to_catalog_ms = ours(args.host, path, truth, args.cpu)
+                device = device or summary.get("device")
+                pipeline_ms = summary.get("pipeline_ms")
+                rows.append(row(finder, name, seconds, summary["score"], pipeline_ms, to_catalog_ms))
                 print(rows[-1]["line"] + f"  (file to catalog {to_catalog_ms:.1f} ms"
                       + (f", pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ")"), flush=True)
         for finder, call in (("aegean", aegean), ("pybdsf", partial(pybdsf, maxpix_isl=args.pybdsf_maxpix))):
@@ -295,7 +301,8 @@ def main():
         for line in speedups([r for r in rows if r["sky"] == name]):
             print(line, flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"side": args.side, "cores": args.cores, "rows": rows}, indent=1))
+        document = {"device": device, "date": date, "side": args.side, "cores": args.cores, "rows": rows}
+        args.json.write_text(json.dumps(document, indent=1))
 
 
 if __name__ == "__main__":

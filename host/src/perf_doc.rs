@@ -33,6 +33,10 @@ pub struct Options {
     /// shapes users call, per type, with their geometric means and the accumulation error.
     #[arg(long)]
     pub products: Option<PathBuf>,
+    /// `bench/peers/finders.py`'s `--json` output: adds `host sources` beside BANE + Aegean and
+    /// PyBDSF on survey skies, each catalog's scores and each finder's time.
+    #[arg(long)]
+    pub finders: Option<PathBuf>,
     /// The module whose ladder table is rewritten [default: kernels/src/matmul/mod.rs, when
     /// it exists].
     #[arg(long)]
@@ -220,6 +224,46 @@ pub struct ProductAccuracy {
     pub error: Option<String>,
 }
 
+/// `bench/peers/finders.py`'s `--json` output: each finder on each sky.
+#[derive(Debug, Deserialize)]
+pub struct Finders {
+    /// Where `host sources` ran ("CPU", or the GPU's name); absent from runs before it was kept.
+    pub device: Option<String>,
+    pub date: Option<String>,
+    pub side: usize,
+    /// The peers' processes' cores.
+    pub cores: usize,
+    pub rows: Vec<FinderRow>,
+}
+
+/// One finder on one sky: its wall time (or, stopped, a lower bound) and its catalog's scores.
+#[derive(Debug, Deserialize)]
+pub struct FinderRow {
+    pub finder: String,
+    pub sky: String,
+    pub seconds: Option<f64>,
+    /// A peer stopped at its limit: its time is at least this.
+    pub over_seconds: Option<f64>,
+    /// Ours: its own file-to-catalog time (absent from runs before it was kept).
+    pub file_to_catalog_ms: Option<f64>,
+    pub detections: Option<usize>,
+    pub on_core: Option<usize>,
+    pub on_shell: Option<usize>,
+    pub completeness_above: Option<Fraction>,
+    pub reliability: Option<Fraction>,
+    pub position_px: Option<f64>,
+    pub peak: Option<f64>,
+    pub flux: Option<f64>,
+}
+
+/// `count` of `of`, and their ratio.
+#[derive(Debug, Deserialize)]
+pub struct Fraction {
+    pub value: f64,
+    pub count: usize,
+    pub of: usize,
+}
+
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
@@ -232,6 +276,7 @@ pub fn run(options: &Options) -> Result<String> {
     let peers: Peers = read(&options.peers)?;
     let sweep: Option<Sweep> = options.bench.as_deref().map(read).transpose()?;
     let products: Option<Products> = options.products.as_deref().map(read).transpose()?;
+    let finders: Option<Finders> = options.finders.as_deref().map(read).transpose()?;
     let ladder = match &options.ladder {
         Some(path) => Some(path.clone()),
         None => Some(PathBuf::from(DEFAULT_LADDER)).filter(|path| path.exists()),
@@ -253,6 +298,9 @@ pub fn run(options: &Options) -> Result<String> {
     let mut doc = markdown(&runner, &peers, sweep.as_ref());
     if let Some(products) = &products {
         products_section(&mut doc, products).expect("formatting into a String does not fail");
+    }
+    if let Some(finders) = &finders {
+        finders_section(&mut doc, finders).expect("formatting into a String does not fail");
     }
     Ok(doc)
 }
@@ -624,6 +672,92 @@ fn products_section(w: &mut String, products: &Products) -> fmt::Result {
     writeln!(w)
 }
 
+/// Ours beside the source finders astronomers use (`bench/peers/finders.py`): every finder's
+/// catalog scored on every sky, then each peer's time over ours.
+fn finders_section(w: &mut String, finders: &Finders) -> fmt::Result {
+    let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not recorded)".into());
+    writeln!(w, "## Source finding beside BANE + Aegean and PyBDSF (`bench/peers/finders.py`)\n")?;
+    writeln!(
+        w,
+        "`host sources` on **{}**, {} (UTC), beside BANE + Aegean and PyBDSF on the CPU ({} cores), on \
+         `host sky --survey` skies of {}² with known truth. *host* reads the image as `host sky` writes it, \
+         *host+hdr* the peers' copy (their beam in the header). Wall times are each finder's processes', \
+         Python's and CUDA's starts included; *to catalog* is ours from the FITS file to the catalog, as \
+         `host sources` reports it. Errors are medians above 20σ.\n",
+        or_unknown(&finders.device),
+        or_unknown(&finders.date),
+        finders.cores,
+        finders.side
+    )?;
+    writeln!(
+        w,
+        "| sky | finder | wall s | to catalog ms | found | completeness > 10σ | reliability | position px | \
+         peak | flux | core / shell |\n|---|---|---:|---:|---:|---|---|---:|---:|---:|---|"
+    )?;
+    let fraction = |f: &Option<Fraction>, false_ones: bool| match f {
+        Some(f) if false_ones => format!("{:.4} ({} false)", f.value, f.of - f.count),
+        Some(f) => format!("{:.4} ({}/{})", f.value, f.count, f.of),
+        None => "-".into(),
+    };
+    let percent = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.2}%", 100.0 * v));
+    for r in &finders.rows {
+        let wall = match (r.seconds, r.over_seconds) {
+            (Some(s), _) => format!("{s:.2}"),
+            (None, Some(s)) => format!("> {s:.1} (stopped)"),
+            (None, None) => "-".into(),
+        };
+        let core_shell = match (r.on_core, r.on_shell) {
+            (Some(core), Some(shell)) => format!("{core} / {shell}"),
+            _ => "-".into(),
+        };
+        writeln!(
+            w,
+            "| {} | {} | {wall} | {} | {} | {} | {} | {} | {} | {} | {core_shell} |",
+            r.sky,
+            r.finder,
+            r.file_to_catalog_ms.map_or("-".into(), |ms| format!("{ms:.1}")),
+            r.detections.map_or("-".into(), |d| d.to_string()),
+            fraction(&r.completeness_above, false),
+            fraction(&r.reliability, true),
+            r.position_px.map_or("-".into(), |p| format!("{p:.4}")),
+            percent(r.peak),
+            percent(r.flux),
+        )?;
+    }
+    // Each peer over ours on the same sky: ours on the peers' copy where it ran, else on the
+    // image as written.
+    let mut speedups = Vec::new();
+    for peer in finders.rows.iter().filter(|r| !r.finder.starts_with("host")) {
+        let on_sky = |name: &str| finders.rows.iter().find(|r| r.sky == peer.sky && r.finder == name);
+        let (Some(ours), Some(theirs)) =
+            (on_sky("host+hdr").or_else(|| on_sky("host")), peer.seconds.or(peer.over_seconds))
+        else {
+            continue;
+        };
+        let bound = if peer.seconds.is_none() { "≥ " } else { "" };
+        let over = |ours_s: Option<f64>| ours_s.map_or("-".into(), |s| format!("{bound}{:.0}×", theirs / s));
+        speedups.push(format!(
+            "| {} | {} | {bound}{theirs:.2} | {} | {} |",
+            peer.sky,
+            peer.finder,
+            over(ours.file_to_catalog_ms.map(|ms| ms / 1e3)),
+            over(ours.seconds)
+        ));
+    }
+    if !speedups.is_empty() {
+        writeln!(
+            w,
+            "\nEach peer's wall time over ours on the same sky (`host+hdr` where it ran): over our file-to-catalog \
+             time, and over our process's wall time.\n\n| sky | peer | its wall s | over ours to catalog | over \
+             our wall |\n|---|---|---:|---:|---:|"
+        )?;
+        for line in speedups {
+            writeln!(w, "{line}")?;
+        }
+    }
+    writeln!(w)
+}
+
 /// `text` with the rows of the table between the ladder markers rewritten, and the kernels of
 /// rows that had no measurement (their cells say `-`). A row is `| step | file | kernel | idea
 /// | TFLOP/s | × cuBLAS |` with the kernel in backticks; other lines are kept as they are.
@@ -729,6 +863,50 @@ mod tests {
         assert!(doc.contains("| FP8 | 0 of 1 | - | - |"));
         assert!(doc.contains("| 64x64x65536 | BF16 | split-k | 1.000e-4 | 4.000e-4 | 0.25 |"));
         assert!(doc.contains("| 64x8192x64 | BF16 | - | - | - | skipped: over --budget-s |"));
+    }
+
+    const FINDERS: &str = r#"{"device": "Test GPU", "date": "2030-01-02T06:00:00Z", "side": 4096, "cores": 16, "rows": [
+  {"finder": "host", "sky": "constant 7", "seconds": 0.5, "pipeline_ms": 40.0, "file_to_catalog_ms": 52.0, "detections": 1154, "on_core": 6, "on_shell": 6,
+   "completeness_above": {"count": 1042, "of": 1043, "value": 0.99904}, "reliability": {"count": 1099, "of": 1103, "value": 0.99637},
+   "position_px": 0.0114, "peak": 0.0037, "flux": 0.0034, "line": "-"},
+  {"finder": "host+hdr", "sky": "constant 7", "seconds": 0.4, "pipeline_ms": 41.0, "file_to_catalog_ms": 50.0, "detections": 1143, "on_core": 0, "on_shell": 4,
+   "completeness_above": {"count": 1042, "of": 1043, "value": 0.99904}, "reliability": {"count": 1100, "of": 1102, "value": 0.99819},
+   "position_px": 0.0113, "peak": 0.0038, "flux": 0.0036, "line": "-"},
+  {"finder": "pybdsf", "sky": "constant 7", "seconds": 18.0, "pipeline_ms": null, "file_to_catalog_ms": null, "detections": 1115, "on_core": 0, "on_shell": 0,
+   "completeness_above": {"count": 1018, "of": 1043, "value": 0.97603}, "reliability": {"count": 1100, "of": 1107, "value": 0.99368},
+   "position_px": 0.0118, "peak": 0.0037, "flux": 0.0040, "line": "-"},
+  {"finder": "aegean", "sky": "constant 7", "over_seconds": 60.0, "line": "-"}
+ ]}"#;
+
+    #[test]
+    fn the_finders_section_scores_every_catalog_and_times_each_peer_against_ours() {
+        let finders: Finders = serde_json::from_str(FINDERS).unwrap();
+        let mut doc = String::new();
+        finders_section(&mut doc, &finders).unwrap();
+        assert!(doc.contains("`host sources` on **Test GPU**, 2030-01-02T06:00:00Z (UTC)"), "{doc}");
+        assert!(doc.contains("on the CPU (16 cores), on `host sky --survey` skies of 4096²"));
+        assert!(doc.contains(
+            "| constant 7 | host | 0.50 | 52.0 | 1154 | 0.9990 (1042/1043) | 0.9964 (4 false) | 0.0114 | 0.37% | 0.34% | 6 / 6 |"
+        ));
+        assert!(doc.contains(
+            "| constant 7 | pybdsf | 18.00 | - | 1115 | 0.9760 (1018/1043) | 0.9937 (7 false) | 0.0118 | 0.37% | 0.40% | 0 / 0 |"
+        ));
+        assert!(doc.contains("| constant 7 | aegean | > 60.0 (stopped) | - | - | - | - | - | - | - | - |"));
+        // Over ours on the peers' copy: 18 s over 50 ms and over 0.4 s; a stopped peer, a bound.
+        assert!(doc.contains("| constant 7 | pybdsf | 18.00 | 360× | 45× |"), "{doc}");
+        assert!(doc.contains("| constant 7 | aegean | ≥ 60.00 | ≥ 1200× | ≥ 150× |"));
+    }
+
+    #[test]
+    fn a_finders_run_without_device_or_date_says_so() {
+        let finders: Finders = serde_json::from_str(
+            r#"{"side": 1024, "cores": 2, "rows": [{"finder": "host", "sky": "constant 7", "seconds": 1.0}]}"#,
+        )
+        .unwrap();
+        let mut doc = String::new();
+        finders_section(&mut doc, &finders).unwrap();
+        assert!(doc.contains("`host sources` on **(not recorded)**, (not recorded) (UTC)"));
+        assert!(!doc.contains("| sky | peer |"), "no peer, no speed-up table");
     }
 
     fn fixtures() -> (Runner, Peers, Sweep) {
