@@ -6,10 +6,11 @@
 //! `ptx/`: the path of whoever changes a kernel (CI rebuilds and fails on any difference from
 //! the committed files). The rebuild has to give the same bytes in every checkout and every
 //! time. Two things stood in the way:
-//! - libNVVM inside rustc compiled the very same IR into one of two PTX variants (one kernel's
-//!   shared loads vectorised one way or the other) from one build to the next; in a process of
-//!   its own it compiles it the same way every time. So the builder (`kernels/ptx/build.rs`)
-//!   has the codegen write its program and compiles it apart.
+//! - libNVVM compiled the very same IR into one of two PTX variants (one kernel's shared loads
+//!   vectorised one way or the other) from one build to the next: often inside rustc, now and
+//!   then in a process of its own, and never yet in one whose address space is not randomised.
+//!   So the builder (`kernels/ptx/build.rs`) has the codegen write its program and compiles
+//!   it apart, under `setarch -R`.
 //! - The IR must be the same bytes too, and it holds the paths rustc was given, of the vendored
 //!   crates among them. So the build runs where the paths and variables are the same
 //!   everywhere: in a private mount namespace (`unshare`, as `scripts/dependent-check` uses)

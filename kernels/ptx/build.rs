@@ -3,11 +3,13 @@
 //! Hopper's instructions for compute_90 raised to sm_90a (`kernels_sm90a.ptx`). Then it adds
 //! the launch bounds that cuda_std 0.2 cannot express.
 //!
-//! libNVVM's last step, IR to PTX, runs in a process of its own: inside rustc the same IR has
-//! come out as different PTX from one build to the next (one kernel's shared loads vectorised
-//! one way or the other), in a fresh process as the same PTX every time. So the codegen
-//! (patched, `NVVM_PROGRAM_OUT`) writes the program it verified instead of compiling it, and
-//! this script runs itself again (`--compile-nvvm-program`) to compile it.
+//! libNVVM's last step, IR to PTX, runs in a process of its own, its addresses not randomised:
+//! the same IR has come out as different PTX from one compile to the next (one kernel's shared
+//! loads vectorised one way or the other), inside rustc and, less often, in a fresh process
+//! too (2 of 30 compiles of one program); with the address space fixed (`setarch -R`), the
+//! same PTX every time. So the codegen (patched, `NVVM_PROGRAM_OUT`) writes the program it
+//! verified instead of compiling it, and this script runs itself again
+//! (`--compile-nvvm-program`) to compile it.
 
 use cuda_builder::{CudaBuilder, NvvmArch};
 use interface::LaunchBounds;
@@ -38,11 +40,17 @@ fn compile_program(dir: &Path) -> Result<Vec<u8>, String> {
     })
 }
 
-/// [`compile_program`] in a new process of this script.
+/// [`compile_program`] in a new process of this script, without address-space randomisation
+/// (`setarch -R`, util-linux), on which libNVVM's output has depended.
 fn compile_apart(dir: &Path) -> Result<String, String> {
     let this = std::env::current_exe().map_err(|e| format!("this build script's path: {}", e))?;
-    let out =
-        Command::new(&this).arg(COMPILE).arg(dir).output().map_err(|e| format!("running {}: {}", this.display(), e))?;
+    let out = Command::new("setarch")
+        .arg("-R")
+        .arg(&this)
+        .arg(COMPILE)
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("running {} under setarch -R (util-linux): {}", this.display(), e))?;
     if !out.status.success() {
         return Err(format!("compiling {} apart: {}", dir.display(), String::from_utf8_lossy(&out.stderr)));
     }
