@@ -27,8 +27,9 @@ pub fn family(name: &str) -> Option<&'static dyn Family> {
 /// Every kernel of every family, at its family's default launch shape.
 pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>> {
     let mut rows = Vec::new();
+    let sms = gpu.info().multiprocessors as u32;
     for family in FAMILIES {
-        for (kernel, config) in family.launches(gpu.info().multiprocessors as u32)? {
+        for (kernel, config) in family.launches(sms)? {
             rows.push(resources::of(gpu, family.name(), kernel, &config)?);
         }
     }
@@ -36,10 +37,9 @@ pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>>
     // tf32|bf16|f16|fp8`).
     if gpu.has_hopper() {
         for (kernel, step, _) in hopper::kernels() {
-            let config = hopper::launch_config(step, 4096, 4096, gpu.info().multiprocessors as u32)?;
+            let config = hopper::launch_config(step, 4096, 4096, sms)?;
             rows.push(resources::of(gpu, "matmul", kernel, &config)?);
         }
-        let sms = gpu.info().multiprocessors as u32;
         for (kernel, config) in cuda_kernels::matmul::fp8::launch_configs(4096, 4096, 4096, sms)? {
             rows.push(resources::of(gpu, "matmul", kernel, &config)?);
         }
