@@ -6,10 +6,9 @@
 //! libNVVM's last step, IR to PTX, runs in a process of its own, its addresses not randomised:
 //! the same IR has come out as different PTX from one compile to the next (one kernel's shared
 //! loads vectorised one way or the other), inside rustc and, less often, in a fresh process
-//! too (2 of 30 compiles of one program); with the address space fixed (`setarch -R`), the
-//! same PTX every time. So the codegen (patched, `NVVM_PROGRAM_OUT`) writes the program it
-//! verified instead of compiling it, and this script runs itself again
-//! (`--compile-nvvm-program`) to compile it.
+//! too; with the address space fixed (`setarch -R`), as the same PTX every time it was tried.
+//! So the codegen (patched, `NVVM_PROGRAM_OUT`) writes the program it verified instead of
+//! compiling it, and this script runs itself again (`--compile-nvvm-program`) to compile it.
 
 use cuda_builder::{CudaBuilder, NvvmArch};
 use interface::LaunchBounds;
