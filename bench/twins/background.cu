@@ -123,19 +123,37 @@ static __device__ __forceinline__ BgTally bg_block_tally(const BgScratch& s, BgT
     return bg_read_tally(s);
 }
 
-static __device__ __forceinline__ bool bg_kept(float v, double lo, double hi) {
-    double x = v;
-    return x > lo && x < hi;
+// The window (lo, hi) in f64 as the f32 bounds that keep the same values
+// (interface::background::kept_bounds): the least f32 above lo, the greatest below hi.
+static __device__ __forceinline__ float bg_least_above(double x) {
+    float nearest = (float)x;
+    if ((double)nearest > x) return nearest;
+    unsigned bits = __float_as_uint(nearest);
+    if (isnan(nearest) || nearest == INFINITY) return nearest;
+    if (nearest == 0.0f) return __uint_as_float(1u);
+    return __uint_as_float(nearest > 0.0f ? bits + 1 : bits - 1);
 }
 
-static __device__ __forceinline__ unsigned bg_bin(float v, float least, float most) {
-    double scale = (double)BACKGROUND_BINS / ((double)most - (double)least);
-    double b = ((double)v - (double)least) * scale;
-    unsigned i = (unsigned)b;
-    return i < BACKGROUND_BINS ? i : BACKGROUND_BINS - 1;
+static __device__ __forceinline__ bool bg_kept(float v, float least, float most) { return v >= least && v <= most; }
+
+// interface::background::BinScale: a narrow range's distances scaled by a power of two first.
+struct BgScale {
+    float pre, scale;
+};
+
+static __device__ __forceinline__ BgScale bg_bin_scale(float least, float most) {
+    double range = (double)most - (double)least;
+    float pre = range < BACKGROUND_NARROW_RANGE ? BACKGROUND_NARROW_PRE : 1.0f;
+    return BgScale{pre, (float)((double)BACKGROUND_BINS / (range * (double)pre))};
 }
 
-static __device__ __forceinline__ BgTally bg_first_moments(const BgScratch& s, unsigned area, double lo, double hi,
+// The whole part by 2^23 added rounding towards zero (interface::background::bin).
+static __device__ __forceinline__ unsigned bg_bin(float v, float least, BgScale s) {
+    float x = fminf(fmaxf((v - least) * s.pre * s.scale, 0.0f), (float)(BACKGROUND_BINS - 1));
+    return __float_as_uint(__fadd_rz(x, 8388608.0f)) - 0x4B000000u;
+}
+
+static __device__ __forceinline__ BgTally bg_first_moments(const BgScratch& s, unsigned area, float lo, float hi,
                                                            double& sum) {
     BgTally mine = bg_empty();
     double partial = 0.0;
@@ -155,14 +173,27 @@ static __device__ __forceinline__ BgTally bg_first_moments(const BgScratch& s, u
     return bg_read_tally(s);
 }
 
-static __device__ __forceinline__ double bg_squared_deviations(const BgScratch& s, unsigned area, double lo,
-                                                               double hi, double mean) {
+// The squared deviations, and where `histogram` the range's histogram in the same pass.
+static __device__ __forceinline__ double bg_squared_deviations(const BgScratch& s, unsigned area, float lo,
+                                                               float hi, double mean, bool histogram,
+                                                               float least, BgScale scale) {
     double partial = 0.0;
-    for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
-        float v = s.values[q];
-        if (bg_kept(v, lo, hi)) {
-            double d = __dsub_rn((double)v, mean);
-            partial = __dadd_rn(partial, __dmul_rn(d, d));
+    if (histogram) {
+        for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
+            float v = s.values[q];
+            if (bg_kept(v, lo, hi)) {
+                double d = __dsub_rn((double)v, mean);
+                partial = __dadd_rn(partial, __dmul_rn(d, d));
+                atomicAdd(&s.bins[bg_bin(v, least, scale)], 1u);
+            }
+        }
+    } else {
+        for (unsigned q = threadIdx.x; q < area; q += BACKGROUND_THREADS) {
+            float v = s.values[q];
+            if (bg_kept(v, lo, hi)) {
+                double d = __dsub_rn((double)v, mean);
+                partial = __dadd_rn(partial, __dmul_rn(d, d));
+            }
         }
     }
     return bg_block_total(partial, s.squares);
@@ -181,24 +212,63 @@ static __device__ __forceinline__ unsigned bg_exclusive_scan(unsigned value, uns
     return before + inclusive - value;
 }
 
-static __device__ __forceinline__ bool bg_inside(float v, double lo, double hi, const BgTally& r) {
-    return bg_kept(v, lo, hi) && v >= r.least && v <= r.most;
+// The range's least and greatest were kept by the window, so it holds the range.
+static __device__ __forceinline__ bool bg_inside(float v, const BgTally& r) { return v >= r.least && v <= r.most; }
+
+// The values of rank `rank` and `rank + 1` among the `count` values that `wanted` keeps;
+// `has_next` false where rank + 1 is not below `count`.
+template <typename Wanted>
+static __device__ __forceinline__ float bg_rank_candidates(const BgScratch& s, unsigned area, unsigned rank,
+                                                           unsigned count, Wanted wanted, float& next,
+                                                           bool& has_next) {
+    unsigned tid = threadIdx.x;
+    for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+        float v = s.values[q];
+        if (wanted(v)) s.candidates[atomicAdd(&s.pick[BACKGROUND_PICK_PLACED], 1u)] = v;
+    }
+    __syncthreads();
+    if (tid == 0) s.pick[BACKGROUND_PICK_PLACED] = 0;
+    if (tid < count) {
+        float v = s.candidates[tid];
+        unsigned less = 0, equal = 0, equal_before = 0;
+        for (unsigned j = 0; j < count; ++j) {
+            float other = s.candidates[j];
+            less += other < v;
+            equal += other == v;
+            equal_before += other == v && j < tid;
+        }
+        if (equal_before == 0) {
+            if (less <= rank && rank < less + equal) s.pick[BACKGROUND_PICK_VALUE] = __float_as_uint(v);
+            if (less <= rank + 1 && rank + 1 < less + equal) s.pick[BACKGROUND_PICK_NEXT] = __float_as_uint(v);
+        }
+    }
+    __syncthreads();
+    has_next = rank + 1 < count;
+    next = __uint_as_float(s.pick[BACKGROUND_PICK_NEXT]);
+    return __uint_as_float(s.pick[BACKGROUND_PICK_VALUE]);
 }
 
-static __device__ __forceinline__ float bg_select(const BgScratch& s, unsigned area, double lo, double hi,
-                                                  unsigned rank, BgTally range) {
+static __device__ __forceinline__ float bg_select(const BgScratch& s, unsigned area, unsigned rank, BgTally range,
+                                                  bool counted, float& next, bool& has_next) {
     unsigned tid = threadIdx.x;
     for (;;) {
         if (range.least == range.most) {
             __syncthreads();  // the tally slots were read since the last barrier
+            next = range.least, has_next = rank + 1 < range.count;
             return range.least;
         }
-        if (range.count <= BACKGROUND_CANDIDATES) break;
-        for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
-            float v = s.values[q];
-            if (bg_inside(v, lo, hi, range)) atomicAdd(&s.bins[bg_bin(v, range.least, range.most)], 1u);
+        if (range.count <= BACKGROUND_CANDIDATES)
+            return bg_rank_candidates(s, area, rank, range.count, [&](float v) { return bg_inside(v, range); }, next,
+                                      has_next);
+        BgScale scale = bg_bin_scale(range.least, range.most);
+        if (!counted) {
+            for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
+                float v = s.values[q];
+                if (bg_inside(v, range)) atomicAdd(&s.bins[bg_bin(v, range.least, scale)], 1u);
+            }
+            __syncthreads();
         }
-        __syncthreads();
+        counted = false;
         unsigned first = tid * BACKGROUND_BINS_PER_THREAD, own = 0;
         for (unsigned i = 0; i < BACKGROUND_BINS_PER_THREAD; ++i) own += s.bins[first + i];
         unsigned below = bg_exclusive_scan(own, s.counts);
@@ -215,37 +285,20 @@ static __device__ __forceinline__ float bg_select(const BgScratch& s, unsigned a
         __syncthreads();
         unsigned chosen = s.pick[BACKGROUND_PICK_BIN], skipped = s.pick[BACKGROUND_PICK_BELOW];
         unsigned count = s.pick[BACKGROUND_PICK_COUNT];
+        rank -= skipped;
+        auto in_chosen = [&](float v) { return bg_inside(v, range) && bg_bin(v, range.least, scale) == chosen; };
+        if (count <= BACKGROUND_CANDIDATES) return bg_rank_candidates(s, area, rank, count, in_chosen, next, has_next);
         BgTally in_bin = bg_empty();
         for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
             float v = s.values[q];
-            if (bg_inside(v, lo, hi, range) && bg_bin(v, range.least, range.most) == chosen) in_bin = bg_with(in_bin, v);
+            if (in_chosen(v)) in_bin = bg_with(in_bin, v);
         }
         BgTally narrowed = bg_block_tally(s, in_bin);
         range = BgTally{count, narrowed.least, narrowed.most};
-        rank -= skipped;
     }
-    for (unsigned q = tid; q < area; q += BACKGROUND_THREADS) {
-        float v = s.values[q];
-        if (bg_inside(v, lo, hi, range)) s.candidates[atomicAdd(&s.pick[BACKGROUND_PICK_PLACED], 1u)] = v;
-    }
-    __syncthreads();
-    if (tid == 0) s.pick[BACKGROUND_PICK_PLACED] = 0;
-    if (tid < range.count) {
-        float v = s.candidates[tid];
-        unsigned less = 0, equal = 0, equal_before = 0;
-        for (unsigned j = 0; j < range.count; ++j) {
-            float other = s.candidates[j];
-            less += other < v;
-            equal += other == v;
-            equal_before += other == v && j < tid;
-        }
-        if (less <= rank && rank < less + equal && equal_before == 0) s.pick[BACKGROUND_PICK_VALUE] = __float_as_uint(v);
-    }
-    __syncthreads();
-    return __uint_as_float(s.pick[BACKGROUND_PICK_VALUE]);
 }
 
-static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigned area, double lo, double hi,
+static __device__ __forceinline__ float bg_successor(const BgScratch& s, unsigned area, float lo, float hi,
                                                      unsigned rank, float lower) {
     unsigned at_most = 0;
     BgTally above = bg_empty();
@@ -303,14 +356,20 @@ extern "C" __global__ void __launch_bounds__(BACKGROUND_THREADS, BACKGROUND_GRID
     unsigned last_count = 0;
     for (unsigned round = 0;; ++round) {
         double sum;
-        BgTally range = bg_first_moments(s, area, lo, hi, sum);
+        float least = bg_least_above(lo), most = -bg_least_above(-hi);
+        BgTally range = bg_first_moments(s, area, least, most, sum);
         if (round == 0 && tid == 0 && finite) finite[point] = range.count;
         if (range.count == 0 || range.count == last_count) break;
         double mean = __ddiv_rn(sum, (double)range.count);
-        sigma = __dsqrt_rn(__ddiv_rn(bg_squared_deviations(s, area, lo, hi, mean), (double)range.count));
+        bool narrowing = range.least != range.most && range.count > BACKGROUND_CANDIDATES;
+        BgScale scale = narrowing ? bg_bin_scale(range.least, range.most) : BgScale{1.0f, 0.0f};
+        double squares = bg_squared_deviations(s, area, least, most, mean, narrowing, range.least, scale);
+        sigma = __dsqrt_rn(__ddiv_rn(squares, (double)range.count));
         unsigned rank = (range.count - 1) / 2;
-        float lower = bg_select(s, area, lo, hi, rank, range);
-        float upper = range.count % 2 == 0 ? bg_successor(s, area, lo, hi, rank, lower) : lower;
+        float next;
+        bool has_next;
+        float lower = bg_select(s, area, rank, range, narrowing, next, has_next);
+        float upper = range.count % 2 == 1 ? lower : has_next ? next : bg_successor(s, area, least, most, rank, lower);
         middle = __dmul_rn(__dadd_rn((double)lower, (double)upper), 0.5);
         if (round == rounds) break;
         double reach = __dmul_rn(kappa, sigma);

@@ -256,7 +256,7 @@ static __device__ __forceinline__ void fit_settle(double* params, double* errors
 struct FitShared {
     double* tile;
     double* grams;
-    double *current, *trial, *low, *high, *scale, *step, *errors, *saved;
+    double *current, *trial, *low, *high, *scale, *errors, *saved;
     // The bounds of a component a split starts again (low, then high).
     double* held;
     FitShape* shapes;
@@ -600,8 +600,8 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
 }
 
 // interface::fit::RANK_TOLERANCE: a pivot must exceed `least` times the diagonal entry.
-// Right-looking: once column j is divided by its pivot's root, every entry right of it takes
-// its term; a thread owns the entries t, t + FIT_THREADS, … of the triangle.
+// L·D·L^T, right-looking, one barrier a column: every entry right of column j takes
+// a[i][c] - a[i][j] * (a[c][j] * (1 / D[j])); a thread owns the entries t, t + FIT_THREADS, …
 static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagonal, double least) {
     size_t t = threadIdx.x, a, b;
     fit_pair(t, a, b);
@@ -613,12 +613,6 @@ static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagon
         fit_pair_after(a, b, FIT_THREADS);
     }
     for (size_t j = 0; j < n; ++j) {
-        double pivot = tile[fit_tri(j, j)];
-        double floor = least > 0.0 ? least * diagonal[fit_tri(j, j)] : 0.0;
-        if (!(pivot > floor && pivot < INFINITY)) return false;
-        double root = sqrt(pivot);
-        if (t >= 1 && t < n - j) tile[fit_tri(j + t, j)] /= root;
-        __syncthreads();
         // Every value an update reads is loaded before any is written.
         unsigned column = (unsigned)j;
         double entries[FIT_CHOLESKY_OWNED], left[FIT_CHOLESKY_OWNED], right[FIT_CHOLESKY_OWNED];
@@ -632,54 +626,61 @@ static __device__ bool fit_cholesky(double* tile, size_t n, const double* diagon
                 right[s] = tile[row_c + column];
             }
         }
+        double pivot = tile[fit_tri(j, j)];
+        double floor = least > 0.0 ? least * diagonal[fit_tri(j, j)] : 0.0;
+        double inverse = 1.0 / pivot;
 #pragma unroll
         for (int s = 0; s < FIT_CHOLESKY_OWNED; ++s) {
             unsigned i = owned[s] >> 16, c = owned[s] & 0xFFFFu;
-            if (c > column) tile[i * (i + 1) / 2 + c] = entries[s] - left[s] * right[s];
+            if (c > column) tile[i * (i + 1) / 2 + c] = fma(-left[s], right[s] * inverse, entries[s]);
         }
         __syncthreads();
+        // Tested after the column's update (which then goes unused), as the Rust kernel does.
+        if (!(pivot > floor && pivot < INFINITY)) return false;
     }
     return true;
 }
 
-// The first warp, lane l holding rows l and l + 32: as each unknown is found (forward, then
-// back), every row still open subtracts its term.
+// Lane `lane`'s value in every lane.
+static __device__ __forceinline__ double fit_broadcast(double value, unsigned lane) {
+    return __shfl_sync(0xFFFFFFFFu, value, lane);
+}
+
+// The first warp, lane l holding rows l and l + 32: forward L·D·w = J^T r, then back
+// L^T·x = w; as each unknown is found its lane hands it over, and every row still open takes
+// its term.
 static __device__ void fit_solve(const FitShared& shared, const double* gram, size_t parameters) {
-    double *tile = shared.tile, *step = shared.step;
+    double* tile = shared.tile;
     const double* gradient = gram + parameters * (parameters + 1) / 2;
     size_t lane = threadIdx.x;
     size_t rows[2] = {lane, lane + 32};
-    double sums[2] = {0.0, 0.0};
+    double sums[2] = {0.0, 0.0}, inverses[2] = {0.0, 0.0}, found[2] = {0.0, 0.0}, rests[2] = {0.0, 0.0};
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-        if (rows[h] < parameters) sums[h] = gradient[rows[h]];
+        if (rows[h] < parameters) sums[h] = gradient[rows[h]], inverses[h] = 1.0 / tile[fit_tri(rows[h], rows[h])];
     for (size_t k = 0; k < parameters; ++k) {
-        if (lane == k % 32) step[k] = (k < 32 ? sums[0] : sums[1]) / sqrt(tile[fit_tri(k, k)]);
-        __syncwarp();
-        double y = step[k];
+        double w = fit_broadcast(k < 32 ? sums[0] * inverses[0] : sums[1] * inverses[1], (unsigned)(k % 32));
+        if (lane == k % 32) {
+            if (k < 32) found[0] = w;
+            else found[1] = w;
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            if (rows[h] > k && rows[h] < parameters) sums[h] -= tile[fit_tri(rows[h], k)] * y;
+            if (rows[h] > k && rows[h] < parameters) sums[h] = fma(-tile[fit_tri(rows[h], k)], w, sums[h]);
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-        if (rows[h] < parameters) sums[h] = step[rows[h]];
-    __syncwarp();
     bool small = true;
     for (size_t k = parameters; k-- > 0;) {
+        double x = fit_broadcast(k < 32 ? fma(inverses[0], rests[0], found[0]) : fma(inverses[1], rests[1], found[1]),
+                                 (unsigned)(k % 32));
         if (lane == k % 32) {
-            double x = (k < 32 ? sums[0] : sums[1]) / sqrt(tile[fit_tri(k, k)]);
-            step[k] = x;
             double old_value = shared.current[k];
             double new_value = fit_clamp(old_value + x, shared.low[k], shared.high[k]);
             shared.trial[k] = new_value;
             small = small && fit_small_step(old_value, new_value);
         }
-        __syncwarp();
-        double x = step[k];
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            if (rows[h] < k) sums[h] -= tile[fit_tri(k, rows[h])] * x;
+            if (rows[h] < k) rests[h] = fma(-tile[fit_tri(k, rows[h])], x, rests[h]);
     }
     bool all_small = __ballot_sync(0xFFFFFFFFu, !small) == 0;
     if (lane == 0) shared.counts[FIT_COUNT_SMALL] = all_small;
@@ -746,7 +747,7 @@ static __device__ __forceinline__ FitRun fit_levenberg(const FitIsland& island, 
     return FitRun{chi2, iterations, converged, gram};
 }
 
-// sqrt(diag((J^T J)^-1)) from the inverse of the Cholesky factor into `errors`; NaN, and false,
+// sqrt(diag((J^T J)^-1)) from the inverse of its L·D·L^T factor into `errors`; NaN, and false,
 // where J^T J is not positive definite, or nearly not (FIT_RANK_TOLERANCE).
 static __device__ __forceinline__ bool fit_errors(const FitShared& shared, const double* gram, size_t parameters) {
     size_t t = threadIdx.x;
@@ -758,15 +759,17 @@ static __device__ __forceinline__ bool fit_errors(const FitShared& shared, const
     if (t < parameters) {
         double error = NAN;
         if (factored) {
+            // Column t of W = D^-1·L^-1 (kernels/src/fit.rs, errors).
             double* inverse = tile + normal;
-            inverse[fit_tri(t, t)] = 1.0 / sqrt(tile[fit_tri(t, t)]);
-            double variance = inverse[fit_tri(t, t)] * inverse[fit_tri(t, t)];
+            double own = 1.0 / tile[fit_tri(t, t)];
+            inverse[fit_tri(t, t)] = own;
+            double variance = own;
             for (size_t i = t + 1; i < parameters; ++i) {
                 double s = 0.0;
-                for (size_t k = t; k < i; ++k) s += tile[fit_tri(i, k)] * inverse[fit_tri(k, t)];
-                double value = -s / sqrt(tile[fit_tri(i, i)]);
-                inverse[fit_tri(i, t)] = value;
-                variance += value * value;
+                for (size_t k = t; k < i; ++k) s = fma(tile[fit_tri(i, k)], inverse[fit_tri(k, t)], s);
+                double value = -s, weighted = value / tile[fit_tri(i, i)];
+                inverse[fit_tri(i, t)] = weighted;
+                variance = fma(value, weighted, variance);
             }
             error = sqrt(variance);
         }
@@ -976,7 +979,6 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
                      low,
                      high,
                      (double*)(memory + FIT_SHARED_SCALE),
-                     (double*)(memory + FIT_SHARED_STEP),
                      errors,
                      saved,
                      (double*)(memory + FIT_SHARED_HELD),

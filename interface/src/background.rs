@@ -55,13 +55,15 @@ pub const SHARED_BINS: usize = SHARED_PICK + 4 * PICK_WORDS;
 pub const SHARED_CANDIDATES: usize = SHARED_BINS + 4 * BINS;
 pub const SHARED_HEADER: usize = SHARED_CANDIDATES + 4 * CANDIDATES;
 /// u32 words of the chosen bin's record, at these indices: the bin, the values below it, the
-/// values in it, the candidates placed so far, and the selected value's bits.
-pub const PICK_WORDS: usize = 5;
+/// values in it, the candidates placed so far, and the bits of the values selected (of the rank
+/// asked for, and of the next).
+pub const PICK_WORDS: usize = 6;
 pub const PICK_BIN: usize = 0;
 pub const PICK_BELOW: usize = 1;
 pub const PICK_COUNT: usize = 2;
 pub const PICK_PLACED: usize = 3;
 pub const PICK_VALUE: usize = 4;
+pub const PICK_NEXT: usize = 5;
 /// Threads of a `background_interpolate` block, one per pixel.
 pub const INTERPOLATE_BLOCK: u32 = 256;
 /// f64 values per grid point in the grid the first kernel writes and the second reads: the
@@ -237,17 +239,83 @@ pub fn snr(pixel: f32, background: f64, noise: f64) -> f32 {
     div(sub(pixel as f64, background), noise) as f32
 }
 
-/// The histogram bin of `v` among values from `least` to `most` (`least < most`), [`BINS`]
-/// bins of equal width: nondecreasing in `v`, `least` in the first bin and `most` in the last,
-/// so that a bin holds a range of values and a pass always splits the range. `truncate` is a
-/// saturating truncation to u32, NaN to 0 (Rust's `as u32`; in the kernel one conversion
-/// instruction, where `as` takes comparisons and selects a value in its histogram pass).
+/// The histogram bin of `v` among values from `least` to `most`, [`BINS`] bins of equal
+/// width, for the [`BinScale`] of that range: nondecreasing in `v`, `least` in the first bin
+/// and `most` in the last, so that a bin holds a range of values and a pass always splits the
+/// range. In f32, once per value, where f64 would take three conversions: the bins only steer
+/// the search, and any split with those properties finds the same value. `truncate` takes a
+/// value from 0 to `BINS − 1` to its whole part (Rust's `as u32`; in the kernel one addition
+/// rounded towards zero, where `as` takes a conversion instruction, which an SM runs at an
+/// eighth of the rate of an addition).
 #[inline(always)]
-pub fn bin(v: f32, least: f32, most: f32, truncate: impl Fn(f64) -> u32) -> usize {
-    let scale = BINS as f64 / (most as f64 - least as f64);
-    let whole = truncate((v as f64 - least as f64) * scale);
-    let last = BINS as u32 - 1;
-    (if whole < last { whole } else { last }) as usize
+pub fn bin(v: f32, least: f32, scale: BinScale, truncate: impl Fn(f32) -> u32) -> usize {
+    truncate(((v - least) * scale.pre * scale.scale).max(0.0).min((BINS - 1) as f32)) as usize
+}
+
+/// How [`bin`] scales a value's distance from the range's least: by `pre`, a power of two (so
+/// exactly), then by `scale`, `BINS` over the range so scaled, rounded to f32. `pre` is
+/// [`NARROW_PRE`] for a range under [`NARROW_RANGE`], else 1: `BINS` over a range of a few
+/// subnormal steps is past f32's largest, and an infinite scale would split off only the least
+/// value at each pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BinScale {
+    pub pre: f32,
+    pub scale: f32,
+}
+
+/// Ranges narrower than this (2⁻¹⁰⁰) are scaled by [`NARROW_PRE`] before they are binned.
+pub const NARROW_RANGE: f64 = 7.888609052210118e-31;
+/// 2¹⁰⁰: a narrow range's distances times this are below 1 and at least 2⁻⁴⁹, so `BINS` over
+/// them is at most 2⁵⁹.
+pub const NARROW_PRE: f32 = 1.2676506e30;
+
+impl BinScale {
+    /// The scale of [`bin`] for values from `least` to `most` (`least < most`; the range is
+    /// taken in f64, so it is never ∞ itself and `scale` is at least `BINS` over 2·f32::MAX).
+    #[inline(always)]
+    pub fn of(least: f32, most: f32) -> BinScale {
+        let range = most as f64 - least as f64;
+        let pre = if range < NARROW_RANGE { NARROW_PRE } else { 1.0 };
+        BinScale { pre, scale: (BINS as f64 / (range * pre as f64)) as f32 }
+    }
+}
+
+/// The window `(lo, hi)` as the bounds `[least, most]` in f32 that keep the same f32 values:
+/// `least ≤ v ≤ most` exactly when `lo < v < hi` in f64, for every f32 `v` (never NaN or ±∞:
+/// `least` is at least −f32::MAX and `most` at most f32::MAX). A pass over a box then compares
+/// each value as it is, where the window in f64 takes a conversion of each.
+#[inline(always)]
+pub fn kept_bounds((lo, hi): (f64, f64)) -> (f32, f32) {
+    (least_above(lo), -least_above(-hi))
+}
+
+/// The least f32 greater than `x` in f64 (−f32::MAX for −∞ and below it, NaN for NaN, +∞ for
+/// +∞ and above f32::MAX). `x as f32` is the f32 nearest `x`: it is the least above `x` if it is
+/// above, else the next one up is (a nearer one would lie between them).
+#[inline(always)]
+fn least_above(x: f64) -> f32 {
+    let nearest = x as f32;
+    if nearest as f64 > x {
+        nearest
+    } else {
+        next_up(nearest)
+    }
+}
+
+/// The next f32 above `v`: the least subnormal above ±0, −f32::MAX above −∞, `v` itself for
+/// +∞ and NaN (`f32::next_up`, newer than the kernels' toolchain).
+#[inline(always)]
+fn next_up(v: f32) -> f32 {
+    let bits = v.to_bits();
+    if v.is_nan() || v == f32::INFINITY {
+        v
+    } else if v == 0.0 {
+        f32::from_bits(1)
+    } else if v > 0.0 {
+        f32::from_bits(bits + 1)
+    } else {
+        f32::from_bits(bits - 1)
+    }
 }
 
 /// The median of a sorted run of values from its two middle ones (the same one for an odd
@@ -319,9 +387,19 @@ pub fn warp_tree(mut lanes: [f64; 32]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec;
+    use std::vec::Vec;
 
     fn bin(v: f32, least: f32, most: f32) -> usize {
-        super::bin(v, least, most, |b| b as u32)
+        super::bin(v, least, BinScale::of(least, most), |b| b as u32)
+    }
+
+    #[test]
+    fn the_narrow_range_scale_is_exactly_a_power_of_two() {
+        assert_eq!(NARROW_PRE as f64, 2f64.powi(100));
+        assert_eq!(NARROW_RANGE, 2f64.powi(-100));
+        let tiniest = BinScale::of(0.0, f32::from_bits(1));
+        assert!(tiniest.scale.is_finite() && tiniest.pre == NARROW_PRE, "{tiniest:?}");
     }
 
     #[test]
@@ -338,5 +416,73 @@ mod tests {
         }
         let at = |i: u32| least + (most - least) * i as f32 / 4000.0;
         assert!((0..4000).all(|i| bin(at(i), least, most) <= bin(at(i + 1), least, most)));
+    }
+
+    #[test]
+    fn bins_split_the_widest_and_the_narrowest_ranges() {
+        let next = |v: f32| next_up(v);
+        for (least, most) in [
+            (-f32::MAX, f32::MAX),
+            (0.0, f32::from_bits(1)),
+            (1.0, next(1.0)),
+            (-1e-30, next(next(-1e-30))),
+            (-1e-36, next(next(-1e-36))),
+            (f32::from_bits(3), f32::from_bits(5)),
+            (-f32::from_bits(1), f32::from_bits(1)),
+            (f32::MAX / 3.0, f32::MAX),
+        ] {
+            assert_eq!(bin(least, least, most), 0, "{least} {most}");
+            assert_eq!(bin(most, least, most), BINS - 1, "{least} {most}");
+            // Halfway between (where there is a value between), halfway along the bins.
+            let middle = (least as f64 / 2.0 + most as f64 / 2.0) as f32;
+            if middle != least && middle != most {
+                assert_eq!(bin(middle, least, most), BINS / 2, "{least} {most}");
+            }
+        }
+    }
+
+    /// Values near `x` in f32: the nearest and its neighbours, and the extremes.
+    fn around(x: f64) -> Vec<f32> {
+        let nearest = x as f32;
+        let mut values = vec![0.0, -0.0, f32::MAX, -f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        if nearest.is_finite() {
+            let bits = nearest.to_bits() as i64;
+            values.extend((-3..=3).map(|d| f32::from_bits((bits + d).clamp(0, u32::MAX as i64) as u32)));
+        }
+        values
+    }
+
+    #[test]
+    fn kept_bounds_keep_what_the_window_keeps() {
+        let mut edges = vec![
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NAN,
+            0.0,
+            -0.0,
+            f32::MAX as f64,
+            f32::MAX as f64 * 1.5,
+            -(f32::MAX as f64) * 1.5,
+            f32::from_bits(1) as f64 / 2.0,
+            -(f32::from_bits(1) as f64) / 2.0,
+        ];
+        // Near f32 values, at them, and halfway between two (where `as f32` rounds to even).
+        for v in [1.0f32, -1.0, 0.013, -7.5e-3, 3.0e38, 1.0e-40, 123456.78] {
+            let up = next_up(v) as f64;
+            edges.extend([v as f64, (v as f64 + up) / 2.0, v as f64 + 1e-12 * v as f64, v as f64 - 1e-12 * v as f64]);
+        }
+        for &lo in &edges {
+            for &hi in &edges {
+                let (least, most) = kept_bounds((lo, hi));
+                for v in around(lo).into_iter().chain(around(hi)) {
+                    let x = v as f64;
+                    assert_eq!(
+                        v >= least && v <= most,
+                        x > lo && x < hi,
+                        "{v:e} in ({lo:e}, {hi:e}): [{least:e}, {most:e}]"
+                    );
+                }
+            }
+        }
     }
 }

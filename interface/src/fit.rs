@@ -38,8 +38,8 @@ pub const MIN_BLOCKS_PER_SM: u32 = 2;
 pub const BOUNDS: [crate::LaunchBounds; 1] =
     [crate::LaunchBounds { kernel: "fit_islands", max_threads: BLOCK, min_blocks_per_sm: MIN_BLOCKS_PER_SM }];
 /// f64 words of the shared tile: the rows of the Jacobian (each `P + 1` words, the derivatives
-/// then the residual, for `P` parameters) while the normal equations are summed, the Cholesky
-/// factor and its inverse while they are solved. 20 KiB.
+/// then the residual, for `P` parameters) while the normal equations are summed, their
+/// `L·D·Lᵀ` factor and its inverse while they are solved. 20 KiB.
 pub const TILE_WORDS: usize = 2560;
 /// f64 words of one Gram matrix of the largest fit ([`gram_len`]); the kernel keeps two, the
 /// current point's and the trial's.
@@ -473,8 +473,8 @@ pub const KEY_WORDS: usize = MAX_COMPONENTS + 2;
 /// The byte offsets of a `fit_islands` block's shared memory, all of it dynamic (why:
 /// [`crate::background::SHARED_SUMS`]):
 /// the tile ([`TILE_WORDS`] f64), the two Gram matrices ([`GRAM_WORDS`] f64 each), the current
-/// point, the trial point, the bounds, the damping scales, the step, the errors and the point
-/// saved ([`MAX_PARAMETERS`] f64 each), a split's held bounds (2 · [`PARAMETERS`] f64), the
+/// point, the trial point, the bounds, the damping scales, the errors and the point saved
+/// ([`MAX_PARAMETERS`] f64 each), a split's held bounds (2 · [`PARAMETERS`] f64), the
 /// shapes ([`MAX_COMPONENTS`] of [`Shape`]), a partial sum per thread (f64), the summit keys,
 /// the counters, and the list, 16-byte aligned; and the bytes of the whole.
 pub const SHARED_TILE: usize = 0;
@@ -484,8 +484,7 @@ pub const SHARED_TRIAL: usize = SHARED_CURRENT + 8 * MAX_PARAMETERS;
 pub const SHARED_LOW: usize = SHARED_TRIAL + 8 * MAX_PARAMETERS;
 pub const SHARED_HIGH: usize = SHARED_LOW + 8 * MAX_PARAMETERS;
 pub const SHARED_SCALE: usize = SHARED_HIGH + 8 * MAX_PARAMETERS;
-pub const SHARED_STEP: usize = SHARED_SCALE + 8 * MAX_PARAMETERS;
-pub const SHARED_ERRORS: usize = SHARED_STEP + 8 * MAX_PARAMETERS;
+pub const SHARED_ERRORS: usize = SHARED_SCALE + 8 * MAX_PARAMETERS;
 pub const SHARED_SAVED: usize = SHARED_ERRORS + 8 * MAX_PARAMETERS;
 pub const SHARED_HELD: usize = SHARED_SAVED + 8 * MAX_PARAMETERS;
 pub const SHARED_SHAPES: usize = SHARED_HELD + 8 * 2 * PARAMETERS;

@@ -76,6 +76,14 @@ pub mod c_header {
         }
     }
 
+    /// An f32 as C's float literal: the same digits Rust prints, which read back to the same
+    /// value, with `f`.
+    impl Literal for f32 {
+        fn literal(&self) -> String {
+            format!("{:?}f", self)
+        }
+    }
+
     impl Literal for &str {
         fn literal(&self) -> String {
             format!("{:?}", self)
@@ -128,7 +136,7 @@ pub mod c_header {
                 SIGMA_HIGH, MAX_FIT_PIXELS, MIN_SAMPLE_PER_PARAMETER, RANK_TOLERANCE, LOST_ANGLE, RESIDUAL_STEPS, RESIDUAL_GAIN,
                 FLOOR_MARGIN, RESIDUAL_BOX_PIXELS, SPLIT_REACH, LISTED_PIXELS, LIST_INDICES, LIST_VALUES, LIST_NOISE,
                 LIST_BYTES, COUNT_WORDS, KEY_WORDS, SHARED_TILE, SHARED_GRAMS, SHARED_CURRENT, SHARED_TRIAL, SHARED_LOW,
-                SHARED_HIGH, SHARED_SCALE, SHARED_STEP, SHARED_ERRORS, SHARED_SAVED, SHARED_HELD, SHARED_SHAPES,
+                SHARED_HIGH, SHARED_SCALE, SHARED_ERRORS, SHARED_SAVED, SHARED_HELD, SHARED_SHAPES,
                 SHARED_PARTIALS, SHARED_KEYS, SHARED_COUNTS, SHARED_LIST, SHARED_BYTES, GRAM_BLOCK, BLOCKED_COLUMNS,
                 SUMMIT_TILE, SUMMIT_PATCH_SIDE, SUMMIT_SMOOTHED_SIDE, SUMMIT_PATCH, SUMMIT_SMOOTHED, SUMMIT_BYTES,
                 CHOLESKY_OWNED,
@@ -136,7 +144,8 @@ pub mod c_header {
             section!(background:
                 THREADS, WARPS, GRID_BLOCKS_PER_SM, MAX_BOX_PIXELS, BINS, BINS_PER_THREAD, CANDIDATES, SHARED_SUMS, SHARED_SQUARES,
                 SHARED_COUNTS, SHARED_LEAST, SHARED_MOST, SHARED_PICK, SHARED_BINS, SHARED_CANDIDATES, SHARED_HEADER,
-                PICK_WORDS, PICK_BIN, PICK_BELOW, PICK_COUNT, PICK_PLACED, PICK_VALUE, INTERPOLATE_BLOCK, FIELDS,
+                PICK_WORDS, PICK_BIN, PICK_BELOW, PICK_COUNT, PICK_PLACED, PICK_VALUE, PICK_NEXT, NARROW_RANGE, NARROW_PRE,
+                INTERPOLATE_BLOCK, FIELDS,
                 BACKGROUND, NOISE,
             ),
             section!(scan:

@@ -25,7 +25,10 @@
 //!    f64, and the block adds the partials in the order `interface::background::block_sum`
 //!    writes out, with the arithmetic of `interface::background`, rounded op by op: the CPU
 //!    adds in that order and gets the same bits. The median is a value of the box (or the mean
-//!    of two), however it is found.
+//!    of two), however it is found. A pass tests each value against the window's bounds in f32
+//!    (`interface::background::kept_bounds`, which keep what the window in f64 keeps) and bins
+//!    it in f32: converting every value to f64, as the window is, made a conversion each pass
+//!    the most of the kernel's instructions.
 //! 3. Thread 0 writes the median and σ as the point's two f64, and when asked the count of the
 //!    box's finite pixels (by which a second pass tells how much of a box its mask took).
 //!
@@ -45,28 +48,31 @@
 //! f64 divisions (the cell's fractions, by the weights' sum where it is not exactly 1, the
 //! S/N), the same ones the CPU reference makes.
 //!
-//! **Cost.** A round is a handful of passes over the box (two for the statistics, two a
-//! histogram level, one for the candidates, one more for an even count), with a barrier each;
-//! boxes overlap (BANE's box is six steps), so each pixel is read in 36 boxes.
+//! **Cost.** A round is mostly three passes over the box, with a barrier each: the count, sum
+//! and range; the squared deviations with the range's histogram; the chosen bin's values as the
+//! candidates, ranked for both middle values at once. A bin too full to rank takes two passes
+//! more (its range narrowed, and its histogram), and an even count whose middle values fall in
+//! two bins one more for the second. Boxes overlap (BANE's box is six steps), so each pixel is
+//! read in 36 boxes.
 
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use interface::background::{
-    add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr, std,
-    tile_span, tiles, weights, window, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE, PICK_BELOW, PICK_BIN,
-    PICK_COUNT, PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES, SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST,
-    SHARED_MOST, SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
+    add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, kept_bounds, mean, median, next,
+    snr, std, tile_span, tiles, weights, window, BinScale, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE,
+    PICK_BELOW, PICK_BIN, PICK_COUNT, PICK_NEXT, PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES,
+    SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST, SHARED_MOST, SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
 
-/// `value` truncated to a u32, saturating (NaN to 0): one `cvt.rzi.sat`, as the C twin's
-/// conversion compiles (`interface::background::bin` asks for it).
+/// The whole part of `value`, 0 to 2^23: 2^23 added rounding towards zero leaves it in the
+/// low bits (`interface::background::bin` asks for it).
 #[inline(always)]
-fn truncate(value: f64) -> u32 {
-    let whole: u32;
-    // SAFETY: a conversion between registers; it reads and writes no memory.
-    unsafe { asm!("cvt.rzi.sat.u32.f64 {o}, {v};", o = out(reg32) whole, v = in(reg64) value) };
-    whole
+fn truncate(value: f32) -> u32 {
+    let shifted: f32;
+    // SAFETY: an addition between registers; it reads and writes no memory.
+    unsafe { asm!("add.rz.f32 {o}, {v}, 0f4B000000;", o = out(reg32) shifted, v = in(reg32) value) };
+    shifted.to_bits() - 0x4B00_0000
 }
 
 /// `value` of the lane `mask` away, 32 bits at a time.
@@ -219,17 +225,17 @@ impl Scratch {
     }
 }
 
-/// Whether `v` lies strictly inside the window `(lo, hi)`: never for NaN or ±∞.
+/// Whether `v` lies in the window's bounds (`interface::background::kept_bounds`): never for
+/// NaN or ±∞.
 #[inline(always)]
-fn kept(v: f32, (lo, hi): (f64, f64)) -> bool {
-    let x = v as f64;
-    x > lo && x < hi
+fn kept(v: f32, (least, most): (f32, f32)) -> bool {
+    v >= least && v <= most
 }
 
 /// Count, sum, least and greatest of the box's `area` values inside `limits`: one pass and one
 /// barrier. The sum is the block's in `interface::background::block_sum`'s order.
 #[inline(always)]
-unsafe fn first_moments(s: &Scratch, area: u32, limits: (f64, f64)) -> (Tally, f64) {
+unsafe fn first_moments(s: &Scratch, area: u32, limits: (f32, f32)) -> (Tally, f64) {
     let tid = thread::thread_idx_x();
     let (mut mine, mut partial) = (Tally::EMPTY, 0.0);
     let mut q = tid;
@@ -256,51 +262,92 @@ unsafe fn first_moments(s: &Scratch, area: u32, limits: (f64, f64)) -> (Tally, f
     (s.read_tally(), total)
 }
 
-/// The sum of the squared deviations from `average` of the values inside `limits`.
+/// `visit` called with each of the box's `area` values that this thread takes: values `t`,
+/// `t + THREADS`, … for thread `t`, in that order (the order of its partial sums).
 #[inline(always)]
-unsafe fn squared_deviations(s: &Scratch, area: u32, limits: (f64, f64), average: f64) -> f64 {
-    let mut partial = 0.0;
+unsafe fn each_value(s: &Scratch, area: u32, mut visit: impl FnMut(f32)) {
     let mut q = thread::thread_idx_x();
     while q < area {
-        let v = s.value(q);
-        if kept(v, limits) {
-            partial = add_square(partial, v, average);
-        }
+        visit(s.value(q));
         q += THREADS as u32;
+    }
+}
+
+/// Adds `v` to the histogram at `bins` (a `.shared` address) of the range from `least` at
+/// `scale` ([`bin`]).
+#[inline(always)]
+unsafe fn count(bins: u32, v: f32, least: f32, scale: BinScale) {
+    let at = bins + 4 * bin(v, least, scale, truncate) as u32;
+    asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
+}
+
+/// The sum of the squared deviations from `average` of the values inside `limits`, and where
+/// `histogram` gives a range's least and scale (the range of all those values, to be
+/// narrowed), their histogram in the same pass: both need only what the first pass found.
+/// Its bins were left zero by the last scan or the launch.
+#[inline(always)]
+unsafe fn squared_deviations(
+    s: &Scratch,
+    area: u32,
+    limits: (f32, f32),
+    average: f64,
+    histogram: Option<(f32, BinScale)>,
+) -> f64 {
+    let mut partial = 0.0;
+    match histogram {
+        Some((least, scale)) => {
+            let bins = crate::shared_address(s.bins);
+            each_value(s, area, |v| {
+                if kept(v, limits) {
+                    partial = add_square(partial, v, average);
+                    count(bins, v, least, scale);
+                }
+            });
+        }
+        None => each_value(s, area, |v| {
+            if kept(v, limits) {
+                partial = add_square(partial, v, average);
+            }
+        }),
     }
     block_total(partial, s.squares)
 }
 
-/// The value of rank `rank` (0 for the least) among the box's values inside `limits`, of
-/// which `range` tallies them all. Every thread calls it and gets the value.
+/// The values of rank `rank` and `rank + 1` (0 for the least) among the box's values that the
+/// window keeps, of which `range` tallies them all: the values from its least to its greatest,
+/// which the window holds. The second is `None` where the values it narrowed the search to do
+/// not hold it ([`successor`] finds it then). `counted` says that the bins hold the histogram of
+/// `range` already. Every thread calls it and gets the values.
 #[inline(always)]
-unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut range: Tally) -> f32 {
+unsafe fn select(s: &Scratch, area: u32, mut rank: u32, mut range: Tally, mut counted: bool) -> (f32, Option<f32>) {
     let tid = thread::thread_idx_x();
-    let inside = |v: f32, r: &Tally| kept(v, limits) && v >= r.least && v <= r.most;
+    let inside = |v: f32, r: &Tally| v >= r.least && v <= r.most;
     let bins = crate::shared_address(s.bins);
     loop {
         if range.least == range.most {
             // The tally slots were read since the last barrier, and the caller's next pass
             // writes them.
             thread::sync_threads();
-            return range.least;
+            return (range.least, if rank + 1 < range.count { Some(range.least) } else { None });
         }
         if range.count as usize <= CANDIDATES {
-            break;
+            let all = range;
+            return rank_candidates(s, area, rank, range.count, |v| inside(v, &all));
         }
-        // A histogram of the range (its bins were left zero by the last scan or the launch).
-        let mut q = tid;
-        while q < area {
-            let v = s.value(q);
-            if inside(v, &range) {
-                let at = bins + 4 * bin(v, range.least, range.most, truncate) as u32;
-                asm!("red.shared.add.u32 [{a}], 1;", a = in(reg32) at);
-            }
-            q += THREADS as u32;
+        let scale = BinScale::of(range.least, range.most);
+        if !counted {
+            let whole = range;
+            each_value(s, area, |v| {
+                if inside(v, &whole) {
+                    count(bins, v, whole.least, scale);
+                }
+            });
+            thread::sync_threads();
         }
-        thread::sync_threads();
-        // Its scan: each thread takes BINS_PER_THREAD bins in a row; the thread whose bins
-        // hold the rank records that bin, and each zeroes its bins for the next histogram.
+        counted = false;
+        // The histogram's scan: each thread takes BINS_PER_THREAD bins in a row; the thread
+        // whose bins hold the rank records that bin, and each zeroes its bins for the next
+        // histogram.
         let first = tid as usize * BINS_PER_THREAD;
         let mut own = 0;
         for i in 0..BINS_PER_THREAD {
@@ -320,62 +367,82 @@ unsafe fn select(s: &Scratch, area: u32, limits: (f64, f64), mut rank: u32, mut 
         thread::sync_threads();
         let (chosen, skipped, count) =
             (*s.pick.add(PICK_BIN) as usize, *s.pick.add(PICK_BELOW), *s.pick.add(PICK_COUNT));
+        rank -= skipped;
+        let whole = range;
+        let in_chosen = move |v: f32| inside(v, &whole) && bin(v, whole.least, scale, truncate) == chosen;
+        // Few enough: the chosen bin's values are the candidates, with no pass to narrow the
+        // range to them first.
+        if count as usize <= CANDIDATES {
+            return rank_candidates(s, area, rank, count, in_chosen);
+        }
         // The chosen bin's values are the range's values between its least and its greatest.
         let mut mine = Tally::EMPTY;
-        let mut q = tid;
-        while q < area {
-            let v = s.value(q);
-            if inside(v, &range) && bin(v, range.least, range.most, truncate) == chosen {
+        each_value(s, area, |v| {
+            if in_chosen(v) {
                 mine = mine.with(v);
             }
-            q += THREADS as u32;
-        }
+        });
         let narrowed = s.block_tally(mine);
         range = Tally { count, ..narrowed };
-        rank -= skipped;
     }
-    // Few enough: gather them (in any order) and rank each against all.
+}
+
+/// The values of rank `rank` and `rank + 1` among the `count` values (at most [`CANDIDATES`])
+/// for which `wanted` holds: gathered (in any order), then each ranked by a thread against all;
+/// the second `None` where `rank + 1` is not below `count`.
+#[inline(always)]
+unsafe fn rank_candidates(
+    s: &Scratch,
+    area: u32,
+    rank: u32,
+    count: u32,
+    wanted: impl Fn(f32) -> bool,
+) -> (f32, Option<f32>) {
+    let tid = thread::thread_idx_x();
     let placed = crate::shared_address(s.pick.add(PICK_PLACED));
-    let mut q = tid;
-    while q < area {
-        let v = s.value(q);
-        if inside(v, &range) {
+    each_value(s, area, |v| {
+        if wanted(v) {
             let at: u32;
             asm!("atom.shared.add.u32 {o}, [{a}], 1;", o = out(reg32) at, a = in(reg32) placed);
             *s.candidates.add(at as usize) = v;
         }
-        q += THREADS as u32;
-    }
+    });
     thread::sync_threads();
     if tid == 0 {
         *s.pick.add(PICK_PLACED) = 0;
     }
-    if tid < range.count {
+    if tid < count {
         let v = *s.candidates.add(tid as usize);
         let (mut less, mut equal, mut equal_before) = (0, 0, 0);
         // A counted `while`, not a range: a range's step tests for overflow, and its loop
         // neither unrolls nor vectorizes its shared loads.
         let mut j = 0;
-        while j < range.count {
+        while j < count {
             let other = *s.candidates.add(j as usize);
             less += (other < v) as u32;
             equal += (other == v) as u32;
             equal_before += (other == v && j < tid) as u32;
             j += 1;
         }
-        // One writer: the first of the candidates equal to the value of that rank.
-        if less <= rank && rank < less + equal && equal_before == 0 {
-            *s.pick.add(PICK_VALUE) = v.to_bits();
+        // One writer of each: the first of the candidates equal to the value of that rank.
+        if equal_before == 0 {
+            if less <= rank && rank < less + equal {
+                *s.pick.add(PICK_VALUE) = v.to_bits();
+            }
+            if less <= rank + 1 && rank + 1 < less + equal {
+                *s.pick.add(PICK_NEXT) = v.to_bits();
+            }
         }
     }
     thread::sync_threads();
-    f32::from_bits(*s.pick.add(PICK_VALUE))
+    let next = if rank + 1 < count { Some(f32::from_bits(*s.pick.add(PICK_NEXT))) } else { None };
+    (f32::from_bits(*s.pick.add(PICK_VALUE)), next)
 }
 
 /// The value of rank `rank + 1` among the values inside `limits`, given `lower`, that of rank
 /// `rank`: `lower` again if more than `rank + 1` values are at most it, else the least above it.
 #[inline(always)]
-unsafe fn successor(s: &Scratch, area: u32, limits: (f64, f64), rank: u32, lower: f32) -> f32 {
+unsafe fn successor(s: &Scratch, area: u32, limits: (f32, f32), rank: u32, lower: f32) -> f32 {
     let (mut at_most, mut above) = (0u32, Tally::EMPTY);
     let mut q = thread::thread_idx_x();
     while q < area {
@@ -510,7 +577,8 @@ pub unsafe fn background_grid(
     let mut last_count = 0;
     let mut round = 0;
     loop {
-        let (range, sum) = first_moments(&s, area, limits);
+        let bounds = kept_bounds(limits);
+        let (range, sum) = first_moments(&s, area, bounds);
         if round == 0 && tid == 0 && !finite.is_null() {
             *finite.add(point as usize) = range.count;
         }
@@ -518,10 +586,17 @@ pub unsafe fn background_grid(
             break;
         }
         let average = mean(sum, range.count);
-        sigma = std(squared_deviations(&s, area, limits, average), range.count);
+        // A range to narrow has its first histogram counted in the pass of the deviations.
+        let narrowing = range.least != range.most && range.count as usize > CANDIDATES;
+        let histogram = if narrowing { Some((range.least, BinScale::of(range.least, range.most))) } else { None };
+        sigma = std(squared_deviations(&s, area, bounds, average, histogram), range.count);
         let rank = (range.count - 1) / 2;
-        let lower = select(&s, area, limits, rank, range);
-        let upper = if range.count % 2 == 0 { successor(&s, area, limits, rank, lower) } else { lower };
+        let (lower, next) = select(&s, area, rank, range, narrowing);
+        let upper = match next {
+            _ if range.count % 2 == 1 => lower,
+            Some(next) => next,
+            None => successor(&s, area, bounds, rank, lower),
+        };
         middle = median(lower, upper);
         if round == rounds {
             break;

@@ -48,15 +48,16 @@
 //!
 //!    The trial's Gram matrix goes to the second of two buffers: a rejected step costs no pass
 //!    to restore the current point's.
-//! 3. The solve: the damped matrix is factored by Cholesky in the tile, a column at a time,
-//!    each column's terms taken by every entry right of it at once, a thread per entry (each
-//!    thread loads all its values before it writes one); one warp substitutes forward and
-//!    back, a lane per row.
+//! 3. The solve: the damped matrix is factored as `L·D·Lᵀ` in the tile (Cholesky's
+//!    factorization without its square roots), a column at a time, each column's terms taken
+//!    by every entry right of it at once, a thread per entry (each thread loads all its values
+//!    before it writes one), one barrier a column; one warp substitutes forward and back, a
+//!    lane per row, each unknown handed to the other lanes by a shuffle.
 //! 4. Converged when a step moves no parameter by more than `STEP_TOLERANCE` relative, or an
 //!    accepted one lowers χ² by at most `CHI2_TOLERANCE` of it; after `MAX_ITERATIONS` the fit
 //!    is flagged `NOT_CONVERGED`. The errors are the square roots of the diagonal of
 //!    `(JᵀJ)⁻¹` at the solution, the covariance for the noise given (Aegean's `covar_errors`):
-//!    the inverse of the Cholesky factor, a column per thread, into an array of their own (NaN
+//!    from the inverse of the factor, a column per thread, into an array of their own (NaN
 //!    where the factor does not exist, or a pivot is within `RANK_TOLERANCE` of nothing).
 //! 5. Components from the residual (`interface::fit::RESIDUAL_STEPS`), where
 //!    `interface::fit::residual_room` allows one more (the island fitted at every pixel, its box
@@ -93,7 +94,7 @@
 //! one-component fit of 4096 pixels costs, whatever its extent, or, with many components, what
 //! eight pixels a parameter cost (`interface::fit::MIN_SAMPLE_PER_PARAMETER`).
 
-use crate::{ballot, load_shared_f64, shared_address, unroll};
+use crate::{ballot, load_shared_f64, load_shared_f64_if, shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
@@ -107,7 +108,7 @@ use interface::fit::{
     LIST_NOISE, LIST_VALUES, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS,
     PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SHARED_COUNTS, SHARED_CURRENT, SHARED_ERRORS, SHARED_GRAMS,
     SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS, SHARED_SAVED, SHARED_SCALE,
-    SHARED_SHAPES, SHARED_STEP, SHARED_TILE, SHARED_TRIAL, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
+    SHARED_SHAPES, SHARED_TILE, SHARED_TRIAL, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
     STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, SUMMIT_PATCH, SUMMIT_SMOOTHED,
     SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, THETA, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
@@ -144,12 +145,12 @@ fn tri(row: usize, column: usize) -> usize {
 
 /// The shared memory of one block (one island).
 struct Shared {
-    /// Jacobian rows, then the Cholesky factor and its inverse.
+    /// Jacobian rows, then the `L·D·Lᵀ` factor and its inverse.
     tile: *mut f64,
     /// The two Gram matrices, `GRAM_WORDS` apart.
     grams: *mut f64,
-    /// The current point, the trial point, the bounds, the damping scales, the step, the
-    /// errors of the fit kept, and the point a component from the residual is tried from (to go
+    /// The current point, the trial point, the bounds, the damping scales, the errors of the
+    /// fit kept, and the point a component from the residual is tried from (to go
     /// back to), `MAX_PARAMETERS` each; the bounds of a component a split starts again (low,
     /// then high, to go back to).
     current: *mut f64,
@@ -157,7 +158,6 @@ struct Shared {
     low: *mut f64,
     high: *mut f64,
     scale: *mut f64,
-    step: *mut f64,
     errors: *mut f64,
     saved: *mut f64,
     held: *mut f64,
@@ -691,19 +691,20 @@ unsafe fn rows_of_listed(
     }
 }
 
-/// Factors the `n × n` lower triangle in the tile in place by Cholesky, `L Lᵀ`: below the
-/// diagonal `L`, on it the pivots `L[j][j]²`. False (for every thread) when a pivot is not a
-/// finite number above `least` times the matrix's diagonal entry, which `diagonal` (a lower
-/// triangle of the same shape, not the tile) holds. Right-looking: once column `j` is divided
-/// by its pivot's root, every entry right of it takes its term at once, so each entry still
-/// subtracts its terms column by column, in the order the CPU's loop does. A thread owns the
-/// entries `t`, `t + BLOCK`, … of the whole triangle (`interface::fit::CHOLESKY_OWNED` at most,
-/// their rows and columns found once, in registers) and updates those right of the column:
-/// no walk through the triangle's rows at every column.
+/// Factors the `n × n` lower triangle in the tile in place as `L·D·Lᵀ` (`L` unit lower
+/// triangular, `D` diagonal): `L·D` below the diagonal, `D` on it; false when a pivot `D[j]`
+/// is not finite and above `least` times the matrix's diagonal entry, which `diagonal` holds.
+/// Right-looking, a column at a time: every thread reads the column's pivot, and each entry
+/// `(i, c)` right of the column takes its term, `a[i][c] − a[i][j] · (a[c][j] · (1 / D[j]))`,
+/// the last step one `fma`. A thread owns the entries `t`, `t + BLOCK`, … of the whole triangle
+/// (`interface::fit::CHOLESKY_OWNED` at most, their rows and columns found once, in registers).
+/// A column reads only entries that it does not write, so it takes one barrier, and its path is
+/// a division and a multiply-add: no square root, and no division of the column by it before
+/// the update can start (which took a second barrier).
 ///
 /// # Safety
-/// Every thread of the block calls it together; `diagonal` is not written meanwhile; `n` is at
-/// most `MAX_PARAMETERS`.
+/// Every thread of the block calls it together, the tile's matrix written and seen; `diagonal`
+/// is not written meanwhile; `n` is at most `MAX_PARAMETERS`.
 unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -> bool {
     let t = thread::thread_idx_x() as usize;
     // Row << 16 | column of each owned entry; past the triangle, a column no `j` is below.
@@ -713,41 +714,37 @@ unsafe fn cholesky(tile: *mut f64, n: usize, diagonal: *const f64, least: f64) -
         owned[s] = if t + s * THREADS < n * (n + 1) / 2 { (at.0 << 16 | at.1) as u32 } else { 0 };
         at = pair_after(at, THREADS);
     });
+    let words = shared_address(tile);
     // A counted `while`, not a range: a range's step keeps a flag, a compare and a select more.
     let mut j = 0;
     while j < n {
-        let pivot = *tile.add(tri(j, j));
-        let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
-        if !(pivot > floor && pivot < f64::INFINITY) {
-            return false;
-        }
-        let root = pivot.sqrt();
-        if t >= 1 && t < n - j {
-            *tile.add(tri(j + t, j)) /= root;
-        }
-        thread::sync_threads();
-        // Every value an update reads is loaded before any is written (the column's entries are
-        // not among those written): the loads overlap, where a store between them would order
-        // them one after another.
+        // The loads first, the pivot's among them: they overlap. Predicated, not branched
+        // around: an entry left of the column loads nothing.
         let column = j as u32;
         let (mut entries, mut left, mut right) =
             ([0.0f64; CHOLESKY_OWNED], [0.0f64; CHOLESKY_OWNED], [0.0f64; CHOLESKY_OWNED]);
         unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
             let (i, c) = (owned[s] >> 16, owned[s] & 0xFFFF);
-            if c > column {
-                let (row_i, row_c) = (i * (i + 1) / 2, c * (c + 1) / 2);
-                entries[s] = *tile.add((row_i + c) as usize);
-                left[s] = *tile.add((row_i + column) as usize);
-                right[s] = *tile.add((row_c + column) as usize);
-            }
+            let (row_i, row_c, wanted) = (i * (i + 1) / 2, c * (c + 1) / 2, c > column);
+            entries[s] = load_shared_f64_if(wanted, words + 8 * (row_i + c));
+            left[s] = load_shared_f64_if(wanted, words + 8 * (row_i + column));
+            right[s] = load_shared_f64_if(wanted, words + 8 * (row_c + column));
         });
+        let pivot = *tile.add(tri(j, j));
+        let floor = if least > 0.0 { least * *diagonal.add(tri(j, j)) } else { 0.0 };
+        let inverse = 1.0 / pivot;
         unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], |s| {
             let (i, c) = (owned[s] >> 16, owned[s] & 0xFFFF);
             if c > column {
-                *tile.add((i * (i + 1) / 2 + c) as usize) = entries[s] - left[s] * right[s];
+                *tile.add((i * (i + 1) / 2 + c) as usize) = (-left[s]).mul_add(right[s] * inverse, entries[s]);
             }
         });
         thread::sync_threads();
+        // Tested after the column's update, which then goes unused: a test before it would
+        // hold the loads back behind the pivot's.
+        if !(pivot > floor && pivot < f64::INFINITY) {
+            return false;
+        }
         j += 1;
     }
     true
@@ -785,7 +782,6 @@ pub unsafe fn fit_islands(
         low: at(SHARED_LOW) as *mut f64,
         high: at(SHARED_HIGH) as *mut f64,
         scale: at(SHARED_SCALE) as *mut f64,
-        step: at(SHARED_STEP) as *mut f64,
         errors: at(SHARED_ERRORS) as *mut f64,
         saved: at(SHARED_SAVED) as *mut f64,
         held: at(SHARED_HELD) as *mut f64,
@@ -1019,7 +1015,7 @@ unsafe fn levenberg(island: &Island, shared: &Shared, parameters: usize) -> Run 
 }
 
 /// The errors at a solution whose Gram matrix is `gram`: `√diag((JᵀJ)⁻¹)`, from the inverse of
-/// the Cholesky factor of `JᵀJ` (in the tile), a column per thread, into `errors`; NaN, and
+/// the factor of `JᵀJ` (`L·D·Lᵀ`, in the tile), a column per thread, into `errors`; NaN, and
 /// false (for every thread), where `JᵀJ` is not positive definite, or nearly not
 /// (`interface::fit::RANK_TOLERANCE`).
 ///
@@ -1039,17 +1035,22 @@ unsafe fn errors(shared: &Shared, gram: *const f64, parameters: usize) -> bool {
     if t < parameters {
         let mut error = f64::NAN;
         if factored {
+            // Column t of W = D⁻¹·L⁻¹: M = L⁻¹ is unit lower triangular, its entry
+            // M[i][t] = −Σ L[i][k]·M[k][t] = −Σ (L·D)[i][k]·W[k][t] over k from t to i − 1, and
+            // (JᵀJ)⁻¹[t][t] = Σ M[i][t]²/D[i] = Σ M[i][t]·W[i][t].
             let inverse = shared.tile.add(normal);
-            *inverse.add(tri(t, t)) = 1.0 / (*shared.tile.add(tri(t, t))).sqrt();
-            let mut variance = *inverse.add(tri(t, t)) * *inverse.add(tri(t, t));
+            let own = 1.0 / *shared.tile.add(tri(t, t));
+            *inverse.add(tri(t, t)) = own;
+            let mut variance = own;
             for i in t + 1..parameters {
                 let mut s = 0.0f64;
                 for k in t..i {
-                    s += *shared.tile.add(tri(i, k)) * *inverse.add(tri(k, t));
+                    s = (*shared.tile.add(tri(i, k))).mul_add(*inverse.add(tri(k, t)), s);
                 }
-                let value = -s / (*shared.tile.add(tri(i, i))).sqrt();
-                *inverse.add(tri(i, t)) = value;
-                variance += value * value;
+                let value = -s;
+                let weighted = value / *shared.tile.add(tri(i, i));
+                *inverse.add(tri(i, t)) = weighted;
+                variance = value.mul_add(weighted, variance);
             }
             error = variance.sqrt();
         }
@@ -1251,61 +1252,64 @@ unsafe fn split(island: &Island, shared: &Shared, seed: f64, beam: f64, paramete
     0
 }
 
-/// The step from the factored damped matrix in the tile, and the trial point it leads to,
-/// clamped to the bounds; sets the small-step flag. The first warp, lane `l` holding rows `l`
-/// and `l + 32`: as each unknown is found (forward, then back), every row still open subtracts
-/// its term, so each row takes its terms in the order one thread would (forward by rising
-/// column, back by falling row), and a row's sum waits only for the unknowns it needs.
+/// The step from the factored damped matrix in the tile (`L·D` and `D`, [`cholesky`]), and the
+/// trial point it leads to, clamped to the bounds; sets the small-step flag. The first warp,
+/// lane `l` holding rows `l` and `l + 32`: forward, `w[k] = (Jᵀr[k] − Σ (L·D)[k][j]·w[j]) /
+/// D[k]`, then back, `x[k] = w[k] − (Σ (L·D)[j][k]·x[j]) / D[k]` for `j` after `k`. As each
+/// unknown is found, its lane hands it to the others by a shuffle and every row still open takes
+/// its term, so each row adds its terms in the order one thread would (forward by rising
+/// column, back by falling row). The rows' reciprocal pivots are found before either pass: an
+/// unknown waits for a multiply-add and a shuffle, not a square root and a division.
 ///
 /// # Safety
 /// The 32 threads of the first warp call it together; the tile holds the factor of
 /// `parameters` (at most 64) parameters, `gram` the current Gram matrix.
 unsafe fn solve(shared: &Shared, gram: *const f64, parameters: usize) {
-    let (tile, step) = (shared.tile, shared.step);
+    let tile = shared.tile;
     let gradient = gram.add(parameters * (parameters + 1) / 2);
     let lane = thread::thread_idx_x() as usize;
     let rows = [lane, lane + 32];
-    let mut sums = [0.0f64; 2];
+    let (mut sums, mut inverses) = ([0.0f64; 2], [0.0f64; 2]);
     unroll!([0, 1], |h| {
         if rows[h] < parameters {
             sums[h] = *gradient.add(rows[h]);
+            inverses[h] = 1.0 / *tile.add(tri(rows[h], rows[h]));
         }
     });
+    // Register arrays indexed by `k < 32`, not `k / 32`: a computed index would put them in
+    // local memory.
+    let mut found = [0.0f64; 2];
     for k in 0..parameters {
+        let w = broadcast(if k < 32 { sums[0] * inverses[0] } else { sums[1] * inverses[1] }, k % 32);
         if lane == k % 32 {
-            let sum = if k < 32 { sums[0] } else { sums[1] };
-            *step.add(k) = sum / (*tile.add(tri(k, k))).sqrt();
+            if k < 32 {
+                found[0] = w;
+            } else {
+                found[1] = w;
+            }
         }
-        warp::sync_warp(u32::MAX);
-        let y = *step.add(k);
         unroll!([0, 1], |h| {
             if rows[h] > k && rows[h] < parameters {
-                sums[h] -= *tile.add(tri(rows[h], k)) * y;
+                sums[h] = (-*tile.add(tri(rows[h], k))).mul_add(w, sums[h]);
             }
         });
     }
-    unroll!([0, 1], |h| {
-        if rows[h] < parameters {
-            sums[h] = *step.add(rows[h]);
-        }
-    });
-    warp::sync_warp(u32::MAX);
+    let mut rests = [0.0f64; 2];
     let mut small = true;
     for k in (0..parameters).rev() {
+        let x = broadcast(
+            if k < 32 { inverses[0].mul_add(rests[0], found[0]) } else { inverses[1].mul_add(rests[1], found[1]) },
+            k % 32,
+        );
         if lane == k % 32 {
-            let sum = if k < 32 { sums[0] } else { sums[1] };
-            let x = sum / (*tile.add(tri(k, k))).sqrt();
-            *step.add(k) = x;
             let old = *shared.current.add(k);
             let new = clamp(old + x, *shared.low.add(k), *shared.high.add(k));
             *shared.trial.add(k) = new;
             small &= small_step(old, new);
         }
-        warp::sync_warp(u32::MAX);
-        let x = *step.add(k);
         unroll!([0, 1], |h| {
             if rows[h] < k {
-                sums[h] -= *tile.add(tri(k, rows[h])) * x;
+                rests[h] = (-*tile.add(tri(k, rows[h]))).mul_add(x, rests[h]);
             }
         });
     }
@@ -1313,6 +1317,20 @@ unsafe fn solve(shared: &Shared, gram: *const f64, parameters: usize) {
     if lane == 0 {
         *shared.counts.add(SMALL) = all_small as u32;
     }
+}
+
+/// Lane `lane`'s `value`, in every lane of the warp.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together, with the same `lane`, below 32.
+#[inline(always)]
+unsafe fn broadcast(value: f64, lane: usize) -> f64 {
+    let bits = value.to_bits();
+    let (low, high): (u32, u32);
+    let lane = lane as u32;
+    asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, 0xffffffff;", o = out(reg32) low, v = in(reg32) bits as u32, l = in(reg32) lane, options(nomem, nostack));
+    asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, 0xffffffff;", o = out(reg32) high, v = in(reg32) (bits >> 32) as u32, l = in(reg32) lane, options(nomem, nostack));
+    f64::from_bits((high as u64) << 32 | low as u64)
 }
 
 /// Where a block writes its island's results.

@@ -2,11 +2,7 @@
 //! compiles this crate to PTX with rustc_codegen_nvvm; `host/` launches and checks them. The
 //! sizes both sides must agree on come from the `interface` crate.
 #![no_std]
-#![cfg_attr(
-    target_os = "cuda",
-    feature(register_attr, asm, asm_experimental_arch),
-    register_attr(nvvm_internal)
-)]
+#![cfg_attr(target_os = "cuda", feature(register_attr, asm, asm_experimental_arch), register_attr(nvvm_internal))]
 #![allow(improper_ctypes_definitions)]
 
 /// Runs `$body` once for each listed constant, bound to `$i`: a loop unrolled in the source.
@@ -132,6 +128,24 @@ pub unsafe fn shared_address<T>(ptr: *mut T) -> u32 {
 pub unsafe fn load_shared_f64(address: u32) -> f64 {
     let value: f64;
     asm!("ld.shared.f64 {v}, [{a}];", v = out(reg64) value, a = in(reg32) address, options(pure, readonly, nostack));
+    value
+}
+
+/// [`load_shared_f64`] where `wanted`, else 0: one predicated load, where a load under an `if`
+/// compiles to a branch around it.
+///
+/// # Safety
+/// Where `wanted`, as [`load_shared_f64`].
+#[inline(always)]
+pub unsafe fn load_shared_f64_if(wanted: bool, address: u32) -> f64 {
+    let value: f64;
+    asm!(
+        "{{ .reg .pred p; setp.ne.u32 p, {w}, 0; mov.b64 {v}, 0; @p ld.shared.f64 {v}, [{a}]; }}",
+        v = out(reg64) value,
+        w = in(reg32) wanted as u32,
+        a = in(reg32) address,
+        options(pure, readonly, nostack),
+    );
     value
 }
 

@@ -391,29 +391,46 @@ fn accumulate(tile: &[f64], stride: usize, filled: usize, gram: &mut [f64]) {
     }
 }
 
-/// Factors the `n × n` lower triangle `m` in place by Cholesky, as the kernel does: below the
-/// diagonal `L`, on it the pivots `L[j][j]²`; false when a pivot is not finite and above `least`
+/// Factors the `n × n` lower triangle `m` in place as `L·D·Lᵀ` (`L` unit lower triangular),
+/// as the kernel does, each entry's terms in the same order and rounded as its: below the
+/// diagonal `L·D`, on it the pivots `D`; false when a pivot is not finite and above `least`
 /// times the matrix's diagonal entry, which `diagonal` holds.
 fn cholesky(m: &mut [f64], n: usize, diagonal: &[f64], least: f64) -> bool {
     for j in 0..n {
-        for i in j..n {
-            let mut s = m[tri(i, j)];
-            for k in 0..j {
-                s -= m[tri(i, k)] * m[tri(j, k)];
-            }
-            m[tri(i, j)] = s;
-        }
         let pivot = m[tri(j, j)];
         let floor = if least > 0.0 { least * diagonal[tri(j, j)] } else { 0.0 };
         if !(pivot > floor && pivot < f64::INFINITY) {
             return false;
         }
-        let root = pivot.sqrt();
-        for i in j + 1..n {
-            m[tri(i, j)] /= root;
+        let inverse = 1.0 / pivot;
+        for c in j + 1..n {
+            let right = m[tri(c, j)] * inverse;
+            for i in c..n {
+                m[tri(i, c)] = (-m[tri(i, j)]).mul_add(right, m[tri(i, c)]);
+            }
         }
     }
     true
+}
+
+/// `√diag((JᵀJ)⁻¹)` from the factor of `JᵀJ` ([`cholesky`]), as the kernel's threads find them,
+/// a column each: with `M = L⁻¹` and `W = D⁻¹·M`, `M[i][c] = −Σ (L·D)[i][k]·W[k][c]` over `k`
+/// from `c` to `i − 1`, and the variance `Σ M[i][c]·W[i][c]`.
+fn errors_from(factor: &[f64], parameters: usize) -> Vec<f64> {
+    (0..parameters)
+        .map(|c| {
+            let mut weighted = vec![0.0; parameters];
+            weighted[c] = 1.0 / factor[tri(c, c)];
+            let mut variance = weighted[c];
+            for i in c + 1..parameters {
+                let s = (c..i).fold(0.0f64, |s, k| factor[tri(i, k)].mul_add(weighted[k], s));
+                let value = -s;
+                weighted[i] = value / factor[tri(i, i)];
+                variance = value.mul_add(weighted[i], variance);
+            }
+            variance.sqrt()
+        })
+        .collect()
 }
 
 /// One island's record and status, fitted as the kernel fits it (see `kernels/src/fit.rs`).
@@ -552,25 +569,13 @@ fn fit_island(image: &Image, index: usize, island: &Island, settings: &FitSettin
         (fitted, added) = (fitted + 1, added + 1);
     }
 
-    // 4. The errors: √diag((JᵀJ)⁻¹), from the inverse of its Cholesky factor.
+    // 4. The errors: √diag((JᵀJ)⁻¹), from the inverse of its factor.
     let parameters = fitted * PARAMETERS;
     let normal = parameters * (parameters + 1) / 2;
     let mut flags = flags | if fit.converged { 0 } else { NOT_CONVERGED };
     let mut factor = fit.gram[..normal].to_vec();
     let errors = if cholesky(&mut factor, parameters, &fit.gram, RANK_TOLERANCE) {
-        (0..parameters)
-            .map(|c| {
-                let mut inverse = vec![0.0; parameters];
-                inverse[c] = 1.0 / factor[tri(c, c)].sqrt();
-                let mut variance = inverse[c] * inverse[c];
-                for i in c + 1..parameters {
-                    let s: f64 = (c..i).map(|k| factor[tri(i, k)] * inverse[k]).sum();
-                    inverse[i] = -s / factor[tri(i, i)].sqrt();
-                    variance += inverse[i] * inverse[i];
-                }
-                variance.sqrt()
-            })
-            .collect()
+        errors_from(&factor, parameters)
     } else {
         flags |= SINGULAR;
         vec![f64::NAN; parameters]
@@ -722,28 +727,24 @@ impl Image<'_> {
     }
 }
 
-/// The Levenberg–Marquardt step from the factored damped matrix (`factor`) and `Jᵀr`
-/// (`gradient`), as the kernel's warp solves it (each row takes its terms forward by rising
-/// column, back by falling row), and the trial point it leads to, clamped to the bounds, with
-/// whether it moves every parameter by less than the step tolerance.
+/// The Levenberg–Marquardt step from the factored damped matrix (`factor`, [`cholesky`]) and
+/// `Jᵀr` (`gradient`), as the kernel's warp solves it (forward `L·D·w = Jᵀr`, each row taking its
+/// terms by rising column; back `Lᵀ·x = w`, by falling row), and the trial point it leads to,
+/// clamped to the bounds, with whether it moves every parameter by less than the step
+/// tolerance.
 fn solve(factor: &[f64], gradient: &[f64], current: &[f64], low: &[f64], high: &[f64]) -> (Vec<f64>, bool) {
     let n = current.len();
-    let mut step = vec![0.0; n];
+    let inverses: Vec<f64> = (0..n).map(|a| 1.0 / factor[tri(a, a)]).collect();
+    let mut found = vec![0.0; n];
     for a in 0..n {
-        let mut s = gradient[a];
-        for k in 0..a {
-            s -= factor[tri(a, k)] * step[k];
-        }
-        step[a] = s / factor[tri(a, a)].sqrt();
+        let sum = (0..a).fold(gradient[a], |s, k| (-factor[tri(a, k)]).mul_add(found[k], s));
+        found[a] = sum * inverses[a];
     }
-    let mut trial = vec![0.0; n];
+    let (mut step, mut trial) = (vec![0.0; n], vec![0.0; n]);
     let mut small = true;
     for a in (0..n).rev() {
-        let mut s = step[a];
-        for k in (a + 1..n).rev() {
-            s -= factor[tri(k, a)] * step[k];
-        }
-        step[a] = s / factor[tri(a, a)].sqrt();
+        let rest = (a + 1..n).rev().fold(0.0f64, |s, k| (-factor[tri(k, a)]).mul_add(step[k], s));
+        step[a] = inverses[a].mul_add(rest, found[a]);
         trial[a] = clamp(current[a] + step[a], low[a], high[a]);
         small &= small_step(current[a], trial[a]);
     }
