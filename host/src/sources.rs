@@ -15,6 +15,7 @@ use cuda_kernels::check::grouped;
 pub use label::Connectivity;
 use measure::Source;
 use radio::wcs::Coordinates;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -666,14 +667,9 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         if !outcome.through_beam {
             table = table.in_pixel_sums();
         }
-        table.write_csv(&catalog)?;
-        if let Some(path) = &options.votable {
-            table.write_votable(path)?;
-        }
-        if let Some(path) = &options.regions {
-            table.write_regions(path)?;
-        }
-        if let Some(path) = &catalog_json {
+        let table = &table;
+        let json = || -> GpuResult<()> {
+            let Some(path) = &catalog_json else { return Ok(()) };
             match (&outcome.lesson, &outcome.local) {
                 (Some(found), _) => {
                     let document = CatalogJson {
@@ -686,7 +682,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                         level: found.level,
                         sources: &found.sources,
                     };
-                    catalog::write_json(path, &document)?;
+                    catalog::write_json(path, &document)
                 }
                 (None, Some((_, summary))) => {
                     let document = LocalCatalogJson {
@@ -698,19 +694,32 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                         nan_pixels: outcome.nan_pixels,
                         sources: &table.rows,
                     };
-                    catalog::write_json(path, &document)?;
+                    catalog::write_json(path, &document)
                 }
-                (None, None) => {}
+                (None, None) => Ok(()),
             }
-        }
-        if let Some(path) = &options.labels {
+        };
+        let labels = || -> GpuResult<()> {
+            let Some(path) = &options.labels else { return Ok(()) };
             let labels = match (&outcome.lesson, &outcome.local) {
                 (Some(found), _) => &found.labels,
                 (None, Some((found, _))) => &found.labels,
                 (None, None) => return Ok(()),
             };
-            catalog::write_labels(path, image.width, image.height, labels)?;
-        }
+            catalog::write_labels(path, image.width, image.height, labels)
+        };
+        let optional = |path: &Option<PathBuf>, write: fn(&Catalog, &Path) -> GpuResult<()>| -> GpuResult<()> {
+            path.as_deref().map_or(Ok(()), |path| write(table, path))
+        };
+        // The files at once: each is formatted on a thread of its own.
+        let writes: [&(dyn Fn() -> GpuResult<()> + Sync); 5] = [
+            &|| table.write_csv(&catalog),
+            &|| optional(&options.votable, Catalog::write_votable),
+            &|| optional(&options.regions, Catalog::write_regions),
+            &json,
+            &labels,
+        ];
+        writes.par_iter().map(|write| write()).collect::<GpuResult<Vec<()>>>()?;
         Ok(())
     });
     written?;
