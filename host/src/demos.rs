@@ -45,7 +45,7 @@ pub struct StreamsReport {
 /// fewer blocks than SMs), first alone, then on two streams at once. Then the dependency:
 /// stream 2 doubles stream 1's result only after an event recorded on stream 1 says it is done.
 pub fn streams(gpu: &Gpu, iters: usize, seed: u64) -> GpuResult<StreamsReport> {
-    let sms = gpu.info().multiprocessors as usize;
+    let sms = gpu.sms() as usize;
     // Tiles of 128: a square of side 128·⌊√(SMs/2)⌋ puts at most half the SMs to work.
     let side = 128 * ((sms as f64 / 2.0).sqrt().floor() as usize).max(1);
     let shape = (side, side, 8192);

@@ -233,7 +233,7 @@ fn checked_bins(input: Input, values: usize, bins: usize, range: (f64, f64)) -> 
 /// The launch of the histogram functions over `n` values: [`DEFAULT_BLOCK`] threads a block,
 /// [`BLOCKS_PER_SM`] blocks per SM, fewer where the values do not fill them.
 fn api_launch(gpu: &Gpu, n: usize) -> GpuResult<LaunchConfig> {
-    let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
+    let most = gpu.sms() * BLOCKS_PER_SM;
     LaunchConfig::grid_stride(0, 0, DEFAULT_BLOCK, blocks(n, DEFAULT_BLOCK as usize)?.min(most))
 }
 

@@ -251,7 +251,7 @@ impl Reducer {
     /// correctly, by fewer threads than they could use).
     pub fn new(gpu: &Gpu, n: usize) -> GpuResult<Self> {
         require(n >= 1, || "a reduction needs at least 1 value".into())?;
-        let sms = gpu.info().multiprocessors as usize;
+        let sms = gpu.sms() as usize;
         let grid = |per_sm| grid_stride_blocks(n, sms, per_sm) as u32;
         let (sum_grid, moments_grid) = (grid(BLOCKS_PER_SM), grid(MOMENTS_BLOCKS_PER_SM));
         let partials = (sum_grid as usize).max(moments_grid as usize * MOMENTS_FIELDS);

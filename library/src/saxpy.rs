@@ -109,7 +109,7 @@ pub fn saxpy(gpu: &Gpu, a: f32, x: &DeviceVector<f32>, y: &mut DeviceVector<f32>
     check_lengths(n, y.len())?;
     // A grid-stride loop over quads: no more blocks than the quads fill, nor than the SMs
     // hold at once.
-    let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
+    let most = gpu.sms() * BLOCKS_PER_SM;
     let grid = blocks(n.div_ceil(4), DEFAULT_BLOCK as usize)?.min(most);
     gpu.bind()?;
     let args = SaxpyArgs { a, x: x.slice(gpu)?, y: y.slice(gpu)?, grid, block: DEFAULT_BLOCK };

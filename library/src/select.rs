@@ -192,7 +192,7 @@ impl Selector {
         let gathered = DeviceBuffer::<f32>::zeroed(GATHER_CAP).during("allocating the select gathering")?;
         gpu.validate(COUNT_KERNEL, &count_config(1))?;
         let readback = Readback::new(STATE_WORDS)?;
-        Ok(Self { state, histogram, gathered, readback, sms: gpu.info().multiprocessors as u32 })
+        Ok(Self { state, histogram, gathered, readback, sms: gpu.sms() })
     }
 
     /// Launches the whole selection of what `find` asks among `values` inside `window`; the

@@ -101,7 +101,7 @@ fn gemm_splits_a_mid_sized_c_on_step_5c_tiles() {
     let Some(gpu) = gpu("gemm_splits_a_mid_sized_c_on_step_5c_tiles") else { return };
     // 25 tiles of 128×256, k a whole number of slices and n of 4: step 5d's fast path.
     let (m, n, k) = (520, 1032, 1000);
-    let sms = gpu.info().multiprocessors as usize;
+    let sms = gpu.sms() as usize;
     let chosen = GemmKernel::chosen_in(None, &gpu, Dtype::F32, (m, n, k)).unwrap();
     assert_eq!(chosen, f32_default((m, n, k), sms));
     // Where step 4d's 153 tiles are too many to split and step 5c's 25 too few for the SMs.
@@ -161,7 +161,7 @@ fn split_k_at_long_k_is_within_the_tolerance_and_no_less_accurate() {
     if !hopper_or_refused(&gpu) {
         return;
     }
-    let sms = gpu.info().multiprocessors as usize;
+    let sms = gpu.sms() as usize;
     let cases = [
         (Precision::Bf16, (64, 64, 65536)),
         (Precision::Tf32, (64, 64, 65536)),

@@ -99,7 +99,7 @@ impl Histogram {
     ) -> GpuResult<Self> {
         require(!values.is_empty(), || "histogram needs n >= 1".into())?;
         binning.validate()?;
-        let config = LaunchConfig::grid_stride(gpu.info().multiprocessors as u32, BLOCKS_PER_SM, block, grid)?;
+        let config = LaunchConfig::grid_stride(gpu.sms(), BLOCKS_PER_SM, block, grid)?;
         // Whether a block's copy of the bins fits beside the kernel's own shared memory: the
         // launch check says so, with the numbers.
         let shared_check =

@@ -27,7 +27,7 @@ pub fn family(name: &str) -> Option<&'static dyn Family> {
 /// Every kernel of every family, at its family's default launch shape.
 pub fn kernel_resources(gpu: &Gpu) -> GpuResult<Vec<resources::KernelResources>> {
     let mut rows = Vec::new();
-    let sms = gpu.info().multiprocessors as u32;
+    let sms = gpu.sms();
     for family in FAMILIES {
         for (kernel, config) in family.launches(sms)? {
             rows.push(resources::of(gpu, family.name(), kernel, &config)?);

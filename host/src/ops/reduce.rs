@@ -135,7 +135,7 @@ impl Kernel for Reduce {
         require((0.0..=1.0).contains(&options.blank), || format!("--blank {} is not a fraction", options.blank))?;
         require(!options.low.is_nan() && !options.high.is_nan(), || "the window's bounds must not be NaN".into())?;
         let steps = options.steps()?;
-        let grids = grids(n, gpu.info().multiprocessors as u32, options.grid);
+        let grids = grids(n, gpu.sms(), options.grid);
         gpu.ensure_fits("reduce input", 4 * n as u64)?;
         let mut values = random_in(n, seed, -1.0f32, 1.0);
         if options.offset != 0.0 {

@@ -70,7 +70,7 @@ impl Kernel for Saxpy {
         let n = options.n;
         require(n >= 1, || "saxpy needs n >= 1".into())?;
         let config =
-            LaunchConfig::grid_stride(gpu.info().multiprocessors as u32, BLOCKS_PER_SM, options.block, options.grid)?;
+            LaunchConfig::grid_stride(gpu.sms(), BLOCKS_PER_SM, options.block, options.grid)?;
         let methods = Method::chosen(&options.variants);
         for method in methods {
             gpu.validate(method.kernel(), &config)?;

@@ -182,6 +182,11 @@ impl Gpu {
         &self.info
     }
 
+    /// Its streaming multiprocessors (SMs), at least 1: what a grid's blocks are counted in.
+    pub fn sms(&self) -> u32 {
+        self.info.multiprocessors.max(1) as u32
+    }
+
     /// The device this GPU was opened on.
     pub fn device(&self) -> Device {
         self.device

@@ -225,7 +225,7 @@ pub fn gemm_e4m3(gpu: &Gpu, a: &E4m3Matrix, b: &E4m3Matrix, c: &DeviceSlice<f32>
     let mut device = maps_buffer()?;
     let maps = Fp8Maps::upload(operands, &mut device)?;
     let (m, n, k) = (operands.m, operands.n, operands.k);
-    let blocks = gpu.info().multiprocessors as u32;
+    let blocks = gpu.sms();
     let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale, blocks };
     // SAFETY: the matrices, the maps and C live until the synchronization that follows.
     unsafe { gpu.launch(GEMM, &args)? };
@@ -273,7 +273,7 @@ impl E4m3Product {
         // reallocates or rewrites.
         let maps = unsafe { Fp8Maps::assume_uploaded(operands, &self.maps) };
         let (m, n, k) = (operands.m, operands.n, operands.k);
-        let blocks = gpu.info().multiprocessors as u32;
+        let blocks = gpu.sms();
         let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: self.a.scale, scale_b: self.b.scale, blocks };
         // SAFETY: the caller keeps `self` (the matrices and their maps) and `c` until `stream`
         // has run it.
@@ -624,7 +624,7 @@ pub fn run(
         .reduce(|| (0.0, 0.0, 0.0), |x, y| (x.0.max(y.0), x.1 + y.1, x.2.max(y.2)));
     let mut device = maps_buffer()?;
     let maps = Fp8Maps::upload(operands(&qa, &qb)?, &mut device)?;
-    let blocks = gpu.info().multiprocessors as u32;
+    let blocks = gpu.sms();
     let args = Fp8Args { maps: &maps, c: &c, m, n, k, scale_a: qa.scale, scale_b: qb.scale, blocks };
     // SAFETY: every buffer lives until `time` has synchronized its last launch.
     let timing = gpu.time(launches, cache, || Ok(()), || unsafe { gpu.launch(GEMM, &args) })?;

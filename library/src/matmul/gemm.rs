@@ -170,7 +170,7 @@ impl GemmKernel {
                 return Ok(tuned);
             }
         }
-        let sms = gpu.info().multiprocessors as usize;
+        let sms = gpu.sms() as usize;
         Ok(match hopper_precision(precision) {
             None => f32_default(dims, sms),
             Some(hopper) if gpu.has_hopper() => {

@@ -729,7 +729,7 @@ pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
         .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
     let maps = TensorMaps::upload(operands, &mut device)?;
-    let blocks = gpu.info().multiprocessors as u32;
+    let blocks = gpu.sms();
     let result = body(&WgmmaArgs { maps: &maps, c, m, n, k, blocks });
     // The copies and the maps are freed on return (a synchronous cuMemFree) after the work.
     gpu.synchronize(kernel)?;

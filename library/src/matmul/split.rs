@@ -410,7 +410,7 @@ pub unsafe fn launch_on<T: DeviceCopy>(
 ) -> GpuResult<()> {
     let kernel = Step::Pipelined.kernel(maps.precision());
     if splits == 1 {
-        let blocks = gpu.info().multiprocessors as u32;
+        let blocks = gpu.sms();
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
         return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, c, m, n, k, blocks }) };
     }

@@ -386,7 +386,7 @@ impl Converted {
         dims: (usize, usize, usize),
     ) -> GpuResult<()> {
         let (m, n, k) = dims;
-        let blocks = gpu.info().multiprocessors as u32;
+        let blocks = gpu.sms();
         match self.hopper_inputs(precision)? {
             HopperInputs::Tf32(a, b) => {
                 // SAFETY: the caller's promise: `maps` holds these operands' maps.

@@ -159,7 +159,7 @@ impl<'g> Pipeline<'g> {
             // downloads wait for them.
             unsafe {
                 run.data.async_copy_from(&self.image, gpu.stream()).during("copying the image on the GPU")?;
-                let most = (gpu.info().multiprocessors as u32).max(1) * BLOCKS_PER_SM;
+                let most = gpu.sms() * BLOCKS_PER_SM;
                 let grid = blocks(n.div_ceil(4), DEFAULT_BLOCK as usize)?.min(most);
                 let args = SaxpyArgs { a: -1.0, x: &run.background, y: &run.data, grid, block: DEFAULT_BLOCK };
                 gpu.launch(Method::Vec4.kernel(), &args)?;
