@@ -238,15 +238,12 @@ fn kept(v: f32, (least, most): (f32, f32)) -> bool {
 unsafe fn first_moments(s: &Scratch, area: u32, limits: (f32, f32)) -> (Tally, f64) {
     let tid = thread::thread_idx_x();
     let (mut mine, mut partial) = (Tally::EMPTY, 0.0);
-    let mut q = tid;
-    while q < area {
-        let v = s.value(q);
+    each_value(s, area, |v| {
         if kept(v, limits) {
             mine = mine.with(v);
             partial = add(partial, v as f64);
         }
-        q += THREADS as u32;
-    }
+    });
     let lane = tid as usize % 32;
     let sum = warp_total(partial);
     let warp = mine.warp();
@@ -444,9 +441,7 @@ unsafe fn rank_candidates(
 #[inline(always)]
 unsafe fn successor(s: &Scratch, area: u32, limits: (f32, f32), rank: u32, lower: f32) -> f32 {
     let (mut at_most, mut above) = (0u32, Tally::EMPTY);
-    let mut q = thread::thread_idx_x();
-    while q < area {
-        let v = s.value(q);
+    each_value(s, area, |v| {
         if kept(v, limits) {
             if v <= lower {
                 at_most += 1;
@@ -454,8 +449,7 @@ unsafe fn successor(s: &Scratch, area: u32, limits: (f32, f32), rank: u32, lower
                 above = above.with(v);
             }
         }
-        q += THREADS as u32;
-    }
+    });
     let tally = s.block_tally(Tally { count: at_most, ..above });
     // The next round's first pass writes the tally's slots again.
     thread::sync_threads();
