@@ -426,3 +426,19 @@ extern "C" __global__ void background_interpolate(const float* image, size_t ima
         }
     }
 }
+
+extern "C" __global__ void background_least_noise(const double* grid, size_t grid_len, unsigned rows, unsigned columns,
+                                                  unsigned reach_y, unsigned reach_x, double* sky) {
+    unsigned point = blockIdx.x * blockDim.x + threadIdx.x;
+    if (point >= rows * columns) return;
+    unsigned row = point / columns, column = point % columns;
+    unsigned top = row - min(row, reach_y), bottom = row + min(rows - 1 - row, reach_y) + 1;
+    unsigned left = column - min(column, reach_x), right = column + min(columns - 1 - column, reach_x) + 1;
+    double least = NAN;
+    for (unsigned r = top; r < bottom; ++r)
+        for (unsigned c = left; c < right; ++c)
+            least = fmin(least, grid[(size_t)(r * columns + c) * BACKGROUND_FIELDS + BACKGROUND_NOISE]);
+    double* out = sky + (size_t)point * BACKGROUND_FIELDS;
+    out[BACKGROUND_BACKGROUND] = grid[(size_t)point * BACKGROUND_FIELDS + BACKGROUND_BACKGROUND];
+    out[BACKGROUND_NOISE] = least;
+}

@@ -1889,6 +1889,42 @@ struct Runner {
             return "";
         };
         run(p);
+
+        // The least noise within a box (6 points) of each point of the grid made above, as the
+        // source finder's second pass takes it; checked at sampled points against a CPU minimum.
+        unsigned reach = kBackgroundBox / kBackgroundStep;
+        auto sky = device(8 * values);
+        Case q;
+        q.kernel = "background_least_noise", q.size = size, q.unit = "GB/s", q.work = 16.0 * values;
+        q.shape = linear(points, BACKGROUND_LEAST_NOISE_BLOCK);
+        q.args.slice(made, values).add(points_side).add(points_side).add(reach).add(reach).ptr(sky);
+        q.out = sky, q.compare = Compare::Exact;
+        q.setup = p.setup;
+        q.reference = [this, made, values, points_side, reach](const std::vector<unsigned char>& out) -> std::string {
+            std::vector<double> grid_host(values);
+            CK(cuMemcpyDtoH(grid_host.data(), made->ptr, 8 * values));
+            const double* o = reinterpret_cast<const double*>(out.data());
+            uint64_t seed = 0x5C1E;
+            for (int k = 0; k < 4096; ++k) {
+                unsigned gy = (unsigned)(splitmix(seed) % points_side), gx = (unsigned)(splitmix(seed) % points_side);
+                double least = NAN;
+                for (unsigned r = gy > reach ? gy - reach : 0; r <= std::min(points_side - 1, gy + reach); ++r)
+                    for (unsigned c = gx > reach ? gx - reach : 0; c <= std::min(points_side - 1, gx + reach); ++c)
+                        least = std::fmin(least, grid_host[((size_t)r * points_side + c) * BACKGROUND_FIELDS + BACKGROUND_NOISE]);
+                // The background is copied, NaN too (a box of the blanked corner): the same bits.
+                size_t at = ((size_t)gy * points_side + gx) * BACKGROUND_FIELDS;
+                double got = o[at + BACKGROUND_NOISE];
+                bool same_noise = std::isnan(least) ? std::isnan(got) : got == least;
+                bool same_background =
+                    std::memcmp(o + at + BACKGROUND_BACKGROUND, &grid_host[at + BACKGROUND_BACKGROUND], 8) == 0;
+                if (!same_noise || !same_background)
+                    return "point (" + std::to_string(gy) + ", " + std::to_string(gx) + ") = " +
+                           fmt("%.17g", o[at + BACKGROUND_BACKGROUND]) + ", " + fmt("%.17g", got) + ", want " +
+                           fmt("%.17g", grid_host[at + BACKGROUND_BACKGROUND]) + ", " + fmt("%.17g", least);
+            }
+            return "";
+        };
+        run(q);
     }
 
 #if CUDA_VERSION >= 12000

@@ -66,6 +66,8 @@ pub const PICK_VALUE: usize = 4;
 pub const PICK_NEXT: usize = 5;
 /// Threads of a `background_interpolate` block, one per pixel.
 pub const INTERPOLATE_BLOCK: u32 = 256;
+/// Threads of a `background_least_noise` block, one per grid point.
+pub const LEAST_NOISE_BLOCK: u32 = 256;
 /// f64 values per grid point in the grid the first kernel writes and the second reads: the
 /// background (the σ-clipped median), then the noise (the σ-clipped standard deviation).
 pub const FIELDS: usize = 2;

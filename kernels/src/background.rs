@@ -48,6 +48,12 @@
 //! f64 divisions (the cell's fractions, by the weights' sum where it is not exactly 1, the
 //! S/N), the same ones the CPU reference makes.
 //!
+//! **`background_least_noise`: one thread per grid point.** A second pass masks the pixels
+//! above the sky, and the sky's noise must be one that the bright emission it masks has not
+//! inflated: each point takes the least noise of the points within a reach of it along each
+//! axis (NaN points left out, NaN only where all are), and keeps its background, so that the
+//! first pass's grid need not go to the host and back for it.
+//!
 //! **Cost.** A round is mostly three passes over the box, with a barrier each: the count, sum
 //! and range; the squared deviations with the range's histogram; the chosen bin's values as the
 //! candidates, ranked for both middle values at once. A bin too full to rank takes two passes
@@ -675,4 +681,29 @@ pub unsafe fn background_interpolate(
             asm!("red.global.or.b32 [{t}], 1;", t = in(reg64) tile);
         }
     }
+}
+
+/// # Safety
+/// The launcher (`LeastNoiseArgs` on the host) guarantees: `grid` holds `FIELDS` f64 for each
+/// of `rows · columns` points, 1 to 2^31 − 1 of them; `sky` holds as many and overlaps it not;
+/// one-dimensional blocks give at least one thread per point.
+#[kernel]
+pub unsafe fn background_least_noise(grid: &[f64], rows: u32, columns: u32, reach_y: u32, reach_x: u32, sky: *mut f64) {
+    let point = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+    if point >= rows * columns {
+        return;
+    }
+    let (row, column) = (point / columns, point % columns);
+    // The window cut to the grid, without passing either end of a u32.
+    let (top, bottom) = (row - row.min(reach_y), row + (rows - 1 - row).min(reach_y) + 1);
+    let (left, right) = (column - column.min(reach_x), column + (columns - 1 - column).min(reach_x) + 1);
+    let mut least = f64::NAN;
+    for r in top..bottom {
+        for c in left..right {
+            least = least.min(*grid.get_unchecked((r * columns + c) as usize * FIELDS + NOISE));
+        }
+    }
+    let out = sky.add(point as usize * FIELDS);
+    *out.add(BACKGROUND) = *grid.get_unchecked(point as usize * FIELDS + BACKGROUND);
+    *out.add(NOISE) = least;
 }

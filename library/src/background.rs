@@ -3,6 +3,9 @@
 //! interpolated bilinearly to every pixel, and the signal-to-noise image
 //! `(pixel − background) / noise` beside them. [`background`] (device arrays) and
 //! [`background_array`] (`ndarray` views) make them on the GPU, [`cpu_reference`] on the CPU.
+//! A second pass that masks the sources takes its sky from a grid whose noise is the least
+//! within a reach of each point: `background_least_noise` ([`Mapper::least_noise_args`]) on
+//! the GPU, [`least_noise`] on the CPU.
 //!
 //! **What BANE does, and what is kept** (`AegeanTools/BANE.py`):
 //! - The grid step is 4 beams: `⌈4·√(BMAJ·BMIN) / √|CDELT1·CDELT2|⌉` pixels, 16 without a beam
@@ -46,7 +49,8 @@ use crate::gpu::{
 use cust::memory::DeviceSlice;
 use interface::background::{
     add, add_square, block_sum, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr,
-    std, tiles, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, MAX_BOX_PIXELS, NOISE, SHARED_HEADER, THREADS,
+    std, tiles, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, LEAST_NOISE_BLOCK, MAX_BOX_PIXELS, NOISE,
+    SHARED_HEADER, THREADS,
 };
 use interface::measure::peak_key;
 use ndarray::{Array2, ArrayView2};
@@ -474,6 +478,74 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
     }
 }
 
+/// The arguments of `background_least_noise`: `grid` into `sky`, each point's background as
+/// it is and its noise the least within `reach` points (rows, columns) of it ([`least_noise`]).
+pub struct LeastNoiseArgs<'a> {
+    /// [`FIELDS`] f64 per grid point, as `background_grid` writes them.
+    pub grid: &'a DeviceSlice<f64>,
+    /// Grid points along the rows and the columns ([`Mapper::grid_shape`]).
+    pub shape: (usize, usize),
+    /// Points along the rows and the columns on either side of a point that its window holds.
+    pub reach: (usize, usize),
+    /// As many f64 as the grid.
+    pub sky: &'a DeviceSlice<f64>,
+}
+
+// SAFETY: `background_least_noise(grid: &[f64], rows: u32, columns: u32, reach_y: u32, reach_x:
+// u32, sky: *mut f64)` reads the `FIELDS` values of the points within reach of each point, all
+// below `FIELDS · rows · columns`, which `grid` is checked to hold (1 to 2^31 − 1 points, so u32
+// point indices hold), and writes the same of `sky`, checked to hold as many and to overlap it
+// not; the reach is cut to u32 (a window past the grid's ends is cut to them). One thread per
+// point in one-dimensional blocks.
+unsafe impl KernelArgs for LeastNoiseArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &["background_least_noise"], "LeastNoiseArgs")?;
+        let points = product(kernel, self.shape.0, self.shape.1)?;
+        if points == 0 || points > i32::MAX as usize {
+            return Err(refuse(kernel, format!("{points} grid points: 1 to 2^31 - 1")));
+        }
+        let values = product(kernel, points, FIELDS)?;
+        require_len(kernel, "the grid", self.grid, values)?;
+        require_len(kernel, "the sky's grid", self.sky, values)?;
+        require_disjoint(kernel, ("the sky's grid", self.sky, values), ("the grid", self.grid, values))?;
+        LaunchConfig::linear(points, LEAST_NOISE_BLOCK)
+    }
+
+    fn params(&self, _kernel: &str) -> KernelParams {
+        let cut = |reach: usize| reach.min(u32::MAX as usize) as u32;
+        KernelParams::new()
+            .slice(self.grid)
+            .value(self.shape.0 as u32)
+            .value(self.shape.1 as u32)
+            .value(cut(self.reach.0))
+            .value(cut(self.reach.1))
+            .pointer(self.sky)
+    }
+}
+
+/// `grid` (`shape` points, [`FIELDS`] f64 each, row-major) with each point's noise made the
+/// least of those within `reach` points of it along the rows and the columns (NaN points left
+/// out; NaN only where every one is), its background kept: what `background_least_noise`
+/// writes, taken here along the rows and then the columns.
+pub fn least_noise(grid: &[f64], (rows, columns): (usize, usize), (reach_y, reach_x): (usize, usize)) -> Vec<f64> {
+    let near = |i: usize, reach: usize, len: usize| {
+        let last = i.saturating_add(reach);
+        i.saturating_sub(reach)..last.saturating_add(1).min(len)
+    };
+    let noise = |r: usize, c: usize| grid[(r * columns + c) * FIELDS + NOISE];
+    // The least of each row's window, then the least of those in each column's: the window's.
+    let along_rows: Vec<f64> = (0..rows * columns)
+        .into_par_iter()
+        .map(|p| near(p % columns, reach_x, columns).map(|c| noise(p / columns, c)).fold(f64::NAN, f64::min))
+        .collect();
+    let mut sky = grid.to_vec();
+    sky.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
+        let (r, c) = (p / columns, p % columns);
+        point[NOISE] = near(r, reach_y, rows).map(|r| along_rows[r * columns + c]).fold(f64::NAN, f64::min);
+    });
+    sky
+}
+
 /// The maps of one image: the grid's two fields and the three images.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Maps {
@@ -717,17 +789,20 @@ impl Mapper {
 
     /// Each kernel's launch shape: for `background_grid`, a block per grid point and an f32 of
     /// shared memory per pixel of the largest box (after its sums, tallies and histogram); for
-    /// `background_interpolate`, a thread per pixel.
-    pub fn configs(&self) -> [(&'static str, LaunchConfig); 2] {
+    /// `background_interpolate`, a thread per pixel; for `background_least_noise`, a thread per
+    /// grid point.
+    pub fn configs(&self) -> [(&'static str, LaunchConfig); 3] {
         let l = &self.layout;
         let area = (l.box_y as usize).min(l.height) * (l.box_x as usize).min(l.width);
         let grid = grid_config(l.points(), area);
-        let pixels = LaunchConfig {
-            grid: (((l.width * l.height).div_ceil(INTERPOLATE_BLOCK as usize)) as u32, 1, 1),
-            block: (INTERPOLATE_BLOCK, 1, 1),
+        let linear = |threads: usize, block: u32| LaunchConfig {
+            grid: (threads.div_ceil(block as usize) as u32, 1, 1),
+            block: (block, 1, 1),
             shared_bytes: 0,
         };
-        [("background_grid", grid), ("background_interpolate", pixels)]
+        let pixels = linear(l.width * l.height, INTERPOLATE_BLOCK);
+        let points = linear(l.points(), LEAST_NOISE_BLOCK);
+        [("background_grid", grid), ("background_interpolate", pixels), ("background_least_noise", points)]
     }
 
     /// Grid points along the rows and the columns.
@@ -770,6 +845,17 @@ impl Mapper {
             finite: None,
             touched: None,
         }
+    }
+
+    /// `background_least_noise`'s arguments: `grid` into `sky`, each point's noise the least
+    /// within `reach` points of it (rows, columns).
+    pub fn least_noise_args<'a>(
+        &self,
+        grid: &'a DeviceSlice<f64>,
+        reach: (usize, usize),
+        sky: &'a DeviceSlice<f64>,
+    ) -> LeastNoiseArgs<'a> {
+        LeastNoiseArgs { grid, shape: self.grid_shape(), reach, sky }
     }
 
     /// `background_interpolate`'s arguments: `grid` and `image` into the maps.
@@ -917,6 +1003,45 @@ mod tests {
 
     fn layout(height: usize, width: usize, params: &Params) -> Layout {
         params.layout(height, width).unwrap()
+    }
+
+    /// The least noise within `reach` of point (`r`, `c`), over the whole window at once.
+    fn least_in_window(grid: &[f64], shape: (usize, usize), reach: (usize, usize), (r, c): (usize, usize)) -> f64 {
+        let (rows, columns) = shape;
+        let window = (r.saturating_sub(reach.0)..=r.saturating_add(reach.0).min(rows - 1))
+            .flat_map(|r| (c.saturating_sub(reach.1)..=c.saturating_add(reach.1).min(columns - 1)).map(move |c| (r, c)));
+        window.map(|(r, c)| grid[(r * columns + c) * FIELDS + NOISE]).fold(f64::NAN, f64::min)
+    }
+
+    /// `least_noise` takes a row and a column at a time; each point here takes its whole window,
+    /// on grids from a point to wider than the window, a point in five NaN and a row and a
+    /// column all NaN, reaches from none to past the grid.
+    #[test]
+    fn least_noise_is_the_least_within_reach_of_each_point() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (shape, reach) in [((1, 1), (6, 6)), ((7, 5), (0, 2)), ((23, 31), (6, 6)), ((40, 3), (usize::MAX, 1))] {
+            let (rows, columns) = shape;
+            let grid: Vec<f64> = (0..rows * columns * FIELDS)
+                .map(|i| {
+                    let (point, random) = (i / FIELDS, next());
+                    let blank = random % 5 == 0 || point / columns == rows / 2 || point % columns == columns / 2;
+                    if blank && i % FIELDS == NOISE { f64::NAN } else { (random >> 11) as f64 / (1u64 << 53) as f64 }
+                })
+                .collect();
+            let sky = least_noise(&grid, shape, reach);
+            for (r, c) in (0..rows).flat_map(|r| (0..columns).map(move |c| (r, c))) {
+                let at = (r * columns + c) * FIELDS;
+                let least = least_in_window(&grid, shape, reach, (r, c));
+                assert_eq!(sky[at + NOISE].to_bits(), least.to_bits(), "{shape:?} {reach:?}, point ({r}, {c})");
+                assert_eq!(sky[at + BACKGROUND].to_bits(), grid[at + BACKGROUND].to_bits());
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod common;
 
 use common::{assert_refused, gpu};
 use cuda_kernels::background::{
-    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, Mapper, Maps, Mask, Params,
+    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, least_noise, Mapper, Maps, Mask, Params,
 };
 use cuda_kernels::data::{random_in, random_normal};
 use cuda_kernels::gpu::{DeviceMatrix, Gpu};
@@ -255,6 +255,29 @@ fn a_second_pass_keeps_the_first_passs_values_where_its_mask_left_a_box_whole() 
     }
     // Both kinds of box were seen: some kept, some made again.
     assert!(whole > 0 && touched_boxes > 0, "{whole} boxes whole, {touched_boxes} touched");
+}
+
+/// `background_least_noise` writes what `least_noise` makes, bit for bit (or NaN): on the grids of odd
+/// shapes (NaN points among them, and all-NaN grids), with reaches from none to past the grid.
+#[test]
+fn the_least_noise_within_reach_matches_the_reference() {
+    let Some(gpu) = gpu("the_least_noise_within_reach_matches_the_reference") else { return };
+    for (seed, &(rows, cols)) in SHAPES.iter().enumerate() {
+        for (params, nan_every) in [(Params::new(4, 3), 7), (Params::new(1, 1), 3), (Params::new(8, 24), 1)] {
+            let mapper = Mapper::new(&gpu, (rows, cols), &params).unwrap();
+            let maps =
+                cpu_reference(sky(rows, cols, 70 + seed as u64, nan_every).as_slice().unwrap(), cols, &params).unwrap();
+            let grid = gpu.upload("grid", &maps.grid).unwrap();
+            for reach in [(0, 0), (1, 2), (6, 6), (usize::MAX, 3)] {
+                let sky = gpu.poisoned::<f64>("sky", mapper.grid_len()).unwrap();
+                // SAFETY: both buffers outlive the kernel: the download waits for it.
+                unsafe { gpu.launch("background_least_noise", &mapper.least_noise_args(&grid, reach, &sky)).unwrap() };
+                let made = gpu.download("sky", &sky, mapper.grid_len()).unwrap();
+                let want = least_noise(&maps.grid, mapper.grid_shape(), reach);
+                assert!(same_f64(&made, &want), "{rows}x{cols} {params:?} reach {reach:?}");
+            }
+        }
+    }
 }
 
 #[test]

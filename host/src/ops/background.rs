@@ -93,6 +93,8 @@ pub struct Background {
     made_grid: DeviceBuffer<f64>,
     /// The grid variant's output.
     grid: DeviceBuffer<f64>,
+    /// The least-noise variant's output, from the made grid.
+    sky: DeviceBuffer<f64>,
     background: DeviceBuffer<f32>,
     noise: DeviceBuffer<f32>,
     snr: DeviceBuffer<f32>,
@@ -102,7 +104,11 @@ pub struct Background {
 }
 
 fn variants() -> Vec<Variant> {
-    vec![Variant::new("grid", "background_grid"), Variant::new("interpolate", "background_interpolate")]
+    vec![
+        Variant::new("grid", "background_grid"),
+        Variant::new("interpolate", "background_interpolate"),
+        Variant::new("least-noise", "background_least_noise"),
+    ]
 }
 
 /// This family's entry in [`super::FAMILIES`].
@@ -111,7 +117,7 @@ pub const ENTRY: crate::registry::Entry<Background> = crate::registry::Entry::ne
 impl Kernel for Background {
     const NAME: &'static str = "background";
     const ABOUT: &'static str =
-        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box in shared memory, its median found by histograms), bilinear to every pixel, and S/N";
+        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box in shared memory, its median found by histograms), bilinear to every pixel, and S/N; the least noise within a box of each point";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -166,6 +172,7 @@ impl Kernel for Background {
             image,
             made_grid,
             grid: gpu.poisoned("the grid", mapper.grid_len())?,
+            sky: gpu.poisoned("the least noise", mapper.grid_len())?,
             background: gpu.poisoned("the background map", n)?,
             noise: gpu.poisoned("the noise map", n)?,
             snr: gpu.poisoned("the S/N image", n)?,
@@ -232,6 +239,22 @@ impl Kernel for Background {
                 refused.push(("no S/N, noise short".into(), with(&|a| (a.snr, a.noise) = (None, short))));
                 Box::new(args())
             }
+            "background_least_noise" => {
+                let sky = memory.slice::<f64>(mapper.grid_len());
+                let args = move || mapper.least_noise_args(grid, (2, 3), sky);
+                let with = |change: &dyn Fn(&mut LeastNoiseArgs<'static>)| -> Args {
+                    let mut a = args();
+                    change(&mut a);
+                    Box::new(a)
+                };
+                refused.push(("no points".into(), with(&|a| a.shape.0 = 0)));
+                refused.push(("points overflow".into(), with(&|a| a.shape = (usize::MAX, 2))));
+                refused.push(("one row too many".into(), with(&|a| a.shape.0 += 1)));
+                let short = memory.slice::<f64>(mapper.grid_len() - 1);
+                refused.push(("sky short".into(), with(&|a| a.sky = short)));
+                refused.push(("sky is the grid".into(), with(&|a| a.sky = a.grid)));
+                Box::new(args())
+            }
             other => unreachable!("background has no kernel {other}"),
         };
         LaunchCases::Cases(Cases { valid, refused })
@@ -239,6 +262,11 @@ impl Kernel for Background {
 }
 
 impl Background {
+    /// The least-noise variant's reach, in grid points: the source finder's second pass's.
+    fn reach(&self) -> (usize, usize) {
+        radio::sources::local::mask_reach(&self.params)
+    }
+
     /// The maps the last launches wrote, with `grid`, from the GPU.
     fn maps(&self, gpu: &Gpu, grid: &DeviceBuffer<f64>) -> GpuResult<Maps> {
         let n = self.pixels.len();
@@ -280,6 +308,10 @@ impl Workload for Background {
     unsafe fn launch(&self, gpu: &Gpu, variant: &Variant) -> GpuResult<()> {
         match variant.kernel.as_str() {
             "background_grid" => gpu.launch("background_grid", &self.mapper.grid_args(&self.image, &self.grid)),
+            "background_least_noise" => {
+                let args = self.mapper.least_noise_args(&self.made_grid, self.reach(), &self.sky);
+                gpu.launch("background_least_noise", &args)
+            }
             _ => {
                 let args = self.mapper.interpolate_args(
                     &self.image,
@@ -295,6 +327,7 @@ impl Workload for Background {
 
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
         gpu.poison("the grid", &self.grid)?;
+        gpu.poison("the least noise", &self.sky)?;
         for (what, map) in
             [("the background map", &self.background), ("the noise map", &self.noise), ("the S/N image", &self.snr)]
         {
@@ -313,11 +346,15 @@ impl Workload for Background {
         })?;
         let (rows, columns) = self.mapper.grid_shape();
         let note = format!("{}x{} grid ({}), box {}", columns, rows, self.from, self.params.box_size.0);
-        let check = if variant.kernel == "background_grid" {
-            let grid = gpu.download("the grid", &self.grid, self.mapper.grid_len())?;
-            compare_grid(&grid, &expected.grid)
-        } else {
-            compare(&self.maps(gpu, &self.made_grid)?, expected)
+        let check = match variant.kernel.as_str() {
+            "background_grid" => {
+                compare_grid(&gpu.download("the grid", &self.grid, self.mapper.grid_len())?, &expected.grid)
+            }
+            "background_least_noise" => {
+                let sky = gpu.download("the least noise", &self.sky, self.mapper.grid_len())?;
+                compare_grid(&sky, &least_noise(&expected.grid, (rows, columns), self.reach()))
+            }
+            _ => compare(&self.maps(gpu, &self.made_grid)?, expected),
         };
         Ok(Checked { check, note: Some(note) })
     }

@@ -10,14 +10,15 @@
 //! ```
 //!
 //! With two background passes (the default), the first pass's grid and its boxes' counts of
-//! finite pixels come back, and the mask's grid (`sky_grid`) goes up. Its interpolation
-//! writes the masked image into the buffer of the image less its background (free until then),
-//! whose grid and counts come back: the crowded points are left out (`drop_crowded`), the grid
-//! is [`fill`]ed and goes up again for the second interpolation. No image crosses the bus, and
+//! finite pixels come back, and the mask's grid is made from the first's on the GPU
+//! (`background_least_noise`). Its interpolation writes the masked image into the buffer of
+//! the image less its background (free until then), whose grid and counts come back: the
+//! crowded points are left out (`drop_crowded`), the grid is [`fill`]ed and goes up again for
+//! the second interpolation. No image crosses the bus, and
 //! the mask's arithmetic is the CPU's (the S/N rounded to f32, compared in f64), so both paths
 //! make the same maps.
 
-use super::{drop_crowded, fill, nan_pixels, picked, seeded, sky_grid, Found, Passes, Settings, MASK_LEVEL};
+use super::{drop_crowded, fill, mask_reach, nan_pixels, picked, seeded, Found, Passes, Settings, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Mask, Params};
@@ -202,10 +203,11 @@ impl<'g> Pipeline<'g> {
 
     /// The second background pass over `run`, whose maps and grid (`first`, on the host too)
     /// are the first's, as are the boxes' counts of finite pixels `before`: the mask's grid
-    /// ([`sky_grid`]) interpolated over the image into `run.data`, masked, its grid and counts
-    /// made (over the first's, where the mask left a box whole) and copied back, the crowded
-    /// points dropped and the grid [`fill`]ed, and that grid interpolated over the image into
-    /// `run`'s maps. Returns the filled grid and how many pixels were left out.
+    /// (`background_least_noise` of the first's) interpolated over the image into `run.data`,
+    /// masked, its grid and counts made (over the first's, where the mask left a box whole) and
+    /// copied back, the crowded points dropped and the grid [`fill`]ed, and that grid
+    /// interpolated over the image into `run`'s maps. Returns the filled grid and how many
+    /// pixels were left out.
     fn second_pass(
         &self,
         mapper: &Mapper,
@@ -218,15 +220,17 @@ impl<'g> Pipeline<'g> {
         let (rows, columns) = mapper.grid_shape();
         let count = gpu.upload("the masked pixels' count", &[0u32])?;
         let touched = DeviceBuffer::<u32>::zeroed(mapper.tiles()).during("allocating the mask's tiles")?;
-        let sky = gpu.upload("the mask's grid", &sky_grid(first, (rows, columns), &settings.params))?;
+        let sky = gpu.poisoned("the mask's grid", mapper.grid_len())?;
+        let least_noise = mapper.least_noise_args(&run.grid, mask_reach(&settings.params), &sky);
         let maps = mapper.interpolate_args(&self.image, &sky, &run.background, &run.noise, None);
         let mask = Mask { level: MASK_LEVEL, masked: &run.data, count: &count, touched: &touched };
         // `run.grid` and `run.finite` still hold the first pass's values, which a box the mask
         // left whole keeps.
         let grid_args = mapper.grid_args(&run.data, &run.grid).counting(&run.finite).keeping_untouched(&touched);
         // SAFETY: the pipeline owns the image, `run` its buffers and this call `count`,
-        // `touched` and `sky`; the downloads below wait for both kernels.
+        // `touched` and `sky`; the downloads below wait for the three kernels.
         unsafe {
+            gpu.launch("background_least_noise", &least_noise)?;
             gpu.launch("background_interpolate", &maps.masking(mask))?;
             gpu.launch("background_grid", &grid_args)?;
         }

@@ -358,29 +358,11 @@ fn grid_shape(pixels: &[f32], width: usize, params: &Params) -> GpuResult<(usize
     Ok(background::Mapper::for_shape((pixels.len() / width.max(1), width), params)?.grid_shape())
 }
 
-/// The grid of the second pass's mask: `first`'s background, and at each point the least noise
-/// of `first` within [`MASK_REACH`] boxes along each axis (NaN points left out; NaN only where
-/// every one is), taken along the rows and then the columns.
-fn sky_grid(first: &[f64], (rows, columns): (usize, usize), params: &Params) -> Vec<f64> {
+/// Grid points along the rows and the columns on either side of a point that the second
+/// pass's sky takes the least noise of: [`MASK_REACH`] boxes.
+pub fn mask_reach(params: &Params) -> (usize, usize) {
     let reach = |size: usize, step: usize| (MASK_REACH * size).div_ceil(step.max(1));
-    let (reach_y, reach_x) = (reach(params.box_size.0, params.step.0), reach(params.box_size.1, params.step.1));
-    let least = |values: &mut dyn Iterator<Item = f64>| values.fold(f64::NAN, f64::min);
-    let noise = |r: usize, c: usize| first[(r * columns + c) * FIELDS + NOISE];
-    // Each point's minimum in parallel (a survey image's grid takes milliseconds on one thread).
-    let along_rows: Vec<f64> = (0..rows * columns)
-        .into_par_iter()
-        .map(|p| {
-            let (r, c) = (p / columns, p % columns);
-            least(&mut (c.saturating_sub(reach_x)..(c + reach_x + 1).min(columns)).map(|c| noise(r, c)))
-        })
-        .collect();
-    let mut grid = first.to_vec();
-    grid.par_chunks_mut(FIELDS).enumerate().for_each(|(p, point)| {
-        let (r, c) = (p / columns, p % columns);
-        let rows = r.saturating_sub(reach_y)..(r + reach_y + 1).min(rows);
-        point[NOISE] = least(&mut rows.map(|r| along_rows[r * columns + c]));
-    });
-    grid
+    (reach(params.box_size.0, params.step.0), reach(params.box_size.1, params.step.1))
 }
 
 /// Turns the S/N image `snr` into `pixels` with those whose S/N is above `level` made NaN, in
@@ -479,12 +461,12 @@ fn interpolated(pixels: &[f32], width: usize, params: &Params, grid: &[f64]) -> 
 }
 
 /// The second background pass on the CPU from the first's `maps`: the pixels above the sky
-/// masked ([`sky_grid`], [`mask`]), the grid of what is left, [`fill`]ed, interpolated over
-/// every pixel. Returns the maps and how many pixels were left out.
+/// masked (`background::least_noise`, [`mask`]), the grid of what is left, [`fill`]ed,
+/// interpolated over every pixel. Returns the maps and how many pixels were left out.
 fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -> GpuResult<(Maps, usize)> {
     let params = &settings.params;
     let shape = grid_shape(pixels, width, params)?;
-    let sky = sky_grid(&maps.grid, shape, params);
+    let sky = background::least_noise(&maps.grid, shape, mask_reach(params));
     let mut masked: Vec<f32> = interpolated(pixels, width, params, &sky)?.into_iter().map(|m| m[2]).collect();
     let count = mask(pixels, &mut masked, MASK_LEVEL);
     let points: GpuResult<Vec<[f64; 2]>> = (0..shape.0 * shape.1)
