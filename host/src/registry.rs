@@ -107,6 +107,11 @@ pub trait Workload {
     }
     /// Bytes or flops one launch must do, for the throughput.
     fn work(&self) -> Work;
+    /// Bytes or flops one launch of `variant` must do, where a family's variants differ in it
+    /// ([`Workload::work`] otherwise).
+    fn work_of(&self, _variant: &Variant) -> Work {
+        self.work()
+    }
     /// The variants to run, as selected by the options.
     fn variants(&self) -> &[Variant];
     /// Variants the options select that this GPU cannot run, each with why (the Hopper steps
@@ -281,7 +286,7 @@ pub fn run(gpu: &Gpu, family: &'static str, workload: &mut dyn Workload, timer: 
             variant: variant.name.clone(),
             shape: workload.shape(),
             timing,
-            work: workload.work(),
+            work: workload.work_of(variant),
             cpu_ms: Some(cpu_ms),
             check,
             note,
