@@ -1,8 +1,9 @@
 //! The background family's typed API against its CPU reference: odd shapes (1×1, 1×N, N×1,
 //! 37×53, primes), boxes larger than the image, a step and a box of one pixel, odd boxes,
 //! NaN-salted and blanked images, all-NaN boxes and images, no clipping and narrow windows,
-//! and random images and parameters; the device-array form with and without the S/N image; every error; and a survey-sized
-//! 32768² image, checked at sampled grid points and pixels. Without a GPU each GPU test says
+//! and random images and parameters; the device-array form with and without the S/N image; a
+//! second pass's kept boxes and its sky's least noise; every error; and a survey-sized 32768²
+//! image, checked at sampled grid points and pixels. Without a GPU each GPU test says
 //! `SKIPPED` and passes (with `REQUIRE_GPU=1` a missing GPU fails instead); the CPU
 //! reference's own rules run everywhere.
 
@@ -257,8 +258,9 @@ fn a_second_pass_keeps_the_first_passs_values_where_its_mask_left_a_box_whole() 
     assert!(whole > 0 && touched_boxes > 0, "{whole} boxes whole, {touched_boxes} touched");
 }
 
-/// `background_least_noise` writes what `least_noise` makes, bit for bit (or NaN): on the grids of odd
-/// shapes (NaN points among them, and all-NaN grids), with reaches from none to past the grid.
+/// `background_least_noise` writes what `least_noise` makes, bit for bit (or NaN): on the grids
+/// of odd shapes (NaN points among them, and all-NaN grids), with reaches from none to past the
+/// grid.
 #[test]
 fn the_least_noise_within_reach_matches_the_reference() {
     let Some(gpu) = gpu("the_least_noise_within_reach_matches_the_reference") else { return };
