@@ -776,7 +776,7 @@ impl Mapper {
     /// an error names what does not fit (the image, the steps, the box, κ, the shared memory).
     pub fn new(gpu: &Gpu, shape: (usize, usize), params: &Params) -> GpuResult<Self> {
         let mapper = Self::for_shape(shape, params)?;
-        for (kernel, config) in mapper.configs() {
+        for (kernel, config) in mapper.configs()? {
             gpu.validate(kernel, &config)?;
         }
         Ok(mapper)
@@ -791,18 +791,13 @@ impl Mapper {
     /// shared memory per pixel of the largest box (after its sums, tallies and histogram); for
     /// `background_interpolate`, a thread per pixel; for `background_least_noise`, a thread per
     /// grid point.
-    pub fn configs(&self) -> [(&'static str, LaunchConfig); 3] {
+    pub fn configs(&self) -> GpuResult<[(&'static str, LaunchConfig); 3]> {
         let l = &self.layout;
         let area = (l.box_y as usize).min(l.height) * (l.box_x as usize).min(l.width);
         let grid = grid_config(l.points(), area);
-        let linear = |threads: usize, block: u32| LaunchConfig {
-            grid: (threads.div_ceil(block as usize) as u32, 1, 1),
-            block: (block, 1, 1),
-            shared_bytes: 0,
-        };
-        let pixels = linear(l.width * l.height, INTERPOLATE_BLOCK);
-        let points = linear(l.points(), LEAST_NOISE_BLOCK);
-        [("background_grid", grid), ("background_interpolate", pixels), ("background_least_noise", points)]
+        let pixels = LaunchConfig::linear(l.width * l.height, INTERPOLATE_BLOCK)?;
+        let points = LaunchConfig::linear(l.points(), LEAST_NOISE_BLOCK)?;
+        Ok([("background_grid", grid), ("background_interpolate", pixels), ("background_least_noise", points)])
     }
 
     /// Grid points along the rows and the columns.
@@ -1000,6 +995,7 @@ pub fn background_array(gpu: &Gpu, image: ArrayView2<f32>, params: &Params) -> G
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::random_in;
 
     fn layout(height: usize, width: usize, params: &Params) -> Layout {
         params.layout(height, width).unwrap()
@@ -1018,20 +1014,17 @@ mod tests {
     /// column all NaN, reaches from none to past the grid.
     #[test]
     fn least_noise_is_the_least_within_reach_of_each_point() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for (shape, reach) in [((1, 1), (6, 6)), ((7, 5), (0, 2)), ((23, 31), (6, 6)), ((40, 3), (usize::MAX, 1))] {
+        for (seed, (shape, reach)) in
+            [((1, 1), (6, 6)), ((7, 5), (0, 2)), ((23, 31), (6, 6)), ((40, 3), (usize::MAX, 1))].into_iter().enumerate()
+        {
             let (rows, columns) = shape;
-            let grid: Vec<f64> = (0..rows * columns * FIELDS)
+            let len = rows * columns * FIELDS;
+            let (values, draws) = (random_in(len, seed as u64, 0.0, 1.0), random_in(len, seed as u64 ^ 0x5EED, 0u32, 5));
+            let grid: Vec<f64> = (0..len)
                 .map(|i| {
-                    let (point, random) = (i / FIELDS, next());
-                    let blank = random % 5 == 0 || point / columns == rows / 2 || point % columns == columns / 2;
-                    if blank && i % FIELDS == NOISE { f64::NAN } else { (random >> 11) as f64 / (1u64 << 53) as f64 }
+                    let point = i / FIELDS;
+                    let blank = draws[i] == 0 || point / columns == rows / 2 || point % columns == columns / 2;
+                    if blank && i % FIELDS == NOISE { f64::NAN } else { values[i] }
                 })
                 .collect();
             let sky = least_noise(&grid, shape, reach);

@@ -121,7 +121,7 @@ impl Kernel for Background {
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
-        Ok(Mapper::for_shape((2048, 2048), &Params::default())?.configs().to_vec())
+        Ok(Mapper::for_shape((2048, 2048), &Params::default())?.configs()?.to_vec())
     }
 
     fn sizes(purpose: Purpose) -> Vec<String> {
