@@ -527,6 +527,15 @@ unsafe impl KernelArgs for LeastNoiseArgs<'_> {
 /// least of those within `reach` points of it along the rows and the columns (NaN points left
 /// out; NaN only where every one is), its background kept: what `background_least_noise`
 /// writes, taken here along the rows and then the columns.
+///
+/// ```
+/// use cuda_kernels::background::least_noise;
+///
+/// // A row of three points, each (background, noise), the middle one's noise NaN; a reach of
+/// // one point along the row.
+/// let grid = [0.0, 3.0, 1.0, f64::NAN, 2.0, 1.5];
+/// assert_eq!(least_noise(&grid, (1, 3), (0, 1)), [0.0, 3.0, 1.0, 1.5, 2.0, 1.5]);
+/// ```
 pub fn least_noise(grid: &[f64], (rows, columns): (usize, usize), (reach_y, reach_x): (usize, usize)) -> Vec<f64> {
     let near = |i: usize, reach: usize, len: usize| {
         let last = i.saturating_add(reach);

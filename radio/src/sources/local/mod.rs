@@ -360,6 +360,13 @@ fn grid_shape(pixels: &[f32], width: usize, params: &Params) -> GpuResult<(usize
 
 /// Grid points along the rows and the columns on either side of a point that the second
 /// pass's sky takes the least noise of: [`MASK_REACH`] boxes.
+///
+/// ```
+/// use cuda_kernels::background::Params;
+///
+/// // A step of 10 pixels and boxes of 60: six points each way.
+/// assert_eq!(radio::sources::local::mask_reach(&Params::new(10, 60)), (6, 6));
+/// ```
 pub fn mask_reach(params: &Params) -> (usize, usize) {
     let reach = |size: usize, step: usize| (MASK_REACH * size).div_ceil(step.max(1));
     (reach(params.box_size.0, params.step.0), reach(params.box_size.1, params.step.1))
