@@ -20,10 +20,18 @@
 #define FIT_TRYING_NOTHING 0
 #define FIT_TRYING_ADDED 1
 #define FIT_TRYING_SPLIT 2
+// Pixels of a summit patch each thread loads at once, and of a summit tile each tests.
+#define FIT_PATCH_LOADS 8
+#define FIT_TESTED (FIT_SUMMIT_TILE * FIT_SUMMIT_TILE / FIT_THREADS)
 
 struct FitShape {
-    double cos, sin, a, b;
+    double cos, sin, a, b, major_inverse, minor_inverse;
 };
+
+// interface::fit::Shape::new.
+static __device__ __forceinline__ FitShape fit_shape(double major, double minor, double cos, double sin) {
+    return FitShape{cos, sin, 1.0 / (major * major), 1.0 / (minor * minor), 1.0 / major, 1.0 / minor};
+}
 
 static __device__ __forceinline__ size_t fit_tri(size_t row, size_t column) { return row * (row + 1) / 2 + column; }
 
@@ -217,8 +225,8 @@ static __device__ __forceinline__ bool fit_split_at(double x, double y, const Fi
 }
 
 // interface::fit::gaussian: the value and the six derivatives at (dx, dy) from the centre.
-static __device__ __forceinline__ double fit_gaussian(double peak, double major, double minor, const FitShape& s,
-                                                      double dx, double dy, double* d) {
+static __device__ __forceinline__ double fit_gaussian(double peak, const FitShape& s, double dx, double dy,
+                                                      double* d) {
     double along = dx * s.cos + dy * s.sin;
     double across = dy * s.cos - dx * s.sin;
     double e = exp(-0.5 * (along * along * s.a + across * across * s.b));
@@ -227,8 +235,8 @@ static __device__ __forceinline__ double fit_gaussian(double peak, double major,
     d[0] = e;
     d[1] = m * (ua * s.cos - vb * s.sin);
     d[2] = m * (ua * s.sin + vb * s.cos);
-    d[3] = m * along * ua / major;
-    d[4] = m * across * vb / minor;
+    d[3] = m * along * ua * s.major_inverse;
+    d[4] = m * across * vb * s.minor_inverse;
     d[5] = m * along * across * (s.b - s.a);
     return m;
 }
@@ -261,6 +269,8 @@ struct FitShared {
     double* held;
     FitShape* shapes;
     double* partials;
+    // A round of rows' model values, component by component (FIT_MODEL_WORDS).
+    double* models;
     // The island's pixels of the sample (dynamic shared memory): sample index, value, noise.
     unsigned* listed;
     float *listed_values, *listed_noise;
@@ -308,20 +318,31 @@ static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island
     size_t halo = radius + 1, inner = FIT_SUMMIT_SMOOTHED_SIDE, side = FIT_SUMMIT_TILE + 2 * halo;
     for (size_t ty = 0; ty < box_height; ty += FIT_SUMMIT_TILE)
         for (size_t tx = 0; tx < box_width; tx += FIT_SUMMIT_TILE) {
+            // The patch in rounds of FIT_PATCH_LOADS pixels a thread, every load of a round in flight.
             int on_island = 0;
-            for (size_t p = t; p < side * side; p += FIT_THREADS) {
-                size_t by = ty + p / side - halo, bx = tx + p % side - halo;
-                float value = NAN;
-                if (by < box_height && bx < box_width) {
-                    size_t i = (island.y0 + by) * island.width + island.x0 + bx;
-                    unsigned pixel_label = island.labels[i];
-                    float v = island.image[i];
-                    if (pixel_label == island.label) {
-                        value = isfinite(v) ? v : INFINITY;
-                        on_island = 1;
+            for (size_t first = t; first < side * side; first += FIT_PATCH_LOADS * FIT_THREADS) {
+                unsigned labels[FIT_PATCH_LOADS];
+                float values[FIT_PATCH_LOADS];
+#pragma unroll
+                for (int r = 0; r < FIT_PATCH_LOADS; ++r) {
+                    size_t p = first + r * FIT_THREADS, by = ty + p / side - halo, bx = tx + p % side - halo;
+                    labels[r] = 0, values[r] = 0.0f;
+                    if (p < side * side && by < box_height && bx < box_width) {
+                        size_t i = (island.y0 + by) * island.width + island.x0 + bx;
+                        labels[r] = island.labels[i], values[r] = island.image[i];
                     }
                 }
-                patch[p] = value;
+#pragma unroll
+                for (int r = 0; r < FIT_PATCH_LOADS; ++r) {
+                    size_t p = first + r * FIT_THREADS;
+                    if (p >= side * side) continue;
+                    float value = NAN;
+                    if (labels[r] == island.label) {
+                        value = isfinite(values[r]) ? values[r] : INFINITY;
+                        on_island = 1;
+                    }
+                    patch[p] = value;
+                }
             }
             // A tile whose patch holds none of the island has no pixel and no summit of it.
             if (!__syncthreads_or(on_island)) continue;
@@ -332,11 +353,23 @@ static __device__ __forceinline__ size_t fit_summit_pass(const FitIsland& island
                               : NAN;
             }
             __syncthreads();
-            for (size_t o = t; o < FIT_SUMMIT_TILE * FIT_SUMMIT_TILE; o += FIT_THREADS) {
+            // Each thread's pixels of the tile, their noise loaded at once before any is tested.
+            float noises[FIT_TESTED];
+#pragma unroll
+            for (int r = 0; r < FIT_TESTED; ++r) {
+                size_t o = t + r * FIT_THREADS, oy = o / FIT_SUMMIT_TILE, ox = o % FIT_SUMMIT_TILE;
+                size_t by = ty + oy, bx = tx + ox;
+                noises[r] = by < box_height && bx < box_width && !isnan(patch[(oy + halo) * side + ox + halo])
+                                ? island.noise_at((island.y0 + by) * island.width + island.x0 + bx)
+                                : 0.0f;
+            }
+#pragma unroll
+            for (int r = 0; r < FIT_TESTED; ++r) {
+                size_t o = t + r * FIT_THREADS;
                 size_t oy = o / FIT_SUMMIT_TILE, ox = o % FIT_SUMMIT_TILE, by = ty + oy, bx = tx + ox;
                 float value = by < box_height && bx < box_width ? patch[(oy + halo) * side + ox + halo] : NAN;
                 if (isnan(value)) continue;
-                float noise = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
+                float noise = noises[r];
                 if (!fit_usable(value, noise)) {
                     nan = 1;
                     continue;
@@ -504,25 +537,27 @@ static __device__ __forceinline__ void fit_rows_of_listed(const FitIsland& islan
         }
         size_t room = capacity - filled < FIT_THREADS ? capacity - filled : FIT_THREADS;
         size_t take = room < listed - done ? room : listed - done;
-        if (t < take) {
-            size_t at = done + t, k = shared.listed[at];
-            size_t row = island.y0 + k / island.sample_width * island.step;
-            size_t col = island.x0 + k % island.sample_width * island.step;
-            float value = shared.listed_values[at], noise = shared.listed_noise[at];
-            double* out = shared.tile + (filled + t) * stride;
-            double weight = 1.0 / (double)noise;
+        // A thread per pixel and component.
+        for (size_t w = t; w < take * components; w += FIT_THREADS) {
+            size_t k = w % take, c = w / take, at = done + k, s = shared.listed[at];
+            size_t row = island.y0 + s / island.sample_width * island.step;
+            size_t col = island.x0 + s % island.sample_width * island.step;
+            double weight = 1.0 / (double)shared.listed_noise[at];
             double dx = (double)(col - island.x0), dy = (double)(row - island.y0);
-            double model = 0.0;
-            for (size_t c = 0; c < components; ++c) {
-                const double* p = params + c * FIT_PARAMETERS;
-                double d[FIT_PARAMETERS];
-                model += fit_gaussian(p[FIT_PEAK], p[FIT_MAJOR], p[FIT_MINOR], shared.shapes[c], dx - p[FIT_X],
-                                      dy - p[FIT_Y], d);
-                double* o = out + c * FIT_PARAMETERS;
+            const double* p = params + c * FIT_PARAMETERS;
+            double d[FIT_PARAMETERS];
+            shared.models[w] = fit_gaussian(p[FIT_PEAK], shared.shapes[c], dx - p[FIT_X], dy - p[FIT_Y], d);
+            double* o = shared.tile + (filled + k) * stride + c * FIT_PARAMETERS;
 #pragma unroll
-                for (int q = 0; q < FIT_PARAMETERS; ++q) o[q] = d[q] * weight;
-            }
-            out[parameters] = ((double)value - model) * weight;
+            for (int q = 0; q < FIT_PARAMETERS; ++q) o[q] = d[q] * weight;
+        }
+        __syncthreads();
+        if (t < take) {
+            size_t at = done + t;
+            double model = 0.0;
+            for (size_t c = 0; c < components; ++c) model += shared.models[c * take + t];
+            double weight = 1.0 / (double)shared.listed_noise[at];
+            shared.tile[(filled + t) * stride + parameters] = ((double)shared.listed_values[at] - model) * weight;
         }
         filled += take;
         done += take;
@@ -584,7 +619,7 @@ static __device__ void fit_evaluate(const FitIsland& island, const FitShared& sh
         const double* p = params + t * FIT_PARAMETERS;
         double s, c;
         sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
-        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+        shared.shapes[t] = fit_shape(p[FIT_MAJOR], p[FIT_MINOR], c, s);
     }
     size_t entries = fit_gram_len(parameters);
     for (size_t e = t; e < entries; e += FIT_THREADS) gram[e] = 0.0;
@@ -868,7 +903,7 @@ static __device__ __forceinline__ int fit_residual_summit(const FitIsland& islan
         const double* p = shared.current + t * FIT_PARAMETERS;
         double s, c;
         sincospi(p[FIT_THETA] * 0.3183098861837907, &s, &c);
-        shared.shapes[t] = FitShape{c, s, 1.0 / (p[FIT_MAJOR] * p[FIT_MAJOR]), 1.0 / (p[FIT_MINOR] * p[FIT_MINOR])};
+        shared.shapes[t] = fit_shape(p[FIT_MAJOR], p[FIT_MINOR], c, s);
     }
     if (t == 0) shared.keys[FIT_MAX_COMPONENTS] = 0;
     __syncthreads();
@@ -881,8 +916,7 @@ static __device__ __forceinline__ int fit_residual_summit(const FitIsland& islan
             double dx = (double)(col - island.x0), dy = (double)(row - island.y0), model = 0.0, d[FIT_PARAMETERS];
             for (size_t c = 0; c < components; ++c) {
                 const double* p = shared.current + c * FIT_PARAMETERS;
-                model += fit_gaussian(p[FIT_PEAK], p[FIT_MAJOR], p[FIT_MINOR], shared.shapes[c], dx - p[FIT_X],
-                                      dy - p[FIT_Y], d);
+                model += fit_gaussian(p[FIT_PEAK], shared.shapes[c], dx - p[FIT_X], dy - p[FIT_Y], d);
             }
             r = (float)((double)value - model);
         }
@@ -984,6 +1018,7 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
                      (double*)(memory + FIT_SHARED_HELD),
                      (FitShape*)(memory + FIT_SHARED_SHAPES),
                      (double*)(memory + FIT_SHARED_PARTIALS),
+                     (double*)(memory + FIT_SHARED_MODELS),
                      (unsigned*)(memory + FIT_SHARED_LIST + FIT_LIST_INDICES),
                      (float*)(memory + FIT_SHARED_LIST + FIT_LIST_VALUES),
                      (float*)(memory + FIT_SHARED_LIST + FIT_LIST_NOISE),

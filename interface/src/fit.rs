@@ -240,6 +240,29 @@ pub const fn rows(parameters: usize) -> usize {
     TILE_WORDS / (parameters + 1)
 }
 
+/// The tile's rows a round of a pass makes at once: as many as the tile has room for, one
+/// pixel a thread at most.
+pub const fn rows_at_once(parameters: usize) -> usize {
+    let room = rows(parameters);
+    if room < BLOCK as usize {
+        room
+    } else {
+        BLOCK as usize
+    }
+}
+
+/// f64 words of the components' model values that a round of rows holds (one per pixel and
+/// component, summed per pixel in component order), the most any number of components takes.
+pub const MODEL_WORDS: usize = {
+    let (mut most, mut components) = (0, 1);
+    while components <= MAX_COMPONENTS {
+        let words = rows_at_once(components * PARAMETERS) * components;
+        most = if words > most { words } else { most };
+        components += 1;
+    }
+    most
+};
+
 /// Entries of the largest fit's normal equations (`JᵀJ`, [`MAX_PARAMETERS`] square, its lower
 /// triangle) that a thread of the block owns while they are factored by Cholesky: the entries
 /// `t`, `t + BLOCK`, … (the kernel unrolls its loop over them: ten).
@@ -475,7 +498,8 @@ pub const KEY_WORDS: usize = MAX_COMPONENTS + 2;
 /// the tile ([`TILE_WORDS`] f64), the two Gram matrices ([`GRAM_WORDS`] f64 each), the current
 /// point, the trial point, the bounds, the damping scales, the errors and the point saved
 /// ([`MAX_PARAMETERS`] f64 each), a split's held bounds (2 · [`PARAMETERS`] f64), the
-/// shapes ([`MAX_COMPONENTS`] of [`Shape`]), a partial sum per thread (f64), the summit keys,
+/// shapes ([`MAX_COMPONENTS`] of [`Shape`]), a partial sum per thread (f64), a round's model
+/// values ([`MODEL_WORDS`] f64), the summit keys,
 /// the counters, and the list, 16-byte aligned; and the bytes of the whole.
 pub const SHARED_TILE: usize = 0;
 pub const SHARED_GRAMS: usize = SHARED_TILE + 8 * TILE_WORDS;
@@ -489,7 +513,8 @@ pub const SHARED_SAVED: usize = SHARED_ERRORS + 8 * MAX_PARAMETERS;
 pub const SHARED_HELD: usize = SHARED_SAVED + 8 * MAX_PARAMETERS;
 pub const SHARED_SHAPES: usize = SHARED_HELD + 8 * 2 * PARAMETERS;
 pub const SHARED_PARTIALS: usize = SHARED_SHAPES + core::mem::size_of::<Shape>() * MAX_COMPONENTS;
-pub const SHARED_KEYS: usize = SHARED_PARTIALS + 8 * BLOCK as usize;
+pub const SHARED_MODELS: usize = SHARED_PARTIALS + 8 * BLOCK as usize;
+pub const SHARED_KEYS: usize = SHARED_MODELS + 8 * MODEL_WORDS;
 pub const SHARED_COUNTS: usize = SHARED_KEYS + 8 * KEY_WORDS;
 pub const SHARED_LIST: usize = (SHARED_COUNTS + 4 * COUNT_WORDS + 15) / 16 * 16;
 pub const SHARED_BYTES: usize = SHARED_LIST + LIST_BYTES;
@@ -628,13 +653,18 @@ pub struct Shape {
     pub a: f64,
     /// 1 / σ_minor².
     pub b: f64,
+    /// 1 / σ_major and 1 / σ_minor: a pass multiplies by them at every pixel, where a
+    /// division would take most of a derivative's time.
+    pub major_inverse: f64,
+    pub minor_inverse: f64,
 }
 
 impl Shape {
     /// The shape of axes `major`, `minor` turned by θ, given θ's cosine and sine.
     #[inline(always)]
     pub fn new(major: f64, minor: f64, cos: f64, sin: f64) -> Self {
-        Shape { cos, sin, a: 1.0 / (major * major), b: 1.0 / (minor * minor) }
+        let (major_inverse, minor_inverse) = (1.0 / major, 1.0 / minor);
+        Shape { cos, sin, a: 1.0 / (major * major), b: 1.0 / (minor * minor), major_inverse, minor_inverse }
     }
 }
 
@@ -676,20 +706,12 @@ pub fn split_at(
 ///   m  = peak · e,   e = exp(−½ (x′² a + y′² b)),   a = 1/σ_major², b = 1/σ_minor²
 ///   ∂m/∂peak = e                    ∂m/∂x = m (x′ a cos θ − y′ b sin θ)
 ///   ∂m/∂y    = m (x′ a sin θ + y′ b cos θ)
-///   ∂m/∂σ_major = m x′² a / σ_major ∂m/∂σ_minor = m y′² b / σ_minor
+///   ∂m/∂σ_major = m x′² a / σ_major ∂m/∂σ_minor = m y′² b / σ_minor  (by the shape's 1/σ)
 ///   ∂m/∂θ    = m x′ y′ (b − a)
 /// ```
 #[inline(always)]
-pub fn gaussian(
-    peak: f64,
-    major: f64,
-    minor: f64,
-    shape: &Shape,
-    dx: f64,
-    dy: f64,
-    exp: impl Fn(f64) -> f64,
-) -> (f64, [f64; PARAMETERS]) {
-    let Shape { cos, sin, a, b } = *shape;
+pub fn gaussian(peak: f64, shape: &Shape, dx: f64, dy: f64, exp: impl Fn(f64) -> f64) -> (f64, [f64; PARAMETERS]) {
+    let Shape { cos, sin, a, b, major_inverse, minor_inverse } = *shape;
     let along = dx * cos + dy * sin;
     let across = dy * cos - dx * sin;
     let e = exp(-0.5 * (along * along * a + across * across * b));
@@ -699,8 +721,8 @@ pub fn gaussian(
         e,
         m * (ua * cos - vb * sin),
         m * (ua * sin + vb * cos),
-        m * along * ua / major,
-        m * across * vb / minor,
+        m * along * ua * major_inverse,
+        m * across * vb * minor_inverse,
         m * along * across * (b - a),
     ];
     (m, derivatives)

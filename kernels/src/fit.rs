@@ -16,7 +16,9 @@
 //!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
 //!    the CPU's bit for bit). The box goes through shared memory in square tiles
 //!    (`interface::fit::SUMMIT_TILE`): the island's values of a tile and its halo load
-//!    together (a tile where none of the island lies is passed over), every pixel of the tile
+//!    together, eight a thread in flight at once (a block alone on its SM, a ring's, would
+//!    otherwise wait out a load's latency at every pixel; a tile where none of the island lies
+//!    is passed over), every pixel of the tile
 //!    and its neighbours is smoothed there once, and each thread tests its pixels of the tile
 //!    against their neighbours' sums, keeping its brightest `MAX_COMPONENTS` summit keys
 //!    (`summit_key`: value, then raster order) in its own slots of the tile. The block's
@@ -38,8 +40,10 @@
 //!      ring's box holds some eight times the pixels that are its own). A sample too large for
 //!      the list (`interface::fit::LISTED_PIXELS`) is searched at every pass;
 //!    - the listed pixels write their Jacobian rows (the six derivatives of each component,
-//!      then the residual) to the shared tile, a thread each: no thread sums a pixel outside
-//!      the island, and a sparse island does its arithmetic with every lane busy;
+//!      then the residual) to the shared tile, a thread per pixel and component: no thread sums
+//!      a pixel outside the island, a sparse island does its arithmetic with every lane busy,
+//!      and so does a many-component one (each pixel's model is then summed in component
+//!      order, as the CPU sums it);
 //!    - when the tile is full, its rows are summed into the Gram matrix: a thread per entry
 //!      (and per segment of the rows, where there are fewer entries than threads,
 //!      `interface::fit::segments`), or for a large matrix a block of 4 × 4 entries a thread
@@ -74,10 +78,11 @@
 //!    given up, the saved point comes back, and with it the errors, which the new fits did not
 //!    touch.
 //!
-//! Memory: 91.6 KiB of shared memory, all of it the launch's dynamic memory
+//! Memory: 94.6 KiB of shared memory, all of it the launch's dynamic memory
 //! (`interface::fit::SHARED_BYTES` lays it out: 20 KiB of tile, 19.1 KiB for the two Gram
-//! matrices, 4.5 KiB of parameters, bounds, scales, step, errors, the saved point, a split's
-//! held bounds, shapes, partial sums, summit keys and counts, and 48 KiB of list), and up to
+//! matrices, 7.5 KiB of parameters, bounds, scales, step, errors, the saved point, a split's
+//! held bounds, shapes, partial sums, a round's model values, summit keys and counts, and
+//! 48 KiB of list), and up to
 //! 255 registers a thread: two blocks an H100 SM (`interface::fit::BOUNDS` says why). The
 //! residual's search stays in the tile (in global memory, a model evaluation at every tap of
 //! every summit test, it took more). The sums go in the same order as the CPU reference's
@@ -107,13 +112,19 @@ use interface::fit::{
     ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN, LAMBDA_FACTOR, LAMBDA_START, LISTED_PIXELS, LIST_INDICES,
     LIST_NOISE, LIST_VALUES, MAJOR, MAX_COMPONENTS, MAX_ITERATIONS, MINOR, NAN, NOT_CONVERGED, NO_SUMMIT, PARAMETERS,
     PEAK, RANK_TOLERANCE, RECORD_WORDS, RESIDUAL_STEPS, SHARED_COUNTS, SHARED_CURRENT, SHARED_ERRORS, SHARED_GRAMS,
-    SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_PARTIALS, SHARED_SAVED, SHARED_SCALE,
-    SHARED_SHAPES, SHARED_TILE, SHARED_TRIAL, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
+    SHARED_HELD, SHARED_HIGH, SHARED_KEYS, SHARED_LIST, SHARED_LOW, SHARED_MODELS, SHARED_PARTIALS, SHARED_SAVED,
+    SHARED_SCALE, SHARED_SHAPES, SHARED_TILE, SHARED_TRIAL, SINGULAR, STATUS_ADDED, STATUS_COMPONENTS, STATUS_FLAGS,
     STATUS_ITERATIONS, STATUS_PIXELS, STATUS_SUMMITS, STATUS_WORDS, SUMMIT_PATCH, SUMMIT_SMOOTHED,
     SUMMIT_SMOOTHED_SIDE, SUMMIT_TILE, THETA, TOO_MANY_SUMMITS, WARPS, X, Y,
 };
 
 const THREADS: usize = BLOCK as usize;
+/// Pixels of a summit patch each thread loads at once ([`summit_pass`]).
+const PATCH_LOADS: usize = 8;
+/// Pixels of a summit tile each thread tests: the tile's, `THREADS` apart.
+const TESTED: usize = SUMMIT_TILE * SUMMIT_TILE / THREADS;
+// The unrolled rounds of `summit_pass` name eight of each.
+const _: () = assert!(PATCH_LOADS == 8 && TESTED == 8);
 /// Slots of the shared counters after the warps' window counts.
 const PIXELS: usize = WARPS;
 const SUMMITS: usize = WARPS + 1;
@@ -164,6 +175,8 @@ struct Shared {
     shapes: *mut Shape,
     /// One partial sum per thread.
     partials: *mut f64,
+    /// A round of rows' model values, component by component (`interface::fit::MODEL_WORDS`).
+    models: *mut f64,
     /// The island's pixels of the sample, in its raster order, `LISTED_PIXELS` at most (in the
     /// dynamic shared memory): their index in the sample, value and noise. The first pass
     /// lists them; where they all fit, every later pass reads them from here.
@@ -270,21 +283,34 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
     while ty < box_height {
         let mut tx = 0;
         while tx < box_width {
-            let (mut p, mut on_island) = (t, 0);
-            while p < side * side {
-                let (by, bx) = ((ty + p / side).wrapping_sub(halo), (tx + p % side).wrapping_sub(halo));
-                let mut value = f32::NAN;
-                if by < box_height && bx < box_width {
-                    let i = (island.y0 + by) * island.width + island.x0 + bx;
-                    // Both loads at once: the value's need not wait for the label's.
-                    let (pixel_label, v) = (*island.labels.add(i), *island.image.add(i));
-                    if pixel_label == island.label {
-                        value = if v.is_finite() { v } else { f32::INFINITY };
-                        on_island = 1;
+            // The patch in rounds of `PATCH_LOADS` pixels a thread, every load of a round in
+            // flight at once: a block alone on its SM (a ring's) waits out one load's latency a
+            // round, not one a pixel.
+            let (mut first, mut on_island) = (t, 0);
+            while first < side * side {
+                let mut loaded = [(0u32, 0.0f32); PATCH_LOADS];
+                unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                    let p = first + r * THREADS;
+                    let (by, bx) = ((ty + p / side).wrapping_sub(halo), (tx + p % side).wrapping_sub(halo));
+                    if p < side * side && by < box_height && bx < box_width {
+                        let i = (island.y0 + by) * island.width + island.x0 + bx;
+                        loaded[r] = (*island.labels.add(i), *island.image.add(i));
                     }
-                }
-                *patch.add(p) = value;
-                p += THREADS;
+                });
+                unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                    let p = first + r * THREADS;
+                    if p < side * side {
+                        let (pixel_label, v) = loaded[r];
+                        // Label 0 is no island's: a pixel off the box reads as off the island.
+                        let mut value = f32::NAN;
+                        if pixel_label == island.label {
+                            value = if v.is_finite() { v } else { f32::INFINITY };
+                            on_island = 1;
+                        }
+                        *patch.add(p) = value;
+                    }
+                });
+                first += PATCH_LOADS * THREADS;
             }
             // A tile whose patch holds none of the island (most of a ring's box) has no pixel
             // and no summit of it: the block goes on to the next.
@@ -301,9 +327,18 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                 q += THREADS;
             }
             thread::sync_threads();
-            let mut o = t;
-            while o < SUMMIT_TILE * SUMMIT_TILE {
-                let (oy, ox) = (o / SUMMIT_TILE, o % SUMMIT_TILE);
+            // Each thread's pixels of the tile (`TESTED` of them, `THREADS` apart), their noise
+            // loaded at once before any is tested.
+            let mut noises = [0.0f32; TESTED];
+            unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                let (oy, ox) = ((t + r * THREADS) / SUMMIT_TILE, (t + r * THREADS) % SUMMIT_TILE);
+                let (by, bx) = (ty + oy, tx + ox);
+                if by < box_height && bx < box_width && !(*patch.add((oy + halo) * side + ox + halo)).is_nan() {
+                    noises[r] = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
+                }
+            });
+            unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                let (oy, ox) = ((t + r * THREADS) / SUMMIT_TILE, (t + r * THREADS) % SUMMIT_TILE);
                 let (by, bx) = (ty + oy, tx + ox);
                 let value = if by < box_height && bx < box_width {
                     *patch.add((oy + halo) * side + ox + halo)
@@ -312,7 +347,7 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                 };
                 // NaN: off the island (or the box); +∞: on it, not finite.
                 if !value.is_nan() {
-                    let noise = island.noise_at((island.y0 + by) * island.width + island.x0 + bx);
+                    let noise = noises[r];
                     if usable(value, noise) {
                         pixels += 1;
                         if value as f64 > seed * noise as f64 {
@@ -340,8 +375,7 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                         nan = 1;
                     }
                 }
-                o += THREADS;
-            }
+            });
             // The next tile's patch overwrites this one's after every thread has read it.
             thread::sync_threads();
             tx += SUMMIT_TILE;
@@ -658,32 +692,34 @@ unsafe fn rows_of_listed(
         }
         let room = if capacity - *filled < THREADS { capacity - *filled } else { THREADS };
         let take = if room < listed - done { room } else { listed - done };
+        // A thread per pixel and component: a many-component island keeps every lane busy.
+        let mut w = t;
+        while w < take * components {
+            let (k, c) = (w % take, w / take);
+            let at = done + k;
+            let (row, col) = island.sample_at(*shared.listed.add(at) as usize);
+            let weight = 1.0 / *shared.listed_noise.add(at) as f64;
+            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            let p = params.add(c * PARAMETERS);
+            let (m, d) =
+                gaussian(*p.add(PEAK), &*shared.shapes.add(c), dx - *p.add(X), dy - *p.add(Y), |x: f64| x.exp());
+            *shared.models.add(w) = m;
+            let o = shared.tile.add((*filled + k) * stride + c * PARAMETERS);
+            unroll!([0, 1, 2, 3, 4, 5], |q| {
+                *o.add(q) = d[q] * weight;
+            });
+            w += THREADS;
+        }
+        thread::sync_threads();
         if t < take {
             let at = done + t;
-            let (row, col) = island.sample_at(*shared.listed.add(at) as usize);
-            let (value, noise) = (*shared.listed_values.add(at), *shared.listed_noise.add(at));
-            let out = shared.tile.add((*filled + t) * stride);
-            let weight = 1.0 / noise as f64;
-            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
             let mut model = 0.0f64;
             for c in 0..components {
-                let p = params.add(c * PARAMETERS);
-                let (m, d) = gaussian(
-                    *p.add(PEAK),
-                    *p.add(MAJOR),
-                    *p.add(MINOR),
-                    &*shared.shapes.add(c),
-                    dx - *p.add(X),
-                    dy - *p.add(Y),
-                    |x: f64| x.exp(),
-                );
-                model += m;
-                let o = out.add(c * PARAMETERS);
-                unroll!([0, 1, 2, 3, 4, 5], |q| {
-                    *o.add(q) = d[q] * weight;
-                });
+                model += *shared.models.add(c * take + t);
             }
-            *out.add(parameters) = (value as f64 - model) * weight;
+            let weight = 1.0 / *shared.listed_noise.add(at) as f64;
+            let value = *shared.listed_values.add(at) as f64;
+            *shared.tile.add((*filled + t) * stride + parameters) = (value - model) * weight;
         }
         *filled += take;
         done += take;
@@ -787,6 +823,7 @@ pub unsafe fn fit_islands(
         held: at(SHARED_HELD) as *mut f64,
         shapes: at(SHARED_SHAPES) as *mut Shape,
         partials: at(SHARED_PARTIALS) as *mut f64,
+        models: at(SHARED_MODELS) as *mut f64,
         listed: at(SHARED_LIST + LIST_INDICES) as *mut u32,
         listed_values: at(SHARED_LIST + LIST_VALUES) as *mut f32,
         listed_noise: at(SHARED_LIST + LIST_NOISE) as *mut f32,
@@ -1102,7 +1139,7 @@ unsafe fn residual_summit(island: &Island, shared: &Shared, seed: f64, beam: f64
                 let p = shared.current.add(c * PARAMETERS);
                 let shape = &*shared.shapes.add(c);
                 let (x, y) = (dx - *p.add(X), dy - *p.add(Y));
-                model += gaussian(*p.add(PEAK), *p.add(MAJOR), *p.add(MINOR), shape, x, y, |x: f64| x.exp()).0;
+                model += gaussian(*p.add(PEAK), shape, x, y, |x: f64| x.exp()).0;
             }
             r = residual(value, model);
         }

@@ -354,7 +354,7 @@ impl Image<'_> {
             let mut model = 0.0;
             for c in 0..components {
                 let p = &params[c * PARAMETERS..][..PARAMETERS];
-                let (m, d) = gaussian(p[PEAK], p[MAJOR], p[MINOR], &shapes[c], dx - p[X], dy - p[Y], f64::exp);
+                let (m, d) = gaussian(p[PEAK], &shapes[c], dx - p[X], dy - p[Y], f64::exp);
                 model += m;
                 for (o, d) in out[c * PARAMETERS..][..PARAMETERS].iter_mut().zip(d) {
                     *o = d * weight;
@@ -661,7 +661,7 @@ impl Image<'_> {
                 let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
                 let mut model = 0.0;
                 for (p, shape) in params.chunks(PARAMETERS).zip(&shapes) {
-                    model += gaussian(p[PEAK], p[MAJOR], p[MINOR], shape, dx - p[X], dy - p[Y], f64::exp).0;
+                    model += gaussian(p[PEAK], shape, dx - p[X], dy - p[Y], f64::exp).0;
                 }
                 Some(residual(value, model))
             })
@@ -1372,7 +1372,7 @@ mod tests {
     #[test]
     fn the_derivatives_are_the_models() {
         let value = |p: &[f64; 6], u: f64, v: f64| {
-            gaussian(p[PEAK], p[MAJOR], p[MINOR], &shape_of(p), u - p[X], v - p[Y], f64::exp)
+            gaussian(p[PEAK], &shape_of(p), u - p[X], v - p[Y], f64::exp)
         };
         let p = [1.7, 0.4, -0.3, 2.1, 1.3, 0.7];
         for (u, v) in [(1.5, 0.2), (-1.0, 2.0), (0.4, -0.3), (3.0, -2.5)] {

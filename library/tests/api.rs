@@ -429,6 +429,21 @@ fn gemm_on_slices_matches_gemm_and_refuses_short_memory() {
 }
 
 #[test]
+fn download_copies_every_chunk_back() {
+    let Some(gpu) = gpu("download_copies_every_chunk_back") else { return };
+    let (chunk, least) = (cuda_kernels::gpu::STAGING_CHUNK_BYTES / 4, cuda_kernels::gpu::STAGED_DOWNLOAD_BYTES / 4);
+    let host: Vec<u32> = (0..3 * chunk as u32 + 5).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let device = gpu.upload("the values", &host).unwrap();
+    // Below the staged size (a copy to pageable memory), on its edge, within one chunk, on the
+    // chunk's edges, and over several, the last one short: prefixes of one buffer.
+    for len in [0, 1, least - 1, least, chunk - 1, chunk, chunk + 1, 2 * chunk, host.len()] {
+        assert_eq!(gpu.download("the values", &device, len).unwrap(), host[..len], "{len} values");
+    }
+    let error = gpu.download("the values", &device, host.len() + 1).unwrap_err().to_string();
+    assert!(error.contains("copying the values back") && error.contains("asked of a buffer of"), "{error}");
+}
+
+#[test]
 fn upload_staged_copies_every_chunk() {
     let Some(gpu) = gpu("upload_staged_copies_every_chunk") else { return };
     let chunk = cuda_kernels::gpu::STAGING_CHUNK_BYTES / std::mem::size_of::<f32>();

@@ -71,14 +71,18 @@ impl Gpu {
         unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
     }
 
-    /// The first `len` elements of `buffer`, copied to the host.
-    pub fn download<T: DeviceCopy + Default + Clone>(
+    /// The first `len` elements of `buffer`, copied to the host: through the `Gpu`'s
+    /// page-locked chunks where it is large enough to gain by it ([`Gpu::download_staged`]).
+    pub fn download<T: DeviceCopy + bytemuck::Pod + Send + Sync>(
         &self,
         what: &str,
         buffer: &DeviceSlice<T>,
         len: usize,
     ) -> GpuResult<Vec<T>> {
-        let mut host = vec![T::default(); len];
+        if let Some(host) = self.download_staged(what, buffer, len)? {
+            return Ok(host);
+        }
+        let mut host = vec![T::zeroed(); len];
         buffer.index(..len).copy_to(&mut host[..]).during(format!("copying {} back", what))?;
         Ok(host)
     }

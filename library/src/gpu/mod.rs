@@ -18,7 +18,7 @@ pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
 pub use launch::{blocks, LaunchConfig};
 pub use memory::{Pending, Readback};
-pub use staging::STAGING_CHUNK_BYTES;
+pub use staging::{STAGED_DOWNLOAD_BYTES, STAGING_CHUNK_BYTES};
 pub use timing::{Cache, Timing};
 
 use cust::context::{Context, CurrentContext};
