@@ -442,3 +442,71 @@ extern "C" __global__ void background_least_noise(const double* grid, size_t gri
     out[BACKGROUND_BACKGROUND] = grid[(size_t)point * BACKGROUND_FIELDS + BACKGROUND_BACKGROUND];
     out[BACKGROUND_NOISE] = least;
 }
+
+// background_fill: one block; the crowded points made NaN, then each field's empty points (NaN
+// where the first pass's grid is not) filled in rounds from their neighbours' means at the
+// round's start, over a list made with a shared counter; those no value reaches keep the first's.
+extern "C" __global__ void background_fill(double* grid, const double* first, size_t first_len,
+                                           const unsigned* before, size_t before_len, const unsigned* after,
+                                           size_t after_len, unsigned points, unsigned columns, double at_most,
+                                           unsigned* lists, double* means) {
+    __shared__ unsigned counts[2];
+    unsigned t = threadIdx.x, threads = blockDim.x, rows = points / columns;
+    for (unsigned p = t; p < points; p += threads)
+        if ((double)(before[p] - after[p]) > at_most * (double)before[p])
+            grid[(size_t)p * BACKGROUND_FIELDS + BACKGROUND_BACKGROUND] =
+                grid[(size_t)p * BACKGROUND_FIELDS + BACKGROUND_NOISE] = NAN;
+    for (int field = 0; field < 2; ++field) {
+        if (t == 0) counts[0] = 0;
+        __syncthreads();
+        for (unsigned p = t; p < points; p += threads)
+            if (isnan(grid[(size_t)p * BACKGROUND_FIELDS + field]) && !isnan(first[(size_t)p * BACKGROUND_FIELDS + field]))
+                lists[atomicAdd(&counts[0], 1u)] = p;
+        __syncthreads();
+        unsigned *list = lists, *next = lists + points, empty = counts[0];
+        while (empty > 0) {
+            __syncthreads();
+            if (t == 0) counts[1] = 0;
+            __syncthreads();
+            int found = 0;
+            for (unsigned i = t; i < empty; i += threads) {
+                unsigned p = list[i], r = p / columns, c = p % columns;
+                unsigned top = r > 0 ? r - 1 : 0, left = c > 0 ? c - 1 : 0;
+                unsigned bottom = min(r + 2, rows), right = min(c + 2, columns);
+                // The window's nine loads in flight at once (NaN off the grid), then added in order.
+                double around[9];
+#pragma unroll
+                for (unsigned k = 0; k < 9; ++k) {
+                    unsigned nr = top + k / 3, nc = left + k % 3;
+                    around[k] = nr < bottom && nc < right ? grid[(size_t)(nr * columns + nc) * BACKGROUND_FIELDS + field] : NAN;
+                }
+                double sum = 0.0;
+                unsigned count = 0;
+#pragma unroll
+                for (unsigned k = 0; k < 9; ++k)
+                    if (!isnan(around[k])) sum += around[k], count += 1;
+                if (count > 0) {
+                    means[i] = sum / (double)count;
+                    found = 1;
+                } else {
+                    next[atomicAdd(&counts[1], 1u)] = p;
+                    list[i] = p | BACKGROUND_FILL_NONE;
+                }
+            }
+            if (!__syncthreads_or(found)) {
+                for (unsigned i = t; i < empty; i += threads) {
+                    unsigned p = list[i] & ~BACKGROUND_FILL_NONE;
+                    grid[(size_t)p * BACKGROUND_FIELDS + field] = first[(size_t)p * BACKGROUND_FIELDS + field];
+                }
+                break;
+            }
+            for (unsigned i = t; i < empty; i += threads)
+                if (!(list[i] & BACKGROUND_FILL_NONE)) grid[(size_t)list[i] * BACKGROUND_FIELDS + field] = means[i];
+            __syncthreads();
+            empty = counts[1];
+            unsigned* swap = list;
+            list = next, next = swap;
+        }
+        __syncthreads();
+    }
+}

@@ -68,6 +68,11 @@ pub const PICK_NEXT: usize = 5;
 pub const INTERPOLATE_BLOCK: u32 = 256;
 /// Threads of a `background_least_noise` block, one per grid point.
 pub const LEAST_NOISE_BLOCK: u32 = 256;
+/// Threads of `background_fill`'s one block: its rounds need the whole grid's barrier.
+pub const FILL_BLOCK: u32 = 1024;
+/// The bit `background_fill` sets on a listed point that found no neighbour in a round (grid
+/// points are below 2^31).
+pub const FILL_NONE: u32 = 1 << 31;
 /// f64 values per grid point in the grid the first kernel writes and the second reads: the
 /// background (the σ-clipped median), then the noise (the σ-clipped standard deviation).
 pub const FIELDS: usize = 2;

@@ -54,6 +54,15 @@
 //! axis (NaN points left out, NaN only where all are), and keeps its background, so that the
 //! first pass's grid need not go to the host and back for it.
 //!
+//! **`background_fill`: one block for the whole grid.** A second pass's point whose box its
+//! mask took most of is no measure of the sky: it is made NaN, and so is one whose box lost
+//! every pixel; each such point that had a value in the first pass then takes, round by round,
+//! the mean of its neighbours that had one at the round's start, until none is left (or none
+//! can be reached: those keep the first pass's). A round's means all read the grid before any
+//! is written, so they need the whole grid's barrier: one block runs every round, over a list
+//! of the points still empty (few: a core, a shell), made with a shared counter. The grid
+//! stays on the GPU between the passes.
+//!
 //! **Cost.** A round is mostly three passes over the box, with a barrier each: the count, sum
 //! and range; the squared deviations with the range's histogram; the chosen bin's values as the
 //! candidates, ranked for both middle values at once. A bin too full to rank takes two passes
@@ -61,13 +70,15 @@
 //! two bins one more for the second. Boxes overlap (BANE's box is six steps), so each pixel is
 //! read in 36 boxes.
 
+use crate::{shared_address, unroll};
 use core::arch::asm;
 use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
+use cuda_std::shared_array;
 use interface::background::{
     add, add_square, bin, box_range, cell, grid_coordinate, grid_points, interpolate, kept_bounds, mean, median, next,
-    snr, std, tile_span, tiles, weights, window, BinScale, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, NOISE,
-    PICK_BELOW, PICK_BIN, PICK_COUNT, PICK_NEXT, PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES,
+    snr, std, tile_span, tiles, weights, window, BinScale, BACKGROUND, BINS_PER_THREAD, CANDIDATES, FIELDS, FILL_NONE,
+    NOISE, PICK_BELOW, PICK_BIN, PICK_COUNT, PICK_NEXT, PICK_PLACED, PICK_VALUE, SHARED_BINS, SHARED_CANDIDATES,
     SHARED_COUNTS, SHARED_HEADER, SHARED_LEAST, SHARED_MOST, SHARED_PICK, SHARED_SQUARES, SHARED_SUMS, THREADS, WARPS,
 };
 
@@ -706,4 +717,145 @@ pub unsafe fn background_least_noise(grid: &[f64], rows: u32, columns: u32, reac
     let out = sky.add(point as usize * FIELDS);
     *out.add(BACKGROUND) = *grid.get_unchecked(point as usize * FIELDS + BACKGROUND);
     *out.add(NOISE) = least;
+}
+
+/// # Safety
+/// The launcher (`FillArgs` on the host) guarantees: `grid` and `first` hold `FIELDS · points`
+/// values, `before` and `after` `points` counts, `lists` `2 · points` words and `means`
+/// `points` values, 1 to 2^31 − 1 points of `columns` a row, none of the buffers overlapping;
+/// one block of `FILL_BLOCK` threads.
+#[kernel]
+pub unsafe fn background_fill(
+    grid: *mut f64,
+    first: &[f64],
+    before: &[u32],
+    after: &[u32],
+    points: u32,
+    columns: u32,
+    at_most: f64,
+    lists: *mut u32,
+    means: *mut f64,
+) {
+    let counts = shared_array![u32; 2];
+    let t = thread::thread_idx_x();
+    let threads = thread::block_dim_x();
+    // The crowded points: more than `at_most` of their box's finite pixels left out.
+    let mut p = t;
+    while p < points {
+        let finite = *before.get_unchecked(p as usize);
+        let left = *after.get_unchecked(p as usize);
+        if finite.wrapping_sub(left) as f64 > at_most * finite as f64 {
+            *grid.add(p as usize * FIELDS + BACKGROUND) = f64::NAN;
+            *grid.add(p as usize * FIELDS + NOISE) = f64::NAN;
+        }
+        p += threads;
+    }
+    fill_field(grid, first, points, columns, lists, means, counts, BACKGROUND);
+    fill_field(grid, first, points, columns, lists, means, counts, NOISE);
+}
+
+/// `background_fill`'s rounds over one field of the grid (`BACKGROUND` or `NOISE`): its empty
+/// points listed, then filled round by round; `counts` is the block's two shared counters.
+///
+/// # Safety
+/// As `background_fill`'s; every thread of the block calls it together, after the drop.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fill_field(
+    grid: *mut f64,
+    first: &[f64],
+    points: u32,
+    columns: u32,
+    lists: *mut u32,
+    means: *mut f64,
+    counts: *mut u32,
+    field: usize,
+) {
+    let (t, threads, rows) = (thread::thread_idx_x(), thread::block_dim_x(), points / columns);
+    let value = |p: u32| *grid.add(p as usize * FIELDS + field);
+    if t == 0 {
+        *counts = 0;
+    }
+    thread::sync_threads();
+    let mut p = t;
+    while p < points {
+        if value(p).is_nan() && !first.get_unchecked(p as usize * FIELDS + field).is_nan() {
+            *lists.add(atomic_increment(counts) as usize) = p;
+        }
+        p += threads;
+    }
+    thread::sync_threads();
+    let (mut list, mut next) = (lists, lists.add(points as usize));
+    let mut empty = *counts;
+    while empty > 0 {
+        thread::sync_threads();
+        if t == 0 {
+            *counts.add(1) = 0;
+        }
+        thread::sync_threads();
+        // Each listed point's mean, from the grid as the round found it; a point without a
+        // neighbour goes to the next round's list, marked.
+        let mut found = 0;
+        let mut i = t;
+        while i < empty {
+            let p = *list.add(i as usize);
+            let (r, c) = (p / columns, p % columns);
+            let (top, left) = (r.saturating_sub(1), c.saturating_sub(1));
+            let (bottom, right) = ((r + 2).min(rows), (c + 2).min(columns));
+            // The window's nine loads in flight at once (NaN off the grid), then added in its
+            // row-major order.
+            let mut around = [f64::NAN; 9];
+            unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8], |k| {
+                let (nr, nc) = (top + k as u32 / 3, left + k as u32 % 3);
+                if nr < bottom && nc < right {
+                    around[k] = value(nr * columns + nc);
+                }
+            });
+            let (mut sum, mut count) = (0.0f64, 0u32);
+            unroll!([0, 1, 2, 3, 4, 5, 6, 7, 8], |k| {
+                if !around[k].is_nan() {
+                    sum += around[k];
+                    count += 1;
+                }
+            });
+            if count > 0 {
+                *means.add(i as usize) = sum / count as f64;
+                found = 1;
+            } else {
+                *next.add(atomic_increment(counts.add(1)) as usize) = p;
+                *list.add(i as usize) = p | FILL_NONE;
+            }
+            i += threads;
+        }
+        if thread::sync_threads_or(found) == 0 {
+            // No value reaches the rest: they keep the first pass's.
+            let mut i = t;
+            while i < empty {
+                let p = *list.add(i as usize) & !FILL_NONE;
+                *grid.add(p as usize * FIELDS + field) = *first.get_unchecked(p as usize * FIELDS + field);
+                i += threads;
+            }
+            break;
+        }
+        let mut i = t;
+        while i < empty {
+            let p = *list.add(i as usize);
+            if p & FILL_NONE == 0 {
+                *grid.add(p as usize * FIELDS + field) = *means.add(i as usize);
+            }
+            i += threads;
+        }
+        thread::sync_threads();
+        empty = *counts.add(1);
+        core::mem::swap(&mut list, &mut next);
+    }
+    thread::sync_threads();
+}
+
+/// Adds 1 to the shared counter and returns what it held.
+#[inline(always)]
+unsafe fn atomic_increment(counter: *mut u32) -> u32 {
+    let old: u32;
+    asm!("atom.shared.add.u32 {o}, [{a}], 1;", o = out(reg32) old, a = in(reg32) shared_address(counter));
+    old
 }

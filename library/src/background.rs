@@ -5,7 +5,9 @@
 //! [`background_array`] (`ndarray` views) make them on the GPU, [`cpu_reference`] on the CPU.
 //! A second pass that masks the sources takes its sky from a grid whose noise is the least
 //! within a reach of each point: `background_least_noise` ([`Mapper::least_noise_args`]) on
-//! the GPU, [`least_noise`] on the CPU.
+//! the GPU, [`least_noise`] on the CPU; its grid then leaves out the points whose boxes the mask
+//! took most of, and fills them from their neighbours: `background_fill`
+//! ([`Mapper::fill_args`]) on the GPU, [`drop_crowded`] and [`fill`] on the CPU.
 //!
 //! **What BANE does, and what is kept** (`AegeanTools/BANE.py`):
 //! - The grid step is 4 beams: `⌈4·√(BMAJ·BMIN) / √|CDELT1·CDELT2|⌉` pixels, 16 without a beam
@@ -49,7 +51,8 @@ use crate::gpu::{
 use cust::memory::DeviceSlice;
 use interface::background::{
     add, add_square, block_sum, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr,
-    std, tiles, weights, window, BACKGROUND, FIELDS, INTERPOLATE_BLOCK, LEAST_NOISE_BLOCK, MAX_BOX_PIXELS, NOISE,
+    std, tiles, weights, window, BACKGROUND, FIELDS, FILL_BLOCK, INTERPOLATE_BLOCK, LEAST_NOISE_BLOCK, MAX_BOX_PIXELS,
+    NOISE,
     SHARED_HEADER, THREADS,
 };
 use interface::measure::peak_key;
@@ -555,6 +558,163 @@ pub fn least_noise(grid: &[f64], (rows, columns): (usize, usize), (reach_y, reac
     sky
 }
 
+/// `background_fill`'s arguments: a second pass's `grid` made NaN where its box lost more than
+/// `at_most` of its finite pixels (`before` counts them in the image, `after` in the masked
+/// image), then filled where `first` (the first pass's grid) has a value: [`drop_crowded`], then
+/// [`fill`]. `lists` and `means` are the kernel's scratch.
+pub struct FillArgs<'a> {
+    /// [`FIELDS`] f64 per grid point, read and written.
+    pub grid: &'a DeviceSlice<f64>,
+    /// As many f64 as the grid.
+    pub first: &'a DeviceSlice<f64>,
+    /// A count per grid point: its box's finite pixels in the image.
+    pub before: &'a DeviceSlice<u32>,
+    /// A count per grid point: its box's finite pixels in the masked image.
+    pub after: &'a DeviceSlice<u32>,
+    /// Grid points along the rows and the columns ([`Mapper::grid_shape`]).
+    pub shape: (usize, usize),
+    /// The share of a box's finite pixels that its mask may take and its point still stand.
+    pub at_most: f64,
+    /// Two u32 per grid point.
+    pub lists: &'a DeviceSlice<u32>,
+    /// An f64 per grid point.
+    pub means: &'a DeviceSlice<f64>,
+}
+
+// SAFETY: `background_fill(grid: *mut f64, first: &[f64], before: &[u32], after: &[u32], points:
+// u32, columns: u32, at_most: f64, lists: *mut u32, means: *mut f64)` reads and writes the
+// `FIELDS` values of each of `points` points of `grid` (and of their neighbours, within the
+// grid of `columns` a row) and reads as many of `first`; it reads a count of each point in
+// `before` and `after`, and writes below `2 · points` words of `lists` and `points` values of
+// `means`. All are checked to hold that much, 1 to 2^31 − 1 points (u32 indices, below
+// `FILL_NONE`), and the three written buffers to overlap nothing. One block of `FILL_BLOCK`
+// threads.
+unsafe impl KernelArgs for FillArgs<'_> {
+    fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
+        require_kernel(kernel, &["background_fill"], "FillArgs")?;
+        let points = product(kernel, self.shape.0, self.shape.1)?;
+        if points == 0 || points > i32::MAX as usize {
+            return Err(refuse(kernel, format!("{points} grid points: 1 to 2^31 - 1")));
+        }
+        if self.at_most.is_nan() {
+            return Err(refuse(kernel, "the share a mask may take is NaN"));
+        }
+        let values = product(kernel, points, FIELDS)?;
+        require_len(kernel, "the grid", self.grid, values)?;
+        require_len(kernel, "the first pass's grid", self.first, values)?;
+        require_len(kernel, "the counts before the mask", self.before, points)?;
+        require_len(kernel, "the counts after it", self.after, points)?;
+        require_len(kernel, "the lists", self.lists, 2 * points)?;
+        require_len(kernel, "the means", self.means, points)?;
+        // The three it writes overlap nothing.
+        let (grid, lists, means) =
+            (("the grid", self.grid, values), ("the lists", self.lists, 2 * points), ("the means", self.means, points));
+        let (first, before, after) = (
+            ("the first pass's grid", self.first, values),
+            ("the counts before the mask", self.before, points),
+            ("the counts after it", self.after, points),
+        );
+        require_disjoint(kernel, grid, first)?;
+        require_disjoint(kernel, grid, means)?;
+        require_disjoint(kernel, means, first)?;
+        for read in [before, after] {
+            require_disjoint(kernel, grid, read)?;
+            require_disjoint(kernel, means, read)?;
+            require_disjoint(kernel, lists, read)?;
+        }
+        require_disjoint(kernel, lists, grid)?;
+        require_disjoint(kernel, lists, first)?;
+        require_disjoint(kernel, lists, means)?;
+        Ok(LaunchConfig { grid: (1, 1, 1), block: (FILL_BLOCK, 1, 1), shared_bytes: 0 })
+    }
+
+    fn params(&self, _kernel: &str) -> KernelParams {
+        KernelParams::new()
+            .pointer(self.grid)
+            .slice(self.first)
+            .slice(self.before)
+            .slice(self.after)
+            .value(self.shape.0 as u32 * self.shape.1 as u32)
+            .value(self.shape.1 as u32)
+            .value(self.at_most)
+            .pointer(self.lists)
+            .pointer(self.means)
+    }
+}
+
+/// Makes NaN the points of a second pass's `grid` whose boxes had more than `at_most` of their
+/// finite pixels left out by its mask: `before` and `after` count each box's finite pixels in the
+/// image and in the masked image. What `background_fill` does first.
+///
+/// ```
+/// use cuda_kernels::background::drop_crowded;
+///
+/// // Two points: the first lost 3 of its 4 pixels to the mask, the second 1.
+/// let mut grid = [1.0, 0.5, 2.0, 0.25];
+/// drop_crowded(&mut grid, &[4, 4], &[1, 3], 0.5);
+/// assert!(grid[0].is_nan() && grid[1].is_nan());
+/// assert_eq!(grid[2..], [2.0, 0.25]);
+/// ```
+pub fn drop_crowded(grid: &mut [f64], before: &[u32], after: &[u32], at_most: f64) {
+    for ((point, &finite), &left) in grid.chunks_mut(FIELDS).zip(before).zip(after) {
+        if f64::from(finite.wrapping_sub(left)) > at_most * f64::from(finite) {
+            point.fill(f64::NAN);
+        }
+    }
+}
+
+/// Fills the points of a second pass's `grid` (row-major, `columns` a row) that are NaN where
+/// the first pass's `first` is not (their boxes' finite pixels all left out, or crowded,
+/// [`drop_crowded`]): in rounds, each such point takes the mean of its 8 neighbours that had a
+/// value at the round's start (added row by row), until none is left; a point no value reaches
+/// (every point left out) keeps `first`'s. Each field is filled alone. What `background_fill`
+/// does next, bit for bit.
+///
+/// ```
+/// use cuda_kernels::background::fill;
+///
+/// // A row of three points: the middle one lost its value, its neighbours' mean fills it.
+/// let mut grid = [1.0, 0.5, f64::NAN, f64::NAN, 3.0, 1.5];
+/// fill(&mut grid, &[1.0, 0.5, 9.0, 9.0, 3.0, 1.5], 3);
+/// assert_eq!(grid, [1.0, 0.5, 2.0, 1.0, 3.0, 1.5]);
+/// ```
+pub fn fill(grid: &mut [f64], first: &[f64], columns: usize) {
+    let points = grid.len() / FIELDS;
+    let rows = points / columns.max(1);
+    for field in [BACKGROUND, NOISE] {
+        let at = |p: usize| p * FIELDS + field;
+        let mut empty: Vec<usize> = (0..points).filter(|&p| grid[at(p)].is_nan() && !first[at(p)].is_nan()).collect();
+        while !empty.is_empty() {
+            let means: Vec<Option<f64>> = empty
+                .iter()
+                .map(|&p| {
+                    let (r, c) = (p / columns, p % columns);
+                    let (mut sum, mut count) = (0.0, 0u32);
+                    for nr in r.saturating_sub(1)..(r + 2).min(rows) {
+                        for nc in c.saturating_sub(1)..(c + 2).min(columns) {
+                            let v = grid[at(nr * columns + nc)];
+                            if !v.is_nan() {
+                                (sum, count) = (sum + v, count + 1);
+                            }
+                        }
+                    }
+                    (count > 0).then(|| sum / f64::from(count))
+                })
+                .collect();
+            if means.iter().all(Option::is_none) {
+                empty.iter().for_each(|&p| grid[at(p)] = first[at(p)]);
+                break;
+            }
+            for (&p, mean) in empty.iter().zip(&means) {
+                if let Some(mean) = mean {
+                    grid[at(p)] = *mean;
+                }
+            }
+            empty = empty.into_iter().zip(means).filter(|(_, m)| m.is_none()).map(|(p, _)| p).collect();
+        }
+    }
+}
+
 /// The maps of one image: the grid's two fields and the three images.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Maps {
@@ -800,13 +960,19 @@ impl Mapper {
     /// shared memory per pixel of the largest box (after its sums, tallies and histogram); for
     /// `background_interpolate`, a thread per pixel; for `background_least_noise`, a thread per
     /// grid point.
-    pub fn configs(&self) -> GpuResult<[(&'static str, LaunchConfig); 3]> {
+    pub fn configs(&self) -> GpuResult<[(&'static str, LaunchConfig); 4]> {
         let l = &self.layout;
         let area = (l.box_y as usize).min(l.height) * (l.box_x as usize).min(l.width);
         let grid = grid_config(l.points(), area);
         let pixels = LaunchConfig::linear(l.width * l.height, INTERPOLATE_BLOCK)?;
         let points = LaunchConfig::linear(l.points(), LEAST_NOISE_BLOCK)?;
-        Ok([("background_grid", grid), ("background_interpolate", pixels), ("background_least_noise", points)])
+        let fill = LaunchConfig { grid: (1, 1, 1), block: (FILL_BLOCK, 1, 1), shared_bytes: 0 };
+        Ok([
+            ("background_grid", grid),
+            ("background_interpolate", pixels),
+            ("background_least_noise", points),
+            ("background_fill", fill),
+        ])
     }
 
     /// Grid points along the rows and the columns.
@@ -860,6 +1026,20 @@ impl Mapper {
         sky: &'a DeviceSlice<f64>,
     ) -> LeastNoiseArgs<'a> {
         LeastNoiseArgs { grid, shape: self.grid_shape(), reach, sky }
+    }
+
+    /// `background_fill`'s arguments for this grid: `grid`'s crowded points (more than
+    /// `at_most` of `before`'s pixels gone in `after`) made NaN, and its empty ones filled.
+    pub fn fill_args<'a>(
+        &self,
+        grid: &'a DeviceSlice<f64>,
+        first: &'a DeviceSlice<f64>,
+        (before, after): (&'a DeviceSlice<u32>, &'a DeviceSlice<u32>),
+        at_most: f64,
+        lists: &'a DeviceSlice<u32>,
+        means: &'a DeviceSlice<f64>,
+    ) -> FillArgs<'a> {
+        FillArgs { grid, first, before, after, shape: self.grid_shape(), at_most, lists, means }
     }
 
     /// `background_interpolate`'s arguments: `grid` and `image` into the maps.

@@ -11,7 +11,8 @@ mod common;
 
 use common::{assert_refused, gpu};
 use cuda_kernels::background::{
-    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, least_noise, Mapper, Maps, Mask, Params,
+    background, background_array, compare, cpu_pixel, cpu_point, cpu_reference, drop_crowded, fill, least_noise,
+    Mapper, Maps, Mask, Params,
 };
 use cuda_kernels::data::{random_in, random_normal};
 use cuda_kernels::gpu::{DeviceMatrix, Gpu};
@@ -277,6 +278,52 @@ fn the_least_noise_within_reach_matches_the_reference() {
                 let made = gpu.download("sky", &sky, mapper.grid_len()).unwrap();
                 let want = least_noise(&maps.grid, mapper.grid_shape(), reach);
                 assert!(same_f64(&made, &want), "{rows}x{cols} {params:?} reach {reach:?}");
+            }
+        }
+    }
+}
+
+/// `background_fill` leaves out the crowded points and fills the grid as `drop_crowded` and
+/// `fill` do, bit for bit (or NaN): on the grids of odd shapes (NaN points among them), with
+/// points already empty, with none crowded, with clusters crowded (filled over several rounds),
+/// and with every point crowded (none reached: all the first's).
+#[test]
+fn the_filling_matches_the_reference() {
+    let Some(gpu) = gpu("the_filling_matches_the_reference") else { return };
+    for (seed, &(rows, cols)) in SHAPES.iter().enumerate() {
+        for (params, nan_every) in [(Params::new(4, 3), 7), (Params::new(1, 1), 3), (Params::new(8, 24), 0)] {
+            let mapper = Mapper::new(&gpu, (rows, cols), &params).unwrap();
+            let first = cpu_reference(sky(rows, cols, 90 + seed as u64, nan_every).as_slice().unwrap(), cols, &params)
+                .unwrap()
+                .grid;
+            let (points, columns) = (mapper.grid_len() / 2, mapper.grid_shape().1);
+            // The second pass's own grid: the first's, with every 11th point's box emptied.
+            let mut second = first.clone();
+            second.chunks_mut(2).step_by(11).for_each(|point| point.fill(f64::NAN));
+            let before = vec![100u32; points];
+            let patterns: [(&str, Vec<u32>); 4] = [
+                ("none crowded", vec![60; points]),
+                ("clusters", (0..points).map(|p| if (p / columns + p % columns) % 9 < 4 { 30 } else { 50 }).collect()),
+                ("every point", vec![0; points]),
+                ("more after than before", (0..points).map(|p| if p % 4 == 0 { 101 } else { 100 }).collect()),
+            ];
+            for (pattern, after) in patterns {
+                let grid = gpu.upload("grid", &second).unwrap();
+                let (device_first, device_before, device_after) = (
+                    gpu.upload("first", &first).unwrap(),
+                    gpu.upload("before", &before).unwrap(),
+                    gpu.upload("after", &after).unwrap(),
+                );
+                let lists = gpu.poisoned::<u32>("lists", 2 * points).unwrap();
+                let means = gpu.poisoned::<f64>("means", points).unwrap();
+                let args = mapper.fill_args(&grid, &device_first, (&device_before, &device_after), 0.5, &lists, &means);
+                // SAFETY: every buffer outlives the kernel: the download waits for it.
+                unsafe { gpu.launch("background_fill", &args).unwrap() };
+                let made = gpu.download("grid", &grid, mapper.grid_len()).unwrap();
+                let mut want = second.clone();
+                drop_crowded(&mut want, &before, &after, 0.5);
+                fill(&mut want, &first, columns);
+                assert!(same_f64(&made, &want), "{rows}x{cols} {params:?}: {pattern}");
             }
         }
     }

@@ -2,6 +2,7 @@
 //! where they are, the catalog's rows made of the fits, the residual flat where the fits are;
 //! on the GPU (where there is one), every step equal to the CPU's.
 
+use cuda_kernels::background;
 use cuda_kernels::fit::Flags;
 use radio::io::Image;
 use radio::sky::{Kind, Noise, NoiseProfile, Population, Sky};
@@ -191,7 +192,7 @@ fn the_second_pass_fills_the_grid_points_it_left_out() {
     for p in 0..4 {
         grid[p * 2 + 1] = f64::NAN;
     }
-    local::fill(&mut grid, &first_blanked, columns);
+    background::fill(&mut grid, &first_blanked, columns);
     // (1, 1)'s backgrounds around it that had one: points 0, 1, 2, 4, 8, 9, 10 (6 was empty).
     let around = |points: &[usize]| points.iter().map(|&p| 100.0 + p as f64).sum::<f64>() / points.len() as f64;
     assert_eq!(grid[5 * 2], around(&[0, 1, 2, 4, 8, 9, 10]));
@@ -202,7 +203,7 @@ fn the_second_pass_fills_the_grid_points_it_left_out() {
     assert!(grid[22].is_nan() && grid[23].is_nan());
     // Nothing left to fill from: the first pass's values.
     let mut empty = vec![f64::NAN; 24];
-    local::fill(&mut empty, &first, columns);
+    background::fill(&mut empty, &first, columns);
     assert_eq!(empty, first);
 }
 

@@ -3,12 +3,14 @@
 pub use cuda_kernels::background::*;
 
 use crate::fits::{self, Header};
-use crate::gpu::{Gpu, GpuResult, LaunchConfig};
+use crate::gpu::{CudaContext, Gpu, GpuResult, LaunchConfig};
 use crate::io;
 use crate::ops::label::Sky;
 use crate::registry::{Checked, Kernel, Purpose, Variant, Workload};
 use crate::report::{Report, Work};
-use cust::memory::DeviceBuffer;
+use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+use interface::background::FIELDS;
+use radio::sources::local::MASKED_AT_MOST;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +97,14 @@ pub struct Background {
     grid: DeviceBuffer<f64>,
     /// The least-noise variant's output, from the made grid.
     sky: DeviceBuffer<f64>,
+    /// The fill variant's grid (the made grid, copied in before each launch), its counts of
+    /// each box's finite pixels before and after a mask ([`crowded_counts`], on the host too),
+    /// and its lists and means.
+    filled: DeviceBuffer<f64>,
+    counts: (Vec<u32>, Vec<u32>),
+    device_counts: (DeviceBuffer<u32>, DeviceBuffer<u32>),
+    lists: DeviceBuffer<u32>,
+    means: DeviceBuffer<f64>,
     background: DeviceBuffer<f32>,
     noise: DeviceBuffer<f32>,
     snr: DeviceBuffer<f32>,
@@ -108,7 +118,28 @@ fn variants() -> Vec<Variant> {
         Variant::new("grid", "background_grid"),
         Variant::new("interpolate", "background_interpolate"),
         Variant::new("least-noise", "background_least_noise"),
+        Variant::new("fill", "background_fill"),
     ]
+}
+
+/// Counts of a mask's work for the fill variant, a box's finite pixels before and after it, per
+/// grid point of `shape`: every box whole (`box_pixels` each), but a disc of a sixth of the
+/// grid's size about its centre, whose boxes lost three quarters, and every seventh point of
+/// the disc's middle row, which lost half (kept: not more than `MASKED_AT_MOST`).
+fn crowded_counts((rows, columns): (usize, usize), box_pixels: u32) -> (Vec<u32>, Vec<u32>) {
+    let before = vec![box_pixels; rows * columns];
+    let radius = rows.min(columns) as f64 / 6.0;
+    let after = (0..rows * columns)
+        .map(|p| {
+            let (dy, dx) = ((p / columns) as f64 - rows as f64 / 2.0, (p % columns) as f64 - columns as f64 / 2.0);
+            match (dy * dy + dx * dx <= radius * radius, p / columns == rows / 2 && p % 7 == 0) {
+                (_, true) => box_pixels - box_pixels / 2,
+                (true, false) => box_pixels / 4,
+                (false, false) => box_pixels,
+            }
+        })
+        .collect();
+    (before, after)
 }
 
 /// This family's entry in [`super::FAMILIES`].
@@ -117,7 +148,7 @@ pub const ENTRY: crate::registry::Entry<Background> = crate::registry::Entry::ne
 impl Kernel for Background {
     const NAME: &'static str = "background";
     const ABOUT: &'static str =
-        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box in shared memory, its median found by histograms), bilinear to every pixel, and S/N; the least noise within a box of each point";
+        "Background and noise maps as BANE makes them: σ-clipped median and σ per grid point (a box in shared memory, its median found by histograms), bilinear to every pixel, and S/N; the least noise within a box of each point; a second pass's crowded points dropped and filled";
     type Options = Options;
 
     fn launches(_sms: u32) -> GpuResult<Vec<(&'static str, LaunchConfig)>> {
@@ -162,6 +193,10 @@ impl Kernel for Background {
         // SAFETY: the synchronize below waits for the kernel before anything it uses can go.
         unsafe { gpu.launch("background_grid", &mapper.grid_args(&image, &made_grid)) }?;
         gpu.synchronize("making the grid")?;
+        let (rows, columns) = mapper.grid_shape();
+        let box_pixels = (params.box_size.0.min(height) * params.box_size.1.min(width)) as u32;
+        let counts = crowded_counts((rows, columns), box_pixels);
+        let device_counts = (gpu.upload("the counts before", &counts.0)?, gpu.upload("the counts after", &counts.1)?);
         Ok(Self {
             width,
             height,
@@ -173,6 +208,11 @@ impl Kernel for Background {
             made_grid,
             grid: gpu.poisoned("the grid", mapper.grid_len())?,
             sky: gpu.poisoned("the least noise", mapper.grid_len())?,
+            filled: gpu.poisoned("the filled grid", mapper.grid_len())?,
+            counts,
+            device_counts,
+            lists: gpu.poisoned("the filling's lists", 2 * rows * columns)?,
+            means: gpu.poisoned("the filling's means", rows * columns)?,
             background: gpu.poisoned("the background map", n)?,
             noise: gpu.poisoned("the noise map", n)?,
             snr: gpu.poisoned("the S/N image", n)?,
@@ -255,6 +295,27 @@ impl Kernel for Background {
                 refused.push(("sky is the grid".into(), with(&|a| a.sky = a.grid)));
                 Box::new(args())
             }
+            "background_fill" => {
+                let points = mapper.grid_len() / FIELDS;
+                let (first, before, after) =
+                    (memory.slice::<f64>(mapper.grid_len()), memory.slice::<u32>(points), memory.slice::<u32>(points));
+                let (lists, means) = (memory.slice::<u32>(2 * points), memory.slice::<f64>(points));
+                let args = move || mapper.fill_args(grid, first, (before, after), 0.5, lists, means);
+                let with = |change: &dyn Fn(&mut FillArgs<'static>)| -> Args {
+                    let mut a = args();
+                    change(&mut a);
+                    Box::new(a)
+                };
+                refused.push(("no points".into(), with(&|a| a.shape.1 = 0)));
+                refused.push(("points overflow".into(), with(&|a| a.shape = (usize::MAX, 2))));
+                refused.push(("one row too many".into(), with(&|a| a.shape.0 += 1)));
+                refused.push(("a NaN share".into(), with(&|a| a.at_most = f64::NAN)));
+                let short = memory.slice::<u32>(2 * points - 1);
+                refused.push(("lists short".into(), with(&|a| a.lists = short)));
+                refused.push(("first is the grid".into(), with(&|a| a.first = a.grid)));
+                refused.push(("lists are the counts".into(), with(&|a| a.lists = a.before)));
+                Box::new(args())
+            }
             other => unreachable!("background has no kernel {other}"),
         };
         LaunchCases::Cases(Cases { valid, refused })
@@ -301,10 +362,12 @@ impl Workload for Background {
         Work::Bytes(16 * n + 8 * self.mapper.grid_len() as u64)
     }
 
-    /// The least noise: the grid read once and written once.
+    /// The least noise: the grid read once and written once. The fill: the grid copied in, then
+    /// read (with the first's) and its counts read.
     fn work_of(&self, variant: &Variant) -> Work {
         match variant.kernel.as_str() {
             "background_least_noise" => Work::Bytes(16 * self.mapper.grid_len() as u64),
+            "background_fill" => Work::Bytes(32 * self.mapper.grid_len() as u64 + 8 * self.counts.0.len() as u64),
             _ => self.work(),
         }
     }
@@ -319,6 +382,14 @@ impl Workload for Background {
             "background_least_noise" => {
                 let args = self.mapper.least_noise_args(&self.made_grid, self.reach(), &self.sky);
                 gpu.launch("background_least_noise", &args)
+            }
+            "background_fill" => {
+                // The kernel fills its grid in place: each launch starts from the made grid.
+                let mut filled = self.filled.index(..);
+                filled.async_copy_from(&self.made_grid, gpu.stream()).during("copying the grid to fill")?;
+                let counts = (&*self.device_counts.0, &*self.device_counts.1);
+                let args = self.mapper.fill_args(&self.filled, &self.made_grid, counts, MASKED_AT_MOST, &self.lists, &self.means);
+                gpu.launch("background_fill", &args)
             }
             _ => {
                 let args = self.mapper.interpolate_args(
@@ -336,6 +407,7 @@ impl Workload for Background {
     fn before_check(&self, gpu: &Gpu) -> GpuResult<()> {
         gpu.poison("the grid", &self.grid)?;
         gpu.poison("the least noise", &self.sky)?;
+        gpu.poison("the filled grid", &self.filled)?;
         for (what, map) in
             [("the background map", &self.background), ("the noise map", &self.noise), ("the S/N image", &self.snr)]
         {
@@ -361,6 +433,13 @@ impl Workload for Background {
             "background_least_noise" => {
                 let sky = gpu.download("the least noise", &self.sky, self.mapper.grid_len())?;
                 compare_grid(&sky, &least_noise(&expected.grid, (rows, columns), self.reach()))
+            }
+            "background_fill" => {
+                let filled = gpu.download("the filled grid", &self.filled, self.mapper.grid_len())?;
+                let mut want = expected.grid.clone();
+                drop_crowded(&mut want, &self.counts.0, &self.counts.1, MASKED_AT_MOST);
+                fill(&mut want, &expected.grid, columns);
+                compare_grid(&filled, &want)
             }
             _ => compare(&self.maps(gpu, &self.made_grid)?, expected),
         };

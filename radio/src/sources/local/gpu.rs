@@ -9,16 +9,15 @@
 //!     └──► image − background (saxpy, a = −1) ──► measure ──► fit(islands, noise map)
 //! ```
 //!
-//! With two background passes (the default), the first pass's grid and its boxes' counts of
-//! finite pixels come back, and the mask's grid is made from the first's on the GPU
-//! (`background_least_noise`). Its interpolation writes the masked image into the buffer of
-//! the image less its background (free until then), whose grid and counts come back: the
-//! crowded points are left out (`drop_crowded`), the grid is [`fill`]ed and goes up again for
-//! the second interpolation. No image crosses the bus, and
-//! the mask's arithmetic is the CPU's (the S/N rounded to f32, compared in f64), so both paths
-//! make the same maps.
+//! With two background passes (the default), the grid stays on the GPU between them: the mask's
+//! grid is made from the first's (`background_least_noise`), its interpolation writes the
+//! masked image into the buffer of the image less its background (free until then), whose grid
+//! and counts are made over the first's, and `background_fill` leaves out the crowded points
+//! and fills the grid from the first's before the second interpolation; only the second grid
+//! comes back (for the catalog's noise). No image crosses the bus, and the mask's arithmetic is
+//! the CPU's (the S/N rounded to f32, compared in f64), so both paths make the same maps.
 
-use super::{drop_crowded, fill, mask_reach, nan_pixels, picked, seeded, Found, Passes, Settings, MASK_LEVEL};
+use super::{mask_reach, nan_pixels, picked, seeded, Found, Passes, Settings, MASKED_AT_MOST, MASK_LEVEL};
 use crate::io::Image;
 use crate::sources::Stage;
 use cuda_kernels::background::{Mapper, Maps, Mask, Params};
@@ -29,8 +28,9 @@ use cuda_kernels::label::Labeler;
 use cuda_kernels::measure::{Measurer, Source};
 use cuda_kernels::saxpy::{Method, SaxpyArgs, BLOCKS_PER_SM};
 use cust::event::{Event, EventFlags};
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer};
 use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
+use interface::background::FIELDS;
 use interface::fit::{RECORD_WORDS, STATUS_WORDS};
 use interface::DEFAULT_BLOCK;
 use ndarray::Array2;
@@ -107,7 +107,7 @@ impl<'g> Pipeline<'g> {
         let two_passes = settings.passes == Passes::Two;
         let (rows, columns) = mapper.grid_shape();
         let mut counted = Ok(0);
-        let (made, ms) = timed(|| -> GpuResult<(Run, Vec<f64>, Vec<u32>)> {
+        let (made, ms) = timed(|| -> GpuResult<Run> {
             let run = Run {
                 grid: gpu.poisoned("the background grid", mapper.grid_len())?,
                 finite: gpu.poisoned("the boxes' finite counts", rows * columns)?,
@@ -116,8 +116,9 @@ impl<'g> Pipeline<'g> {
                 snr: gpu.poisoned("the S/N image", n)?,
                 data: gpu.poisoned("the image less its background", n)?,
             };
-            // SAFETY: the pipeline owns the image and `run` its buffers; the grid's download
-            // below waits for both kernels, and `run` is dropped only after the fit's downloads.
+            // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the
+            // kernels: every later copy back waits for them, and `run` is dropped only after the
+            // fit's downloads.
             unsafe {
                 let grid_args = mapper.grid_args(&self.image, &run.grid);
                 let grid_args = if two_passes { grid_args.counting(&run.finite) } else { grid_args };
@@ -126,26 +127,23 @@ impl<'g> Pipeline<'g> {
                 gpu.launch("background_interpolate", &maps)?;
             }
             // The NaN count runs on the CPU (which names an infinite pixel) while the GPU makes
-            // the maps; the downloads wait for the kernels before an error here is returned.
+            // the maps.
             counted = nan_pixels(image);
-            let grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
-            let finite = if two_passes {
-                gpu.download("the boxes' finite counts", &run.finite, rows * columns)?
-            } else {
-                Vec::new()
-            };
-            Ok((run, grid, finite))
+            Ok(run)
         });
-        let (mut run, mut grid, finite) = made?;
+        let mut run = made?;
         let nan_pixels = counted?;
         stages.push(Stage { name: "background and noise (κσ clipping), NaN count", ms });
         let mut masked_pixels = None;
         if two_passes {
-            let (second, ms) = timed(|| self.second_pass(&mapper, &run, settings, &grid, &finite));
-            let (second, count) = second?;
-            (grid, masked_pixels) = (second, Some(count));
+            let (second, ms) = timed(|| self.second_pass(&mapper, &run, settings));
+            masked_pixels = Some(second?);
             stages.push(Stage { name: "background pass 2 (sources masked)", ms });
         }
+        // The grid the maps were made from, for the catalog's noise (it waits for the maps).
+        let (grid, ms) = timed(|| gpu.download("the background grid", &run.grid, mapper.grid_len()));
+        let grid = grid?;
+        stages.push(Stage { name: "background grid", ms });
 
         let (count, ms) = timed(|| self.labeler.label(gpu, &run.snr, settings.flood, settings.connectivity));
         let count = count?;
@@ -201,52 +199,47 @@ impl<'g> Pipeline<'g> {
         Ok(found)
     }
 
-    /// The second background pass over `run`, whose maps and grid (`first`, on the host too)
-    /// are the first's, as are the boxes' counts of finite pixels `before`: the mask's grid
-    /// (`background_least_noise` of the first's) interpolated over the image into `run.data`,
-    /// masked, its grid and counts made (over the first's, where the mask left a box whole) and
-    /// copied back, the crowded points dropped and the grid [`fill`]ed, and that grid
-    /// interpolated over the image into `run`'s maps. Returns the filled grid and how many
-    /// pixels were left out.
-    fn second_pass(
-        &self,
-        mapper: &Mapper,
-        run: &Run,
-        settings: &Settings,
-        first: &[f64],
-        before: &[u32],
-    ) -> GpuResult<(Vec<f64>, usize)> {
+    /// The second background pass over `run`, whose maps, grid and boxes' counts of finite
+    /// pixels are the first's: the mask's grid (`background_least_noise` of the first's)
+    /// interpolated over the image into `run.data`, masked, its grid and counts made (over the
+    /// first's, where the mask left a box whole), the crowded points dropped and the grid filled
+    /// from the first's (`background_fill`), and that grid interpolated over the image into
+    /// `run`'s maps. Returns how many pixels were left out.
+    fn second_pass(&self, mapper: &Mapper, run: &Run, settings: &Settings) -> GpuResult<usize> {
         let gpu = self.gpu;
-        let (rows, columns) = mapper.grid_shape();
+        let points = mapper.grid_len() / FIELDS;
         let count = gpu.upload("the masked pixels' count", &[0u32])?;
-        let touched = DeviceBuffer::<u32>::zeroed(mapper.tiles()).during("allocating the mask's tiles")?;
+        let touched = gpu.zeroed::<u32>("the mask's tiles", mapper.tiles())?;
         let sky = gpu.poisoned("the mask's grid", mapper.grid_len())?;
+        let mut first = gpu.poisoned("the first pass's grid", mapper.grid_len())?;
+        let mut before = gpu.poisoned::<u32>("the first pass's finite counts", points)?;
+        let lists = gpu.poisoned::<u32>("the filling's lists", 2 * points)?;
+        let means = gpu.poisoned::<f64>("the filling's means", points)?;
+        // SAFETY: this call owns `first` and `before` and `run` the grid and counts, which
+        // outlive the copies: the count's download below waits for everything queued. They are
+        // ordered on the stream before the kernels below that write the grid and counts.
+        unsafe {
+            first.async_copy_from(&run.grid, gpu.stream()).during("keeping the first pass's grid")?;
+            before.async_copy_from(&run.finite, gpu.stream()).during("keeping the first pass's counts")?;
+        }
         let least_noise = mapper.least_noise_args(&run.grid, mask_reach(&settings.params), &sky);
         let maps = mapper.interpolate_args(&self.image, &sky, &run.background, &run.noise, None);
         let mask = Mask { level: MASK_LEVEL, masked: &run.data, count: &count, touched: &touched };
         // `run.grid` and `run.finite` still hold the first pass's values, which a box the mask
-        // left whole keeps.
+        // left whole keeps; `first` and `before` keep them for the filling.
         let grid_args = mapper.grid_args(&run.data, &run.grid).counting(&run.finite).keeping_untouched(&touched);
-        // SAFETY: the pipeline owns the image, `run` its buffers and this call `count`,
-        // `touched` and `sky`; the downloads below wait for the three kernels.
+        let fill_args = mapper.fill_args(&run.grid, &first, (&before, &run.finite), MASKED_AT_MOST, &lists, &means);
+        let second = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
+        // SAFETY: the pipeline owns the image, `run` its buffers and this call the others, which
+        // outlive the kernels: the count's download below waits for everything queued.
         unsafe {
             gpu.launch("background_least_noise", &least_noise)?;
             gpu.launch("background_interpolate", &maps.masking(mask))?;
             gpu.launch("background_grid", &grid_args)?;
+            gpu.launch("background_fill", &fill_args)?;
+            gpu.launch("background_interpolate", &second)?;
         }
-        let mut grid = gpu.download("the background grid", &run.grid, mapper.grid_len())?;
-        let after = gpu.download("the boxes' finite counts", &run.finite, rows * columns)?;
-        let masked = gpu.download("the masked pixels' count", &count, 1)?[0] as usize;
-        drop_crowded(&mut grid, before, &after);
-        fill(&mut grid, first, columns);
-        // A synchronous copy on the legacy stream, which the pipeline's blocking stream waits
-        // for: the interpolation queued after it reads the new grid.
-        run.grid.index(..).copy_from(&grid).during("copying the background grid to the GPU")?;
-        let maps = mapper.interpolate_args(&self.image, &run.grid, &run.background, &run.noise, Some(&run.snr));
-        // SAFETY: the pipeline owns the image and `run` its buffers, which outlive the kernel:
-        // the copies back after it wait for it.
-        unsafe { gpu.launch("background_interpolate", &maps) }?;
-        Ok((grid, masked))
+        Ok(gpu.download("the masked pixels' count", &count, 1)?[0] as usize)
     }
 
     /// The fits of `islands` in the image less its background (`run.data`), weighted by the

@@ -11,7 +11,7 @@
 //!    ([`MASK_LEVEL`] against the first pass's background, and its noise taken as the least within
 //!    [`MASK_REACH`] boxes, so that the noise the core inflates does not hide the core), fills
 //!    the grid points whose boxes lost more than [`MASKED_AT_MOST`] of their pixels from their
-//!    neighbours ([`fill`]), and interpolates that grid over the whole image.
+//!    neighbours ([`background::fill`]), and interpolates that grid over the whole image.
 //! 2. **Islands** (`cuda_kernels::label`, `cuda_kernels::measure`): the connected pixels whose
 //!    S/N is above the flood level (3) that hold at least one pixel above the seed level (5).
 //!    Measured on the S/N image, an island's peak is its highest S/N; measured on the image
@@ -85,8 +85,8 @@ pub const MASK_REACH: usize = 1;
 
 /// A grid point of the second pass keeps its own statistics only where the mask left out at
 /// most this share of its box's finite pixels (SExtractor's rule for a background mesh); the
-/// others are [`fill`]ed from their neighbours: what is left of their boxes is too little, and
-/// its upper tail is cut by the mask.
+/// others are [`background::fill`]ed from their neighbours: what is left of their boxes is too
+/// little, and its upper tail is cut by the mask.
 pub const MASKED_AT_MOST: f64 = 0.5;
 
 /// How many times the background and noise maps are made (`--background-passes`).
@@ -409,66 +409,14 @@ fn finite_counts(pixels: &[f32], width: usize, params: &Params) -> GpuResult<Vec
         .collect())
 }
 
-/// Makes NaN the points of the second pass's `grid` whose boxes had more than [`MASKED_AT_MOST`]
-/// of their finite pixels left out: `before` and `after` count each box's finite pixels in the
-/// image and in the masked image ([`finite_counts`]).
-fn drop_crowded(grid: &mut [f64], before: &[u32], after: &[u32]) {
-    for ((point, &finite), &left) in grid.chunks_mut(FIELDS).zip(before).zip(after) {
-        if f64::from(finite - left) > MASKED_AT_MOST * f64::from(finite) {
-            point.fill(f64::NAN);
-        }
-    }
-}
-
-/// Fills the points of the second pass's `grid` (row-major, `columns` a row) that are NaN
-/// where the first pass's `first` is not (their boxes' finite pixels all left out): in rounds,
-/// each such point takes the mean of its 8 neighbours that had a value at the round's start,
-/// until none is left; a point no value reaches (every point left out) keeps `first`'s. Each
-/// field is filled alone; both paths fill with this function, so the maps stay equal.
-pub fn fill(grid: &mut [f64], first: &[f64], columns: usize) {
-    let points = grid.len() / FIELDS;
-    let rows = points / columns.max(1);
-    for field in [BACKGROUND, NOISE] {
-        let at = |p: usize| p * FIELDS + field;
-        let mut empty: Vec<usize> = (0..points).filter(|&p| grid[at(p)].is_nan() && !first[at(p)].is_nan()).collect();
-        while !empty.is_empty() {
-            let means: Vec<Option<f64>> = empty
-                .iter()
-                .map(|&p| {
-                    let (r, c) = (p / columns, p % columns);
-                    let (mut sum, mut count) = (0.0, 0u32);
-                    for nr in r.saturating_sub(1)..(r + 2).min(rows) {
-                        for nc in c.saturating_sub(1)..(c + 2).min(columns) {
-                            let v = grid[at(nr * columns + nc)];
-                            if !v.is_nan() {
-                                (sum, count) = (sum + v, count + 1);
-                            }
-                        }
-                    }
-                    (count > 0).then(|| sum / f64::from(count))
-                })
-                .collect();
-            if means.iter().all(Option::is_none) {
-                empty.iter().for_each(|&p| grid[at(p)] = first[at(p)]);
-                break;
-            }
-            for (&p, mean) in empty.iter().zip(&means) {
-                if let Some(mean) = mean {
-                    grid[at(p)] = *mean;
-                }
-            }
-            empty = empty.into_iter().zip(means).filter(|(_, m)| m.is_none()).map(|(p, _)| p).collect();
-        }
-    }
-}
-
 /// The maps of `pixels` from `grid`, on the CPU, every pixel as the interpolation kernel makes it.
 fn interpolated(pixels: &[f32], width: usize, params: &Params, grid: &[f64]) -> GpuResult<Vec<[f32; 3]>> {
     (0..pixels.len()).into_par_iter().map(|i| background::cpu_pixel(pixels, width, params, grid, i)).collect()
 }
 
 /// The second background pass on the CPU from the first's `maps`: the pixels above the sky
-/// masked (`background::least_noise`, [`mask`]), the grid of what is left, [`fill`]ed,
+/// masked (`background::least_noise`, [`mask`]), the grid of what is left, its crowded points
+/// dropped and [`background::fill`]ed,
 /// interpolated over every pixel. Returns the maps and how many pixels were left out.
 fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -> GpuResult<(Maps, usize)> {
     let params = &settings.params;
@@ -481,8 +429,9 @@ fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -
         .map(|p| background::cpu_point(&masked, width, params, (p / shape.1, p % shape.1)))
         .collect();
     let mut grid: Vec<f64> = points?.into_iter().flatten().collect();
-    drop_crowded(&mut grid, &finite_counts(pixels, width, params)?, &finite_counts(&masked, width, params)?);
-    fill(&mut grid, &maps.grid, shape.1);
+    let (before, after) = (finite_counts(pixels, width, params)?, finite_counts(&masked, width, params)?);
+    background::drop_crowded(&mut grid, &before, &after, MASKED_AT_MOST);
+    background::fill(&mut grid, &maps.grid, shape.1);
     let values = interpolated(pixels, width, params, &grid)?;
     let height = pixels.len() / width;
     let map = |k: usize| {
