@@ -71,8 +71,11 @@ impl Gpu {
         unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
     }
 
-    /// The first `len` elements of `buffer`, copied to the host: through the `Gpu`'s
-    /// page-locked chunks where it is large enough to gain by it ([`Gpu::download_staged`]).
+    /// The first `len` elements of `buffer`, copied to the host: from
+    /// [`STAGED_DOWNLOAD_BYTES`](super::STAGED_DOWNLOAD_BYTES) on, through the `Gpu`'s two
+    /// page-locked chunks, one emptied while the bus fills the other, on the legacy stream as a
+    /// synchronous copy goes (after the work queued on every blocking stream). An error, not a
+    /// panic, where `len` is past the buffer's end.
     pub fn download<T: DeviceCopy + bytemuck::Pod + Send + Sync>(
         &self,
         what: &str,
