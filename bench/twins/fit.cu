@@ -21,7 +21,7 @@
 #define FIT_TRYING_ADDED 1
 #define FIT_TRYING_SPLIT 2
 // Pixels of a summit patch each thread loads at once, and of a summit tile each tests.
-#define FIT_PATCH_LOADS 8
+#define FIT_PATCH_LOADS 4
 #define FIT_TESTED (FIT_SUMMIT_TILE * FIT_SUMMIT_TILE / FIT_THREADS)
 
 struct FitShape {

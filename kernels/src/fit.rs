@@ -16,7 +16,7 @@
 //!    variance (`interface::fit::is_summit`, which says why; its exact weights make the sums
 //!    the CPU's bit for bit). The box goes through shared memory in square tiles
 //!    (`interface::fit::SUMMIT_TILE`): the island's values of a tile and its halo load
-//!    together, eight a thread in flight at once (a block alone on its SM, a ring's, would
+//!    together, four a thread in flight at once (a block alone on its SM, a ring's, would
 //!    otherwise wait out a load's latency at every pixel; a tile where none of the island lies
 //!    is passed over), every pixel of the tile
 //!    and its neighbours is smoothed there once, and each thread tests its pixels of the tile
@@ -120,11 +120,11 @@ use interface::fit::{
 
 const THREADS: usize = BLOCK as usize;
 /// Pixels of a summit patch each thread loads at once ([`summit_pass`]).
-const PATCH_LOADS: usize = 8;
+const PATCH_LOADS: usize = 4;
 /// Pixels of a summit tile each thread tests: the tile's, `THREADS` apart.
 const TESTED: usize = SUMMIT_TILE * SUMMIT_TILE / THREADS;
 // The unrolled rounds of `summit_pass` name eight of each.
-const _: () = assert!(PATCH_LOADS == 8 && TESTED == 8);
+const _: () = assert!(PATCH_LOADS == 4 && TESTED == 8);
 /// Slots of the shared counters after the warps' window counts.
 const PIXELS: usize = WARPS;
 const SUMMITS: usize = WARPS + 1;
@@ -289,7 +289,7 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
             let (mut first, mut on_island) = (t, 0);
             while first < side * side {
                 let mut loaded = [(0u32, 0.0f32); PATCH_LOADS];
-                unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                unroll!([0, 1, 2, 3], |r| {
                     let p = first + r * THREADS;
                     let (by, bx) = ((ty + p / side).wrapping_sub(halo), (tx + p % side).wrapping_sub(halo));
                     if p < side * side && by < box_height && bx < box_width {
@@ -297,7 +297,7 @@ unsafe fn summit_pass(island: &Island, shared: &Shared, seed: f64) -> usize {
                         loaded[r] = (*island.labels.add(i), *island.image.add(i));
                     }
                 });
-                unroll!([0, 1, 2, 3, 4, 5, 6, 7], |r| {
+                unroll!([0, 1, 2, 3], |r| {
                     let p = first + r * THREADS;
                     if p < side * side {
                         let (pixel_label, v) = loaded[r];
