@@ -489,9 +489,14 @@ struct Outcome {
     through_beam: bool,
     scale: overlay::Scale,
     marks: Vec<overlay::Mark>,
-    lesson: Option<Found>,
-    local: Option<(local::Found, LocalSummary)>,
+    findings: Findings,
     stages: Vec<Stage>,
+}
+
+/// What a mode found beyond the catalog's rows, for its JSON, its labels and its images.
+enum Findings {
+    Lesson(Found),
+    Local(Box<local::Found>, LocalSummary),
 }
 
 /// The lesson's mode on `image`.
@@ -526,8 +531,7 @@ fn lesson(options: &Options, settings: &Settings, image: &Image) -> GpuResult<Ou
         through_beam: true,
         scale: (&found.background).into(),
         marks: overlay::circles(&found.sources),
-        lesson: Some(found),
-        local: None,
+        findings: Findings::Lesson(found),
         stages,
     })
 }
@@ -580,8 +584,7 @@ fn local_mode(options: &Options, settings: &local::Settings, from: String, image
         to_pixel_sums: settings.beam.area(),
         through_beam: settings.beam.known,
         scale: overlay::Scale { median: background, sigma: noise },
-        lesson: None,
-        local: Some((found, summary)),
+        findings: Findings::Local(Box::new(found), summary),
         stages,
     })
 }
@@ -670,8 +673,8 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         let table = &table;
         let json = || -> GpuResult<()> {
             let Some(path) = &catalog_json else { return Ok(()) };
-            match (&outcome.lesson, &outcome.local) {
-                (Some(found), _) => {
+            match &outcome.findings {
+                Findings::Lesson(found) => {
                     let document = CatalogJson {
                         image: &image_name,
                         width: image.width,
@@ -684,7 +687,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                     };
                     catalog::write_json(path, &document)
                 }
-                (None, Some((_, summary))) => {
+                Findings::Local(_, summary) => {
                     let document = LocalCatalogJson {
                         image: &image_name,
                         width: image.width,
@@ -696,15 +699,13 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                     };
                     catalog::write_json(path, &document)
                 }
-                (None, None) => Ok(()),
             }
         };
         let labels = || -> GpuResult<()> {
             let Some(path) = &options.labels else { return Ok(()) };
-            let labels = match (&outcome.lesson, &outcome.local) {
-                (Some(found), _) => &found.labels,
-                (None, Some((found, _))) => &found.labels,
-                (None, None) => return Ok(()),
+            let labels = match &outcome.findings {
+                Findings::Lesson(found) => &found.labels,
+                Findings::Local(found, _) => &found.labels,
             };
             catalog::write_labels(path, image.width, image.height, labels)
         };
@@ -725,7 +726,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     written?;
     stages.push(Stage { name: "catalog", ms });
     let file_to_catalog_ms = stages.iter().filter(|s| !off_the_catalogs_path(s.name)).map(|s| s.ms).sum();
-    if let Some((found, _)) = &outcome.local {
+    if let Findings::Local(found, _) = &outcome.findings {
         let (written, ms) = timed(|| write_local_images(options, &image, found));
         written?;
         if options.residual.is_some() || options.background_map.is_some() || options.noise_map.is_some() {
@@ -746,9 +747,9 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         Some("not checked against the CPU: --check runs the CPU reference and compares".to_string())
     };
     let shown = |path: &Option<PathBuf>| path.as_ref().map(|p| p.display().to_string());
-    let (background, level) = match &outcome.lesson {
-        Some(found) => (Some(found.background), Some(found.level)),
-        None => (None, None),
+    let (background, level, local) = match outcome.findings {
+        Findings::Lesson(found) => (Some(found.background), Some(found.level), None),
+        Findings::Local(_, summary) => (None, None, Some(summary)),
     };
     Ok(Summary {
         image: image_name,
@@ -760,7 +761,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
         nan_pixels: outcome.nan_pixels,
         background,
         level,
-        local: outcome.local.map(|(_, summary)| summary),
+        local,
         detected_pixels: outcome.detected_pixels,
         sources,
         stages,
