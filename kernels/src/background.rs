@@ -853,6 +853,9 @@ unsafe fn fill_field(
 }
 
 /// Adds 1 to the shared counter and returns what it held.
+///
+/// # Safety
+/// `counter` points into the block's shared memory.
 #[inline(always)]
 unsafe fn atomic_increment(counter: *mut u32) -> u32 {
     let old: u32;

@@ -52,8 +52,7 @@ use cust::memory::DeviceSlice;
 use interface::background::{
     add, add_square, block_sum, box_range, cell, grid_coordinate, grid_points, interpolate, mean, median, next, snr,
     std, tiles, weights, window, BACKGROUND, FIELDS, FILL_BLOCK, INTERPOLATE_BLOCK, LEAST_NOISE_BLOCK, MAX_BOX_PIXELS,
-    NOISE,
-    SHARED_HEADER, THREADS,
+    NOISE, SHARED_HEADER, THREADS,
 };
 use interface::measure::peak_key;
 use ndarray::{Array2, ArrayView2};
@@ -481,6 +480,21 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
     }
 }
 
+/// The points of a grid of `shape` and its f64 values ([`FIELDS`] a point), for a kernel that
+/// indexes points with u32: 1 to 2^31 − 1 points, or an error naming `kernel`.
+fn grid_len_checked(kernel: &str, shape: (usize, usize)) -> GpuResult<(usize, usize)> {
+    let points = product(kernel, shape.0, shape.1)?;
+    if points == 0 || points > i32::MAX as usize {
+        return Err(refuse(kernel, format!("{points} grid points: 1 to 2^31 - 1")));
+    }
+    Ok((points, product(kernel, points, FIELDS)?))
+}
+
+/// `background_fill`'s launch: one block, its rounds' barriers the whole grid's.
+fn fill_config() -> LaunchConfig {
+    LaunchConfig { grid: (1, 1, 1), block: (FILL_BLOCK, 1, 1), shared_bytes: 0 }
+}
+
 /// The arguments of `background_least_noise`: `grid` into `sky`, each point's background as
 /// it is and its noise the least within `reach` points (rows, columns) of it ([`least_noise`]).
 pub struct LeastNoiseArgs<'a> {
@@ -503,11 +517,7 @@ pub struct LeastNoiseArgs<'a> {
 unsafe impl KernelArgs for LeastNoiseArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_least_noise"], "LeastNoiseArgs")?;
-        let points = product(kernel, self.shape.0, self.shape.1)?;
-        if points == 0 || points > i32::MAX as usize {
-            return Err(refuse(kernel, format!("{points} grid points: 1 to 2^31 - 1")));
-        }
-        let values = product(kernel, points, FIELDS)?;
+        let (points, values) = grid_len_checked(kernel, self.shape)?;
         require_len(kernel, "the grid", self.grid, values)?;
         require_len(kernel, "the sky's grid", self.sky, values)?;
         require_disjoint(kernel, ("the sky's grid", self.sky, values), ("the grid", self.grid, values))?;
@@ -592,14 +602,10 @@ pub struct FillArgs<'a> {
 unsafe impl KernelArgs for FillArgs<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &["background_fill"], "FillArgs")?;
-        let points = product(kernel, self.shape.0, self.shape.1)?;
-        if points == 0 || points > i32::MAX as usize {
-            return Err(refuse(kernel, format!("{points} grid points: 1 to 2^31 - 1")));
-        }
+        let (points, values) = grid_len_checked(kernel, self.shape)?;
         if self.at_most.is_nan() {
             return Err(refuse(kernel, "the share a mask may take is NaN"));
         }
-        let values = product(kernel, points, FIELDS)?;
         require_len(kernel, "the grid", self.grid, values)?;
         require_len(kernel, "the first pass's grid", self.first, values)?;
         require_len(kernel, "the counts before the mask", self.before, points)?;
@@ -625,7 +631,7 @@ unsafe impl KernelArgs for FillArgs<'_> {
         require_disjoint(kernel, lists, grid)?;
         require_disjoint(kernel, lists, first)?;
         require_disjoint(kernel, lists, means)?;
-        Ok(LaunchConfig { grid: (1, 1, 1), block: (FILL_BLOCK, 1, 1), shared_bytes: 0 })
+        Ok(fill_config())
     }
 
     fn params(&self, _kernel: &str) -> KernelParams {
@@ -966,12 +972,11 @@ impl Mapper {
         let grid = grid_config(l.points(), area);
         let pixels = LaunchConfig::linear(l.width * l.height, INTERPOLATE_BLOCK)?;
         let points = LaunchConfig::linear(l.points(), LEAST_NOISE_BLOCK)?;
-        let fill = LaunchConfig { grid: (1, 1, 1), block: (FILL_BLOCK, 1, 1), shared_bytes: 0 };
         Ok([
             ("background_grid", grid),
             ("background_interpolate", pixels),
             ("background_least_noise", points),
-            ("background_fill", fill),
+            ("background_fill", fill_config()),
         ])
     }
 

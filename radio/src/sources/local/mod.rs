@@ -416,8 +416,8 @@ fn interpolated(pixels: &[f32], width: usize, params: &Params, grid: &[f64]) -> 
 
 /// The second background pass on the CPU from the first's `maps`: the pixels above the sky
 /// masked (`background::least_noise`, [`mask`]), the grid of what is left, its crowded points
-/// dropped and [`background::fill`]ed,
-/// interpolated over every pixel. Returns the maps and how many pixels were left out.
+/// dropped and [`background::fill`]ed, interpolated over every pixel. Returns the maps and how
+/// many pixels were left out.
 fn second_pass(pixels: &[f32], width: usize, settings: &Settings, maps: &Maps) -> GpuResult<(Maps, usize)> {
     let params = &settings.params;
     let shape = grid_shape(pixels, width, params)?;
