@@ -21,8 +21,8 @@ use std::thread::JoinHandle;
 pub const STAGING_CHUNK_BYTES: usize = 16 << 20;
 
 /// Bytes from which [`Gpu::download`] copies back through the chunks. A copy to pageable
-/// memory goes through the driver's staging a piece at a time: on the GPU machine, the 3.4 MB
-/// of a 4096² image's background grid and counts came back at about 1 GB/s.
+/// memory goes through the driver's staging a piece at a time, at a fraction of the bus's rate;
+/// smaller copies go that plain way, a few values not being worth a chunk's turn.
 pub const STAGED_DOWNLOAD_BYTES: usize = 64 << 10;
 
 /// The two chunks, and for each the event recorded behind its last copy.
