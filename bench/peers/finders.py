@@ -8,17 +8,15 @@ file to its catalog, and its catalog scored against the sky's truth by `host sco
                             [--finders host,aegean,pybdsf] [--cores N] [--cpu] [--scratch DIR]
                             [--limit-s S] [--pybdsf-maxpix N] [--json OUT]
 
-Both peers need a celestial WCS and a beam, which `host sky` does not write, so they read a copy
-of each image with a radio header: a SIN projection with 1″ pixels, and a round beam of FWHM
-2.355 pixels (σ 1, what `host sources` takes without one), at 1.4 GHz. Their catalogs' RA and
-Dec go back to 0-based pixels through that same WCS, and their integrated fluxes (Jy) become sums
-of pixels, the truth's unit, times the beam's area in pixels. Each peer runs as a user runs it:
+Every finder reads the same file, as `host sky` writes it: its radio header gives the celestial
+WCS and the beam that both peers need (a SIN projection with 1″ pixels, a round beam of FWHM
+2.355 pixels, σ 1, and 1.4 GHz, which PyBDSF is also passed). The peers' catalogs' RA and Dec go
+back to 0-based pixels through that WCS, and their integrated fluxes (Jy) become sums of pixels,
+the truth's unit, times the beam's area in pixels. Each peer runs as a user runs it:
 defaults, every core (--cores), Aegean's component table and PyBDSF's source list; but PyBDSF
 is given `thresh='hard'` (islands at 3σ seeded at 5σ, what its documentation describes): with
 its default, it picks the false-detection-rate threshold on these skies (2.03σ) and had not
-finished fitting after an hour. `host
-sources` runs on both images: as `host sky` wrote it (no beam in the header, so BANE's beamless
-grid of 16 pixels and a box of 96) and on the peers' copy (their beam, their grid). Each time is
+finished fitting after an hour. Each time is
 the wall time of the finder's processes, Python's start included, as `host sources` is timed
 (its CUDA start included; its own pipeline time is printed beside). A peer still running after
 --limit-s seconds is stopped: its row gives that time as a lower bound and no score. After each
@@ -47,11 +45,6 @@ import numpy as np
 from astropy.io import fits
 from astropy.wcs import WCS
 
-BEAM_FWHM = 2.354820045  # pixels: σ 1
-PIXEL_DEG = 1.0 / 3600.0
-FREQUENCY = 1.4e9
-# A Gaussian beam's area in pixels, π/(4 ln 2) FWHM²: Jy times this is a sum of Jy/beam pixels.
-BEAM_PIXELS = math.pi / (4.0 * math.log(2.0)) * BEAM_FWHM**2
 FINDERS = ("host", "aegean", "pybdsf")
 
 
@@ -88,23 +81,21 @@ def run(command, log, limit=None):
     return seconds
 
 
-def radio_copy(image, copy):
-    """`image` with a header both peers read: the celestial WCS and the beam."""
-    data = fits.getdata(image).astype(np.float32)
-    height, width = data.shape
-    header = fits.Header()
-    for key, value in [
-        ("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN"),
-        ("CRPIX1", width / 2 + 0.5), ("CRPIX2", height / 2 + 0.5),
-        ("CRVAL1", 150.0), ("CRVAL2", -30.0),
-        ("CDELT1", -PIXEL_DEG), ("CDELT2", PIXEL_DEG),
-        ("CUNIT1", "deg"), ("CUNIT2", "deg"), ("RADESYS", "ICRS"), ("EQUINOX", 2000.0),
-        ("BMAJ", BEAM_FWHM * PIXEL_DEG), ("BMIN", BEAM_FWHM * PIXEL_DEG), ("BPA", 0.0),
-        ("BUNIT", "JY/BEAM"), ("RESTFRQ", FREQUENCY),
-    ]:
-        header[key] = value
-    fits.writeto(copy, data, header, overwrite=True)
-    return WCS(header)
+class Radio:
+    """What the peers read from an image's radio header: its celestial WCS, its beam's area in
+    pixels (π/(4 ln 2) BMAJ BMIN over the pixel's area: Jy times it is a sum of Jy/beam pixels),
+    and its frequency."""
+
+    def __init__(self, image):
+        header = fits.getheader(image)
+        missing = [k for k in ("CTYPE1", "CDELT1", "CDELT2", "BMAJ", "BMIN", "RESTFRQ") if k not in header]
+        if missing:
+            sys.exit(f"finders: {image} has no {', '.join(missing)} in its header (a `host sky` older than its "
+                     "radio header?)")
+        self.wcs = WCS(header)
+        pixel_deg2 = abs(header["CDELT1"] * header["CDELT2"])
+        self.beam_pixels = math.pi / (4.0 * math.log(2.0)) * header["BMAJ"] * header["BMIN"] / pixel_deg2
+        self.frequency = header["RESTFRQ"]
 
 
 def to_pixels(wcs, ra, dec):
@@ -136,48 +127,48 @@ def _numeric(text):
         return False
 
 
-def aegean(copy, wcs, work, cores, limit):
+def aegean(image, radio, work, cores, limit):
     python = [sys.executable, "-c"]
     cli = "import sys; from AegeanTools.CLI.{0} import main; sys.argv[0] = '{0}'; sys.exit(main())"
-    seconds = run(python + [cli.format("BANE"), str(copy), "--cores", str(cores)], work / "bane.log", limit)
+    seconds = run(python + [cli.format("BANE"), str(image), "--cores", str(cores)], work / "bane.log", limit)
     table = work / "aegean.csv"
     try:
         seconds += run(
-            python + [cli.format("aegean"), str(copy), "--autoload", "--cores", str(cores), "--table", str(table)],
+            python + [cli.format("aegean"), str(image), "--autoload", "--cores", str(cores), "--table", str(table)],
             work / "aegean.log", limit and limit - seconds,
         )
     except OverLimit as over:
         raise OverLimit(seconds + over.seconds)
     comp = read_csv(work / "aegean_comp.csv", "island")
-    x, y = to_pixels(wcs, comp["ra"], comp["dec"])
+    x, y = to_pixels(radio.wcs, comp["ra"], comp["dec"])
     detections = work / "aegean-detections.csv"
-    write_detections(detections, x, y, comp["peak_flux"], comp["int_flux"] * BEAM_PIXELS,
+    write_detections(detections, x, y, comp["peak_flux"], comp["int_flux"] * radio.beam_pixels,
                      comp["peak_flux"] / comp["local_rms"])
     return seconds, detections
 
 
-def pybdsf(copy, wcs, work, cores, limit, maxpix_isl=None):
+def pybdsf(image, radio, work, cores, limit, maxpix_isl=None):
     catalog = work / "pybdsf.csv"
     # PyBDSF's own option to leave out islands of more pixels than this: with it, a sky whose
     # largest island PyBDSF fits for hours gets a catalog of everything else.
     leave_out = f", maxpix_isl={maxpix_isl}" if maxpix_isl else ""
     script = (
         "import sys, bdsf\n"
-        f"image = bdsf.process_image({str(copy)!r}, frequency={FREQUENCY}, thresh='hard', quiet=True,"
+        f"image = bdsf.process_image({str(image)!r}, frequency={radio.frequency}, thresh='hard', quiet=True,"
         f" ncores={cores}{leave_out})\n"
         f"image.write_catalog(outfile={str(catalog)!r}, format='csv', catalog_type='srl', clobber=True)\n"
     )
     seconds = run([sys.executable, "-c", script], work / "pybdsf.log", limit)
-    return seconds, pybdsf_detections(catalog, wcs, work)
+    return seconds, pybdsf_detections(catalog, radio, work)
 
 
-def pybdsf_detections(catalog, wcs, work):
+def pybdsf_detections(catalog, radio, work):
     """PyBDSF's source list `catalog` as detections in pixels (a catalog made elsewhere, from the
-    same sky's radio copy, is scored by passing it here)."""
+    same sky, is scored by passing it here)."""
     srl = read_csv(catalog, "Source_id")
-    x, y = to_pixels(wcs, srl["RA"], srl["DEC"])
+    x, y = to_pixels(radio.wcs, srl["RA"], srl["DEC"])
     detections = work / "pybdsf-detections.csv"
-    write_detections(detections, x, y, srl["Peak_flux"], srl["Total_flux"] * BEAM_PIXELS,
+    write_detections(detections, x, y, srl["Peak_flux"], srl["Total_flux"] * radio.beam_pixels,
                      srl["Peak_flux"] / srl["Isl_rms"])
     return detections
 
@@ -224,15 +215,13 @@ def row(finder, sky, seconds, s, pipeline_ms=None, file_to_catalog_ms=None):
 
 
 def speedups(rows):
-    """Each peer's wall time over ours (`host sources` on the peers' copy, their header, where it
-    ran; else on the image as written), on one sky: over our file-to-catalog time, and over our
+    """Each peer's wall time over ours, on one sky: over our file-to-catalog time, and over our
     process's wall time. A peer stopped at its limit gives a lower bound (≥)."""
-    mine = {r["finder"]: r for r in rows if r["finder"] in ("host", "host+hdr")}
-    ours = mine.get("host+hdr") or mine.get("host")
+    ours = next((r for r in rows if r["finder"] == "host"), None)
     if ours is None:
         return []
     lines = []
-    for peer in (r for r in rows if r["finder"] not in mine):
+    for peer in (r for r in rows if r["finder"] != "host"):
         seconds = peer.get("seconds", peer.get("over_seconds"))
         bound = "≥ " if "over_seconds" in peer else ""
         ratio, wall = seconds / (ours["file_to_catalog_ms"] / 1e3), seconds / ours["seconds"]
@@ -275,22 +264,18 @@ def main():
         run([args.host, "sky", "--side", str(args.side), "--survey", "--noise-profile", profile, "--seed", seed,
              "--out", str(image)], work / "sky.log")
         name = f"{profile} {seed}"
-        copy = work / "radio.fits"
-        wcs = radio_copy(image, copy)
-        # Ours on the image as `host sky` wrote it (no beam: BANE's beamless grid), and on the
-        # peers' copy (their beam, so their grid and box).
-        for finder, path in (("host", image), ("host+hdr", copy)):
-            if "host" in finders:
-                seconds, summary, to_catalog_ms = ours(args.host, path, truth, args.cpu)
-                device = device or summary.get("device")
-                pipeline_ms = summary.get("pipeline_ms")
-                rows.append(row(finder, name, seconds, summary["score"], pipeline_ms, to_catalog_ms))
-                print(rows[-1]["line"] + f"  (file to catalog {to_catalog_ms:.1f} ms"
-                      + (f", pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ")"), flush=True)
+        radio = Radio(image)
+        if "host" in finders:
+            seconds, summary, to_catalog_ms = ours(args.host, image, truth, args.cpu)
+            device = device or summary.get("device")
+            pipeline_ms = summary.get("pipeline_ms")
+            rows.append(row("host", name, seconds, summary["score"], pipeline_ms, to_catalog_ms))
+            print(rows[-1]["line"] + f"  (file to catalog {to_catalog_ms:.1f} ms"
+                  + (f", pipeline {pipeline_ms:.1f} ms)" if pipeline_ms else ")"), flush=True)
         for finder, call in (("aegean", aegean), ("pybdsf", partial(pybdsf, maxpix_isl=args.pybdsf_maxpix))):
             if finder in finders:
                 try:
-                    seconds, detections = call(copy, wcs, work, args.cores, args.limit_s)
+                    seconds, detections = call(image, radio, work, args.cores, args.limit_s)
                 except OverLimit as over:
                     rows.append({"finder": finder, "sky": name, "over_seconds": over.seconds,
                                  "line": f"{finder:<8} {name:<18} > {over.seconds:6.1f} s  (stopped: no catalog)"})

@@ -1,7 +1,7 @@
 //! `host sky`: writes a synthetic radio image and its truth catalog.
 //!
 //! Without the options beyond the lesson's (`--survey`, `--noise-profile`, `--ellipses`,
-//! `--pairs`) it draws the lesson's sky, the same bytes as ever for the same seed. `--survey`
+//! `--pairs`) it draws the lesson's sky, the same pixels as ever for the same seed. `--survey`
 //! draws the sky that source finders are measured on: for 4096² with constant and with varying
 //! noise,
 //!
@@ -22,7 +22,8 @@ pub struct Options {
     /// Pixels a side.
     #[arg(long, default_value_t = 2048)]
     pub side: usize,
-    /// The image: .fits (BITPIX -32) or .npy (f32), by extension.
+    /// The image: .fits (BITPIX -32, with a radio header: sky coordinates, the beam, Jy/beam,
+    /// the frequency) or .npy (f32, pixels only), by extension.
     #[arg(long)]
     pub out: PathBuf,
     /// The true components as CSV [default: `<out stem>-truth.csv` beside --out].
@@ -162,7 +163,10 @@ pub fn run(options: &Options, seed: u64) -> GpuResult<Summary> {
     let components = sky.components(seed)?;
     // The noise has a seed of its own, so that it does not shift with the placement's draws.
     let (image, blanked) = sky.render(&components, seed ^ 1);
-    io::write_image(&options.out, side, side, &image)?;
+    match ImageKind::of(&options.out) {
+        ImageKind::Fits => crate::fits::write_image_with(&options.out, side, side, &image, &sky.header())?,
+        _ => io::write_image(&options.out, side, side, &image)?,
+    }
     io::write_text(&truth, &sky.truth_csv(&components))?;
     Ok(Summary {
         image: options.out.display().to_string(),

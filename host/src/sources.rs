@@ -727,7 +727,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
     stages.push(Stage { name: "catalog", ms });
     let file_to_catalog_ms = stages.iter().filter(|s| !off_the_catalogs_path(s.name)).map(|s| s.ms).sum();
     if let Findings::Local(found, _) = &outcome.findings {
-        let (written, ms) = timed(|| write_local_images(options, &image, found));
+        let (written, ms) = timed(|| write_local_images(options, &image, header.as_ref(), found));
         written?;
         if options.residual.is_some() || options.background_map.is_some() || options.noise_map.is_some() {
             stages.push(Stage { name: "residual and maps", ms });
@@ -852,10 +852,17 @@ pub fn catalog_of(gpu: &Gpu, options: &Options, read: ReadImage) -> GpuResult<Ca
 }
 
 /// Writes the local mode's images that `options` asks for: the residual, the background and
-/// the noise maps.
-fn write_local_images(options: &Options, image: &Image, found: &local::Found) -> GpuResult<()> {
+/// the noise maps, each FITS one with the sky coordinates, beam and unit of the image's
+/// `header`.
+fn write_local_images(
+    options: &Options,
+    image: &Image,
+    header: Option<&fits::Header>,
+    found: &local::Found,
+) -> GpuResult<()> {
+    let cards = header.map(fits::Header::celestial_cards).unwrap_or_default();
     if let Some(path) = &options.residual {
-        io::write_image(path, image.width, image.height, &local::residual(image, &found.fits))?;
+        io::write_image_with(path, image.width, image.height, &local::residual(image, &found.fits), &cards)?;
     }
     let maps = [(&options.background_map, "background"), (&options.noise_map, "noise")];
     for (path, which) in maps {
@@ -866,7 +873,7 @@ fn write_local_images(options: &Options, image: &Image, found: &local::Found) ->
         let map = if which == "background" { &maps.background } else { &maps.noise };
         let pixels =
             map.as_slice().ok_or_else(|| GpuError::InvalidInput(format!("the {} map is not row-major", which)))?;
-        io::write_image(path, image.width, image.height, pixels)?;
+        io::write_image_with(path, image.width, image.height, pixels, &cards)?;
     }
     Ok(())
 }
@@ -1099,6 +1106,9 @@ mod tests {
         let (image, components, _) = synthetic(400, 8, false, 11);
         let (path, truth) = (dir.join("sky.fits"), dir.join("sky-truth.csv"));
         crate::fits::write_image(&path, 400, 400, &image.pixels).unwrap();
+        // A WCS and a third axis, but no beam.
+        let placing = ["CTYPE1  = 'RA---TAN'", "CTYPE2  = 'DEC--TAN'", "CRVAL1  = 10.0", "CDELT2  = 0.001"];
+        add_cards(&path, &[&placing[..], &["CTYPE3  = 'FREQ'", "BUNIT   = 'JY/BEAM'"]].concat());
         std::fs::write(&truth, sky::truth_csv(&components)).unwrap();
         let maps = ["residual.fits", "background.fits", "noise.npy"].map(|name| dir.join(name));
         let asked = Options {
@@ -1148,6 +1158,18 @@ mod tests {
         let found = local::find(&image, &local.settings).unwrap();
         assert_eq!(read(&maps[0]).pixels, local::residual(&image, &found.fits));
         assert_eq!(read(&maps[1]).pixels, found.maps.as_ref().unwrap().background.as_slice().unwrap());
+        // The FITS ones carry the image's WCS of its two axes, and its unit.
+        for map in &maps[..2] {
+            let keywords: Vec<String> = fits::read_image_and_header(map, None)
+                .unwrap()
+                .1
+                .cards
+                .into_iter()
+                .skip(5)
+                .map(|c| c.keyword)
+                .collect();
+            assert_eq!(keywords, ["CTYPE1", "CTYPE2", "CRVAL1", "CDELT2", "BUNIT"]);
+        }
 
         // The lesson's mode has no maps; the levels are checked whatever the mode.
         let lesson = Options { residual: Some(maps[0].clone()), ..options(&path, &dir) };

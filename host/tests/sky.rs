@@ -1,8 +1,9 @@
 //! `host sky` and `host sources` as a user runs them (no GPU needed): the image and the truth
-//! that sky writes, the same bytes for the same seed; the sources found in it, their catalog
+//! that sky writes, the same pixels for the same seed; the sources found in it, their catalog
 //! and overlay; bad options and images as an error message with a non-zero exit, never a panic.
 
-use host::{fits, io};
+use host::{fits, io, sky};
+use radio::wcs::Coordinates;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -32,8 +33,17 @@ fn sky_writes_an_image_and_its_truth() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("sky.fits: 300x300 f32, noise σ 0.0133 Jy/beam, 12 point sources"), "{}", stdout);
 
-    let image = fits::read_image(&fits_path).unwrap();
+    let (image, header) = fits::read_image_and_header(&fits_path, None).unwrap();
     assert_eq!((image.width, image.height), (300, 300));
+    // The radio header: the image's centre at the pointing, the beam the narrowest point
+    // source's, as a source finder reads them.
+    let Ok(Coordinates::Sky(wcs)) = Coordinates::from_header(&header) else { panic!("a celestial WCS") };
+    let (ra, dec) = wcs.pixel_to_sky(149.5, 149.5).unwrap();
+    assert!((ra - sky::POINTING.0).abs() < 1e-12 && (dec - sky::POINTING.1).abs() < 1e-12, "{} {}", ra, dec);
+    let beam = sky::FWHM * sky::POINT_SIGMA.0 * sky::PIXEL_ARCSEC / 3600.0;
+    assert_eq!(header.real("BMAJ"), Ok(Some(beam)));
+    assert_eq!(header.real("BMIN"), Ok(Some(beam)));
+    assert_eq!(header.real("RESTFRQ"), Ok(Some(sky::FREQUENCY_HZ)));
     assert!(image.pixels.iter().all(|v| v.is_finite()));
     let truth = std::fs::read_to_string(dir.join("sky-truth.csv")).unwrap();
     assert_eq!(truth.lines().count(), 1 + 2 + 12);

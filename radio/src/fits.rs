@@ -162,6 +162,40 @@ impl Header {
             _ => None,
         }
     }
+
+    /// The cards that place a 2-D image made from this one's on the sky and say what its
+    /// pixels hold: the WCS of axes 1 and 2 (CTYPE, CRPIX, CRVAL, CDELT, CUNIT, CROTA, CD, PC,
+    /// PV), its frame (RADESYS, EQUINOX, LONPOLE, LATPOLE, the date), the beam, the unit and the
+    /// frequency. What [`write_image_with`] cannot write is left out. Maps and residuals carry
+    /// them, as BANE's do, so that a viewer overlays them on the image.
+    pub fn celestial_cards(&self) -> Vec<Card> {
+        const WHOLE: [&str; 15] = [
+            "RADESYS", "RADECSYS", "EQUINOX", "EPOCH", "LONPOLE", "LATPOLE", "MJD-OBS", "DATE-OBS", "BMAJ", "BMIN",
+            "BPA", "BUNIT", "RESTFRQ", "RESTFREQ", "SPECSYS",
+        ];
+        let axis = |keyword: &str, prefixes: &[&str]| {
+            prefixes.iter().any(|p| keyword.strip_prefix(p).is_some_and(|axis| axis == "1" || axis == "2"))
+        };
+        let matrix = |keyword: &str| {
+            ["CD", "PC"]
+                .iter()
+                .any(|p| keyword.strip_prefix(p).is_some_and(|ij| ["1_1", "1_2", "2_1", "2_2"].contains(&ij)))
+        };
+        let projection =
+            |keyword: &str| keyword.strip_prefix("PV").is_some_and(|r| r.starts_with("1_") || r.starts_with("2_"));
+        self.cards
+            .iter()
+            .filter(|c| {
+                let k = c.keyword.as_str();
+                WHOLE.contains(&k)
+                    || axis(k, &["CTYPE", "CRPIX", "CRVAL", "CDELT", "CUNIT", "CROTA"])
+                    || matrix(k)
+                    || projection(k)
+            })
+            .filter(|c| c.value.as_ref().and_then(value_text).is_some())
+            .cloned()
+            .collect()
+    }
 }
 
 /// The header at the start of `bytes` and its length in bytes (whole blocks, so the data
@@ -755,13 +789,62 @@ fn name_ends(path: &Path, suffix: &str) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.to_ascii_lowercase().ends_with(suffix))
 }
 
+/// `value` as a header card's value: a string quoted, left-aligned from column 11 and at
+/// least 8 characters inside its quotes, anything else right-aligned in columns 11-30 (the
+/// fixed format); a real always with its decimal point, in the fewest digits that read back
+/// the same f64, in an exponent form where the plain one takes more than 20 characters. `None` for a value that cannot be written (`Undefined`, `Other`, a string
+/// that is not printable ASCII or does not fit a card).
+fn value_text(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Logical(v) => format!("{:>20}", if *v { "T" } else { "F" }),
+        Value::Integer(v) => format!("{:>20}", v),
+        Value::Real(v) if v.is_finite() => {
+            let plain = format!("{}", v);
+            let plain = if plain.contains('.') { plain } else { plain + ".0" };
+            let text = if plain.len() <= 20 {
+                plain
+            } else {
+                let scientific = format!("{:E}", v);
+                let (mantissa, exponent) = scientific.split_once('E')?;
+                let point = if mantissa.contains('.') { "" } else { ".0" };
+                format!("{}{}E{}", mantissa, point, exponent)
+            };
+            format!("{:>20}", text)
+        }
+        Value::Text(t) if t.len() <= 68 && t.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
+            format!("{:<20}", format!("'{:<8}'", t.replace('\'', "''")))
+        }
+        _ => return None,
+    })
+}
+
 /// Writes `pixels` (row by row, `width` a row) as a 2-D FITS image of BITPIX -32, gzipped when
 /// the name ends in `.gz` (as astropy writes it). NaN stays NaN, FITS's blank for floats.
 pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    write_image_with(path, width, height, pixels, &[])
+}
+
+/// [`write_image`], with `cards` after the image's structural ones: its WCS, its beam, its
+/// unit. Each card needs a value that can be written and a keyword of at most 8 upper-case
+/// letters, digits, `-` or `_` that is not structural (SIMPLE, BITPIX, NAXIS…, EXTEND, END).
+pub fn write_image_with(path: &Path, width: usize, height: usize, pixels: &[f32], cards: &[Card]) -> GpuResult<()> {
     require_image_shape(path, width, height, pixels)?;
     let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));
     if name_ends(path, ".fz") {
         return Err(cannot("tile-compressed FITS (.fz) is read, not written: name it .fits or .fits.gz".into()));
+    }
+    let mut extra = Vec::with_capacity(cards.len());
+    for Card { keyword, value } in cards {
+        let allowed = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-' || c == '_';
+        let structural =
+            ["SIMPLE", "BITPIX", "EXTEND", "END"].contains(&keyword.as_str()) || keyword.starts_with("NAXIS");
+        let text = value.as_ref().and_then(value_text);
+        match text {
+            Some(text) if !keyword.is_empty() && keyword.len() <= 8 && keyword.chars().all(allowed) && !structural => {
+                extra.push(format!("{:<80}", format!("{:<8}= {}", keyword, text)));
+            }
+            _ => return Err(cannot(format!("the header card {} = {:?} cannot be written", keyword, value))),
+        }
     }
     let mut header = [
         card("SIMPLE", "T", "conforms to the FITS standard"),
@@ -769,9 +852,10 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
         card("NAXIS", "2", "a 2-D image"),
         card("NAXIS1", &width.to_string(), "columns"),
         card("NAXIS2", &height.to_string(), "rows"),
-        format!("{:<80}", "END"),
     ]
     .concat();
+    header.extend(extra);
+    header.push_str(&format!("{:<80}", "END"));
     header.extend(std::iter::repeat_n(' ', header.len().next_multiple_of(BLOCK) - header.len()));
     let used = 4 * pixels.len();
     let mut data = vec![0u8; used.next_multiple_of(BLOCK)];
@@ -1094,6 +1178,46 @@ mod tests {
         assert!(mismatch.contains("cannot write: 6 pixels do not make a 4x2 image"), "{}", mismatch);
         let unwritable = error_of(write_image(&dir.join("no-such-dir").join("x.fits"), 1, 1, &[1.0]));
         assert!(unwritable.contains("cannot write"), "{}", unwritable);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn written_cards_read_back_as_given_and_unwritable_ones_are_refused() {
+        let dir = scratch("fits", "cards");
+        let path = dir.join("cards.fits");
+        let card = |keyword: &str, value: Value| Card { keyword: keyword.into(), value: Some(value) };
+        let cards = [
+            card("CTYPE1", Value::Text("RA---SIN".into())),
+            card("OBJECT", Value::Text("it's".into())),
+            card("CRPIX1", Value::Real(2048.5)),
+            card("CDELT1", Value::Real(-1.0 / 3600.0)),
+            card("RESTFRQ", Value::Real(1.4e9)),
+            card("BPA", Value::Real(0.0)),
+            card("TINY", Value::Real(-f64::MIN_POSITIVE)),
+            card("WCSAXES", Value::Integer(2)),
+            card("LOGICAL", Value::Logical(false)),
+        ];
+        write_image_with(&path, 2, 1, &[1.0, 2.0], &cards).unwrap();
+        let (image, header) = read_image_and_header(&path, None).unwrap();
+        assert_eq!(image.pixels, [1.0, 2.0]);
+        assert_eq!(&header.cards[5..], &cards, "every value read back as written, f64 for f64");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[5 * CARD..5 * CARD + 20], b"CTYPE1  = 'RA---SIN'", "a string from column 11");
+        assert_eq!(&bytes[7 * CARD..7 * CARD + 30], b"CRPIX1  =               2048.5", "a real in the fixed format");
+
+        for (bad, why) in [
+            (card("NAXIS3", Value::Integer(1)), "structural"),
+            (card("ctype1", Value::Text("x".into())), "lower case"),
+            (card("TOOLONGKEY", Value::Integer(1)), "nine letters"),
+            (card("OBJECT", Value::Text("Ω".into())), "not ASCII"),
+            (card("OBJECT", Value::Text("x".repeat(69))), "past the card"),
+            (card("CRVAL1", Value::Real(f64::NAN)), "not finite"),
+            (card("CRVAL1", Value::Other("1 2".into())), "kept verbatim"),
+            (Card { keyword: "CRVAL1".into(), value: None }, "no value"),
+        ] {
+            let error = error_of(write_image_with(&path, 2, 1, &[1.0, 2.0], &[bad]));
+            assert!(error.contains("cannot be written"), "{}: {}", why, error);
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -7,6 +7,7 @@
 
 pub use crate::image::{file_error, Image};
 
+use crate::fits::Card;
 use crate::image::{open, require_image_shape, with_file};
 use cuda_kernels::conv2d::filter_side_ok;
 use cuda_kernels::gpu::GpuResult;
@@ -406,13 +407,19 @@ pub fn read_image(path: &Path) -> GpuResult<Image> {
 /// Writes `pixels` (row by row, `width` a row) in the format the extension names: f32 for
 /// `.npy` and FITS, else an 8-bit grey PNG clamped to [0, 1].
 pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> GpuResult<()> {
+    write_image_with(path, width, height, pixels, &[])
+}
+
+/// [`write_image`], with `cards` in the header where the format is FITS (the other formats
+/// have no header: they are left out).
+pub fn write_image_with(path: &Path, width: usize, height: usize, pixels: &[f32], cards: &[Card]) -> GpuResult<()> {
     match ImageKind::of(path) {
         ImageKind::Png => write_png(path, width, height, pixels),
         ImageKind::Npy => {
             require_image_shape(path, width, height, pixels)?;
             write_matrix(path, (height, width), pixels)
         }
-        ImageKind::Fits => crate::fits::write_image(path, width, height, pixels),
+        ImageKind::Fits => crate::fits::write_image_with(path, width, height, pixels, cards),
     }
 }
 

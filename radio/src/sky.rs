@@ -2,7 +2,8 @@
 //! download. It imitates the image of the Galactic Centre that the source-finding lesson
 //! uses: Gaussian noise (σ = 0.0133 Jy/beam by default), Gaussian point sources about a beam
 //! wide, a bright extended core at the centre and a shell. The image is written as FITS
-//! (BITPIX -32) or `.npy` (f32), by extension; the true components as CSV beside it.
+//! (BITPIX -32, with the radio header of [`Sky::header`]: its sky coordinates and beam) or
+//! `.npy` (f32), by extension; the true components as CSV beside it.
 //!
 //! Pixel (row, column) holds the sky at x = column, y = row, 0-based, as NumPy indexes it
 //! (`image[y, x]`). The CSV has a line per component, `x,y,peak,flux,sigma,radius,kind`:
@@ -23,8 +24,9 @@
 //! A sky with any of them has four more columns in its CSV ([`SURVEY_COLUMNS`]): the FWHM along
 //! the major and minor axes (pixels), the position angle (degrees, see [`Component::pa`]), and
 //! the noise σ at the centre (Jy/beam), so that a catalog's S/N can be binned. The lesson's sky
-//! keeps its seven columns and is drawn as before: the same seed gives the same bytes.
+//! keeps its seven columns and is drawn as before: the same seed gives the same pixels.
 
+use crate::fits::{Card, Value};
 use crate::io::Image;
 use cuda_kernels::data::random_normal;
 use cuda_kernels::gpu::{GpuError, GpuResult};
@@ -61,6 +63,11 @@ pub const NOISE: f64 = 0.0133;
 pub const POINT_SOURCES: usize = 190;
 
 pub use interface::fit::FWHM;
+/// The FITS header's pixel size (arcseconds), pointing (RA, Dec in degrees, ICRS) and
+/// frequency (Hz; PyBDSF asks for one): see [`Sky::header`].
+pub const PIXEL_ARCSEC: f64 = 1.0;
+pub const POINTING: (f64, f64) = (150.0, -30.0);
+pub const FREQUENCY_HZ: f64 = 1.4e9;
 /// Elliptical sources' σ along the major axis in pixels, uniform: 5.9 to 14.1 pixels FWHM,
 /// resolved against the widest point source (σ 2.5). Their peaks are drawn as point sources'.
 pub const ELLIPSE_MAJOR: (f64, f64) = (2.5, 6.0);
@@ -301,6 +308,40 @@ impl Sky {
     pub fn noise_at_beam_edge(&self) -> f64 {
         let ((cx, cy), radius) = beam(self.side);
         self.noise.at(self.side, cx + radius, cy)
+    }
+
+    /// The radio header of the sky's FITS image, so that source finders read its beam and sky
+    /// coordinates from it as from a real image's: a SIN projection centred on [`POINTING`]
+    /// with [`PIXEL_ARCSEC`] pixels (RA growing to the left), the restoring beam (round, the
+    /// narrowest point source's: σ [`POINT_SIGMA`]`.0`), Jy/beam, and [`FREQUENCY_HZ`].
+    pub fn header(&self) -> Vec<Card> {
+        let degrees = PIXEL_ARCSEC / 3600.0;
+        let beam = FWHM * POINT_SIGMA.0 * degrees;
+        // FITS counts pixels from 1 at a pixel's centre: the image's centre is at side/2 + 1/2.
+        let centre = self.side as f64 / 2.0 + 0.5;
+        let text = |t: &str| Value::Text(t.into());
+        [
+            ("CTYPE1", text("RA---SIN")),
+            ("CTYPE2", text("DEC--SIN")),
+            ("CRPIX1", Value::Real(centre)),
+            ("CRPIX2", Value::Real(centre)),
+            ("CRVAL1", Value::Real(POINTING.0)),
+            ("CRVAL2", Value::Real(POINTING.1)),
+            ("CDELT1", Value::Real(-degrees)),
+            ("CDELT2", Value::Real(degrees)),
+            ("CUNIT1", text("deg")),
+            ("CUNIT2", text("deg")),
+            ("RADESYS", text("ICRS")),
+            ("EQUINOX", Value::Real(2000.0)),
+            ("BMAJ", Value::Real(beam)),
+            ("BMIN", Value::Real(beam)),
+            ("BPA", Value::Real(0.0)),
+            ("BUNIT", text("JY/BEAM")),
+            ("RESTFRQ", Value::Real(FREQUENCY_HZ)),
+        ]
+        .into_iter()
+        .map(|(keyword, value)| Card { keyword: keyword.into(), value: Some(value) })
+        .collect()
     }
 
     /// The image of `components` and the noise seeded by `seed` (see [`render`]).
