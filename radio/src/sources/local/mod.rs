@@ -78,10 +78,13 @@ pub const MASK_LEVEL: f64 = 4.0;
 /// The second background pass leaves out the pixels whose S/N is above [`MASK_LEVEL`] against
 /// the sky's noise, which at a grid point is the least noise of the first pass within this many
 /// boxes of it along each axis: a box of sky beside the extended emission, whose noise that
-/// emission does not inflate. Farther would reach where a primary-beam-corrected noise is
-/// lower, and leave out noise peaks of the sky: within a box it is at most 17% lower at the
-/// corners of a 2048² `host sky` image, and a 3.3σ peak is left out 1 time in 2000.
-pub const MASK_REACH: usize = 1;
+/// emission does not inflate. One box is too near on a grid made for the beam: at 4096² the
+/// core's σ is 43 pixels, its noise is inflated over more than its box of 60 (a beam of 2.35
+/// pixels), and the core was never detected. Farther would reach where a primary-beam-corrected
+/// noise is lower, and leave out noise peaks of the sky: within two boxes it is at most 17%
+/// lower at the corners of a 4096² `host sky` image without a beam (boxes of 96; 31% at 2048²),
+/// and at 17% a 3.3σ peak is left out 1 time in 2000.
+pub const MASK_REACH: usize = 2;
 
 /// A grid point of the second pass keeps its own statistics only where the mask left out at
 /// most this share of its box's finite pixels (SExtractor's rule for a background mesh); the
@@ -364,8 +367,8 @@ fn grid_shape(pixels: &[f32], width: usize, params: &Params) -> GpuResult<(usize
 /// ```
 /// use cuda_kernels::background::Params;
 ///
-/// // A step of 10 pixels and boxes of 60: six points each way.
-/// assert_eq!(radio::sources::local::mask_reach(&Params::new(10, 60)), (6, 6));
+/// // A step of 10 pixels and boxes of 60: twelve points each way.
+/// assert_eq!(radio::sources::local::mask_reach(&Params::new(10, 60)), (12, 12));
 /// ```
 pub fn mask_reach(params: &Params) -> (usize, usize) {
     let reach = |size: usize, step: usize| (MASK_REACH * size).div_ceil(step.max(1));
