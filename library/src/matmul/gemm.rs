@@ -14,7 +14,7 @@
 //!   the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
-use super::split::{self, F32Split};
+use super::split::{self, F32Split, SplitStep};
 use super::tensor::{self, Dtype};
 use super::{launch_config, tile_of, SgemmArgs, Step};
 use crate::gpu::{DeviceMatrix, Gpu, GpuError, GpuResult, LaunchConfig};
@@ -93,6 +93,28 @@ impl GemmKernel {
         match self {
             GemmKernel::Split(wanted) => Some((F32Split::Vec4, wanted)),
             GemmKernel::SplitAsync(wanted) => Some((F32Split::Async, wanted)),
+            _ => None,
+        }
+    }
+
+    /// The step that runs this pick's splits of k for `precision`, and the splits it asks for:
+    /// `None` where it does not split k, or where `precision` has no such step ([`Self::kernel`]
+    /// says why).
+    ///
+    /// ```
+    /// use cuda_kernels::matmul::split::{F32Split, SplitStep};
+    /// use cuda_kernels::matmul::hopper::Precision;
+    /// use cuda_kernels::matmul::{Dtype, GemmKernel};
+    ///
+    /// assert_eq!(GemmKernel::Split(8).split_step(Dtype::F32), Some((SplitStep::F32(F32Split::Vec4), 8)));
+    /// assert_eq!(GemmKernel::Split(8).split_step(Dtype::Bf16), Some((SplitStep::Wgmma(Precision::Bf16), 8)));
+    /// assert_eq!(GemmKernel::SplitAsync(4).split_step(Dtype::Bf16), None);
+    /// assert_eq!(GemmKernel::Mma.split_step(Dtype::Bf16), None);
+    /// ```
+    pub fn split_step(self, precision: Dtype) -> Option<(SplitStep, usize)> {
+        match (self.f32_split(), hopper_precision(precision)) {
+            (Some((F32Split::Vec4, wanted)), Some(hopper)) => Some((SplitStep::Wgmma(hopper), wanted)),
+            (Some((step, wanted)), None) => Some((SplitStep::F32(step), wanted)),
             _ => None,
         }
     }

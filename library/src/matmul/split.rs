@@ -151,6 +151,26 @@ pub fn slices(precision: Precision, k: usize) -> usize {
     k.div_ceil(precision.bk())
 }
 
+/// The kernel that runs a split product's layers: an f32 step (4d or 5d), or for a tensor type
+/// on Hopper the pipelined wgmma step (H3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitStep {
+    /// Step 4d or 5d.
+    F32(F32Split),
+    /// Step H3 in this precision.
+    Wgmma(Precision),
+}
+
+impl SplitStep {
+    /// Slices of k (each a split's smallest part) of an inner dimension `k`.
+    pub fn slices(self, k: usize) -> usize {
+        match self {
+            SplitStep::F32(step) => step.slices(k),
+            SplitStep::Wgmma(precision) => slices(precision, k),
+        }
+    }
+}
+
 /// The splits of k [`super::gemm`] runs an `m × n × k` product in on a GPU of `sms` SMs: 1 while
 /// C's tiles fill more than a quarter of them, while the partial products would outweigh A
 /// and B, or where fewer than `SPLIT_MIN_SPLITS` would do; else enough that tiles × splits

@@ -209,16 +209,19 @@ impl Matmul {
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
-        let (dims, precision) = ((self.m, self.n, self.k), self.precision());
-        if let (Some(Dtype::F32), Some(step)) = (self.dtype.gemm(), split.f32_step) {
-            let (inputs, c) = ((&*self.da, &*self.db), &self.dc);
-            // SAFETY: A, B, the workspace and C are `self`'s, which the caller keeps until the
-            // stream has run it.
-            return unsafe {
-                split::launch_f32_on(gpu, gpu.stream(), step, inputs, &split.partials, c, dims, split.splits)
-            };
-        }
-        let (Some(converted), Some(maps), Some(precision)) = (&self.converted, &self.hopper_maps, precision) else {
+        let dims = (self.m, self.n, self.k);
+        let precision = match split.step {
+            split::SplitStep::F32(step) => {
+                let (inputs, c) = ((&*self.da, &*self.db), &self.dc);
+                // SAFETY: A, B, the workspace and C are `self`'s, which the caller keeps until
+                // the stream has run it.
+                return unsafe {
+                    split::launch_f32_on(gpu, gpu.stream(), step, inputs, &split.partials, c, dims, split.splits)
+                };
+            }
+            split::SplitStep::Wgmma(precision) => precision,
+        };
+        let (Some(converted), Some(maps)) = (&self.converted, &self.hopper_maps) else {
             return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
         };
         let (stream, c) = (gpu.stream(), &self.dc);
@@ -321,10 +324,8 @@ const SPLIT_K: &str = "split-k";
 struct Pick {
     /// As a variant of this command.
     variant: Variant,
-    /// The splits of k it asks for, where it splits k.
-    splits: Option<usize>,
-    /// The f32 step that splits k, where it is one.
-    f32_step: Option<split::F32Split>,
+    /// Where it splits k: the step that runs the splits and how many it asks for.
+    split: Option<(split::SplitStep, usize)>,
     /// Why it is that one.
     why: String,
 }
@@ -333,8 +334,7 @@ struct Pick {
 /// products.
 struct SplitK {
     splits: usize,
-    /// The f32 step that splits (none for the tensor types' pipelined wgmma step).
-    f32_step: Option<split::F32Split>,
+    step: split::SplitStep,
     partials: DeviceBuffer<f32>,
 }
 
@@ -342,11 +342,8 @@ struct SplitK {
 fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims, cache: Option<&Path>) -> GpuResult<Pick> {
     let chosen = GemmKernel::chosen_in(cache, gpu, dtype, shape)?;
     let kernel = chosen.kernel(dtype)?;
-    let (variant, splits) = match chosen {
-        GemmKernel::Split(splits) | GemmKernel::SplitAsync(splits) => (Variant::new(SPLIT_K, kernel), Some(splits)),
-        _ => (variant_of(kernel), None),
-    };
-    let f32_step = chosen.f32_split().filter(|_| dtype == Dtype::F32).map(|(step, _)| step);
+    let split = chosen.split_step(dtype);
+    let variant = if split.is_some() { Variant::new(SPLIT_K, kernel) } else { variant_of(kernel) };
     let class = match dtype {
         Dtype::F32 => shape_class(shape),
         dtype => format!("{} {}", shape_class(shape), dtype.name()),
@@ -366,7 +363,7 @@ fn library_pick(gpu: &Gpu, dtype: Dtype, shape: Dims, cache: Option<&Path>) -> G
             gpu.info().compute_capability.1
         ),
     };
-    Ok(Pick { variant, splits, f32_step, why })
+    Ok(Pick { variant, split, why })
 }
 
 /// This family's entry in [`super::FAMILIES`].
@@ -505,7 +502,7 @@ impl Kernel for Matmul {
         let pick = library_pick(gpu, dtype, shape, cache_path.as_deref())?;
         // Split k joins the type's steps where the library picks it (not under --tune, which
         // keeps a kernel by name, and split k's is the pipelined step's).
-        let split_k = pick.splits.is_some() && !(options.tune || options.all_configs);
+        let split_k = pick.split.is_some() && !(options.tune || options.all_configs);
         if options.chosen || split_k {
             variants.push(pick.variant.clone());
         }
@@ -544,24 +541,19 @@ impl Kernel for Matmul {
         // The row of every variant that launches the library's pick says so.
         let mut notes = notes;
         let picked =
-            |v: &Variant| v.name == pick.variant.name || (pick.splits.is_none() && v.kernel == pick.variant.kernel);
+            |v: &Variant| v.name == pick.variant.name || (pick.split.is_none() && v.kernel == pick.variant.kernel);
         for variant in variants.iter().filter(|v| picked(v)) {
             let note = notes.remove(&variant.name).map_or(pick.why.clone(), |note| format!("{note}; {}", pick.why));
             notes.insert(variant.name.clone(), note);
         }
         let random = || random_inputs(shape, seed);
         let mut matmul = Self::with_inputs(gpu, shape, options.dtype, variants, || inputs.unwrap_or_else(random))?;
-        if let (Some(wanted), true) = (pick.splits, split_k) {
-            let slices = match (hopper_precision(dtype), pick.f32_step) {
-                (Some(precision), _) => split::slices(precision, shape.2),
-                (None, Some(step)) => step.slices(shape.2),
-                (None, None) => return Err(refuse(SPLIT_K, "no step splits k for f32 here")),
-            };
-            let splits = interface::matmul::split_count(slices, wanted);
+        if let (Some((step, wanted)), true) = (pick.split, split_k) {
+            let splits = interface::matmul::split_count(step.slices(shape.2), wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
             notes.insert(SPLIT_K.into(), format!("{splits} splits of k{note}"));
-            matmul.split = Some(SplitK { splits, f32_step: pick.f32_step, partials });
+            matmul.split = Some(SplitK { splits, step, partials });
         }
         matmul.notes = notes;
         matmul.tune = tune;
