@@ -792,8 +792,9 @@ fn name_ends(path: &Path, suffix: &str) -> bool {
 /// `value` as a header card's value: a string quoted, left-aligned from column 11 and at
 /// least 8 characters inside its quotes, anything else right-aligned in columns 11-30 (the
 /// fixed format); a real always with its decimal point, in the fewest digits that read back
-/// the same f64, in an exponent form where the plain one takes more than 20 characters. `None` for a value that cannot be written (`Undefined`, `Other`, a string
-/// that is not printable ASCII or does not fit a card).
+/// the same f64, in an exponent form where the plain one takes more than 20 characters.
+/// `None` for a value that cannot be written (`Undefined`, `Other`, a string that is not
+/// printable ASCII or, its quotes doubled, does not fit a card).
 fn value_text(value: &Value) -> Option<String> {
     Some(match value {
         Value::Logical(v) => format!("{:>20}", if *v { "T" } else { "F" }),
@@ -811,8 +812,12 @@ fn value_text(value: &Value) -> Option<String> {
             };
             format!("{:>20}", text)
         }
-        Value::Text(t) if t.len() <= 68 && t.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
-            format!("{:<20}", format!("'{:<8}'", t.replace('\'', "''")))
+        Value::Text(t) if t.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
+            let quoted = format!("'{:<8}'", t.replace('\'', "''"));
+            if quoted.len() > CARD - 10 {
+                return None;
+            }
+            format!("{:<20}", quoted)
         }
         _ => return None,
     })
@@ -826,7 +831,9 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
 
 /// [`write_image`], with `cards` after the image's structural ones: its WCS, its beam, its
 /// unit. Each card needs a value that can be written and a keyword of at most 8 upper-case
-/// letters, digits, `-` or `_` that is not structural (SIMPLE, BITPIX, NAXIS…, EXTEND, END).
+/// letters, digits, `-` or `_` that neither shapes the file (SIMPLE, BITPIX, NAXIS…, EXTEND,
+/// XTENSION, PCOUNT, GCOUNT, GROUPS, END) nor changes how its pixels read (BSCALE, BZERO,
+/// BLANK).
 pub fn write_image_with(path: &Path, width: usize, height: usize, pixels: &[f32], cards: &[Card]) -> GpuResult<()> {
     require_image_shape(path, width, height, pixels)?;
     let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));
@@ -836,8 +843,9 @@ pub fn write_image_with(path: &Path, width: usize, height: usize, pixels: &[f32]
     let mut extra = Vec::with_capacity(cards.len());
     for Card { keyword, value } in cards {
         let allowed = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-' || c == '_';
-        let structural =
-            ["SIMPLE", "BITPIX", "EXTEND", "END"].contains(&keyword.as_str()) || keyword.starts_with("NAXIS");
+        const RESERVED: [&str; 11] =
+            ["SIMPLE", "BITPIX", "EXTEND", "XTENSION", "PCOUNT", "GCOUNT", "GROUPS", "END", "BSCALE", "BZERO", "BLANK"];
+        let structural = RESERVED.contains(&keyword.as_str()) || keyword.starts_with("NAXIS");
         let text = value.as_ref().and_then(value_text);
         match text {
             Some(text) if !keyword.is_empty() && keyword.len() <= 8 && keyword.chars().all(allowed) && !structural => {
@@ -1211,6 +1219,8 @@ mod tests {
             (card("TOOLONGKEY", Value::Integer(1)), "nine letters"),
             (card("OBJECT", Value::Text("Ω".into())), "not ASCII"),
             (card("OBJECT", Value::Text("x".repeat(69))), "past the card"),
+            (card("OBJECT", Value::Text("'".repeat(35))), "past the card, its quotes doubled"),
+            (card("BZERO", Value::Real(1.0)), "changes the pixels"),
             (card("CRVAL1", Value::Real(f64::NAN)), "not finite"),
             (card("CRVAL1", Value::Other("1 2".into())), "kept verbatim"),
             (Card { keyword: "CRVAL1".into(), value: None }, "no value"),
