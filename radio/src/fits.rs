@@ -1232,6 +1232,34 @@ mod tests {
     }
 
     #[test]
+    fn celestial_cards_are_the_two_axes_wcs_the_frame_the_beam_and_the_unit() {
+        let header = Header {
+            cards: [
+                "NAXIS   = 3",
+                "CTYPE1  = 'RA---ZPN'",
+                "CTYPE3  = 'FREQ'",
+                "CRVAL2  = -30.0",
+                "CD1_2   = 0.0",
+                "PC3_3   = 1.0",
+                "PV2_1   = 0.5",
+                "CROTA2  = 10",
+                "BSCALE  = 2.0",
+                "EQUINOX = 2000.0",
+                "BMAJ    = 0.001",
+                "BUNIT   = 'JY/BEAM'",
+                "OBJECT  = 'M87'",
+                "RESTFRQ = 1 2",
+                "HISTORY made by hand",
+            ]
+            .map(|card| parse_card(format!("{:<80}", card).as_bytes()))
+            .to_vec(),
+        };
+        let kept: Vec<String> = header.celestial_cards().into_iter().map(|c| c.keyword).collect();
+        // A third axis, the scaling, other keywords and a value that cannot be written stay out.
+        assert_eq!(kept, ["CTYPE1", "CRVAL2", "CD1_2", "PV2_1", "CROTA2", "EQUINOX", "BMAJ", "BUNIT"]);
+    }
+
+    #[test]
     fn images_past_a_huge_page_are_read_bit_for_bit() {
         // 1500x1000 pixels, 6 MB of f32: room_for advises whole 2 MiB pages of them, which
         // each decode writes across. The values spread over all f32 bit patterns: NaNs with
