@@ -97,6 +97,16 @@ impl<'g> Memory<'g> {
     }
 }
 
+/// Refused cases made from valid arguments: each call takes a fresh set from `make` and applies
+/// one change to it.
+pub fn changes<A: KernelArgs + 'static>(make: impl Fn() -> A) -> impl Fn(&dyn Fn(&mut A)) -> Args {
+    move |change| {
+        let mut args = make();
+        change(&mut args);
+        Box::new(args)
+    }
+}
+
 /// The same elements one `T` further on: misaligned for 16-byte accesses.
 pub fn shifted<T: DeviceCopy>(slice: &DeviceSlice<T>) -> &'static DeviceSlice<T> {
     Box::leak(Box::new(slice.index(1..)))

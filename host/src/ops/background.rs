@@ -223,7 +223,7 @@ impl Kernel for Background {
     }
 
     fn launch_cases(kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
-        use crate::launch_cases::{Args, Cases, LaunchCases};
+        use crate::launch_cases::{changes, Args, Cases, LaunchCases};
         let mut refused: Vec<(String, Args)> = Vec::new();
         let (width, height) = (67usize, 45usize);
         let n = width * height;
@@ -233,11 +233,7 @@ impl Kernel for Background {
         let valid: Args = match kernel {
             "background_grid" => {
                 let good = mapper.grid_args(image, grid);
-                let with = |change: &dyn Fn(&mut GridArgs<'static>)| -> Args {
-                    let mut args = mapper.grid_args(image, grid);
-                    change(&mut args);
-                    Box::new(args)
-                };
+                let with = changes(move || mapper.grid_args(image, grid));
                 refused.push(("one row too many".into(), with(&|a| a.height += 1)));
                 refused.push(("no pixels".into(), with(&|a| a.width = 0)));
                 refused.push(("dimensions overflow".into(), with(&|a| a.width = usize::MAX)));
@@ -257,11 +253,7 @@ impl Kernel for Background {
             "background_interpolate" => {
                 let (background, noise, snr) = (memory.f32s(n), memory.f32s(n), memory.f32s(n));
                 let args = move || mapper.interpolate_args(image, grid, background, noise, Some(snr));
-                let with = |change: &dyn Fn(&mut InterpolateArgs<'static>)| -> Args {
-                    let mut a = args();
-                    change(&mut a);
-                    Box::new(a)
-                };
+                let with = changes(args);
                 refused.push(("one row too many".into(), with(&|a| a.height += 1)));
                 refused.push(("no pixels".into(), with(&|a| a.height = 0)));
                 refused.push(("dimensions overflow".into(), with(&|a| a.height = usize::MAX)));
@@ -282,11 +274,7 @@ impl Kernel for Background {
             "background_least_noise" => {
                 let sky = memory.slice::<f64>(mapper.grid_len());
                 let args = move || mapper.least_noise_args(grid, (2, 3), sky);
-                let with = |change: &dyn Fn(&mut LeastNoiseArgs<'static>)| -> Args {
-                    let mut a = args();
-                    change(&mut a);
-                    Box::new(a)
-                };
+                let with = changes(args);
                 refused.push(("no points".into(), with(&|a| a.shape.0 = 0)));
                 refused.push(("points overflow".into(), with(&|a| a.shape = (usize::MAX, 2))));
                 refused.push(("one row too many".into(), with(&|a| a.shape.0 += 1)));
@@ -301,11 +289,7 @@ impl Kernel for Background {
                     (memory.slice::<f64>(mapper.grid_len()), memory.slice::<u32>(points), memory.slice::<u32>(points));
                 let (lists, means) = (memory.slice::<u32>(2 * points), memory.slice::<f64>(points));
                 let args = move || mapper.fill_args(grid, first, (before, after), 0.5, lists, means);
-                let with = |change: &dyn Fn(&mut FillArgs<'static>)| -> Args {
-                    let mut a = args();
-                    change(&mut a);
-                    Box::new(a)
-                };
+                let with = changes(args);
                 refused.push(("no points".into(), with(&|a| a.shape.1 = 0)));
                 refused.push(("points overflow".into(), with(&|a| a.shape = (usize::MAX, 2))));
                 refused.push(("one row too many".into(), with(&|a| a.shape.0 += 1)));

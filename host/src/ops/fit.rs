@@ -155,7 +155,7 @@ impl Kernel for Fit {
     }
 
     fn launch_cases(_kernel: &str, memory: &mut crate::launch_cases::Memory) -> crate::launch_cases::LaunchCases {
-        use crate::launch_cases::{Args, Cases, LaunchCases};
+        use crate::launch_cases::{changes, Args, Cases, LaunchCases};
         let mut refused: Vec<(String, Args)> = Vec::new();
         let (width, height, count) = (67, 45, 20);
         let n = width * height;
@@ -178,11 +178,7 @@ impl Kernel for Fit {
             fits,
             status,
         };
-        let with = |change: &dyn Fn(&mut FitArgs<'static>)| -> Args {
-            let mut args = FitArgs { ..valid };
-            change(&mut args);
-            Box::new(args)
-        };
+        let with = changes(move || FitArgs { ..valid });
         refused.push(("one row too many".into(), with(&|a| a.height += 1)));
         refused.push(("no pixels".into(), with(&|a| a.width = 0)));
         refused.push(("dimensions overflow".into(), with(&|a| a.width = usize::MAX)));
