@@ -45,8 +45,8 @@
 
 use crate::check::Check;
 use crate::gpu::{
-    product, refuse, require, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, DeviceVector,
-    Gpu, GpuResult, KernelArgs, LaunchConfig, Params as KernelParams,
+    product, refuse, require, require_apart, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, DeviceVector,
+    Gpu, GpuResult, KernelArgs, LaunchConfig, Params as KernelParams, Span,
 };
 use cust::memory::DeviceSlice;
 use interface::background::{
@@ -331,20 +331,19 @@ unsafe impl KernelArgs for GridArgs<'_> {
         }
         let values = product(kernel, points, FIELDS)?;
         require_len(kernel, "the grid", self.grid, values)?;
-        require_disjoint(kernel, ("the grid", self.grid, values), ("the image", self.image, n))?;
+        let mut written = vec![Span::of("the grid", self.grid, values)];
+        let mut read = vec![Span::of("the image", self.image, n)];
         if let Some(finite) = self.finite {
             require_len(kernel, "the finite counts", finite, points)?;
-            require_disjoint(kernel, ("the finite counts", finite, points), ("the image", self.image, n))?;
-            require_disjoint(kernel, ("the finite counts", finite, points), ("the grid", self.grid, values))?;
+            written.push(Span::of("the finite counts", finite, points));
         }
+        // The touched tiles are only read here, as the image is: they may share its memory.
         if let Some(touched) = self.touched {
             let tiles = tile_len(self.width, self.height, self.step_x, self.step_y);
             require_len(kernel, "the touched tiles", touched, tiles)?;
-            require_disjoint(kernel, ("the touched tiles", touched, tiles), ("the grid", self.grid, values))?;
-            if let Some(finite) = self.finite {
-                require_disjoint(kernel, ("the touched tiles", touched, tiles), ("the finite counts", finite, points))?;
-            }
+            read.push(Span::of("the touched tiles", touched, tiles));
         }
+        require_apart(kernel, &written, &read)?;
         Ok(grid_config(points, area))
     }
 
@@ -432,27 +431,19 @@ unsafe impl KernelArgs for InterpolateArgs<'_> {
         let mut outputs = vec![("the background", self.background), ("the noise", self.noise)];
         outputs.extend(self.snr.map(|snr| ("the S/N", snr)));
         outputs.extend(self.mask.as_ref().map(|mask| ("the masked image", mask.masked)));
-        for (i, &(name, output)) in outputs.iter().enumerate() {
+        let mut written = Vec::with_capacity(outputs.len() + 2);
+        for &(name, output) in &outputs {
             require_len(kernel, name, output, n)?;
-            require_disjoint(kernel, (name, output, n), ("the image", self.image, n))?;
-            require_disjoint(kernel, (name, output, n), ("the grid", self.grid, values))?;
-            for &(other_name, other) in &outputs[..i] {
-                require_disjoint(kernel, (name, output, n), (other_name, other, n))?;
-            }
+            written.push(Span::of(name, output, n));
         }
         if let Some(mask) = &self.mask {
-            let count = ("the masked count", mask.count, 1);
-            let touched = ("the touched tiles", mask.touched, tile_len(self.width, self.height, self.step_x, self.step_y));
-            for tally in [count, touched] {
-                require_len(kernel, tally.0, tally.1, tally.2)?;
-                require_disjoint(kernel, tally, ("the image", self.image, n))?;
-                require_disjoint(kernel, tally, ("the grid", self.grid, values))?;
-                for &(name, output) in &outputs {
-                    require_disjoint(kernel, tally, (name, output, n))?;
-                }
-            }
-            require_disjoint(kernel, count, touched)?;
+            let tiles = tile_len(self.width, self.height, self.step_x, self.step_y);
+            require_len(kernel, "the masked count", mask.count, 1)?;
+            require_len(kernel, "the touched tiles", mask.touched, tiles)?;
+            written.push(Span::of("the masked count", mask.count, 1));
+            written.push(Span::of("the touched tiles", mask.touched, tiles));
         }
+        require_apart(kernel, &written, &[Span::of("the image", self.image, n), Span::of("the grid", self.grid, values)])?;
         LaunchConfig::linear(n, INTERPOLATE_BLOCK)
     }
 
@@ -612,25 +603,17 @@ unsafe impl KernelArgs for FillArgs<'_> {
         require_len(kernel, "the counts after it", self.after, points)?;
         require_len(kernel, "the lists", self.lists, 2 * points)?;
         require_len(kernel, "the means", self.means, points)?;
-        // The three it writes overlap nothing.
-        let (grid, lists, means) =
-            (("the grid", self.grid, values), ("the lists", self.lists, 2 * points), ("the means", self.means, points));
-        let (first, before, after) = (
-            ("the first pass's grid", self.first, values),
-            ("the counts before the mask", self.before, points),
-            ("the counts after it", self.after, points),
-        );
-        require_disjoint(kernel, grid, first)?;
-        require_disjoint(kernel, grid, means)?;
-        require_disjoint(kernel, means, first)?;
-        for read in [before, after] {
-            require_disjoint(kernel, grid, read)?;
-            require_disjoint(kernel, means, read)?;
-            require_disjoint(kernel, lists, read)?;
-        }
-        require_disjoint(kernel, lists, grid)?;
-        require_disjoint(kernel, lists, first)?;
-        require_disjoint(kernel, lists, means)?;
+        let written = [
+            Span::of("the grid", self.grid, values),
+            Span::of("the lists", self.lists, 2 * points),
+            Span::of("the means", self.means, points),
+        ];
+        let read = [
+            Span::of("the first pass's grid", self.first, values),
+            Span::of("the counts before the mask", self.before, points),
+            Span::of("the counts after it", self.after, points),
+        ];
+        require_apart(kernel, &written, &read)?;
         Ok(fill_config())
     }
 

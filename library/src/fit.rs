@@ -10,8 +10,8 @@
 
 use crate::check::Check;
 use crate::gpu::{
-    product, refuse, require, require_disjoint, require_kernel, require_len, DeviceArray, DeviceMatrix, Gpu, GpuError,
-    GpuResult, KernelArgs, LaunchConfig, Params,
+    product, refuse, require, require_apart, require_kernel, require_len, DeviceArray, DeviceMatrix, Gpu, GpuError,
+    GpuResult, KernelArgs, LaunchConfig, Params, Span,
 };
 use crate::measure::Source;
 use cust::memory::{DeviceBuffer, DeviceSlice};
@@ -1014,18 +1014,14 @@ unsafe impl KernelArgs for FitArgs<'_> {
         let status = product(kernel, count, STATUS_WORDS)?;
         require_len(kernel, "the fits", self.fits, fits)?;
         require_len(kernel, "the status", self.status, status)?;
-        let noise = self.noise.len();
-        let fits_written = ("the fits", self.fits, fits);
-        let status_written = ("the status", self.status, status);
-        require_disjoint(kernel, fits_written, status_written)?;
-        require_disjoint(kernel, fits_written, ("the image", self.image, n))?;
-        require_disjoint(kernel, fits_written, ("the labels", self.labels, n))?;
-        require_disjoint(kernel, fits_written, ("the noise", self.noise, noise))?;
-        require_disjoint(kernel, fits_written, ("the islands", self.islands, words))?;
-        require_disjoint(kernel, status_written, ("the image", self.image, n))?;
-        require_disjoint(kernel, status_written, ("the labels", self.labels, n))?;
-        require_disjoint(kernel, status_written, ("the noise", self.noise, noise))?;
-        require_disjoint(kernel, status_written, ("the islands", self.islands, words))?;
+        let written = [Span::of("the fits", self.fits, fits), Span::of("the status", self.status, status)];
+        let read = [
+            Span::of("the image", self.image, n),
+            Span::of("the labels", self.labels, n),
+            Span::of("the noise", self.noise, self.noise.len()),
+            Span::of("the islands", self.islands, words),
+        ];
+        require_apart(kernel, &written, &read)?;
         for (name, value) in [("the seed", self.seed), ("the beam's σ", self.beam_sigma)] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(refuse(kernel, format!("{name} is {value}; finite and above 0")));

@@ -5,8 +5,8 @@
 //! beside it.
 
 use crate::gpu::{
-    blocks, refuse, require, require_aligned, require_disjoint, require_len, CudaContext, DeviceArray, Gpu, GpuResult,
-    KernelArgs, LaunchConfig, Params, Readback,
+    blocks, refuse, require, require_aligned, require_apart, require_len, CudaContext, DeviceArray, Gpu, GpuResult,
+    KernelArgs, LaunchConfig, Params, Readback, Span,
 };
 use crate::stats;
 use cust::memory::{DeviceBuffer, DeviceSlice};
@@ -103,20 +103,14 @@ impl Scratch<'_> {
         require_len(kernel, "the partials", self.partials, partials)?;
         require_len(kernel, "the tickets", self.tickets, tickets)?;
         require_len(kernel, "the result", self.result, result)?;
-        let values = ("the values", values, n);
-        let (partials, ticket, result) = (
-            ("the partials", self.partials, partials),
-            ("the tickets", self.tickets, tickets),
-            ("the result", self.result, result),
-        );
-        require_disjoint(kernel, partials, values)?;
-        require_disjoint(kernel, ticket, values)?;
-        require_disjoint(kernel, result, values)?;
-        require_disjoint(kernel, ticket, partials)?;
-        require_disjoint(kernel, result, partials)?;
-        require_disjoint(kernel, result, ticket)?;
+        let written = [
+            Span::of("the partials", self.partials, partials),
+            Span::of("the tickets", self.tickets, tickets),
+            Span::of("the result", self.result, result),
+        ];
+        require_apart(kernel, &written, &[Span::of("the values", values, n)])?;
         if matches!(step, Step::Vec4 | Step::Moments) {
-            require_aligned(kernel, "the values", values.1, 16)?;
+            require_aligned(kernel, "the values", values, 16)?;
         }
         Ok(())
     }

@@ -12,8 +12,8 @@
 //! which is why the u32 scan, the same code path, is checked exactly.
 
 use crate::gpu::{
-    blocks, refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, DeviceArray,
-    DeviceVector, Gpu, GpuResult, KernelArgs, LaunchConfig, Params,
+    blocks, refuse, require, require_aligned, require_apart, require_kernel, require_len, CudaContext, DeviceArray,
+    DeviceVector, Gpu, GpuResult, KernelArgs, LaunchConfig, Params, Span,
 };
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use interface::scan::{scratch_words, tiles, BLOCK, TILE};
@@ -75,12 +75,9 @@ pub(crate) fn check_scratch<I: DeviceCopy, O: DeviceCopy, R: DeviceCopy>(
     let words = scratch_words(n);
     require_len(kernel, "the scratch", scratch, words)?;
     require_len(kernel, result_name, result, 1)?;
-    require_disjoint(kernel, ("the output", output, n), ("the input", input, n))?;
-    require_disjoint(kernel, ("the scratch", scratch, words), ("the input", input, n))?;
-    require_disjoint(kernel, ("the scratch", scratch, words), ("the output", output, n))?;
-    require_disjoint(kernel, (result_name, result, 1), ("the input", input, n))?;
-    require_disjoint(kernel, (result_name, result, 1), ("the output", output, n))?;
-    require_disjoint(kernel, (result_name, result, 1), ("the scratch", scratch, words))
+    let written =
+        [Span::of("the output", output, n), Span::of("the scratch", scratch, words), Span::of(result_name, result, 1)];
+    require_apart(kernel, &written, &[Span::of("the input", input, n)])
 }
 
 /// The arguments of `scan_exclusive_u32` and `scan_exclusive_f32`: `output` the exclusive sum

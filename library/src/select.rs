@@ -4,8 +4,8 @@
 //! `stats::median` for the median, over the values the window holds.
 
 use crate::gpu::{
-    refuse, require, require_aligned, require_disjoint, require_kernel, require_len, CudaContext, DeviceArray, Gpu,
-    GpuError, GpuResult, KernelArgs, LaunchConfig, Params, Pending, Readback,
+    refuse, require, require_aligned, require_apart, require_kernel, require_len, CudaContext, DeviceArray, Gpu,
+    GpuError, GpuResult, KernelArgs, LaunchConfig, Params, Pending, Readback, Span,
 };
 use crate::reduce::check_window;
 use crate::stats;
@@ -108,16 +108,12 @@ unsafe impl KernelArgs for SelectCountArgs<'_> {
         require_len(kernel, "the histogram", self.histogram, HISTOGRAM_LEN)?;
         require_len(kernel, "the gathering", self.gathered, GATHER_CAP)?;
         require_aligned(kernel, "the gathering", self.gathered, 16)?;
-        let values = ("the values", self.values, self.values.len());
-        let histogram = ("the histogram", self.histogram, HISTOGRAM_LEN);
-        let state = ("the state", self.state, STATE_WORDS);
-        let gathered = ("the gathering", self.gathered, GATHER_CAP);
-        require_disjoint(kernel, histogram, values)?;
-        require_disjoint(kernel, histogram, state)?;
-        require_disjoint(kernel, state, values)?;
-        require_disjoint(kernel, gathered, values)?;
-        require_disjoint(kernel, gathered, histogram)?;
-        require_disjoint(kernel, gathered, state)?;
+        let written = [
+            Span::of("the histogram", self.histogram, HISTOGRAM_LEN),
+            Span::of("the state", self.state, STATE_WORDS),
+            Span::of("the gathering", self.gathered, GATHER_CAP),
+        ];
+        require_apart(kernel, &written, &[Span::of("the values", self.values, self.values.len())])?;
         if self.grid == 0 {
             return Err(refuse(kernel, "a grid needs at least one block"));
         }

@@ -133,27 +133,73 @@ pub fn require_aligned<T: DeviceCopy>(kernel: &str, what: &str, buffer: &DeviceS
     }
 }
 
+/// The first elements of a buffer as the overlap checks see them: its name in their errors and
+/// the bytes those elements take.
+#[derive(Debug, Clone)]
+pub struct Span<'a> {
+    name: &'a str,
+    bytes: std::ops::Range<u64>,
+}
+
+impl<'a> Span<'a> {
+    /// The first `len` elements of `buffer`, called `name` in errors.
+    pub fn of<T: DeviceCopy>(name: &'a str, buffer: &DeviceSlice<T>, len: usize) -> Self {
+        let start = buffer.as_device_ptr().as_raw();
+        Span { name, bytes: start..start + (len * std::mem::size_of::<T>()) as u64 }
+    }
+
+    /// Whether both take bytes and share one.
+    fn overlaps(&self, other: &Span) -> bool {
+        let (a, b) = (&self.bytes, &other.bytes);
+        !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end
+    }
+}
+
+/// An error when a buffer the kernel writes overlaps another that it writes or one that it
+/// reads: each of `written` is checked against those after it in `written`, then against every
+/// one of `read` (buffers that are only read may share memory).
+pub fn require_apart(kernel: &str, written: &[Span], read: &[Span]) -> GpuResult<()> {
+    for (i, output) in written.iter().enumerate() {
+        if let Some(input) = written[i + 1..].iter().chain(read).find(|input| output.overlaps(input)) {
+            let (output, input) = (output.name, input.name);
+            return Err(refuse(kernel, format!("{output} overlaps {input}, which the kernel reads while writing it")));
+        }
+    }
+    Ok(())
+}
+
 /// An error when the first `written` elements of `output` overlap the first `read` elements of
-/// `input`: the kernel would write memory it holds as a `&[T]`.
+/// `input`: the kernel would write memory it holds as a `&[T]`. [`require_apart`] for one of each.
 pub fn require_disjoint<T: DeviceCopy, U: DeviceCopy>(
     kernel: &str,
     (output_name, output, written): (&str, &DeviceSlice<T>, usize),
     (input_name, input, read): (&str, &DeviceSlice<U>, usize),
 ) -> GpuResult<()> {
-    let span = |start: u64, elements: usize, size: usize| start..start + (elements * size) as u64;
-    let out = span(output.as_device_ptr().as_raw(), written, std::mem::size_of::<T>());
-    let inp = span(input.as_device_ptr().as_raw(), read, std::mem::size_of::<U>());
-    if out.is_empty() || inp.is_empty() || out.end <= inp.start || inp.end <= out.start {
-        Ok(())
-    } else {
-        Err(refuse(kernel, format!("{output_name} overlaps {input_name}, which the kernel reads while writing it")))
-    }
+    require_apart(kernel, &[Span::of(output_name, output, written)], &[Span::of(input_name, input, read)])
 }
 
 #[cfg(test)]
 mod tests {
-    use super::MAX_PARAMS;
+    use super::{require_apart, Span, MAX_PARAMS};
     use crate::gpu::{HOPPER_PTX, KERNELS_PTX};
+    use cust::memory::{DevicePointer, DeviceSlice};
+
+    #[test]
+    fn written_buffers_are_apart_from_each_other_and_from_the_read_ones() {
+        // SAFETY: made-up addresses, only measured: nothing dereferences them.
+        let at = |address: u64, len: usize| unsafe {
+            DeviceSlice::<f32>::from_raw_parts(DevicePointer::from_raw(address), len)
+        };
+        let (a, b, c, d, e) = (at(0x1000, 16), at(0x1040, 16), at(0x1030, 4), at(0x1080, 0), at(0x1070, 8));
+        let span = |name, slice: &DeviceSlice<f32>| Span::of(name, slice, slice.len());
+        // Apart: a's 64 bytes end where b's start; an empty span overlaps nothing.
+        assert!(require_apart("k", &[span("a", &a), span("b", &b)], &[span("d", &d)]).is_ok());
+        // Two read spans may overlap (c is inside a).
+        assert!(require_apart("k", &[span("b", &b)], &[span("a", &a), span("c", &c)]).is_ok());
+        let error = |written: &[Span], read: &[Span]| require_apart("k", written, read).unwrap_err().to_string();
+        assert!(error(&[span("a", &a), span("c", &c)], &[]).contains("a overlaps c"), "two written");
+        assert!(error(&[span("b", &b)], &[span("d", &d), span("e", &e)]).contains("b overlaps e"), "written and read");
+    }
 
     #[test]
     fn no_kernel_takes_more_parameters_than_a_list_holds() {

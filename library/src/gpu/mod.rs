@@ -12,7 +12,10 @@ mod memory;
 mod staging;
 mod timing;
 
-pub use args::{product, refuse, require_aligned, require_disjoint, require_kernel, require_len, KernelArgs, Params};
+pub use args::{
+    product, refuse, require_aligned, require_apart, require_disjoint, require_kernel, require_len, KernelArgs, Params,
+    Span,
+};
 pub use array::{DeviceArray, DeviceMatrix, DeviceVector};
 pub use device::DeviceInfo;
 pub use error::{driver_result, require, CudaContext, GpuError, GpuResult};
