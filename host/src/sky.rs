@@ -163,10 +163,7 @@ pub fn run(options: &Options, seed: u64) -> GpuResult<Summary> {
     let components = sky.components(seed)?;
     // The noise has a seed of its own, so that it does not shift with the placement's draws.
     let (image, blanked) = sky.render(&components, seed ^ 1);
-    match ImageKind::of(&options.out) {
-        ImageKind::Fits => crate::fits::write_image_with(&options.out, side, side, &image, &sky.header())?,
-        _ => io::write_image(&options.out, side, side, &image)?,
-    }
+    io::write_image_with(&options.out, side, side, &image, &sky.header())?;
     io::write_text(&truth, &sky.truth_csv(&components))?;
     Ok(Summary {
         image: options.out.display().to_string(),
