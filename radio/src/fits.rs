@@ -168,6 +168,15 @@ impl Header {
     /// PV), its frame (RADESYS, EQUINOX, LONPOLE, LATPOLE, the date), the beam, the unit and the
     /// frequency. What [`write_image_with`] cannot write is left out. Maps and residuals carry
     /// them, as BANE's do, so that a viewer overlays them on the image.
+    ///
+    /// ```
+    /// use radio::fits::{parse_card, Header};
+    ///
+    /// let cards = ["CTYPE1  = 'RA---SIN'", "CTYPE3  = 'FREQ'", "BMAJ    = 0.001", "OBJECT  = 'M87'"];
+    /// let header = Header { cards: cards.iter().map(|c| parse_card(c.as_bytes())).collect() };
+    /// let kept: Vec<String> = header.celestial_cards().into_iter().map(|c| c.keyword).collect();
+    /// assert_eq!(kept, ["CTYPE1", "BMAJ"]);
+    /// ```
     pub fn celestial_cards(&self) -> Vec<Card> {
         const WHOLE: [&str; 15] = [
             "RADESYS", "RADECSYS", "EQUINOX", "EPOCH", "LONPOLE", "LATPOLE", "MJD-OBS", "DATE-OBS", "BMAJ", "BMIN",
@@ -834,6 +843,18 @@ pub fn write_image(path: &Path, width: usize, height: usize, pixels: &[f32]) -> 
 /// letters, digits, `-` or `_` that neither shapes the file (SIMPLE, BITPIX, NAXIS…, EXTEND,
 /// XTENSION, PCOUNT, GCOUNT, GROUPS, END) nor changes how its pixels read (BSCALE, BZERO,
 /// BLANK).
+///
+/// ```
+/// use radio::fits::{read_image_and_header, write_image_with, Card, Value};
+///
+/// let path = std::env::temp_dir().join("write_image_with-doctest.fits");
+/// let beam = Card { keyword: "BMAJ".into(), value: Some(Value::Real(0.001)) };
+/// write_image_with(&path, 2, 1, &[1.0, 2.0], &[beam]).unwrap();
+/// let (image, header) = read_image_and_header(&path, None).unwrap();
+/// assert_eq!((image.pixels, header.real("BMAJ")), (vec![1.0, 2.0], Ok(Some(0.001))));
+/// let bzero = Card { keyword: "BZERO".into(), value: Some(Value::Real(1.0)) };
+/// assert!(write_image_with(&path, 2, 1, &[1.0, 2.0], &[bzero]).is_err(), "it would change the pixels");
+/// ```
 pub fn write_image_with(path: &Path, width: usize, height: usize, pixels: &[f32], cards: &[Card]) -> GpuResult<()> {
     require_image_shape(path, width, height, pixels)?;
     let cannot = |reason: String| file_error(path, format!("cannot write: {}", reason));

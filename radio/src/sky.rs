@@ -314,6 +314,18 @@ impl Sky {
     /// coordinates from it as from a real image's: a SIN projection centred on [`POINTING`]
     /// with [`PIXEL_ARCSEC`] pixels (RA growing to the left), the restoring beam (round, the
     /// narrowest point source's: σ [`POINT_SIGMA`]`.0`), Jy/beam, and [`FREQUENCY_HZ`].
+    ///
+    /// ```
+    /// use radio::fits::Header;
+    /// use radio::sky::{Noise, Population, Sky, FWHM, NOISE, POINT_SOURCES};
+    ///
+    /// let (population, noise) = (Population::lesson(POINT_SOURCES), Noise::constant(NOISE));
+    /// let sky = Sky { side: 512, population, noise, blank: false };
+    /// let header = Header { cards: sky.header() };
+    /// // FITS counts pixels from 1: the centre of 512 pixels is at 256.5.
+    /// assert_eq!(header.real("CRPIX1"), Ok(Some(256.5)));
+    /// assert_eq!(header.real("BMAJ"), Ok(Some(FWHM / 3600.0)));
+    /// ```
     pub fn header(&self) -> Vec<Card> {
         let degrees = PIXEL_ARCSEC / 3600.0;
         let beam = FWHM * POINT_SIGMA.0 * degrees;

@@ -158,6 +158,20 @@ impl<'a> Span<'a> {
 /// An error when a buffer the kernel writes overlaps another that it writes or one that it
 /// reads: each of `written` is checked against those after it in `written`, then against every
 /// one of `read` (buffers that are only read may share memory).
+///
+/// ```
+/// use cuda_kernels::gpu::{require_apart, Span};
+/// use cust::memory::{DevicePointer, DeviceSlice};
+///
+/// // SAFETY: made-up addresses, only measured by the checks, never dereferenced.
+/// let at = |address: u64, len: usize| unsafe { DeviceSlice::<f32>::from_raw_parts(DevicePointer::from_raw(address), len) };
+/// let (input, output, scratch) = (at(0x1000, 64), at(0x1100, 64), at(0x1180, 16));
+/// let read = [Span::of("the input", &input, 64)];
+/// assert!(require_apart("k", &[Span::of("the output", &output, 64)], &read).is_ok());
+/// // The output's 256 bytes reach the scratch's.
+/// let written = [Span::of("the output", &output, 64), Span::of("the scratch", &scratch, 16)];
+/// assert!(require_apart("k", &written, &read).is_err());
+/// ```
 pub fn require_apart(kernel: &str, written: &[Span], read: &[Span]) -> GpuResult<()> {
     for (i, output) in written.iter().enumerate() {
         if let Some(input) = written[i + 1..].iter().chain(read).find(|input| output.overlaps(input)) {
