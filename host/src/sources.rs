@@ -13,7 +13,6 @@ use clip::Background;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use cuda_kernels::check::grouped;
 pub use label::Connectivity;
-use measure::Source;
 use radio::wcs::Coordinates;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -210,7 +209,7 @@ struct CatalogJson<'a> {
     nan_pixels: usize,
     background: &'a Background,
     level: f64,
-    sources: &'a [Source],
+    sources: Vec<catalog::JsonItem>,
 }
 
 /// The JSON catalog of the local mode: its settings and every row of the catalog.
@@ -222,7 +221,7 @@ struct LocalCatalogJson<'a> {
     mode: Mode,
     settings: &'a local::Settings,
     nan_pixels: usize,
-    sources: &'a [catalog::Row],
+    sources: Vec<catalog::JsonItem>,
 }
 
 fn right(text: String) -> Cell {
@@ -683,7 +682,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                         nan_pixels: found.nan_pixels,
                         background: &found.background,
                         level: found.level,
-                        sources: &found.sources,
+                        sources: catalog::json_items(path, &found.sources)?,
                     };
                     catalog::write_json(path, &document)
                 }
@@ -695,7 +694,7 @@ pub fn run(options: &Options, json: bool) -> GpuResult<Summary> {
                         mode: Mode::Local,
                         settings: &summary.settings,
                         nan_pixels: outcome.nan_pixels,
-                        sources: &table.rows,
+                        sources: catalog::json_items(path, &table.rows)?,
                     };
                     catalog::write_json(path, &document)
                 }
@@ -905,6 +904,7 @@ fn score_against(path: &Path, rows: &[catalog::Row], sigma: f64, to_pixel_sums: 
 mod tests {
     use super::*;
     use crate::sky::{self, Kind};
+    use measure::Source;
     use test_support::{error_of, scratch};
 
     const NOISE: f64 = 0.0133;

@@ -101,8 +101,9 @@ fn the_csv_keeps_the_lessons_columns_first_with_numbers_in_full() {
             HEADER
         )
     );
-    // What the lesson's islands have, in full; what they lack, empty; S/N is peak over σ.
-    assert_eq!(lines[1], "1,10.25,0.3333333333333333,0.1,2.5,7,9,11,0,1,0,,,,,,0.5,5,,,,,,,0");
+    // What the lesson's islands have, in full (a real with its point); what they lack, empty;
+    // S/N is peak over σ.
+    assert_eq!(lines[1], "1,10.25,0.3333333333333333,0.1,2.5,7,9,11,0,1,0,,,,,,0.5,5.0,,,,,,,0");
     assert!(lines[2].starts_with("2,10.25,"));
     let x: f64 = lines[1].split(',').nth(2).unwrap().parse().unwrap();
     assert_eq!(x, 1.0 / 3.0, "reads back exactly");
@@ -371,4 +372,25 @@ fn catalogs_are_written_to_their_files_or_an_error_names_them() {
     let missing = dir.join("no-such-dir").join("c.vot");
     assert!(error_of(catalog.write_votable(&missing)).contains("c.vot: cannot write"));
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_json_catalog_holds_its_sources_as_written_each_on_a_line() {
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        image: &'a str,
+        sources: Vec<catalog::JsonItem>,
+    }
+    // More rows than a thread writes at once, so that the pieces are put back in order.
+    let rows: Vec<Row> = (0..600).map(|i| fitted(i, f64::from(i) + 0.125, 1.0 / 3.0)).collect();
+    let path = scratch("catalog", "json").join("sources.json");
+    let document = Document { image: "sky.fits", sources: catalog::json_items(&path, &rows).unwrap() };
+    catalog::write_json(&path, &document).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(read["image"], "sky.fits");
+    assert_eq!(read["sources"], serde_json::to_value(&rows).unwrap());
+    let lines: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("{\"island\":")).collect();
+    assert_eq!(lines.len(), rows.len(), "a line a source");
+    assert!(text.ends_with("  ]\n}\n"), "{}", &text[text.len() - 20..]);
 }
