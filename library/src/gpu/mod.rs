@@ -49,13 +49,19 @@ pub const HOPPER: (i32, i32) = (9, 0);
 
 /// Whether `kernel` lives in the Hopper module.
 pub fn is_hopper_kernel(kernel: &str) -> bool {
-    // Every launch asks, so the names are read from the PTX once: a search of the whole text on
-    // each launch slowed launch-bound work such as the source pipeline's clipping rounds.
+    hopper_kernels().contains(&kernel)
+}
+
+/// The Hopper module's kernels. Every launch asks which module a kernel is in, so the names are
+/// read from the PTX once (a search of the whole text on each launch slowed launch-bound work
+/// such as the source pipeline's clipping rounds), and a [`Gpu`] reads them as it opens: read
+/// at the first launch, its 1.3 MB took a millisecond of a 4096² source finding's way from the
+/// file to the catalog.
+fn hopper_kernels() -> &'static [&'static str] {
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
+    NAMES.get_or_init(|| {
         HOPPER_PTX.split(".visible .entry ").skip(1).filter_map(|rest| rest.split('(').next()).collect()
-    });
-    names.contains(&kernel)
+    })
 }
 
 /// Initializes the driver; without a usable GPU, the error says why.
@@ -153,6 +159,7 @@ impl Gpu {
         } else {
             None
         };
+        hopper_kernels();
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Ok(Self { stream, flush_buffer: OnceCell::new(), staging, module, hopper, device, info, id, context })
