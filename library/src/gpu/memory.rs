@@ -41,6 +41,53 @@ impl Gpu {
         Ok(buffer)
     }
 
+    /// [`Gpu::poisoned`], the poison set in the stream's order rather than at once: the call
+    /// does not wait for the work already queued (a synchronous memset waits for every
+    /// blocking stream), so the next kernels' buffers are made while the GPU runs the last ones
+    /// (a second background pass's, while the first runs). Only work ordered after the
+    /// stream's may read it.
+    ///
+    /// ```
+    /// # fn main() -> cuda_kernels::GpuResult<()> {
+    /// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+    /// let poisoned = gpu.poisoned_in_order::<u32>("marks", 3)?;
+    /// let zeroed = gpu.zeroed_in_order::<u32>("counts", 3)?;
+    /// // A copy back waits for the stream: it sees the bytes set.
+    /// assert_eq!(gpu.download("marks", &poisoned, 3)?, vec![u32::MAX; 3]);
+    /// assert_eq!(gpu.download("counts", &zeroed, 3)?, vec![0; 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn poisoned_in_order<T: DeviceCopy + bytemuck::Pod>(
+        &self,
+        what: &str,
+        len: usize,
+    ) -> GpuResult<DeviceBuffer<T>> {
+        self.filled_in_order(what, len, 0xFF)
+    }
+
+    /// [`Gpu::zeroed`], in the stream's order as [`Gpu::poisoned_in_order`] poisons.
+    pub fn zeroed_in_order<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
+        self.filled_in_order(what, len, 0)
+    }
+
+    fn filled_in_order<T: DeviceCopy + bytemuck::Pod>(
+        &self,
+        what: &str,
+        len: usize,
+        byte: u8,
+    ) -> GpuResult<DeviceBuffer<T>> {
+        self.ensure_fits(what, (len as u64).saturating_mul(std::mem::size_of::<T>() as u64))?;
+        // SAFETY: `T` is plain data (`Pod`), and the memset queued below sets every byte before
+        // anything ordered after it on the stream reads them.
+        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
+        let mut view = buffer.index(..);
+        // SAFETY: the memset stays inside `buffer`, which its owner keeps until the stream's work
+        // is done (every workload synchronizes before it is dropped); any byte is a valid `Pod`.
+        unsafe { view.set_8_async(byte, &self.stream) }.during(format!("filling {}", what))?;
+        Ok(buffer)
+    }
+
     /// A buffer of `len` elements, every byte zero: padding that kernels read as zeros.
     ///
     /// ```

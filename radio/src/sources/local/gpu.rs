@@ -208,13 +208,15 @@ impl<'g> Pipeline<'g> {
     fn second_pass(&self, mapper: &Mapper, run: &Run, settings: &Settings) -> GpuResult<usize> {
         let gpu = self.gpu;
         let points = mapper.grid_len() / FIELDS;
-        let count = gpu.upload("the masked pixels' count", &[0u32])?;
-        let touched = gpu.zeroed::<u32>("the mask's tiles", mapper.tiles())?;
-        let sky = gpu.poisoned("the mask's grid", mapper.grid_len())?;
-        let mut first = gpu.poisoned("the first pass's grid", mapper.grid_len())?;
-        let mut before = gpu.poisoned::<u32>("the first pass's finite counts", points)?;
-        let lists = gpu.poisoned::<u32>("the filling's lists", 2 * points)?;
-        let means = gpu.poisoned::<f64>("the filling's means", points)?;
+        // Made in the stream's order: the first pass is still running, and a synchronous memset
+        // would wait for it before the second pass could be queued.
+        let count = gpu.zeroed_in_order::<u32>("the masked pixels' count", 1)?;
+        let touched = gpu.zeroed_in_order::<u32>("the mask's tiles", mapper.tiles())?;
+        let sky = gpu.poisoned_in_order("the mask's grid", mapper.grid_len())?;
+        let mut first = gpu.poisoned_in_order("the first pass's grid", mapper.grid_len())?;
+        let mut before = gpu.poisoned_in_order::<u32>("the first pass's finite counts", points)?;
+        let lists = gpu.poisoned_in_order::<u32>("the filling's lists", 2 * points)?;
+        let means = gpu.poisoned_in_order::<f64>("the filling's means", points)?;
         // SAFETY: this call owns `first` and `before` and `run` the grid and counts, which
         // outlive the copies: the count's download below waits for everything queued. They are
         // ordered on the stream before the kernels below that write the grid and counts.
