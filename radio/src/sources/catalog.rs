@@ -233,7 +233,7 @@ impl Catalog {
     /// As CSV: a header, then a line per row; an absent value is an empty field. Numbers are
     /// written in full: the shortest text that reads back to the same f64 (`zmij`'s, as
     /// serde_json writes them: a real keeps its point, and takes an exponent below 1e-5 or
-    /// from 1e16). The rows are formatted in parallel, [`ROWS_A_PIECE`] at a time: a survey
+    /// from 1e16). The rows are formatted in parallel, a few hundred to a thread: a survey
     /// image's catalog holds tens of thousands.
     pub fn csv(&self) -> String {
         let columns = columns(self.frame(), self.unit.as_deref(), self.through_beam);
