@@ -81,11 +81,24 @@ impl Gpu {
         // SAFETY: `T` is plain data (`Pod`), and the memset queued below sets every byte before
         // anything ordered after it on the stream reads them.
         let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
-        let mut view = buffer.index(..);
-        // SAFETY: the memset stays inside `buffer`, which its owner keeps until the stream's work
-        // is done (every workload synchronizes before it is dropped); any byte is a valid `Pod`.
-        unsafe { view.set_8_async(byte, &self.stream) }.during(format!("filling {}", what))?;
+        self.set_in_order(&buffer, byte, format!("filling {}", what))?;
         Ok(buffer)
+    }
+
+    /// Sets every byte of `buffer` to `byte` in stream order ([`Gpu::zero`], the `_in_order`
+    /// buffers); `doing` names the memset in an error.
+    fn set_in_order<T: DeviceCopy + bytemuck::Pod>(
+        &self,
+        buffer: &DeviceSlice<T>,
+        byte: u8,
+        doing: String,
+    ) -> GpuResult<()> {
+        // A view of the same memory: the memset is ordered on the stream like a kernel that
+        // writes through a shared reference.
+        let mut view = buffer.index(..);
+        // SAFETY: the memset stays inside `buffer`, whose owner outlives the stream's work (every
+        // workload synchronizes before it is dropped), and any byte is a valid `Pod` value.
+        unsafe { view.set_8_async(byte, &self.stream) }.during(doing)
     }
 
     /// A buffer of `len` elements, every byte zero: padding that kernels read as zeros.
@@ -110,12 +123,7 @@ impl Gpu {
 
     /// Zeroes `buffer` in stream order, so the next launch on the stream sees zeros.
     pub fn zero<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, buffer: &DeviceSlice<T>) -> GpuResult<()> {
-        // A view of the same memory: the memset is ordered on the stream like a kernel that
-        // writes through a shared reference.
-        let mut view = buffer.index(..);
-        // SAFETY: the memset stays inside `buffer`, whose owner outlives the stream's work (every
-        // workload synchronizes before it is dropped), and zero bytes are a valid `Pod` value.
-        unsafe { view.set_8_async(0, &self.stream) }.during(format!("zeroing {}", what))
+        self.set_in_order(buffer, 0, format!("zeroing {}", what))
     }
 
     /// The first `len` elements of `buffer`, copied to the host: from

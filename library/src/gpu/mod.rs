@@ -54,9 +54,8 @@ pub fn is_hopper_kernel(kernel: &str) -> bool {
 
 /// The Hopper module's kernels. Every launch asks which module a kernel is in, so the names are
 /// read from the PTX once (a search of the whole text on each launch slowed launch-bound work
-/// such as the source pipeline's clipping rounds), and a [`Gpu`] reads them as it opens: read
-/// at the first launch, its 1.3 MB took a millisecond of a 4096² source finding's way from the
-/// file to the catalog.
+/// such as the source pipeline's clipping rounds), and a [`Gpu`] reads them as it opens, so that
+/// the first launch of a timed pipeline does not pay for reading the whole PTX.
 fn hopper_kernels() -> &'static [&'static str] {
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
     NAMES.get_or_init(|| {

@@ -423,8 +423,8 @@ enum Cell {
 /// a few hundred rows is worth handing to a thread (a thread a row costs more than it saves).
 const ROWS_A_PIECE: usize = 256;
 
-/// The text of cells: integers by `itoa`, reals by `zmij` (NaN and ±∞ as Rust writes them),
-/// both several times faster than `std::fmt`, which made the catalog's rows most of its time.
+/// The text of cells: integers by `itoa`, reals by `zmij` (NaN and ±∞ as Rust writes them):
+/// through `std::fmt`, formatting the rows was most of the catalog's time.
 #[derive(Default)]
 struct Numbers {
     integer: itoa::Buffer,
