@@ -288,15 +288,16 @@ impl<'g> Pipeline<'g> {
         // stream's work, and the fit only reads them.
         let on_data = unsafe { self.measurer.measure_on(gpu, &self.side, &run.data, self.labeler.labels(), count) };
         let mut grid = vec![0.0; grid_len];
-        let grid_copied = (|| -> GpuResult<()> {
-            let during = "copying the background grid back";
+        let during = "copying the background grid back";
+        let queued = (|| -> GpuResult<()> {
             require(grid_len <= run.grid.len(), || format!("{during}: {grid_len} values of {}", run.grid.len()))?;
             // SAFETY: the side stream waits for the event above, behind the last write to the
             // grid; `grid` holds as many values as the copy writes, and the wait below holds it
             // and the buffer until the copy is done.
-            unsafe { run.grid.index(..grid_len).async_copy_to(&mut grid[..], &self.side) }.during(during)?;
-            self.side.synchronize().during(during)
+            unsafe { run.grid.index(..grid_len).async_copy_to(&mut grid[..], &self.side) }.during(during)
         })();
+        // After an error too: nothing queued may outlive `grid` (as `measure_on` waits).
+        let grid_copied = queued.and(self.side.synchronize().during(during));
         // The fit's buffers are waited for before an error of the measures or the grid is
         // returned.
         let fit_words = gpu.download("the fits", &fits, boxes.len() * RECORD_WORDS)?;
