@@ -2135,23 +2135,32 @@ struct Runner {
 #endif
 
 #if CUDA_VERSION >= 12000
-    // The splits library/src/matmul/split.rs's splits_for picks for inputs of `bytes` an element:
-    // none while C's tiles fill more than a quarter of the SMs, while the partial products
-    // would outweigh A and B, or where fewer than WGMMA_SPLIT_MIN_SPLITS would do; else enough to
-    // fill the SMs about once, each at least WGMMA_SPLIT_MIN_SLICES slices, made even
+    // The step and splits library/src/matmul/split.rs's tensor_split_for picks for inputs of
+    // `bytes` an element: none while C's wide tiles fill more than a quarter of the SMs, while
+    // the partial products would outweigh A and B, or where fewer than WGMMA_SPLIT_MIN_SPLITS
+    // would do; else, where C is no wider than a narrow tile, small tiles in enough splits to
+    // come to half the SMs, each at least WGMMA_SMALL_SPLIT_MIN_SLICES slices, otherwise wide
+    // ones filling the SMs about once, each at least WGMMA_SPLIT_MIN_SLICES; made even
     // (split_count).
-    size_t splits_for(size_t m, size_t n, size_t k, size_t bk, size_t bytes) const {
-        size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
-        if (4 * tiles > sms) return 1;
-        size_t slices = blocks(k, bk);
-        size_t splits = split_count(slices, std::min<size_t>(sms / tiles, slices / WGMMA_SPLIT_MIN_SLICES));
-        return 4 * splits * m * n > bytes * k * (m + n) || splits < WGMMA_SPLIT_MIN_SPLITS ? 1 : splits;
+    struct WgmmaSplit {
+        bool small;
+        size_t splits;
+    };
+    WgmmaSplit tensor_split_for(size_t m, size_t n, size_t k, size_t bk, size_t bytes) const {
+        bool small = n <= WGMMA_NARROW_BN;
+        size_t wide = (size_t)blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
+        if (4 * wide > sms) return {small, 1};
+        size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, small ? WGMMA_SMALL_BN : WGMMA_BN);
+        size_t slices = blocks(k, bk), fewest = small ? WGMMA_SMALL_SPLIT_MIN_SLICES : WGMMA_SPLIT_MIN_SLICES;
+        size_t splits = split_count(slices, std::min<size_t>((small ? sms / 2 : sms) / tiles, slices / fewest));
+        return {small, 4 * splits * m * n > bytes * k * (m + n) || splits < WGMMA_SPLIT_MIN_SPLITS ? 1 : splits};
     }
 
-    // Step H3, split k (kernels/src/matmul/wgmma.rs, twins in matmul/wgmma.cu): the pipelined
-    // products on a grid `splits` deep, each layer's partial product checked through their sum,
-    // at the long-k shapes in as many splits as the host picks. Their reduction is step
-    // 4d's, matmul_split_reduce in the main modules (matmul_split()).
+    // Split k on the wgmma steps (kernels/src/matmul/wgmma.rs and wgmma_small.rs, twins in
+    // matmul/wgmma.cu): the pipelined products, or the small tiles' persistent grid, `splits`
+    // deep, each layer's partial product checked through their sum, at the long-k shapes
+    // on the step and in as many splits as the host picks. Their reduction is step 4d's,
+    // matmul_split_reduce in the main modules (matmul_split()).
     void wgmma_split() {
         if (hopper_ptx.empty()) return;
         struct Dims {
@@ -2181,7 +2190,11 @@ struct Runner {
                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
             unsigned bk = tf32 ? WGMMA_BK_TF32 : WGMMA_BK;
             for (Dims d : shapes) {
-                size_t m = d.m, n = d.n, k = d.k, splits = splits_for(m, n, k, bk, tf32 ? 4 : 2);
+                size_t m = d.m, n = d.n, k = d.k;
+                // Named copies, not structured bindings: the check's lambda captures them.
+                WgmmaSplit pick = tensor_split_for(m, n, k, bk, tf32 ? 4 : 2);
+                bool small = pick.small;
+                size_t splits = pick.splits;
                 std::vector<CUtensorMap> maps(2);
                 if (!g_dry)
                     maps = {tensor_map(map_type, a->ptr, m, k, WGMMA_BM, bk),
@@ -2191,11 +2204,16 @@ struct Runner {
                 auto partials = device(4 * splits * m * n);
                 Case x;
                 x.hopper = true;
-                x.kernel = std::string("matmul_wgmma_") + type;
+                x.kernel = std::string(small ? "matmul_wgmma_small_" : "matmul_wgmma_") + type;
                 x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "/" +
                          std::to_string(splits);
                 x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-                x.shape = Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+                // The small tiles' layers: one block per tile, up to the SMs over all layers
+                // (split::layer_blocks).
+                unsigned small_tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_SMALL_BN);
+                unsigned layer = std::max<unsigned>(1, sms / (unsigned)splits);
+                x.shape = small ? Shape{std::min(small_tiles, layer), 1, WGMMA_THREADS, 1, WGMMA_SMALL_SHARED_BYTES}
+                                : Shape{blocks(n, WGMMA_BN), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
                 x.shape.gz = (unsigned)splits;
                 x.args.ptr(map_buffer).ptr(partials).add(m).add(n).add(k);
                 x.out = partials, x.compare = Compare::Close, x.tolerance = 1e-3;

@@ -198,7 +198,13 @@ pub const REDUCE_MAX_GROUPS: usize = 32;
 /// slices in runs of `⌈slices / splits⌉`, the last run shorter. Every split has at least one
 /// when `(splits − 1) · ⌈slices / splits⌉ < slices`, which [`split_count`] ensures.
 pub const fn split_slices(slices: usize, split: usize, splits: usize) -> (usize, usize) {
-    let per = (slices + splits - 1) / splits;
+    split_runs(slices, split, (slices + splits - 1) / splits)
+}
+
+/// The first slice of k and the slices that split `split` takes of `slices` in runs of `per`,
+/// the last run shorter: [`split_slices`] once the run's length is known (a kernel that divides
+/// by a count it knows is not zero computes it without the division's zero check).
+pub const fn split_runs(slices: usize, split: usize, per: usize) -> (usize, usize) {
     let first = split * per;
     let rest = slices.saturating_sub(first);
     (first, if rest < per { rest } else { per })

@@ -93,6 +93,9 @@ pub const GROUP_M: usize = 16;
 /// Split-k (step H3): fewest slices of k a split takes, the ring's stages, so that its pipeline
 /// fills before the split ends.
 pub const SPLIT_MIN_SLICES: usize = STAGES;
+/// Split-k on small tiles (step H6): fewest slices of k a split takes, the small ring's
+/// stages, so that one split's slices are all in flight at once.
+pub const SMALL_SPLIT_MIN_SLICES: usize = SMALL_STAGES;
 /// Fewest splits worth their partial products: at two or three, narrow tiles (step H5) keep as
 /// many SMs busy without them, and ran faster than the splits where both were measured.
 pub const SPLIT_MIN_SPLITS: usize = 4;

@@ -1,10 +1,10 @@
-//! Split k (steps 4d, 5d and H3: `kernels/src/matmul/split_k.rs` and `split_async.rs`,
-//! `library/src/matmul/split.rs`) on the GPU: the split products against an f64 CPU reference at
-//! odd shapes and at every split count they allow, `gemm`'s choice of them at long k
-//! (reproducible to the bit, within the tolerance) and of step 5d for a mid-sized C, H3's
-//! accuracy beside one block per tile (its speed printed), and bad launches refused.
-//! Without a GPU each test says `SKIPPED` and passes; on a GPU other than Hopper, H3's product
-//! is refused as needing sm_90 (step 4d runs on every GPU).
+//! Split k (steps 4d, 5d and every wgmma step: `kernels/src/matmul/split_k.rs`, `split_async.rs`
+//! and `wgmma*.rs`, `library/src/matmul/split.rs`) on the GPU: the split products against an
+//! f64 CPU reference at odd shapes and at every split count they allow, `gemm`'s choice of them
+//! at long k (reproducible to the bit, within the tolerance) and of step 5d for a mid-sized C,
+//! the wgmma splits' accuracy beside one block per tile (their speed printed), and bad launches
+//! refused. Without a GPU each test says `SKIPPED` and passes; on a GPU other than Hopper, a
+//! wgmma split is refused as needing sm_90 (step 4d runs on every GPU).
 
 mod common;
 
@@ -43,8 +43,8 @@ fn split_products_match_the_cpu_at_odd_shapes_and_every_split() {
     if !hopper_or_refused(&gpu) {
         return;
     }
-    for precision in Precision::ALL {
-        let kernel = Step::Pipelined.kernel(precision);
+    for (step, precision) in Step::ALL.into_iter().flat_map(|s| Precision::ALL.map(|p| (s, p))) {
+        let kernel = step.kernel(precision);
         for shape in SHAPES {
             for splits in split_counts(split::slices(precision, shape.2)) {
                 let outcome = hopper::run_split(&gpu, kernel, shape, splits, SEED, 1, Cache::Warm)
@@ -132,7 +132,8 @@ fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
         let chosen = GemmKernel::chosen(&gpu, dtype, (m, n, k)).unwrap();
         // f32 splits on every GPU; the tensor types on Hopper.
         if dtype == Dtype::F32 || gpu.has_hopper() {
-            assert!(matches!(chosen, GemmKernel::Split(splits) if splits > 1), "{dtype:?}: {chosen:?}");
+            let split = matches!(chosen, GemmKernel::Split(s) | GemmKernel::HopperSplit(_, s) if s > 1);
+            assert!(split, "{dtype:?}: {chosen:?}");
         }
         let c = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
         let again = gemm_array(&gpu, a.view(), b.view(), dtype).unwrap();
@@ -147,10 +148,14 @@ fn gemm_splits_long_k_reproducibly_within_the_tolerance() {
             Some(precision) => split::slices(precision, k),
             None => F32Split::Vec4.slices(k),
         };
-        for wanted in [2, 7, slices - 1, 10 * slices] {
+        let splits = |wanted| match dtype {
+            Dtype::F32 => vec![GemmKernel::Split(wanted)],
+            _ => vec![GemmKernel::Split(wanted), GemmKernel::HopperSplit(Step::Small, wanted)],
+        };
+        for kernel in [2, 7, slices - 1, 10 * slices].into_iter().flat_map(splits) {
             let mut c = DeviceMatrix::zeros(&gpu, (m, n)).unwrap();
-            gemm_with(&gpu, &da, &db, &mut c, dtype, GemmKernel::Split(wanted)).unwrap();
-            assert!(close(&c.to_array(&gpu).unwrap()), "{dtype:?} in {wanted} splits");
+            gemm_with(&gpu, &da, &db, &mut c, dtype, kernel).unwrap();
+            assert!(close(&c.to_array(&gpu).unwrap()), "{dtype:?} on {kernel:?}");
         }
     }
 }
@@ -171,13 +176,13 @@ fn split_k_at_long_k_is_within_the_tolerance_and_no_less_accurate() {
         (Precision::Bf16, (16, 4096, 4096)),
     ];
     for (precision, shape) in cases {
-        let splits = split::splits_for(precision, shape, sms);
+        let (step, splits) = split::tensor_split_for(precision, shape, sms);
         assert!(splits > 1, "{precision:?} {shape:?} is not split");
-        let kernel = Step::Pipelined.kernel(precision);
+        let kernel = step.kernel(precision);
         let split = hopper::run_split(&gpu, kernel, shape, splits, SEED, 20, Cache::Flushed).unwrap();
         let whole = hopper::run(&gpu, Step::Persistent.kernel(precision), shape, SEED, 20, Cache::Flushed).unwrap();
         println!(
-            "{precision:?} {shape:?}: {splits} splits {:.4} ms (mean error {:.3e}, largest {:.3e}); \
+            "{precision:?} {shape:?}: {splits} splits of {kernel} {:.4} ms (mean error {:.3e}, largest {:.3e}); \
              one block per tile {:.4} ms (mean error {:.3e}, largest {:.3e})",
             split.timing.median_ms,
             split.mean_error,
@@ -205,11 +210,14 @@ fn bad_split_launches_are_refused_on_the_gpu() {
     let (m, n, k) = (100, 36, 1000);
     let (a, b) = (gpu.upload("A", &vec![0u16; m * k]).unwrap(), gpu.upload("B", &vec![0u16; k * n]).unwrap());
     let c = gpu.poisoned::<f32>("C", m * n).unwrap();
-    for (splits, what) in [(0, "no split"), (17, "more splits than slices"), (15, "an empty split")] {
-        refused(split::launch(&gpu, Precision::Bf16, (&a, &b), &c, (m, n, k), splits), what);
-    }
     let short = gpu.poisoned::<f32>("C", m * n - 1).unwrap();
-    refused(split::launch(&gpu, Precision::Bf16, (&a, &b), &short, (m, n, k), 4), "C short");
+    for step in [Step::Pipelined, Step::Small] {
+        let bf16 = (step, Precision::Bf16);
+        for (splits, what) in [(0, "no split"), (17, "more splits than slices"), (15, "an empty split")] {
+            refused(split::launch(&gpu, bf16, (&a, &b), &c, (m, n, k), splits), what);
+        }
+        refused(split::launch(&gpu, bf16, (&a, &b), &short, (m, n, k), 4), "C short");
+    }
     let partials = gpu.poisoned::<f32>("partials", 4 * m * n).unwrap();
     let (tail, head) = (partials.index(1..), partials.index(..m * n));
     let with = |partials, c, len, splits| ReduceArgs { partials, c, len, splits };

@@ -464,7 +464,10 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
                                                                size_t k, float scale = 1.0f) {
     Ring<W> ring = Ring<W>::make();
     size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
-    size_t k_tiles = (k + T::kBk - 1) / T::kBk;
+    // Layer z of a grid `splits` deep: one run of k's slices into layer z of c (split k).
+    size_t split = blockIdx.z, k_first, k_tiles;
+    split_slices((k + T::kBk - 1) / T::kBk, split, gridDim.z, k_first, k_tiles);
+    c += split * m * n;
     size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + W::kBn - 1) / W::kBn;
     size_t tiles = tiles_m * tiles_n;
     if (warpgroup == 0) {
@@ -475,7 +478,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
             for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 size_t row, col;
                 tile_position(tile, tiles_m, tiles_n, row, col);
-                slot = produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, 0, k_tiles, slot);
+                slot = produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, k_first, k_tiles, slot);
             }
         }
     } else {

@@ -68,10 +68,10 @@ impl Mma<Narrow> for Tf32 {
 }
 
 /// # Safety
-/// As `matmul_wgmma_persistent_bf16` (the same tensor maps, C of `m·n` and dimensions: C
-/// 16-byte aligned when `n` is a multiple of 4), except for the launch: blocks of `THREADS`
-/// threads, any number of them in a 1D grid (the host gives one per SM, at most one per tile
-/// of `BM × NARROW_BN`), `NARROW_SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
+/// As `matmul_wgmma_persistent_bf16` (the same tensor maps, dimensions, splits and C), except
+/// for the tiles: any number of blocks of `THREADS` threads in each layer (the host gives one
+/// per SM over all layers, at most one per tile of `BM × NARROW_BN`), `NARROW_SHARED_BYTES` of dynamic
+/// shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_narrow_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     matmul_wgmma_persistent::<Half<false>, Narrow>(maps, c, m, n, k, 1.0);

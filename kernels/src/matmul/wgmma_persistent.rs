@@ -8,6 +8,9 @@
 //! them; with few slices per tile (k = 256 is four) that was most of its time. Each side's
 //! slot runs on from one tile to the next, so the ring's stages and phases do too.
 //!
+//! **Splits of k.** As the pipelined step's grid, this one may be `splits` layers deep, each
+//! layer's blocks looping over all the tiles for one run of k's slices (`wgmma.rs`).
+//!
 //! **Tile order.** The blocks running at once work on neighbouring tiles, and each slice of A
 //! or B they read is read by every running tile in its row or column of tiles: from DRAM once,
 //! then from L2. Walking C row by row, 132 running tiles span a few rows of tiles and every
@@ -27,6 +30,7 @@ use super::wgmma::{consume, prefetch_maps, produce, Half, Mma, Ring, Slot, Tf32,
 use crate::tensor::hopper::{claim_registers_to_232, release_registers_to_40, TensorMap};
 use core::num::NonZeroUsize;
 use cuda_std::prelude::*;
+use interface::matmul::split_runs;
 use interface::wgmma::{BM, GROUP_M, WARPGROUP};
 
 /// `x` as a divisor, 1 in place of 0: dividing by a `NonZeroUsize` has no division-by-zero
@@ -63,7 +67,12 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
 ) {
     let ring = Ring::<W>::new();
     let warpgroup = thread::thread_idx_x() as usize / WARPGROUP;
-    let k_tiles = (k + T::BK - 1) / T::BK;
+    // Layer z of a grid `splits` deep takes one run of k's slices into layer z of `c` (split
+    // k); one layer is all of k into C. The runs are `split_slices`', divided by a `divisor`.
+    let (split, splits) = (thread::block_idx_z() as usize, divisor(thread::grid_dim_z() as usize));
+    let slices = (k + T::BK - 1) / T::BK;
+    let (k_first, k_tiles) = split_runs(slices, split, (slices + splits.get() - 1) / splits);
+    let c = c.add(split * m * n);
     let (tiles_m, tiles_n) = ((m + BM - 1) / BM, (n + W::BN - 1) / W::BN);
     let tiles = tiles_m * tiles_n;
     let (first_tile, step) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
@@ -75,7 +84,7 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
             let mut tile = first_tile;
             while tile < tiles {
                 let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                slot = produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (0, k_tiles), slot);
+                slot = produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (k_first, k_tiles), slot);
                 tile += step;
             }
         }
@@ -97,10 +106,11 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
 }
 
 /// # Safety
-/// As `matmul_wgmma_bf16` (the same tensor maps, C of `m·n` and dimensions: C 16-byte aligned
-/// when `n` is a multiple of 4), except for the launch:
-/// blocks of `THREADS` threads, any number of them in a 1D grid (the host gives one per SM, at
-/// most one per tile), `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
+/// As `matmul_wgmma_bf16` (the same tensor maps and dimensions; a grid `splits` deep that
+/// leaves no split of k's slices empty; `c` valid for `splits·m·n` f32 writes, 16-byte aligned
+/// when `n` is a multiple of 4), except across: any number of blocks of `THREADS` threads in
+/// each layer (the host gives one per SM over all layers, at most one per tile),
+/// `SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_persistent_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     matmul_wgmma_persistent::<Half<false>, Wide>(maps, c, m, n, k, 1.0);

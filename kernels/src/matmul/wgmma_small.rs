@@ -13,7 +13,9 @@
 //! of B's 64×64 boxes, 24 KiB, and the ring holds `SMALL_STAGES` (8) of them. An instruction
 //! reads 4 KiB of shared memory for a quarter of the work a wide one does with 10 KiB, so a
 //! small tile is slower per flop: the library takes it only where the extra blocks make up
-//! for that (`hopper::persistent_step`).
+//! for that (`hopper::persistent_step`). The same holds for split k where C is no wider than
+//! a narrow tile: a wide tile's ring would load mostly zeros past C's edge, where the small
+//! ring holds all of a short split's slices at once (`library/src/matmul/split.rs`).
 //!
 //! ```text
 //!   stage s:  [ A 128×64 (16 KiB) | B 64×64 (8 KiB) ]    8 stages
@@ -67,10 +69,10 @@ impl Mma<Small> for Tf32 {
 }
 
 /// # Safety
-/// As `matmul_wgmma_persistent_bf16` (the same tensor maps, C of `m·n` and dimensions: C
-/// 16-byte aligned when `n` is a multiple of 4), except for the launch: blocks of `THREADS`
-/// threads, any number of them in a 1D grid (the host gives one per SM, at most one per tile
-/// of `BM × SMALL_BN`), `SMALL_SHARED_BYTES` of dynamic shared memory, on an sm_90a device.
+/// As `matmul_wgmma_persistent_bf16` (the same tensor maps, dimensions, splits and C), except
+/// for the tiles: any number of blocks of `THREADS` threads in each layer (the host gives one
+/// per SM over all layers, at most one per tile of `BM × SMALL_BN`), `SMALL_SHARED_BYTES` of
+/// dynamic shared memory, on an sm_90a device.
 #[kernel]
 pub unsafe fn matmul_wgmma_small_bf16(maps: *const TensorMap, c: *mut f32, m: usize, n: usize, k: usize) {
     matmul_wgmma_persistent::<Half<false>, Small>(maps, c, m, n, k, 1.0);

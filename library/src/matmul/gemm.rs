@@ -7,8 +7,9 @@
 //!   where C's tiles are too few for the SMs and k is long enough; step 5d, split k on the
 //!   last step's tiles, where those are fewer than the SMs; the last step of the ladder,
 //!   [`Step::Async`], where its large tiles fill the SMs in whole waves); for the
-//!   tensor types on Hopper, split k ([`GemmKernel::Split`]) where C's tiles fill at most a
-//!   quarter of the SMs and k is long enough ([`split::splits_for`]), else a persistent wgmma
+//!   tensor types on Hopper, split k on small or wide tiles ([`GemmKernel::HopperSplit`]) where
+//!   C's tiles fill at most a quarter of the SMs and k is long enough
+//!   ([`split::tensor_split_for`]), else a persistent wgmma
 //!   step on wide, medium, narrow or small tiles, weighing each width's speed by the share of
 //!   SMs its waves keep busy ([`hopper::persistent_step`]);
 //!   the mma.sync step on other GPUs.
@@ -44,6 +45,10 @@ pub enum GemmKernel {
     /// Split k over this many splits on step 5c's 128×256 tiles (step 5d, f32 only), made even
     /// as [`GemmKernel::Split`]'s are.
     SplitAsync(usize),
+    /// Split k over this many splits on this wgmma step's tiles, a grid as many layers deep
+    /// (the tensor types, compute capability 9.0 only), made even as [`GemmKernel::Split`]'s
+    /// are. On the pipelined step it is `Split`.
+    HopperSplit(hopper::Step, usize),
 }
 
 impl GemmKernel {
@@ -60,10 +65,12 @@ impl GemmKernel {
             (GemmKernel::Mma, Some(step), _) => Ok(step.kernel()),
             (GemmKernel::Hopper(step), _, Some(hopper)) => Ok(step.kernel(hopper)),
             (GemmKernel::Split(_), _, Some(hopper)) => Ok(hopper::Step::Pipelined.kernel(hopper)),
+            (GemmKernel::HopperSplit(step, _), _, Some(hopper)) => Ok(step.kernel(hopper)),
             (GemmKernel::Split(_), None, None) => Ok(split::F32_SPLIT),
             (GemmKernel::SplitAsync(_), None, _) => Ok(split::F32_SPLIT_ASYNC),
             (GemmKernel::SplitAsync(_), Some(_), _) => Err(tensor_only("step 5d")),
-            (GemmKernel::Mma | GemmKernel::Hopper(_), None, _) | (GemmKernel::Hopper(_) | GemmKernel::Split(_), _, None) => {
+            (GemmKernel::Mma | GemmKernel::Hopper(_), None, _)
+            | (GemmKernel::Hopper(_) | GemmKernel::Split(_) | GemmKernel::HopperSplit(..), _, None) => {
                 Err(GpuError::InvalidInput("the tensor-core steps take tf32, bf16 or f16".into()))
             }
         }
@@ -103,18 +110,26 @@ impl GemmKernel {
     ///
     /// ```
     /// use cuda_kernels::matmul::split::{F32Split, SplitStep};
-    /// use cuda_kernels::matmul::hopper::Precision;
+    /// use cuda_kernels::matmul::hopper::{Precision, Step};
     /// use cuda_kernels::matmul::{Dtype, GemmKernel};
     ///
     /// assert_eq!(GemmKernel::Split(8).split_step(Dtype::F32), Some((SplitStep::F32(F32Split::Vec4), 8)));
-    /// assert_eq!(GemmKernel::Split(8).split_step(Dtype::Bf16), Some((SplitStep::Wgmma(Precision::Bf16), 8)));
+    /// let pipelined = SplitStep::Wgmma(Step::Pipelined, Precision::Bf16);
+    /// assert_eq!(GemmKernel::Split(8).split_step(Dtype::Bf16), Some((pipelined, 8)));
     /// assert_eq!(GemmKernel::SplitAsync(4).split_step(Dtype::Bf16), None);
     /// assert_eq!(GemmKernel::Mma.split_step(Dtype::Bf16), None);
+    /// let small = GemmKernel::HopperSplit(Step::Small, 64);
+    /// assert_eq!(small.split_step(Dtype::Tf32), Some((SplitStep::Wgmma(Step::Small, Precision::Tf32), 64)));
+    /// assert_eq!(small.split_step(Dtype::F32), None);
     /// ```
     pub fn split_step(self, precision: Dtype) -> Option<(SplitStep, usize)> {
         match (self.f32_split(), hopper_precision(precision)) {
-            (Some((F32Split::Vec4, wanted)), Some(hopper)) => Some((SplitStep::Wgmma(hopper), wanted)),
+            (Some((F32Split::Vec4, wanted)), Some(hopper)) => Some((SplitStep::Wgmma(hopper::Step::Pipelined, hopper), wanted)),
             (Some((step, wanted)), None) => Some((SplitStep::F32(step), wanted)),
+            (None, Some(hopper)) => match self {
+                GemmKernel::HopperSplit(step, wanted) => Some((SplitStep::Wgmma(step, hopper), wanted)),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -196,9 +211,9 @@ impl GemmKernel {
         Ok(match hopper_precision(precision) {
             None => f32_default(dims, sms),
             Some(hopper) if gpu.has_hopper() => {
-                match split::splits_for(hopper, dims, sms) {
-                    1 => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), hopper, sms)),
-                    splits => GemmKernel::Split(splits),
+                match split::tensor_split_for(hopper, dims, sms) {
+                    (_, 1) => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), hopper, sms)),
+                    (step, splits) => GemmKernel::HopperSplit(step, splits),
                 }
             }
             Some(_) => GemmKernel::Mma,
@@ -419,7 +434,11 @@ pub unsafe fn gemm_on_slices(
             unsafe { converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps), sc, (m, n, k)) }?;
             gpu.synchronize("the wgmma product")?;
         }
-        (GemmKernel::Split(wanted), Some(hopper)) => {
+        (GemmKernel::Split(wanted) | GemmKernel::HopperSplit(_, wanted), Some(hopper)) => {
+            let step = match kernel {
+                GemmKernel::HopperSplit(step, _) => step,
+                _ => hopper::Step::Pipelined,
+            };
             // SAFETY: as for the Hopper steps above.
             let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
             let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
@@ -429,7 +448,7 @@ pub unsafe fn gemm_on_slices(
             // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
             // precision and shape; the copies, the maps and `partials` live until the stream has
             // run the product, which the synchronization below waits for.
-            unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (hopper, &maps), split, sc, (m, n, k)) }?;
+            unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (step, hopper, &maps), split, sc, (m, n, k)) }?;
             gpu.synchronize("the split wgmma product")?;
         }
         (GemmKernel::Split(wanted), None) => f32_split(F32Split::Vec4, wanted)?,
@@ -439,6 +458,9 @@ pub unsafe fn gemm_on_slices(
         }
         (GemmKernel::SplitAsync(_), Some(_)) => {
             unreachable!("GemmKernel::kernel refuses step 5d for the tensor types")
+        }
+        (GemmKernel::HopperSplit(..), None) => {
+            unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
         }
     }
     Ok(())

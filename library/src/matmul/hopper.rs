@@ -821,6 +821,7 @@ impl Timed<'_> {
         b: &DeviceSlice<T>,
     ) -> GpuResult<crate::gpu::Timing> {
         let Timed { gpu, kernel, c, dims, split, launches, cache } = *self;
+        let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
         // SAFETY: `with_args` waits for the stream before it returns, and with it
         // the buffers; the workspace outlives `self`.
         let launch = |args: &WgmmaArgs<T>| match split {
@@ -828,7 +829,7 @@ impl Timed<'_> {
             None => unsafe { gpu.launch(kernel, args) },
             // SAFETY: as above.
             Some((partials, splits)) => unsafe {
-                super::split::launch_on(gpu, gpu.stream(), args.maps, partials, c, dims, splits)
+                super::split::launch_on(gpu, gpu.stream(), step, args.maps, partials, c, dims, splits)
             },
         };
         with_args(gpu, kernel, a, b, c, dims, |args| {
@@ -854,8 +855,8 @@ pub fn run(
     run_split(gpu, kernel, dims, 1, seed, launches, cache)
 }
 
-/// [`run`] over `splits` splits of k (`super::split`; the kernel then a pipelined one, and the
-/// timing that of the product and the reduction together); one split is [`run`]'s product.
+/// [`run`] over `splits` splits of k (`super::split`; the timing that of the product and the
+/// reduction together); one split is [`run`]'s product.
 #[allow(clippy::too_many_arguments)]
 pub fn run_split(
     gpu: &Gpu,

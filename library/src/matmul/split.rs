@@ -1,17 +1,19 @@
 //! Split k on the host (`kernels/src/matmul/split_k.rs`): a product's kernel on a grid `splits`
 //! layers deep, each layer a run of k's slices writing its partial product into a workspace of
 //! `splits × m × n` floats, then [`REDUCE`] summing the layers into C in a fixed order, so that
-//! a product gives the same C on every run. Three kernels split: in f32, step 4d ([`F32_SPLIT`],
-//! 64×64 tiles) and step 5d ([`F32_SPLIT_ASYNC`], step 5c's 128×256 tiles); for the tensor types
-//! on Hopper, step H3 (the pipelined wgmma kernels).
+//! a product gives the same C on every run. In f32, step 4d ([`F32_SPLIT`], 64×64 tiles) and
+//! step 5d ([`F32_SPLIT_ASYNC`], step 5c's 128×256 tiles) split; for the tensor types on Hopper,
+//! any wgmma step: the pipelined one (H3), or a persistent one whose grid is as many layers
+//! deep.
 //!
-//! [`splits_for`], [`f32_splits_for`] and [`async_splits_for`] are the choices [`super::gemm`]
-//! makes: none while C's tiles already cover many SMs; else as many as fill them about once
-//! (step 4d: two blocks an SM), each split at least its step's fewest slices. In BF16,
-//! 64×64×65536 becomes 128 splits of 8 slices and 16×4096×4096 8 of 8; in f32, 64×64×65536
-//! becomes 256 splits of 16 slices (step 4d) and 1024³ 4 splits of 32 (step 5d).
+//! [`tensor_split_for`], [`f32_splits_for`] and [`async_splits_for`] are the choices
+//! [`super::gemm`] makes: none while C's tiles already cover many SMs; else as many as fill
+//! them about once (step 4d: two blocks an SM; small wgmma tiles: half the SMs), each split at
+//! least its step's fewest slices. In BF16, 64×64×65536 becomes 64 splits of 16 slices on small
+//! tiles and 16×4096×4096 8 of 8 on wide ones; in f32, 64×64×65536 becomes 256 splits of 16
+//! slices (step 4d) and 1024³ 4 splits of 32 (step 5d).
 
-use super::hopper::{launch_config, with_args, Precision, Step, TensorMaps, WgmmaArgs};
+use super::hopper::{checked_launch, kernel_of, with_args, Precision, Step, TensorMaps, WgmmaArgs};
 use super::launch::tile_launch;
 use crate::gpu::{
     blocks, product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Gpu, GpuResult,
@@ -24,7 +26,7 @@ use interface::matmul::{
     ASYNC_SPLIT_MAX_WAVES, ASYNC_SPLIT_MIN_SLICES, REDUCE_THREADS, SPLIT_BK, SPLIT_BM, SPLIT_BN,
     SPLIT_MIN_SLICES as F32_MIN_SLICES, SPLIT_TARGET_BLOCKS_PER_SM, SPLIT_TILE,
 };
-use interface::wgmma::{BM, BN, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
+use interface::wgmma::{BM, BN, NARROW_BN, SMALL_SPLIT_MIN_SLICES, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
 
 /// The reduction that sums the splits' partial products into C.
 pub const REDUCE: &str = "matmul_split_reduce";
@@ -152,13 +154,13 @@ pub fn slices(precision: Precision, k: usize) -> usize {
 }
 
 /// The kernel that runs a split product's layers: an f32 step (4d or 5d), or for a tensor type
-/// on Hopper the pipelined wgmma step (H3).
+/// on Hopper a wgmma step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitStep {
     /// Step 4d or 5d.
     F32(F32Split),
-    /// Step H3 in this precision.
-    Wgmma(Precision),
+    /// This Hopper step in this precision.
+    Wgmma(Step, Precision),
 }
 
 impl SplitStep {
@@ -166,33 +168,55 @@ impl SplitStep {
     pub fn slices(self, k: usize) -> usize {
         match self {
             SplitStep::F32(step) => step.slices(k),
-            SplitStep::Wgmma(precision) => slices(precision, k),
+            SplitStep::Wgmma(_, precision) => slices(precision, k),
         }
     }
 }
 
-/// The splits of k [`super::gemm`] runs an `m × n × k` product in on a GPU of `sms` SMs: 1 while
-/// C's tiles fill more than a quarter of them, while the partial products would outweigh A
-/// and B, or where fewer than `SPLIT_MIN_SPLITS` would do; else enough that tiles × splits
-/// fill the SMs about once, each split at least `SPLIT_MIN_SLICES` slices, made even by
-/// `split_count` (none empty).
+/// The Hopper step and the splits of k [`super::gemm`] runs an `m × n × k` product in on a GPU
+/// of `sms` SMs. No split (1) while C's wide tiles fill more than a quarter of the SMs, while
+/// the partial products would outweigh A and B, or where fewer than `SPLIT_MIN_SPLITS` would
+/// do. Else, where C is no wider than a narrow tile (128), small tiles (128×64) in enough
+/// splits that tiles × splits come to about half the SMs, each split at least
+/// `SMALL_SPLIT_MIN_SLICES` slices; otherwise the pipelined step's wide tiles in enough to fill
+/// the SMs about once, each at least `SPLIT_MIN_SLICES`; made even by `split_count` (none
+/// empty).
 ///
-/// One wave of splits beats half a wave and two; where the tiles already cover many SMs, or
-/// the partials outweigh the inputs, writing and summing the partials costs more than the
-/// split gains (the measurements are in this step's closing note, issue 32).
-pub fn splits_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: usize) -> usize {
-    let tiles = m.div_ceil(BM) * n.div_ceil(BN);
+/// A wide tile over a C of 64 or 128 columns loads and multiplies mostly zeros past C's edge,
+/// and its ring of four stages holds half of an 8-slice split; a small tile's ring of eight
+/// holds all of it, and half the SMs in longer splits leave fewer partials to sum for the
+/// same speed of A and B. Where the tiles already cover many SMs, or the partials outweigh
+/// the inputs, writing and summing the partials costs more than the split gains (the
+/// measurements are in the closing notes of issue 32).
+///
+/// ```
+/// use cuda_kernels::matmul::hopper::{Precision, Step};
+/// use cuda_kernels::matmul::split::tensor_split_for;
+///
+/// // 64×64×65536: one small tile in 64 splits of 16 slices of 64.
+/// assert_eq!(tensor_split_for(Precision::Bf16, (64, 64, 65536), 132), (Step::Small, 64));
+/// // 16×4096×4096: 16 wide tiles in 8 splits.
+/// assert_eq!(tensor_split_for(Precision::Bf16, (16, 4096, 4096), 132), (Step::Pipelined, 8));
+/// ```
+pub fn tensor_split_for(precision: Precision, (m, n, k): (usize, usize, usize), sms: usize) -> (Step, usize) {
+    let (step, blocks, fewest) = if n <= NARROW_BN {
+        (Step::Small, sms / 2, SMALL_SPLIT_MIN_SLICES)
+    } else {
+        (Step::Pipelined, sms, SPLIT_MIN_SLICES)
+    };
+    let wide = m.div_ceil(BM) * n.div_ceil(BN);
     // An empty C has no tiles to split: the product refuses it.
-    if tiles == 0 || 4 * tiles > sms {
-        return 1;
+    if wide == 0 || 4 * wide > sms {
+        return (step, 1);
     }
+    let tiles = m.div_ceil(BM) * n.div_ceil(step.tile_n());
     let slices = slices(precision, k);
-    let splits = split_count(slices, (sms / tiles).min(slices / SPLIT_MIN_SLICES));
+    let splits = split_count(slices, (blocks / tiles).min(slices / fewest));
     let (partials, inputs) = (4 * splits * m * n, precision.bytes() * k * (m + n));
     if partials > inputs || splits < SPLIT_MIN_SPLITS {
-        1
+        (step, 1)
     } else {
-        splits
+        (step, splits)
     }
 }
 
@@ -202,8 +226,8 @@ pub fn workspace(gpu: &Gpu, (m, n): (usize, usize), splits: usize) -> GpuResult<
     gpu.poisoned::<f32>("the partial products of split k", product(REDUCE, splits, product(REDUCE, m, n)?)?)
 }
 
-/// The arguments of a split product: the pipelined kernel of the maps' precision on a grid
-/// `splits` layers deep, each writing its partial product to its layer of `partials`.
+/// The arguments of a split product: a Hopper kernel of the maps' precision on a grid `splits`
+/// layers deep, each writing its partial product to its layer of `partials`.
 pub struct SplitArgs<'a, T: DeviceCopy> {
     /// The tensor maps of A and B, in device memory, and the operands they describe.
     pub maps: &'a TensorMaps<'a, T>,
@@ -217,26 +241,31 @@ pub struct SplitArgs<'a, T: DeviceCopy> {
     pub k: usize,
     /// Splits of k's slices: at least 1, none of them empty ([`split_count`] of itself).
     pub splits: usize,
+    /// Blocks of each layer of a persistent kernel's grid (at least 1); the pipelined kernel
+    /// takes one per tile and ignores it.
+    pub blocks: u32,
 }
 
 // SAFETY: `TensorMaps::check_product` checks what `WgmmaArgs` does, with `partials` as the
 // output: maps of A and B with TMA's strides for these dimensions, in a buffer of two 64-byte
-// aligned, the kernel the pipelined one of their precision, `partials` holding `splits·m·n`
+// aligned, the kernel a Hopper step of their precision, `partials` holding `splits·m·n`
 // floats, 16-byte aligned when `n` is a multiple of 4, overlapping neither matrix. `splits` is
-// checked to leave no split empty. The grid is the pipelined kernel's, `splits` deep, as its
-// `# Safety` section asks. The parameters are `maps, c: *mut f32, m, n, k`, `c` being `partials`.
+// checked to leave no split empty. The grid is the step's (`checked_launch`: a persistent one
+// of at least one block), `splits` deep, as every step's `# Safety` section asks. The
+// parameters are `maps, c: *mut f32, m, n, k`, `c` being `partials`.
 unsafe impl<T: DeviceCopy> KernelArgs for SplitArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let (m, n, k, splits) = (self.m, self.n, self.k, self.splits);
         let precision = self.maps.precision();
         require_even_splits(kernel, slices(precision, k), splits)?;
         let layers = product(kernel, splits, product(kernel, m, n)?)?;
-        let pipelined = [Step::Pipelined.kernel(precision)];
-        self.maps.check_product(kernel, &pipelined, (m, n, k), ("the partial products", self.partials, layers))?;
+        let steps = Step::ALL.map(|s| s.kernel(precision));
+        self.maps.check_product(kernel, &steps, (m, n, k), ("the partial products", self.partials, layers))?;
+        let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
         let depth =
             u32::try_from(splits).map_err(|_| refuse(kernel, format!("{splits} splits exceed a grid's depth")))?;
-        let per_tile = launch_config(Step::Pipelined, m, n, 1)?;
-        Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
+        let layer = checked_launch(kernel, step, (m, n), self.blocks)?;
+        Ok(LaunchConfig { grid: (layer.grid.0, layer.grid.1, depth), ..layer })
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -410,10 +439,10 @@ unsafe fn layers_then_sum(
     unsafe { gpu.launch_on(stream, REDUCE, &reduce) }
 }
 
-/// Queues `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty): the
-/// pipelined kernel of the maps' precision into `partials` (`splits·m·n` floats, see
-/// [`workspace`]), then their sum into `c`. One split is the plain product straight into `c`,
-/// `partials` unused.
+/// Queues `C = A × B` on `stream` over `splits` splits of k (at least 1, none empty): `step`'s
+/// kernel of the maps' precision into `partials` (`splits·m·n` floats, see [`workspace`]), each
+/// layer of a persistent grid [`layer_blocks`] blocks, then their sum into `c`. One split is the
+/// plain product straight into `c`, `partials` unused.
 ///
 /// # Safety
 /// Queued, not finished, on return: the buffers behind `maps`, `partials` and `c` must stay
@@ -422,42 +451,57 @@ unsafe fn layers_then_sum(
 pub unsafe fn launch_on<T: DeviceCopy>(
     gpu: &Gpu,
     stream: &Stream,
+    step: Step,
     maps: &TensorMaps<T>,
     partials: &DeviceSlice<f32>,
     c: &DeviceSlice<f32>,
     (m, n, k): (usize, usize, usize),
     splits: usize,
 ) -> GpuResult<()> {
-    let kernel = Step::Pipelined.kernel(maps.precision());
+    let kernel = step.kernel(maps.precision());
+    let blocks = layer_blocks(gpu.sms(), splits);
     if splits == 1 {
-        let blocks = gpu.sms();
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
         return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, c, m, n, k, blocks }) };
     }
     // SAFETY: as above; the product is queued on `stream`.
     unsafe {
         layers_then_sum(gpu, stream, (partials, c), (m, n), splits, || {
-            gpu.launch_on(stream, kernel, &SplitArgs { maps, partials, m, n, k, splits })
+            gpu.launch_on(stream, kernel, &SplitArgs { maps, partials, m, n, k, splits, blocks })
         })
     }
 }
 
-/// `C = A × B` over `splits` splits of k on the pipelined kernel of `precision`, A (`m×k`) and
-/// B (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of it, C `m×n` f32, as
+/// Blocks of each of `splits` layers of a persistent grid on a GPU of `sms` SMs: together about
+/// one an SM, at least one a layer.
+///
+/// ```
+/// use cuda_kernels::matmul::split::layer_blocks;
+///
+/// assert_eq!(layer_blocks(132, 1), 132);
+/// assert_eq!(layer_blocks(132, 4), 33);
+/// assert_eq!(layer_blocks(132, 256), 1);
+/// ```
+pub fn layer_blocks(sms: u32, splits: usize) -> u32 {
+    (sms as usize / splits.max(1)).max(1) as u32
+}
+
+/// `C = A × B` over `splits` splits of k on `step`'s kernel of `precision`, A (`m×k`) and B
+/// (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of it, C `m×n` f32, as
 /// [`super::hopper::launch`] runs a step: finished on return.
 pub fn launch<T: DeviceCopy + bytemuck::Pod>(
     gpu: &Gpu,
-    precision: Precision,
+    (step, precision): (Step, Precision),
     (a, b): (&DeviceSlice<T>, &DeviceSlice<T>),
     c: &DeviceSlice<f32>,
     (m, n, k): (usize, usize, usize),
     splits: usize,
 ) -> GpuResult<()> {
-    let kernel = Step::Pipelined.kernel(precision);
+    let kernel = step.kernel(precision);
     let partials = workspace(gpu, (m, n), splits)?;
     // SAFETY: `with_args` waits for the stream before it returns, and `partials` outlives it.
     with_args(gpu, kernel, a, b, c, (m, n, k), |args| unsafe {
-        launch_on(gpu, gpu.stream(), args.maps, &partials, c, (m, n, k), splits)
+        launch_on(gpu, gpu.stream(), step, args.maps, &partials, c, (m, n, k), splits)
     })
 }
 
@@ -469,26 +513,32 @@ mod tests {
     use crate::scan::tests::{same_memory, shifted, FakeMemory};
 
     #[test]
-    fn long_k_on_few_tiles_splits_to_fill_the_sms_once() {
-        let bf16 = |dims| splits_for(Precision::Bf16, dims, 132);
-        assert_eq!(bf16((64, 64, 65536)), 128);
-        assert_eq!(bf16((128, 128, 16384)), 64);
-        assert_eq!(bf16((16, 4096, 4096)), 8);
-        assert_eq!(splits_for(Precision::Tf32, (64, 64, 65536), 132), 128);
+    fn long_k_on_few_tiles_splits_on_small_tiles_where_c_is_narrow_else_on_wide_ones() {
+        let bf16 = |dims| tensor_split_for(Precision::Bf16, dims, 132);
+        // Half the SMs in splits of small tiles: 1024 slices in runs of 16, 256 in runs of 8.
+        assert_eq!(bf16((64, 64, 65536)), (Step::Small, 64));
+        assert_eq!(bf16((128, 128, 16384)), (Step::Small, 32));
+        assert_eq!(tensor_split_for(Precision::Tf32, (64, 64, 65536), 132), (Step::Small, 64));
+        // C wider than a narrow tile: all the SMs in splits of wide tiles.
+        assert_eq!(bf16((16, 4096, 4096)), (Step::Pipelined, 8));
+        let wide_k = 64 * SPLIT_MIN_SLICES * SPLIT_MIN_SPLITS;
+        assert_eq!(bf16((64, 256, wide_k)), (Step::Pipelined, SPLIT_MIN_SPLITS));
         // Enough tiles, partials larger than the inputs, or too little k for two splits of
-        // SPLIT_MIN_SLICES: no split.
-        assert_eq!(bf16((8192, 8192, 256)), 1);
-        assert_eq!(bf16((4096, 4096, 4096)), 1);
-        assert_eq!(bf16((128, 14336, 4096)), 1);
-        assert_eq!(bf16((1024, 1024, 1024)), 1);
-        assert_eq!(bf16((64, 8192, 64)), 1);
-        assert_eq!(bf16((64, 64, 64 * (2 * SPLIT_MIN_SLICES - 1))), 1);
+        // the step's fewest slices: no split.
+        let no_split = |dims| bf16(dims).1;
+        assert_eq!(no_split((8192, 8192, 256)), 1);
+        assert_eq!(no_split((4096, 4096, 4096)), 1);
+        assert_eq!(no_split((128, 14336, 4096)), 1);
+        assert_eq!(no_split((1024, 1024, 1024)), 1);
+        assert_eq!(no_split((64, 8192, 64)), 1);
+        assert_eq!(no_split((64, 64, 64 * (2 * SMALL_SPLIT_MIN_SLICES - 1))), 1);
         // Fewer than SPLIT_MIN_SPLITS: narrow tiles do as well without partials.
-        assert_eq!(bf16((64, 64, 64 * SPLIT_MIN_SLICES * (SPLIT_MIN_SPLITS - 1))), 1);
-        assert_eq!(bf16((64, 64, 64 * SPLIT_MIN_SLICES * SPLIT_MIN_SPLITS)), SPLIT_MIN_SPLITS);
-        assert_eq!(splits_for(Precision::Tf32, (256, 256, 256), 132), 1);
-        assert_eq!(bf16((1, 1, 1)), 1);
-        assert_eq!(bf16((0, 64, 65536)), 1);
+        let small_k = 64 * SMALL_SPLIT_MIN_SLICES;
+        assert_eq!(no_split((64, 64, small_k * (SPLIT_MIN_SPLITS - 1))), 1);
+        assert_eq!(bf16((64, 64, small_k * SPLIT_MIN_SPLITS)), (Step::Small, SPLIT_MIN_SPLITS));
+        assert_eq!(tensor_split_for(Precision::Tf32, (256, 256, 256), 132).1, 1);
+        assert_eq!(no_split((1, 1, 1)), 1);
+        assert_eq!(no_split((0, 64, 65536)), 1);
     }
 
     #[test]
@@ -593,7 +643,7 @@ mod tests {
         let maps = unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) };
         let partials = memory.slice::<f32>(splits * m * n);
         let with = |partials, splits| -> Box<dyn KernelArgs + '_> {
-            Box::new(SplitArgs { maps: &maps, partials, m, n, k, splits })
+            Box::new(SplitArgs { maps: &maps, partials, m, n, k, splits, blocks: 16 })
         };
         let refused = vec![
             ("no split", with(partials, 0)),
@@ -605,9 +655,14 @@ mod tests {
             ("partials over A", with(same_memory(a), splits)),
         ];
         let valid = with(partials, splits);
-        check_binding("matmul_wgmma_bf16", "matmul_wgmma_persistent_bf16", &*valid, refused);
+        check_binding("matmul_wgmma_bf16", "matmul_wgmma_persistent_f16", &*valid, refused);
         assert_eq!(valid.checked_config("matmul_wgmma_bf16").expect("a launch").grid, (1, 2, 8));
         with(memory.slice(63 * m * n), 63).checked_config("matmul_wgmma_bf16").expect("a slice per split");
+        // A persistent step's layers: C's 4 small tiles each (of 16 blocks asked), none of 0.
+        let small = "matmul_wgmma_small_bf16";
+        assert_eq!(valid.checked_config(small).expect("a launch").grid, (4, 1, 8));
+        let no_blocks = SplitArgs { maps: &maps, partials, m, n, k, splits, blocks: 0 };
+        assert!(matches!(no_blocks.checked_config(small), Err(GpuError::InvalidLaunch { .. })));
     }
 
     #[test]

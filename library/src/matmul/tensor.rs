@@ -13,7 +13,7 @@
 //! On a Hopper GPU the TF32 wgmma steps read B transposed: a third conversion
 //! (`convert_tf32_transposed`) writes Bᵀ beside the B that mma.sync reads.
 
-use super::hopper::{self, Precision, TensorMap, TensorMaps, WgmmaArgs};
+use super::hopper::{self, Precision, Step as HopperStep, TensorMap, TensorMaps, WgmmaArgs};
 use super::launch::{mma_launch, TensorStep};
 use super::rounding::{round_bf16, round_f16, round_tf32};
 use crate::gpu::{
@@ -401,7 +401,7 @@ impl Converted {
         }
     }
 
-    /// Launches split k (`super::split`) of `precision` on these inputs into `c`: the pipelined
+    /// Launches split k (`super::split`) of `precision` on these inputs into `c`: `step`'s
     /// product over `splits` splits of k (none empty) into `partials` (`splits·m·n` floats,
     /// unused for one split), then their sum.
     ///
@@ -415,7 +415,7 @@ impl Converted {
         &self,
         gpu: &Gpu,
         stream: &Stream,
-        (precision, maps): (Precision, &DeviceSlice<TensorMap>),
+        (step, precision, maps): (HopperStep, Precision, &DeviceSlice<TensorMap>),
         (partials, splits): (&DeviceSlice<f32>, usize),
         c: &DeviceSlice<f32>,
         dims: (usize, usize, usize),
@@ -425,12 +425,12 @@ impl Converted {
             // buffer lives until the stream has run the launches.
             HopperInputs::Tf32(a, b) => unsafe {
                 let maps = TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps);
-                super::split::launch_on(gpu, stream, &maps, partials, c, dims, splits)
+                super::split::launch_on(gpu, stream, step, &maps, partials, c, dims, splits)
             },
             // SAFETY: as above.
             HopperInputs::Half(a, b) => unsafe {
                 let maps = TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps);
-                super::split::launch_on(gpu, stream, &maps, partials, c, dims, splits)
+                super::split::launch_on(gpu, stream, step, &maps, partials, c, dims, splits)
             },
         }
     }

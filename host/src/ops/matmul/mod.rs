@@ -203,14 +203,14 @@ impl Matmul {
         }
     }
 
-    /// Split k on the GPU's stream: step 4d or 5d (f32) or the pipelined wgmma step over
-    /// `split`'s splits of k, then their sum into C.
+    /// Split k on the GPU's stream: step 4d or 5d (f32) or a wgmma step over `split`'s splits
+    /// of k, then their sum into C.
     ///
     /// # Safety
     /// Queued, not finished, on return: `self` must outlive the stream's running it.
     unsafe fn launch_split(&self, gpu: &Gpu, split: &SplitK) -> GpuResult<()> {
         let dims = (self.m, self.n, self.k);
-        let precision = match split.step {
+        let (step, precision) = match split.step {
             split::SplitStep::F32(step) => {
                 let (inputs, c) = ((&*self.da, &*self.db), &self.dc);
                 // SAFETY: A, B, the workspace and C are `self`'s, which the caller keeps until
@@ -219,7 +219,7 @@ impl Matmul {
                     split::launch_f32_on(gpu, gpu.stream(), step, inputs, &split.partials, c, dims, split.splits)
                 };
             }
-            split::SplitStep::Wgmma(precision) => precision,
+            split::SplitStep::Wgmma(step, precision) => (step, precision),
         };
         let (Some(converted), Some(maps)) = (&self.converted, &self.hopper_maps) else {
             return Err(refuse(SPLIT_K, format!("--dtype {} has no tensor maps for it", self.dtype.name())));
@@ -229,7 +229,7 @@ impl Matmul {
         // buffers (never moved or rewritten since), for this precision and shape; they, the
         // workspace and C are `self`'s, which the caller keeps until the stream has run it.
         unsafe {
-            converted.launch_hopper_split(gpu, stream, (precision, maps), (&split.partials, split.splits), c, dims)
+            converted.launch_hopper_split(gpu, stream, (step, precision, maps), (&split.partials, split.splits), c, dims)
         }
     }
 
@@ -316,8 +316,8 @@ fn variant_of(kernel: &str) -> Variant {
     step.or_else(tensor).or_else(tile).unwrap_or_else(|| Variant::new(kernel, kernel))
 }
 
-/// The variant of split k (`GemmKernel::Split` and `SplitAsync`): step 4d or 5d (f32) or the
-/// pipelined wgmma kernel over splits of k, then their sum.
+/// The variant of split k (`GemmKernel::Split`, `SplitAsync` and `HopperSplit`): step 4d or 5d
+/// (f32) or a wgmma kernel over splits of k, then their sum.
 const SPLIT_K: &str = "split-k";
 
 /// What the library's `gemm` runs for a type and shape on this GPU ([`GemmKernel::chosen`]).
@@ -552,7 +552,7 @@ impl Kernel for Matmul {
             let splits = interface::matmul::split_count(step.slices(shape.2), wanted);
             let partials = split::workspace(gpu, (m, n), splits)?;
             let note = notes.remove(SPLIT_K).map_or(String::new(), |why| format!("; {why}"));
-            notes.insert(SPLIT_K.into(), format!("{splits} splits of k{note}"));
+            notes.insert(SPLIT_K.into(), format!("{splits} splits of k on {}{note}", pick.variant.kernel));
             matmul.split = Some(SplitK { splits, step, partials });
         }
         matmul.notes = notes;
