@@ -2148,12 +2148,26 @@ struct Runner {
     };
     WgmmaSplit tensor_split_for(size_t m, size_t n, size_t k, size_t bk, size_t bytes) const {
         bool small = n <= WGMMA_NARROW_BN;
+        size_t fewest = small ? WGMMA_SMALL_SPLIT_MIN_SLICES : WGMMA_SPLIT_MIN_SLICES;
+        return {small, wgmma_splits(m, n, k, bytes, small ? WGMMA_SMALL_BN : WGMMA_BN, blocks(k, bk),
+                                    small ? sms / 2 : sms, fewest)};
+    }
+
+    // split.rs's fp8_splits_for: the same rule on wide tiles, WGMMA_BK_FP8 of k a slice.
+    size_t fp8_splits_for(size_t m, size_t n, size_t k) const {
+        return wgmma_splits(m, n, k, 1, WGMMA_BN, blocks(k, WGMMA_BK_FP8), sms, WGMMA_SPLIT_MIN_SLICES);
+    }
+
+    // split.rs's wgmma_splits: none while C's wide tiles fill more than a quarter of the SMs,
+    // the partials would outweigh A and B, or fewer than WGMMA_SPLIT_MIN_SPLITS would do; else
+    // tiles x splits about `target`, each split at least `fewest` of the `slices`, made even.
+    size_t wgmma_splits(size_t m, size_t n, size_t k, size_t bytes, size_t tile_n, size_t slices, size_t target,
+                        size_t fewest) const {
         size_t wide = (size_t)blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
-        if (4 * wide > sms) return {small, 1};
-        size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, small ? WGMMA_SMALL_BN : WGMMA_BN);
-        size_t slices = blocks(k, bk), fewest = small ? WGMMA_SMALL_SPLIT_MIN_SLICES : WGMMA_SPLIT_MIN_SLICES;
-        size_t splits = split_count(slices, std::min<size_t>((small ? sms / 2 : sms) / tiles, slices / fewest));
-        return {small, 4 * splits * m * n > bytes * k * (m + n) || splits < WGMMA_SPLIT_MIN_SPLITS ? 1 : splits};
+        if (4 * wide > sms) return 1;
+        size_t tiles = (size_t)blocks(m, WGMMA_BM) * blocks(n, tile_n);
+        size_t splits = split_count(slices, std::min<size_t>(target / tiles, slices / fewest));
+        return 4 * splits * m * n > bytes * k * (m + n) || splits < WGMMA_SPLIT_MIN_SPLITS ? 1 : splits;
     }
 
     // Split k on the wgmma steps (kernels/src/matmul/wgmma.rs and wgmma_small.rs, twins in
@@ -2301,7 +2315,10 @@ struct Runner {
         };
         std::vector<Dims> shapes = {{4096, 4096, 4096}};
         if (!quick) shapes.push_back({8192, 8192, 8192});
+        // An odd shape; long k split as the host splits it (a grid `splits` deep).
         shapes.push_back({949, 1001, 999});
+        shapes.push_back({64, 64, 65536});
+        shapes.push_back({17, 31, 5000});
         size_t large = pick(8192, 4096);
         auto af = random_f32(large * large, 51), bf = random_f32(large * large, 52);
         const float scale_a = e4m3_scale(af), scale_b = e4m3_scale(bf);
@@ -2327,15 +2344,20 @@ struct Runner {
                 maps = {tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, a->ptr, m, k, WGMMA_BM, WGMMA_BK_FP8, ld),
                         tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, b->ptr, n, k, WGMMA_BOX_N, WGMMA_BK_FP8, ld)};
             auto map_buffer = upload(maps);
-            auto c = device(4 * m * n);
+            size_t splits = fp8_splits_for(m, n, k);
+            auto c = device(4 * splits * m * n);
             Case x;
             x.hopper = true;
             x.kernel = "matmul_wgmma_e4m3";
-            x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+            x.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                     (splits > 1 ? "/" + std::to_string(splits) : "");
             x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
-            // The persistent grid: one block per SM, fewer where there are fewer tiles.
+            // The persistent grid: one block per SM over all layers (split::layer_blocks), fewer
+            // where there are fewer tiles.
             unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, WGMMA_BN);
-            x.shape = Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+            unsigned layer = std::max<unsigned>(1, sms / (unsigned)splits);
+            x.shape = Shape{std::min(layer, tiles), 1, WGMMA_THREADS, 1, WGMMA_SHARED_BYTES};
+            x.shape.gz = (unsigned)splits;
             x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k).add(scale_a).add(scale_b);
             // The same products in the same order: equal up to nothing the runner should see.
             x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
@@ -2350,12 +2372,15 @@ struct Runner {
                         sum += t, magnitude += std::fabs(t);
                     }
                     sum *= scale, magnitude *= scale;
+                    // The layers' partial products, each scaled, add up to C.
+                    double got = 0;
+                    for (size_t s = 0; s < splits; ++s) got += o[s * m * n + e];
                     // fp8.rs's tolerance: 2^-13 of the magnitude per instruction (32 of k), the
                     // tensor cores' FP8 accumulation, on top of the f32 bound of the other steps.
                     double tolerance = (double)((k + 31) / 32) * 0x1p-13 * magnitude +
                                        2.0 * k * FLT_EPSILON * magnitude + FLT_MIN;
-                    if (!(std::fabs(o[e] - sum) <= tolerance))
-                        return "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + fmt("%.9g", o[e]) +
+                    if (!(std::fabs(got - sum) <= tolerance))
+                        return "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + fmt("%.9g", got) +
                                ", want " + fmt("%.9g", sum);
                 }
                 return "";

@@ -357,7 +357,10 @@ fn fp8_cases(kernel: &str, memory: &mut Memory) -> Cases {
     let operands = Fp8Operands { a, lda: ld, b, ldb: ld, m, n, k };
     let valid = maps(operands, device);
     let with = |maps, c, (m, n, k)| -> Args {
-        Box::new(Fp8Args { maps, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 132 })
+        Box::new(Fp8Args { maps, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 132, splits: 1 })
+    };
+    let split = |c, splits| -> Args {
+        Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 132, splits })
     };
     let refused = vec![
         ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
@@ -377,9 +380,15 @@ fn fp8_cases(kernel: &str, memory: &mut Memory) -> Cases {
         ("one tensor map".into(), with(maps(operands, memory.slice(1)), c, (m, n, k))),
         (
             "an infinite scale".into(),
-            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: f32::INFINITY, scale_b: 1.0, blocks: 132 }),
+            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: f32::INFINITY, scale_b: 1.0, blocks: 132, splits: 1 }),
         ),
-        ("no blocks".into(), Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 0 })),
+        (
+            "no blocks".into(),
+            Box::new(Fp8Args { maps: valid, c, m, n, k, scale_a: 0.5, scale_b: 2.0, blocks: 0, splits: 1 }),
+        ),
+        // k = 40 is one slice of 128: a second split would be empty.
+        ("an empty split".into(), split(memory.f32s(2 * m * n), 2)),
+        ("no split".into(), split(c, 0)),
     ];
     Cases { valid: with(valid, c, (m, n, k)), refused }
 }

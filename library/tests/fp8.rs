@@ -1,7 +1,7 @@
 //! FP8 (step H4: `kernels/src/matmul/wgmma_fp8.rs`, `convert_fp8.rs`, `library/src/matmul/fp8.rs`)
 //! on the GPU: the e4m3 conversions byte for byte against the CPU's rounding, the product against
-//! an f64 CPU reference on the dequantized inputs at odd shapes and 1×1×1, its speed at 4096³
-//! and 8192³, and bad calls refused. Without a GPU each test says `SKIPPED` and passes; on a GPU
+//! an f64 CPU reference on the dequantized inputs at odd shapes and 1×1×1 and split at long k,
+//! its speed at 4096³ and 8192³, and bad calls refused. Without a GPU each test says `SKIPPED` and passes; on a GPU
 //! other than Hopper, the FP8 kernels are refused as needing sm_90.
 
 mod common;
@@ -9,6 +9,7 @@ mod common;
 use common::gpu;
 use cuda_kernels::gpu::{Cache, Gpu, GpuError};
 use cuda_kernels::matmul::fp8::{self, gemm_e4m3, quantize, E4m3Matrix, Layout};
+use cuda_kernels::matmul::split;
 
 const SEED: u64 = 32;
 
@@ -50,6 +51,28 @@ fn fp8_products_match_the_cpu_at_odd_shapes() {
         eprintln!(
             "fp8 {shape:?}: worst {:.3} of the tolerance, mean error {:.3e}, largest {:.3e}",
             product.worst, product.mean_error, product.max_error
+        );
+        assert!(product.worst <= 1.0, "{shape:?}: error {} of the tolerance", product.worst);
+    }
+}
+
+/// Split k: long k on few tiles, C's edges inside a tile and a last split shorter than the
+/// others, each split count the library's, against the CPU; the speed printed.
+#[test]
+fn fp8_split_products_match_the_cpu_at_long_k() {
+    let Some(gpu) = gpu("fp8_split_products_match_the_cpu_at_long_k") else { return };
+    if !hopper_or_refused(&gpu) {
+        return;
+    }
+    for shape in [(64, 64, 65536), (128, 128, 16384), (16, 4096, 4096), (17, 31, 5000), (130, 70, 2000)] {
+        let splits = split::fp8_splits_for(shape, gpu.sms() as usize);
+        assert!(splits > 1, "{shape:?} is not split");
+        let outcome = fp8::run(&gpu, shape, SEED, 5, Cache::Flushed).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+        assert_eq!(outcome.conversion_mismatches, 0, "{shape:?}: bytes the GPU rounded otherwise");
+        let product = &outcome.product;
+        eprintln!(
+            "fp8 {shape:?} in {splits} splits: median {:.4} ms; worst {:.3} of the tolerance, mean error {:.3e}",
+            product.timing.median_ms, product.worst, product.mean_error
         );
         assert!(product.worst <= 1.0, "{shape:?}: error {} of the tolerance", product.worst);
     }

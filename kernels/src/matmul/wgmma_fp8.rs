@@ -110,8 +110,9 @@ impl Mma<Wide> for E4m3 {
 /// 128-byte swizzle over readable memory: A's (one-byte elements, dimensions {k, m}, rows
 /// padded to a multiple of 16 bytes, box {BK_FP8, BM}) and Bᵀ's ({k, n}: B transposed, n rows
 /// of k, box {BK_FP8, BOX_N}). Launch: on an sm_90a device, blocks of `THREADS` threads, any
-/// number of them in a 1D grid (the host gives one per SM, at most one per tile of `BM × BN`),
-/// `SHARED_BYTES` of dynamic shared memory. `c` is valid for `m·n` f32 writes, overlaps
+/// number of them across (the host gives one per SM over all layers, at most one per tile of
+/// `BM × BN`) and `splits` deep, leaving no split of the `⌈k / BK_FP8⌉` slices empty,
+/// `SHARED_BYTES` of dynamic shared memory. `c` is valid for `splits·m·n` f32 writes, overlaps
 /// neither map's memory, and starts 16-byte aligned when `n` is a multiple of 4 (the epilogue
 /// then stores four floats at once).
 #[kernel]

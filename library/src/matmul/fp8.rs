@@ -9,6 +9,9 @@
 //! are padded with zeros to 16 bytes, the stride TMA requires, so any m, n, k ≥ 1 works. [`gemm_e4m3`]
 //! multiplies two of them and applies both scales in the epilogue; [`E4m3Product`] holds two
 //! with their tensor maps, for launches timed one after another (`host matmul --dtype fp8`).
+//! Where C has few tiles and k is long, both split k ([`super::split::fp8_splits_for`]): the
+//! persistent grid is that many layers deep, each scaling its run of k's partial product into
+//! a workspace, which `matmul_split_reduce` sums into C in a fixed order.
 //!
 //! The CPU rounds as the GPU does ([`e4m3_bits`]: to nearest, ties to even, saturated at
 //! ±448, NaN kept), written on the values rather than on the bits, so that the two are checked
@@ -25,6 +28,7 @@
 //! its default promotes partial sums to f32 and is about 10 times more accurate (issue 32).
 
 use super::hopper::{self, checked_launch, encode, launch_config, Outcome, Step, TensorMap};
+use super::split;
 use crate::gpu::{
     product, refuse, require_aligned, require_disjoint, require_kernel, require_len, Cache, Gpu, GpuError, GpuResult,
     KernelArgs, LaunchConfig, Params,
@@ -224,12 +228,55 @@ pub fn gemm_e4m3(gpu: &Gpu, a: &E4m3Matrix, b: &E4m3Matrix, c: &DeviceSlice<f32>
     let operands = operands(a, b)?;
     let mut device = maps_buffer()?;
     let maps = Fp8Maps::upload(operands, &mut device)?;
-    let (m, n, k) = (operands.m, operands.n, operands.k);
-    let blocks = gpu.sms();
-    let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: a.scale, scale_b: b.scale, blocks };
-    // SAFETY: the matrices, the maps and C live until the synchronization that follows.
-    unsafe { gpu.launch(GEMM, &args)? };
+    let split = Split::new(gpu, (operands.m, operands.n, operands.k))?;
+    // SAFETY: the matrices, the maps, the workspace and C live until the synchronization that
+    // follows.
+    unsafe { split.launch_on(gpu, gpu.stream(), &maps, (a.scale, b.scale), c)? };
     gpu.synchronize(GEMM)
+}
+
+/// How a product splits k on this GPU ([`super::split::fp8_splits_for`]), and the workspace
+/// of its partial products when it does.
+struct Split {
+    splits: usize,
+    partials: Option<DeviceBuffer<f32>>,
+}
+
+impl Split {
+    fn new(gpu: &Gpu, (m, n, k): (usize, usize, usize)) -> GpuResult<Self> {
+        let splits = split::fp8_splits_for((m, n, k), gpu.sms() as usize);
+        let partials = if splits > 1 { Some(split::workspace(gpu, (m, n), splits)?) } else { None };
+        Ok(Self { splits, partials })
+    }
+
+    /// Queues `C = A × B` on `stream` into `c`: straight into it, or over the splits into the
+    /// workspace and then their sum.
+    ///
+    /// # Safety
+    /// Queued, not finished, on return: the buffers behind `maps`, the workspace and `c` must
+    /// stay allocated until `stream` has run it (see [`Gpu::launch`]).
+    unsafe fn launch_on(
+        &self,
+        gpu: &Gpu,
+        stream: &Stream,
+        maps: &Fp8Maps,
+        (scale_a, scale_b): (f32, f32),
+        c: &DeviceSlice<f32>,
+    ) -> GpuResult<()> {
+        let (m, n, k) = (maps.operands.m, maps.operands.n, maps.operands.k);
+        let blocks = split::layer_blocks(gpu.sms(), self.splits);
+        let args = |c, splits| Fp8Args { maps, c, m, n, k, scale_a, scale_b, blocks, splits };
+        match &self.partials {
+            // SAFETY: the caller keeps every buffer until `stream` has run it.
+            None => unsafe { gpu.launch_on(stream, GEMM, &args(c, 1)) },
+            // SAFETY: as above; the product is queued on `stream`.
+            Some(partials) => unsafe {
+                split::layers_then_sum(gpu, stream, (partials, c), (m, n), self.splits, || {
+                    gpu.launch_on(stream, GEMM, &args(partials, self.splits))
+                })
+            },
+        }
+    }
 }
 
 /// A and B in e4m3 with their tensor maps encoded on the GPU once, for a product launched many
@@ -239,16 +286,25 @@ pub struct E4m3Product {
     a: E4m3Matrix,
     b: E4m3Matrix,
     maps: DeviceBuffer<TensorMap>,
+    split: Split,
 }
 
 impl E4m3Product {
     /// The product of `a`, A (m × k, [`Layout::AsIs`]), and `b`, B held as Bᵀ (n × k,
-    /// [`Layout::Transposed`]): refused unless both have k columns, and where TMA cannot take
-    /// them (a dimension of 2^32 or more).
-    pub fn new(a: E4m3Matrix, b: E4m3Matrix) -> GpuResult<Self> {
+    /// [`Layout::Transposed`]) on `gpu`, with the workspace of its splits of k where it splits:
+    /// refused unless both have k columns, and where TMA cannot take them (a dimension of 2^32
+    /// or more).
+    pub fn new(gpu: &Gpu, a: E4m3Matrix, b: E4m3Matrix) -> GpuResult<Self> {
         let mut maps = maps_buffer()?;
-        Fp8Maps::upload(operands(&a, &b)?, &mut maps)?;
-        Ok(Self { a, b, maps })
+        let operands = operands(&a, &b)?;
+        Fp8Maps::upload(operands, &mut maps)?;
+        let split = Split::new(gpu, (operands.m, operands.n, operands.k))?;
+        Ok(Self { a, b, maps, split })
+    }
+
+    /// The splits of k it runs in (1: none).
+    pub fn splits(&self) -> usize {
+        self.split.splits
     }
 
     /// A.
@@ -272,12 +328,9 @@ impl E4m3Product {
         // SAFETY: `new` encoded `maps` for these operands, whose buffers `self` owns and never
         // reallocates or rewrites.
         let maps = unsafe { Fp8Maps::assume_uploaded(operands, &self.maps) };
-        let (m, n, k) = (operands.m, operands.n, operands.k);
-        let blocks = gpu.sms();
-        let args = Fp8Args { maps: &maps, c, m, n, k, scale_a: self.a.scale, scale_b: self.b.scale, blocks };
-        // SAFETY: the caller keeps `self` (the matrices and their maps) and `c` until `stream`
-        // has run it.
-        unsafe { gpu.launch_on(stream, GEMM, &args) }
+        // SAFETY: the caller keeps `self` (the matrices, their maps and the workspace) and `c`
+        // until `stream` has run it.
+        unsafe { self.split.launch_on(gpu, stream, &maps, (self.a.scale, self.b.scale), c) }
     }
 }
 
@@ -509,17 +562,23 @@ pub struct Fp8Args<'a> {
     pub scale_a: f32,
     /// B's scale: finite.
     pub scale_b: f32,
-    /// Blocks of the persistent grid, at most: one per SM (fewer run where C has fewer tiles).
+    /// Blocks of each layer of the persistent grid, at most: one per SM over all layers (fewer
+    /// run where C has fewer tiles).
     pub blocks: u32,
+    /// Layers of the grid, each scaling its run of k's slices (`⌈k / BK_FP8⌉`, none left empty)
+    /// into its own `m × n` of `c`: split k, whose partial products `matmul_split_reduce`
+    /// sums. With 1, `c` is C.
+    pub splits: usize,
 }
 
 // SAFETY: the maps describe A and Bᵀ (`Fp8Maps` is built by encoding them, or by an unsafe
 // promise that it was), which `Fp8Operands::check` verified long enough for the dimensions
-// (checked equal to these), 16-byte aligned, with strides TMA takes. C holds `m·n` floats,
-// overlaps neither matrix, and starts 16-byte aligned wherever the epilogue stores four floats
-// at once (`n` a multiple of 4). The maps' buffer holds two, 64-byte aligned. The launch is
-// the persistent steps' 1D grid of at least one block, as the kernel's `# Safety` asks. The
-// parameters are `maps, c: *mut f32, m, n, k: usize, scale_a, scale_b: f32`.
+// (checked equal to these), 16-byte aligned, with strides TMA takes. C holds `splits·m·n`
+// floats, overlaps neither matrix, and starts 16-byte aligned wherever the epilogue stores
+// four floats at once (`n` a multiple of 4). `splits` is checked to leave no split of k's
+// slices empty. The maps' buffer holds two, 64-byte aligned. The launch is the persistent
+// steps' grid of at least one block across, `splits` deep, as the kernel's `# Safety` asks.
+// The parameters are `maps, c: *mut f32, m, n, k: usize, scale_a, scale_b: f32`.
 unsafe impl KernelArgs for Fp8Args<'_> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         require_kernel(kernel, &[GEMM], "Fp8Args")?;
@@ -534,7 +593,8 @@ unsafe impl KernelArgs for Fp8Args<'_> {
             return Err(refuse(kernel, format!("the scales {} and {} must be finite", self.scale_a, self.scale_b)));
         }
         let (a_len, b_len) = operands.check(kernel)?;
-        let c_len = product(kernel, m, n)?;
+        split::require_even_splits(kernel, k.div_ceil(BK_FP8), self.splits)?;
+        let c_len = product(kernel, self.splits, product(kernel, m, n)?)?;
         require_len(kernel, "C", self.c, c_len)?;
         if n.is_multiple_of(4) {
             require_aligned(kernel, "C", self.c, 16)?;
@@ -543,7 +603,10 @@ unsafe impl KernelArgs for Fp8Args<'_> {
         require_disjoint(kernel, ("C", self.c, c_len), ("Bᵀ", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        checked_launch(kernel, Step::Persistent, (m, n), self.blocks)
+        let depth = u32::try_from(self.splits)
+            .map_err(|_| refuse(kernel, format!("{} splits exceed a grid's depth", self.splits)))?;
+        let layer = checked_launch(kernel, Step::Persistent, (m, n), self.blocks)?;
+        Ok(LaunchConfig { grid: (layer.grid.0, layer.grid.1, depth), ..layer })
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -622,18 +685,12 @@ pub fn run(
             })
         })
         .reduce(|| (0.0, 0.0, 0.0), |x, y| (x.0.max(y.0), x.1 + y.1, x.2.max(y.2)));
-    let mut device = maps_buffer()?;
-    let maps = Fp8Maps::upload(operands(&qa, &qb)?, &mut device)?;
-    let blocks = gpu.sms();
-    let args = Fp8Args { maps: &maps, c: &c, m, n, k, scale_a: qa.scale, scale_b: qb.scale, blocks };
+    let scales = (qa.scale, qb.scale);
+    let timed = E4m3Product::new(gpu, qa, qb)?;
     // SAFETY: every buffer lives until `time` has synchronized its last launch.
-    let timing = gpu.time(launches, cache, || Ok(()), || unsafe { gpu.launch(GEMM, &args) })?;
+    let timing = gpu.time(launches, cache, || Ok(()), || unsafe { timed.launch_on(gpu, gpu.stream(), &c) })?;
     let mean_error = sum / (rows.len() * n) as f64;
-    Ok(Fp8Outcome {
-        product: Outcome { worst, mean_error, max_error, timing },
-        scales: (qa.scale, qb.scale),
-        conversion_mismatches,
-    })
+    Ok(Fp8Outcome { product: Outcome { worst, mean_error, max_error, timing }, scales, conversion_mismatches })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use interface::matmul::{
     ASYNC_SPLIT_MAX_WAVES, ASYNC_SPLIT_MIN_SLICES, REDUCE_THREADS, SPLIT_BK, SPLIT_BM, SPLIT_BN,
     SPLIT_MIN_SLICES as F32_MIN_SLICES, SPLIT_TARGET_BLOCKS_PER_SM, SPLIT_TILE,
 };
-use interface::wgmma::{BM, BN, NARROW_BN, SMALL_SPLIT_MIN_SLICES, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
+use interface::wgmma::{BK_FP8, BM, BN, NARROW_BN, SMALL_SPLIT_MIN_SLICES, SPLIT_MIN_SLICES, SPLIT_MIN_SPLITS};
 
 /// The reduction that sums the splits' partial products into C.
 pub const REDUCE: &str = "matmul_split_reduce";
@@ -204,19 +204,49 @@ pub fn tensor_split_for(precision: Precision, (m, n, k): (usize, usize, usize), 
     } else {
         (Step::Pipelined, sms, SPLIT_MIN_SLICES)
     };
+    let splits = wgmma_splits((m, n, k), precision.bytes(), (step.tile_n(), slices(precision, k)), (blocks, fewest), sms);
+    (step, splits)
+}
+
+/// The splits of k of an FP8 `m × n × k` product (`super::fp8`, whose persistent grid has only
+/// wide tiles) on a GPU of `sms` SMs: [`tensor_split_for`]'s rule on wide tiles, `BK_FP8` of k
+/// a slice.
+///
+/// ```
+/// use cuda_kernels::matmul::split::fp8_splits_for;
+///
+/// // One wide tile down 512 slices of 128: 128 splits of 4.
+/// assert_eq!(fp8_splits_for((64, 64, 65536), 132), 128);
+/// assert_eq!(fp8_splits_for((4096, 4096, 4096), 132), 1);
+/// ```
+pub fn fp8_splits_for((m, n, k): (usize, usize, usize), sms: usize) -> usize {
+    wgmma_splits((m, n, k), 1, (BN, k.div_ceil(BK_FP8)), (sms, SPLIT_MIN_SLICES), sms)
+}
+
+/// The splits of an `m × n × k` product of `bytes`-byte inputs on tiles `tile_n` wide, k being
+/// `slices` slices: 1 while C's wide tiles fill more than a quarter of the `sms` SMs, while the
+/// partial products would outweigh A and B, or where fewer than `SPLIT_MIN_SPLITS` would do;
+/// else enough that tiles × splits come to about `blocks`, each split at least `fewest`
+/// slices, made even by `split_count`.
+fn wgmma_splits(
+    (m, n, k): (usize, usize, usize),
+    bytes: usize,
+    (tile_n, slices): (usize, usize),
+    (blocks, fewest): (usize, usize),
+    sms: usize,
+) -> usize {
     let wide = m.div_ceil(BM) * n.div_ceil(BN);
     // An empty C has no tiles to split: the product refuses it.
     if wide == 0 || 4 * wide > sms {
-        return (step, 1);
+        return 1;
     }
-    let tiles = m.div_ceil(BM) * n.div_ceil(step.tile_n());
-    let slices = slices(precision, k);
+    let tiles = m.div_ceil(BM) * n.div_ceil(tile_n);
     let splits = split_count(slices, (blocks / tiles).min(slices / fewest));
-    let (partials, inputs) = (4 * splits * m * n, precision.bytes() * k * (m + n));
+    let (partials, inputs) = (4 * splits * m * n, bytes * k * (m + n));
     if partials > inputs || splits < SPLIT_MIN_SPLITS {
-        (step, 1)
+        1
     } else {
-        (step, splits)
+        splits
     }
 }
 
@@ -376,7 +406,7 @@ unsafe impl KernelArgs for SgemmSplitArgs<'_> {
 }
 
 /// Refuses `splits` splits of `slices` slices unless each split gets at least one.
-fn require_even_splits(kernel: &str, slices: usize, splits: usize) -> GpuResult<()> {
+pub(super) fn require_even_splits(kernel: &str, slices: usize, splits: usize) -> GpuResult<()> {
     if splits == 0 || split_count(slices, splits) != splits {
         let even = split_count(slices, splits);
         return Err(refuse(
@@ -424,7 +454,7 @@ pub unsafe fn launch_f32_on(
 /// # Safety
 /// `queue_layers` queues on `stream`, and `partials` and `c` stay allocated until `stream` has
 /// run both kernels.
-unsafe fn layers_then_sum(
+pub(super) unsafe fn layers_then_sum(
     gpu: &Gpu,
     stream: &Stream,
     (partials, c): (&DeviceSlice<f32>, &DeviceSlice<f32>),
@@ -539,6 +569,21 @@ mod tests {
         assert_eq!(tensor_split_for(Precision::Tf32, (256, 256, 256), 132).1, 1);
         assert_eq!(no_split((1, 1, 1)), 1);
         assert_eq!(no_split((0, 64, 65536)), 1);
+    }
+
+    #[test]
+    fn fp8_splits_long_k_on_wide_tiles_to_fill_the_sms_once() {
+        let fp8 = |dims| fp8_splits_for(dims, 132);
+        // 512 slices of 128 in runs of 4; 128 in runs of 4; 32 in runs of 4 over 16 tiles; 40 in
+        // runs of 4; 16 in runs of 4.
+        assert_eq!(fp8((64, 64, 65536)), 128);
+        assert_eq!(fp8((128, 128, 16384)), 32);
+        assert_eq!(fp8((16, 4096, 4096)), 8);
+        assert_eq!(fp8((17, 31, 5000)), 10);
+        assert_eq!(fp8((130, 70, 2000)), 4);
+        for no_split in [(4096, 4096, 4096), (128, 14336, 4096), (130, 70, 700), (1, 1, 1), (0, 64, 65536)] {
+            assert_eq!(fp8(no_split), 1, "{no_split:?}");
+        }
     }
 
     #[test]

@@ -43,13 +43,17 @@ impl Fp8 {
         let qa = E4m3Matrix::from_f32(gpu, da, (m, k), Layout::AsIs)?;
         let qb = E4m3Matrix::from_f32(gpu, db, (k, n), Layout::Transposed)?;
         let scales = (scale_of("A", a)?, scale_of("B", b)?);
-        Ok(Self { product: E4m3Product::new(qa, qb)?, scales, reference: Vec::new() })
+        Ok(Self { product: E4m3Product::new(gpu, qa, qb)?, scales, reference: Vec::new() })
     }
 
-    /// What the report says beside the product: the scales the GPU chose.
+    /// What the report says beside the product: the scales the GPU chose, and the splits of k.
     pub fn note(&self) -> String {
         let (a, b) = (self.product.a().scale(), self.product.b().scale());
-        format!("per-tensor scales (amax / 448): A {a:.4e}, B {b:.4e}")
+        let split = match self.product.splits() {
+            1 => String::new(),
+            splits => format!("; {splits} splits of k"),
+        };
+        format!("per-tensor scales (amax / 448): A {a:.4e}, B {b:.4e}{split}")
     }
 
     /// Queues the product into `c` on `stream`; `kernel` must be [`fp8::GEMM`], the only one.
