@@ -34,11 +34,21 @@ impl Gpu {
     /// A buffer of `len` elements, every byte set to 0xFF: an f32 NaN, u32::MAX. Results are
     /// checked against a CPU reference, so an element the kernel never wrote shows up.
     pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
-        self.ensure_fits(what, (len * std::mem::size_of::<T>()) as u64)?;
-        // SAFETY: `T` is plain data (`Pod`), and every byte is poisoned before anything reads it.
-        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
+        // SAFETY: every byte is poisoned before the buffer is returned.
+        let buffer = unsafe { self.unset(what, len) }?;
         self.poison(what, &buffer)?;
         Ok(buffer)
+    }
+
+    /// A buffer of `len` elements (at least one), its bytes not yet set, once
+    /// [`Gpu::ensure_fits`] says it fits.
+    ///
+    /// # Safety
+    /// The caller sets every byte before anything reads them.
+    unsafe fn unset<T: DeviceCopy + bytemuck::Pod>(&self, what: &str, len: usize) -> GpuResult<DeviceBuffer<T>> {
+        self.ensure_fits(what, (len as u64).saturating_mul(std::mem::size_of::<T>() as u64))?;
+        // SAFETY: `T` is plain data (`Pod`), and the caller sets every byte before any is read.
+        unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))
     }
 
     /// [`Gpu::poisoned`], the poison set in the stream's order rather than at once: the call
@@ -77,10 +87,9 @@ impl Gpu {
         len: usize,
         byte: u8,
     ) -> GpuResult<DeviceBuffer<T>> {
-        self.ensure_fits(what, (len as u64).saturating_mul(std::mem::size_of::<T>() as u64))?;
-        // SAFETY: `T` is plain data (`Pod`), and the memset queued below sets every byte before
-        // anything ordered after it on the stream reads them.
-        let buffer = unsafe { DeviceBuffer::<T>::uninitialized(len.max(1)) }.during(format!("allocating {}", what))?;
+        // SAFETY: the memset queued below sets every byte before anything ordered after it on
+        // the stream reads them.
+        let buffer = unsafe { self.unset(what, len) }?;
         self.set_in_order(&buffer, byte, format!("filling {}", what))?;
         Ok(buffer)
     }

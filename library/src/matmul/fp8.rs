@@ -603,10 +603,7 @@ unsafe impl KernelArgs for Fp8Args<'_> {
         require_disjoint(kernel, ("C", self.c, c_len), ("Bᵀ", operands.b, b_len))?;
         require_len(kernel, "the tensor maps' buffer", self.maps.device, 2)?;
         require_aligned(kernel, "the tensor maps", self.maps.device, 64)?;
-        let depth = u32::try_from(self.splits)
-            .map_err(|_| refuse(kernel, format!("{} splits exceed a grid's depth", self.splits)))?;
-        let layer = checked_launch(kernel, Step::Persistent, (m, n), self.blocks)?;
-        Ok(LaunchConfig { grid: (layer.grid.0, layer.grid.1, depth), ..layer })
+        split::layered(kernel, checked_launch(kernel, Step::Persistent, (m, n), self.blocks)?, self.splits)
     }
 
     fn params(&self, _kernel: &str) -> Params {

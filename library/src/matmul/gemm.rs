@@ -400,21 +400,42 @@ pub unsafe fn gemm_on_slices(
     }
     let name = kernel.kernel(precision)?;
     gpu.bind()?;
-    let f32_split = |step: F32Split, wanted: usize| -> GpuResult<()> {
-        let splits = split_count(step.slices(k), wanted);
-        let partials = split::workspace(gpu, (m, n), splits)?;
-        // SAFETY: the caller keeps the slices until the stream has run the product, and
-        // `partials` lives until the synchronization below.
-        unsafe { split::launch_f32_on(gpu, gpu.stream(), step, (sa, sb), &partials, sc, (m, n, k), splits) }?;
-        // The workspace is dropped on return: the product must have used it.
-        gpu.synchronize("the split f32 product")
-    };
-    match (kernel, hopper_precision(precision)) {
-        (GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
+    match (kernel.split_step(precision), kernel, hopper_precision(precision)) {
+        (Some((split_step, wanted)), ..) => {
+            let splits = split_count(split_step.slices(k), wanted);
+            let partials = split::workspace(gpu, (m, n), splits)?;
+            match split_step {
+                SplitStep::F32(step) => {
+                    // SAFETY: the caller keeps the slices until the stream has run the product,
+                    // and `partials` lives until the synchronization below.
+                    unsafe {
+                        split::launch_f32_on(gpu, gpu.stream(), step, (sa, sb), &partials, sc, (m, n, k), splits)
+                    }?;
+                    // The workspace is dropped on return: the product must have used it.
+                    gpu.synchronize("the split f32 product")?;
+                }
+                SplitStep::Wgmma(step, hopper) => {
+                    // SAFETY: as for the Hopper steps below.
+                    let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
+                    let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
+                    let split = (&*partials, splits);
+                    // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for
+                    // this precision and shape; the copies, the maps and `partials` live until
+                    // the stream has run the product, which the synchronization below waits for.
+                    unsafe {
+                        converted.launch_hopper_split(gpu, gpu.stream(), (step, hopper, &maps), split, sc, (m, n, k))
+                    }?;
+                    // The copies, the maps and the workspace are dropped after this: the product
+                    // must have used them.
+                    gpu.synchronize("the split wgmma product")?;
+                }
+            }
+        }
+        (None, GemmKernel::Ladder(_) | GemmKernel::Tile(_), _) => {
             // SAFETY: the caller keeps the slices until the stream has run the product.
             unsafe { gpu.launch(name, &SgemmArgs { a: sa, b: sb, c: sc, m, n, k }) }?;
         }
-        (GemmKernel::Mma, _) => {
+        (None, GemmKernel::Mma, _) => {
             // SAFETY: the caller keeps the slices until the stream has run the work below, and
             // the copies are dropped after it.
             unsafe {
@@ -424,7 +445,7 @@ pub unsafe fn gemm_on_slices(
             // The converted copies are dropped on return: the product must have read them.
             gpu.synchronize("the tensor-core product")?;
         }
-        (GemmKernel::Hopper(_), Some(hopper)) => {
+        (None, GemmKernel::Hopper(_), Some(hopper)) => {
             // SAFETY: the caller keeps the slices until the stream has run the work below, and
             // the copies are dropped after it.
             let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
@@ -434,33 +455,8 @@ pub unsafe fn gemm_on_slices(
             unsafe { converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps), sc, (m, n, k)) }?;
             gpu.synchronize("the wgmma product")?;
         }
-        (GemmKernel::Split(wanted) | GemmKernel::HopperSplit(_, wanted), Some(hopper)) => {
-            let step = match kernel {
-                GemmKernel::HopperSplit(step, _) => step,
-                _ => hopper::Step::Pipelined,
-            };
-            // SAFETY: as for the Hopper steps above.
-            let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
-            let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
-            let splits = split_count(split::slices(hopper, k), wanted);
-            let partials = split::workspace(gpu, (m, n), splits)?;
-            let split = (&*partials, splits);
-            // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
-            // precision and shape; the copies, the maps and `partials` live until the stream has
-            // run the product, which the synchronization below waits for.
-            unsafe { converted.launch_hopper_split(gpu, gpu.stream(), (step, hopper, &maps), split, sc, (m, n, k)) }?;
-            gpu.synchronize("the split wgmma product")?;
-        }
-        (GemmKernel::Split(wanted), None) => f32_split(F32Split::Vec4, wanted)?,
-        (GemmKernel::SplitAsync(wanted), None) => f32_split(F32Split::Async, wanted)?,
-        (GemmKernel::Hopper(_), None) => {
-            unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
-        }
-        (GemmKernel::SplitAsync(_), Some(_)) => {
-            unreachable!("GemmKernel::kernel refuses step 5d for the tensor types")
-        }
-        (GemmKernel::HopperSplit(..), None) => {
-            unreachable!("GemmKernel::kernel refuses a Hopper step for f32")
+        (None, ..) => {
+            unreachable!("GemmKernel::kernel refuses a Hopper step for f32 and step 5d for the tensor types; split_step names the step of every other split")
         }
     }
     Ok(())

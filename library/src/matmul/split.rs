@@ -75,14 +75,12 @@ impl F32Split {
     /// assert_eq!(launch.grid, (4, 8, 4));
     /// ```
     pub fn launch(self, (m, n, _): (usize, usize, usize), splits: usize) -> GpuResult<LaunchConfig> {
-        let depth = u32::try_from(splits)
-            .map_err(|_| refuse(self.kernel(), format!("{splits} splits exceed a grid's depth")))?;
         let per_tile = match self {
             F32Split::Vec4 => tile_launch(&SPLIT_TILE, m, n)?,
             // Step 5c's launch, whose kernel this is.
             F32Split::Async => super::Step::Async.launch_config(m, n)?,
         };
-        Ok(LaunchConfig { grid: (per_tile.grid.0, per_tile.grid.1, depth), ..per_tile })
+        layered(self.kernel(), per_tile, splits)
     }
 }
 
@@ -292,10 +290,7 @@ unsafe impl<T: DeviceCopy> KernelArgs for SplitArgs<'_, T> {
         let steps = Step::ALL.map(|s| s.kernel(precision));
         self.maps.check_product(kernel, &steps, (m, n, k), ("the partial products", self.partials, layers))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
-        let depth =
-            u32::try_from(splits).map_err(|_| refuse(kernel, format!("{splits} splits exceed a grid's depth")))?;
-        let layer = checked_launch(kernel, step, (m, n), self.blocks)?;
-        Ok(LaunchConfig { grid: (layer.grid.0, layer.grid.1, depth), ..layer })
+        layered(kernel, checked_launch(kernel, step, (m, n), self.blocks)?, splits)
     }
 
     fn params(&self, _kernel: &str) -> Params {
@@ -403,6 +398,12 @@ unsafe impl KernelArgs for SgemmSplitArgs<'_> {
     fn params(&self, _kernel: &str) -> Params {
         Params::new().slice(self.a).slice(self.b).pointer(self.partials).value(self.m).value(self.n).value(self.k)
     }
+}
+
+/// `layer`, the launch of one layer of `kernel`'s grid, `splits` layers deep.
+pub(super) fn layered(kernel: &str, layer: LaunchConfig, splits: usize) -> GpuResult<LaunchConfig> {
+    let depth = u32::try_from(splits).map_err(|_| refuse(kernel, format!("{splits} splits exceed a grid's depth")))?;
+    Ok(LaunchConfig { grid: (layer.grid.0, layer.grid.1, depth), ..layer })
 }
 
 /// Refuses `splits` splits of `slices` slices unless each split gets at least one.

@@ -501,7 +501,7 @@ impl Kernel for Matmul {
         let mut variants = Self::variants_for(options)?;
         let pick = library_pick(gpu, dtype, shape, cache_path.as_deref())?;
         // Split k joins the type's steps where the library picks it (not under --tune, which
-        // keeps a kernel by name, and split k's is the pipelined step's).
+        // keeps a kernel by name, and split k's is the name of the step it splits on).
         let split_k = pick.split.is_some() && !(options.tune || options.all_configs);
         if options.chosen || split_k {
             variants.push(pick.variant.clone());
