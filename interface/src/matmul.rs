@@ -204,6 +204,14 @@ pub const fn split_slices(slices: usize, split: usize, splits: usize) -> (usize,
 /// The first slice of k and the slices that split `split` takes of `slices` in runs of `per`,
 /// the last run shorter: [`split_slices`] once the run's length is known (a kernel that divides
 /// by a count it knows is not zero computes it without the division's zero check).
+///
+/// ```
+/// use interface::matmul::{split_runs, split_slices};
+///
+/// // 10 slices in runs of 4: the third split takes the last 2.
+/// assert_eq!(split_runs(10, 2, 4), (8, 2));
+/// assert_eq!(split_runs(10, 2, 4), split_slices(10, 2, 3));
+/// ```
 pub const fn split_runs(slices: usize, split: usize, per: usize) -> (usize, usize) {
     let first = split * per;
     let rest = slices.saturating_sub(first);
