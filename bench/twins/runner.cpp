@@ -2042,7 +2042,7 @@ struct Runner {
     // SMs: the narrow step's), 2048^3, 3072^3 (wide tiles in 2.2 waves, narrow ones in 4.4: the
     // medium step's case), the host's default 4096^3, 8192^3, and 8192x8192x256 (a short k: few
     // slices per tile); and for TF32 4096x4097x4096, whose rows of C are not 16-byte aligned (the epilogue's
-    // staged stores; the 16-bit types' B, k x n, would need its rows padded for TMA).
+    // staged stores, and no TMA-store step; the 16-bit types' B, k x n, would need its rows padded for TMA).
     // TF32 takes B transposed (n x k), here the first n * k values of a random matrix.
     void wgmma() {
         if (hopper_ptx.empty()) return;
@@ -2088,16 +2088,25 @@ struct Runner {
                                  : tensor_map(map_type, b->ptr, k, n, bk, WGMMA_BOX_N)};
                 auto map_buffer = upload(maps);
                 auto c = device(4 * m * n);
-                // One block per tile; one per SM over wide tiles, narrow, small or medium ones.
-                for (int step : {0, 1, 2, 3, 4}) {
-                    static const char* const names[] = {"matmul_wgmma_", "matmul_wgmma_persistent_",
+                // C's map, for the TMA-store step (rows of C a multiple of 16 bytes only).
+                std::vector<CUtensorMap> c_map(1);
+                if (!g_dry && n % 4 == 0)
+                    c_map = {tensor_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c->ptr, m, n, WGMMA_STORE_BOX_ROWS,
+                                        WGMMA_STORE_BOX_COLS)};
+                auto c_map_buffer = upload(c_map);
+                // One block per tile; one per SM over wide tiles, narrow, small or medium ones,
+                // and wide ones stored through TMA.
+                for (int step : {0, 1, 2, 3, 4, 5}) {
+                    static const char* const names[] = {"matmul_wgmma_",        "matmul_wgmma_persistent_",
                                                         "matmul_wgmma_narrow_", "matmul_wgmma_small_",
-                                                        "matmul_wgmma_medium_"};
-                    static const unsigned widths[] = {WGMMA_BN, WGMMA_BN, WGMMA_NARROW_BN, WGMMA_SMALL_BN,
-                                                      WGMMA_MEDIUM_BN};
-                    static const unsigned shareds[] = {WGMMA_SHARED_BYTES, WGMMA_SHARED_BYTES,
+                                                        "matmul_wgmma_medium_", "matmul_wgmma_tma_store_"};
+                    static const unsigned widths[] = {WGMMA_BN,       WGMMA_BN,        WGMMA_NARROW_BN,
+                                                      WGMMA_SMALL_BN, WGMMA_MEDIUM_BN, WGMMA_BN};
+                    static const unsigned shareds[] = {WGMMA_SHARED_BYTES,        WGMMA_SHARED_BYTES,
                                                        WGMMA_NARROW_SHARED_BYTES, WGMMA_SMALL_SHARED_BYTES,
-                                                       WGMMA_MEDIUM_SHARED_BYTES};
+                                                       WGMMA_MEDIUM_SHARED_BYTES, WGMMA_TMA_STORE_SHARED_BYTES};
+                    bool tma_store = step == 5;
+                    if (tma_store && n % 4 != 0) continue;
                     unsigned bn = widths[step], shared = shareds[step];
                     unsigned tiles = blocks(m, WGMMA_BM) * blocks(n, bn);
                     Case x;
@@ -2107,7 +2116,7 @@ struct Runner {
                     x.unit = "GFLOP/s", x.work = 2.0 * m * n * k;
                     x.shape = step > 0 ? Shape{std::min(sms, tiles), 1, WGMMA_THREADS, 1, shared}
                                        : Shape{blocks(n, bn), blocks(m, WGMMA_BM), WGMMA_THREADS, 1, shared};
-                    x.args.ptr(map_buffer).ptr(c).add(m).add(n).add(k);
+                    x.args.ptr(map_buffer).ptr(tma_store ? c_map_buffer : c).add(m).add(n).add(k);
                     // The same products in the same order: equal up to nothing the runner should see.
                     x.out = c, x.compare = Compare::Close, x.tolerance = 1e-3;
                     x.reference = [=, &av, &bv](const std::vector<unsigned char>& out) -> std::string {

@@ -46,7 +46,8 @@ fn tensor_steps_match_the_cpu_for_every_dtype() {
             let reports = run(&gpu, "matmul", &format!("--m 17 --n 31 --k 13 --dtype {dtype}"), 1);
             let names: Vec<&str> = reports.iter().map(|r| r.variant.as_str()).collect();
             let precision = if dtype == "bf16" { Precision::Bf16 } else { Precision::F16 };
-            let wgmma = Step::ALL.map(|s| s.kernel(precision));
+            // Not the TMA-store step: its rows of C must be a multiple of 16 bytes, and n is 31.
+            let wgmma = Step::LAYERED.map(|s| s.kernel(precision));
             assert!(names.len() == 1 + wgmma.len() && wgmma.iter().all(|w| names.contains(w)), "{dtype}: {names:?}");
             assert!(names.contains(&step), "{dtype}: {names:?}");
         }

@@ -23,7 +23,7 @@ use cust::memory::{DeviceCopy, DeviceSlice};
 use host::gpu::{Gpu, GpuError, GpuResult, KernelArgs, HOPPER_PTX, KERNELS_PTX};
 use host::launch_cases::{shifted, vector_access, Args, Cases, LaunchCases, Memory};
 use host::ops::matmul::fp8::{self, AmaxArgs, E4m3Args, Fp8Args, Fp8Maps, Fp8Operands};
-use host::ops::matmul::hopper::{self, Operands, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
+use host::ops::matmul::hopper::{self, Operands, OutputMap, Precision, Step, TensorMap, TensorMaps, WgmmaArgs};
 use host::ops::scan::Scanner;
 use host::ops::FAMILIES;
 use interface::window::Window;
@@ -219,8 +219,8 @@ fn bad_scan_buffers<T: DeviceCopy>(
 }
 
 /// The Hopper kernels' cases: maps over A and B (TF32: Bᵀ) in the kernel's precision and the
-/// dimensions they were encoded for, with C beside them. Maps of one precision must be refused
-/// by another's kernel.
+/// dimensions they were encoded for, with C beside them (and for the TMA-store step, C's map).
+/// Maps of one precision must be refused by another's kernel.
 fn hopper_cases(step: Step, precision: Precision, memory: &mut Memory) -> Cases {
     match precision {
         Precision::Tf32 => hopper_cases_of::<f32>(step, precision, memory),
@@ -240,7 +240,14 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
     let ldb = precision.b_shape(n, k).1;
     let operands = Operands { precision, a, lda: k, b, ldb, m, n, k, zero_padded: false };
     let valid = maps(operands, device);
-    let with = |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, c, m, n, k, blocks: 132 }) };
+    let out_device = memory.slice::<TensorMap>(1);
+    let out_of = |c: &'static DeviceSlice<f32>, dims| -> Option<&'static OutputMap<'static>> {
+        // SAFETY: no launch with this map runs: each case is checked only, or refused.
+        (step == Step::TmaStore)
+            .then(|| &*Box::leak(Box::new(unsafe { OutputMap::assume_uploaded(c, dims, out_device) })))
+    };
+    let with =
+        |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, out: out_of(c, (m, n)), c, m, n, k, blocks: 132 }) };
     let other = if precision == Precision::Bf16 { Precision::F16 } else { Precision::Bf16 };
     let mut refused = vec![
         ("m and n swapped".to_string(), with(valid, c, (n, m, k))),
@@ -267,7 +274,14 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
         ),
     ];
     if step != Step::Pipelined {
-        refused.push(("no blocks".into(), Box::new(WgmmaArgs { maps: valid, c, m, n, k, blocks: 0 })));
+        let out = out_of(c, (m, n));
+        refused.push(("no blocks".into(), Box::new(WgmmaArgs { maps: valid, out, c, m, n, k, blocks: 0 })));
+    }
+    if step == Step::TmaStore {
+        let args = |out| -> Args { Box::new(WgmmaArgs { maps: valid, out, c, m, n, k, blocks: 132 }) };
+        refused.push(("no C map".into(), args(None)));
+        refused.push(("C's map of another C".into(), args(out_of(memory.f32s(m * n), (m, n)))));
+        refused.push(("C's map of other dimensions".into(), args(out_of(c, (m - 1, n)))));
     }
     Cases { valid: with(valid, c, (m, n, k)), refused }
 }
@@ -411,7 +425,7 @@ fn wgmma_args_storing_floats<T: DeviceCopy + 'static>(precision: Precision, memo
     let operands = Operands { precision, a, lda: k, b, ldb, m, n, k, zero_padded: false };
     // SAFETY: no launch with these maps runs: the case is only checked.
     let maps = Box::leak(Box::new(unsafe { TensorMaps::assume_uploaded(operands, memory.slice(2)) }));
-    Box::new(WgmmaArgs { maps, c: shifted(memory.f32s(m * n + 1)), m, n, k, blocks: 132 })
+    Box::new(WgmmaArgs { maps, out: None, c: shifted(memory.f32s(m * n + 1)), m, n, k, blocks: 132 })
 }
 
 /// The wgmma epilogue (`store_quad`) stores four floats at once wherever `n` is a multiple of 4.
@@ -432,7 +446,13 @@ fn the_wgmma_binding_refuses_a_c_misaligned_for_its_16_byte_stores() {
             Precision::Tf32 => wgmma_args_storing_floats::<f32>(precision, &mut memory),
             Precision::Bf16 | Precision::F16 => wgmma_args_storing_floats::<u16>(precision, &mut memory),
         };
-        storing_floats.checked_config(kernel).unwrap_or_else(|e| panic!("{kernel}, n = 70: C refused: {e}"));
+        let result = storing_floats.checked_config(kernel);
+        if step == Step::TmaStore {
+            // TMA stores rows of a multiple of 16 bytes only: no map of this C exists to give.
+            assert!(result.is_err(), "{kernel}, n = 70: accepted with no map of C");
+        } else {
+            result.unwrap_or_else(|e| panic!("{kernel}, n = 70: C refused: {e}"));
+        }
     }
     let Some(gpu) = common::gpu("the_wgmma_binding_refuses_a_c_misaligned_for_its_16_byte_stores") else { return };
     let mut memory = on(&gpu);

@@ -86,6 +86,20 @@ pub const MEDIUM_STAGE_BYTES: usize = A_STAGE_BYTES + BK * MEDIUM_BN * 2;
 pub const MEDIUM_SHARED_BYTES: usize =
     SWIZZLE_ALIGN + MEDIUM_STAGES * MEDIUM_STAGE_BYTES + 2 * MEDIUM_STAGES * 8 + EPILOGUE_BYTES;
 
+/// Step H8, the TMA-store epilogue (`kernels/src/matmul/wgmma_tma_store.rs`): the wide persistent
+/// grid, whose consumer warps pass their 16 rows of C through `STORE_BOXES` boxes of shared
+/// memory, each `STORE_BOX_ROWS` rows of `STORE_BOX_COLS` floats (one 128-byte swizzle row), which
+/// TMA copies to C while the warp goes on to the next tile. The boxes follow the ring's
+/// barriers, which take the first of two `SWIZZLE_ALIGN`s: a swizzled box starts on that
+/// boundary.
+pub const STORE_BOX_ROWS: usize = 16;
+pub const STORE_BOX_COLS: usize = 32;
+pub const STORE_BOX_BYTES: usize = STORE_BOX_ROWS * STORE_BOX_COLS * 4;
+pub const STORE_BOXES: usize = 2;
+pub const STORE_WARP_BYTES: usize = STORE_BOXES * STORE_BOX_BYTES;
+pub const TMA_STORE_SHARED_BYTES: usize =
+    SWIZZLE_ALIGN + STAGES * STAGE_BYTES + SWIZZLE_ALIGN + CONSUMERS * WARPGROUP / 32 * STORE_WARP_BYTES;
+
 /// Rows of tiles in one group of the persistent kernels' tile order: 16 rows of 128 and the
 /// 8 or so columns of 256 that the other running blocks take make a square of about 2048.
 pub const GROUP_M: usize = 16;
@@ -117,7 +131,7 @@ pub const fn fp8_padded(cols: usize) -> usize {
 
 /// One block of [`THREADS`] per SM: its shared memory allows no second. The FP8 conversions'
 /// blocks are small, and their registers few.
-pub const BOUNDS: [LaunchBounds; 19] = [
+pub const BOUNDS: [LaunchBounds; 22] = [
     LaunchBounds { kernel: "matmul_wgmma_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
@@ -133,6 +147,9 @@ pub const BOUNDS: [LaunchBounds; 19] = [
     LaunchBounds { kernel: "matmul_wgmma_medium_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_medium_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_medium_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_tma_store_tf32", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_tma_store_bf16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
+    LaunchBounds { kernel: "matmul_wgmma_tma_store_f16", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "matmul_wgmma_e4m3", max_threads: THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_fp8_amax", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
     LaunchBounds { kernel: "convert_e4m3", max_threads: FP8_CONVERT_THREADS as u32, min_blocks_per_sm: 1 },
@@ -143,6 +160,11 @@ const _: () = assert!((PRODUCER_REGISTERS as usize + CONSUMERS * CONSUMER_REGIST
 const _: () = assert!(NARROW_BN % BOX_N == 0 && NARROW_SHARED_BYTES <= 227 * 1024 && SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(SMALL_BN == BOX_N && SMALL_SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(MEDIUM_BN % BOX_N == 0 && MEDIUM_SHARED_BYTES <= 227 * 1024);
+// The TMA-store step: its barriers fit before the boxes' boundary, and a box row is the
+// swizzle's 128 bytes.
+const _: () = assert!(2 * STAGES * 8 <= SWIZZLE_ALIGN && TMA_STORE_SHARED_BYTES <= 227 * 1024);
+const _: () =
+    assert!(STORE_BOX_COLS * 4 == 128 && STORE_BOX_ROWS * CONSUMERS * WARPGROUP / 32 == BM && BN % STORE_BOX_COLS == 0);
 const _: () = assert!(BM == CONSUMERS * 64 && BN % BOX_N == 0 && BK * 2 == 128 && BK_TF32 * 4 == 128);
 // The transposing conversion: each thread stages whole rows of the tile, and writes whole
 // 4-byte words of it.

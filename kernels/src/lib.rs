@@ -42,6 +42,7 @@ pub mod matmul {
     pub mod wgmma_narrow;
     pub mod wgmma_persistent;
     pub mod wgmma_small;
+    pub mod wgmma_tma_store;
 }
 
 use core::arch::asm;

@@ -1,9 +1,10 @@
-// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs, wgmma_narrow.rs, wgmma_small.rs and
-// wgmma_medium.rs, with the wrappers of kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and
+// Twin of kernels/src/matmul/wgmma.rs, wgmma_persistent.rs, wgmma_narrow.rs, wgmma_small.rs,
+// wgmma_medium.rs and wgmma_tma_store.rs, with the wrappers of kernels/src/tensor/hopper.rs: TF32/BF16/FP16 C = A x B (f32 accumulate and
 // output; TF32 reads B transposed) on
 // wgmma.mma_async fed by TMA through a ring of mbarrier-guarded stages, producer and consumer
 // warpgroups with setmaxnreg; then the persistent grid in grouped tile order, on wide (128x256),
-// narrow (128x128), small (128x64) or medium (128x192) tiles; then the FP8 step
+// narrow (128x128), small (128x64) or medium (128x192) tiles, and on wide tiles with a TMA-store
+// epilogue; then the FP8 step
 // with its conversions (wgmma_fp8.cu, included at the end). Split k's layers (step H3) are summed
 // by step 4d's reduction, matmul_split_reduce in split_k.cu, in the main module. The same PTX
 // instructions, tiles, stages and order as the Rust. A translation unit of its own, built for
@@ -65,6 +66,18 @@ static __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap
             dst),
         "l"(map), "r"(x), "r"(y), "r"(bar));
 }
+static __device__ __forceinline__ void tma_store_2d(const TensorMap* map, unsigned src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map), "r"(src),
+                 "r"(x), "r"(y)
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N>
+static __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+static __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void prefetch_tensor_map(const TensorMap* map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(map));
 }
@@ -253,6 +266,10 @@ struct Ring {
     }
     __device__ __forceinline__ static Slot next(Slot slot) {
         return slot.stage + 1 == W::kStages ? Slot{0, slot.lap ^ 1} : Slot{slot.stage + 1, slot.lap};
+    }
+    // The staging rounded up to the swizzle's alignment: the TMA-store step's boxes.
+    __device__ __forceinline__ unsigned aligned_staging() const {
+        return (staging_base + WGMMA_SWIZZLE_ALIGN - 1) & ~(unsigned)(WGMMA_SWIZZLE_ALIGN - 1);
     }
     // The epilogue staging of the calling consumer warp (its warp of the block, less the producer's four).
     __device__ __forceinline__ unsigned staging() const {
@@ -500,6 +517,70 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
     }
 }
 
+// Step H8: a consumer warp's 16 rows of 2N columns to C through its WGMMA_STORE_BOXES swizzled
+// boxes, one TMA store each 32 columns (wgmma_tma_store.rs's store_tile_async).
+template <unsigned N>
+static __device__ __forceinline__ void store_tile_async(const TensorMap* out, const uint32_t (&acc)[N], size_t row0,
+                                                        size_t n0, unsigned boxes, unsigned& count) {
+    unsigned lane = threadIdx.x % 32, r = lane / 4, t = lane % 4;
+#pragma unroll
+    for (unsigned q = 0; q < N / 16; ++q) {
+        unsigned at = boxes + (count % WGMMA_STORE_BOXES) * WGMMA_STORE_BOX_BYTES;
+        if (lane == 0) bulk_wait_read<WGMMA_STORE_BOXES - 1>();
+        __syncwarp();
+#pragma unroll
+        for (unsigned g = 0; g < 4; ++g) {
+            unsigned chunk = ((2 * g + t / 2) ^ r) * 16 + (t % 2) * 8, j = 4 * (4 * q + g);
+            stage_pair(at + r * kRowBytes + chunk, acc[j], acc[j + 1]);
+            stage_pair(at + (r + 8) * kRowBytes + chunk, acc[j + 2], acc[j + 3]);
+        }
+        fence_proxy_async();
+        __syncwarp();
+        if (lane == 0) {
+            tma_store_2d(out, at, (int)(n0 + WGMMA_STORE_BOX_COLS * q), (int)row0);
+            bulk_commit();
+        }
+        ++count;
+    }
+}
+
+template <class T>
+static __device__ __forceinline__ void matmul_wgmma_tma_store(const TensorMap* maps, const TensorMap* out, size_t m,
+                                                              size_t n, size_t k) {
+    Ring<Wide> ring = Ring<Wide>::make();
+    size_t warpgroup = threadIdx.x / WGMMA_WARPGROUP;
+    size_t k_tiles = (k + T::kBk - 1) / T::kBk;
+    size_t tiles_m = (m + WGMMA_BM - 1) / WGMMA_BM, tiles_n = (n + WGMMA_BN - 1) / WGMMA_BN;
+    size_t tiles = tiles_m * tiles_n;
+    if (warpgroup == 0) {
+        release_registers_to_40();
+        if (threadIdx.x < 32) {
+            prefetch_maps(maps);
+            if (elect_one()) prefetch_tensor_map(out);
+            Slot slot = kFirstSlot;
+            for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                size_t row, col;
+                tile_position(tile, tiles_m, tiles_n, row, col);
+                slot = produce<T, Wide>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, 0, k_tiles, slot);
+            }
+        }
+    } else {
+        claim_registers_to_232();
+        size_t consumer = warpgroup - 1, warp = threadIdx.x / 32 - WGMMA_WARPGROUP / 32;
+        unsigned boxes = ring.aligned_staging() + (unsigned)(warp * WGMMA_STORE_WARP_BYTES), count = 0;
+        size_t warp_row = 64 * consumer + warp % 4 * 16;
+        uint32_t acc[Wide::kAcc];
+        Slot slot = kFirstSlot;
+        for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            size_t row, col;
+            tile_position(tile, tiles_m, tiles_n, row, col);
+            slot = consume<T, Wide>(ring, k_tiles, slot, consumer, row * WGMMA_BM + 64 * consumer < m, acc);
+            store_tile_async(out, acc, row * WGMMA_BM + warp_row, col * WGMMA_BN, boxes, count);
+        }
+        if (threadIdx.x % 32 == 0) bulk_wait();
+    }
+}
+
 #define WGMMA_PARAMS const TensorMap* maps, float* c, size_t m, size_t n, size_t k
 #define WGMMA_BOUNDS __launch_bounds__(WGMMA_THREADS, 1)
 
@@ -547,6 +628,18 @@ extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_medium_bf16(WGMMA_PARAMS) {
 }
 extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_medium_f16(WGMMA_PARAMS) {
     matmul_wgmma_persistent<Half<true>, Medium>(maps, c, m, n, k);
+}
+
+// Step H8: the wide persistent grid with the TMA-store epilogue; C through its tensor map `out`.
+#define TMA_STORE_PARAMS const TensorMap *maps, const TensorMap *out, size_t m, size_t n, size_t k
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_tma_store_tf32(TMA_STORE_PARAMS) {
+    matmul_wgmma_tma_store<Tf32>(maps, out, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_tma_store_bf16(TMA_STORE_PARAMS) {
+    matmul_wgmma_tma_store<Half<false>>(maps, out, m, n, k);
+}
+extern "C" __global__ void WGMMA_BOUNDS matmul_wgmma_tma_store_f16(TMA_STORE_PARAMS) {
+    matmul_wgmma_tma_store<Half<true>>(maps, out, m, n, k);
 }
 
 // Step H4: FP8 (e4m3) inputs, and their conversions.

@@ -375,6 +375,14 @@ impl<W: Width> Ring<W> {
         }
     }
 
+    /// Where the staging starts, rounded up to `SWIZZLE_ALIGN`: the first of the TMA-store
+    /// step's boxes (`wgmma_tma_store.rs`), which its swizzle needs on that boundary.
+    #[inline(always)]
+    pub(super) fn aligned_staging(&self) -> u32 {
+        let align = SWIZZLE_ALIGN as u32;
+        (self.staging + align - 1) & !(align - 1)
+    }
+
     /// The epilogue staging of the calling consumer warp (its warp of the block, less the
     /// producer's four).
     #[inline(always)]
@@ -516,7 +524,7 @@ pub(super) unsafe fn store_tile<const N: usize>(
 /// # Safety
 /// `address` is 8-byte aligned, in this warp's staging.
 #[inline(always)]
-unsafe fn stage_pair(address: u32, x: u32, y: u32) {
+pub(super) unsafe fn stage_pair(address: u32, x: u32, y: u32) {
     asm!("st.shared.v2.b32 [{a}], {{{x}, {y}}};", a = in(reg32) address, x = in(reg32) x, y = in(reg32) y, options(nostack));
 }
 

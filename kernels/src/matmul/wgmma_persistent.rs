@@ -45,7 +45,7 @@ fn divisor(x: usize) -> NonZeroUsize {
 /// Row and column (in tiles) of tile number `tile` (below `tiles_m · tiles_n`) in the grouped
 /// order. Both divisors are at least 1 for such a tile.
 #[inline(always)]
-fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) {
+pub(super) fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usize, usize) {
     let per_group = divisor(GROUP_M * tiles_n);
     let first_row = tile / per_group * GROUP_M;
     let rows = divisor((tiles_m - first_row).min(GROUP_M));

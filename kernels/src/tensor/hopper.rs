@@ -193,6 +193,65 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const TensorMap, x: i32, y: i32, bar: 
     );
 }
 
+/// Copies the box at shared address `src` to coordinates (`x`, `y`) (`x` along the contiguous
+/// dimension, in elements) of the 2D array described by `map`, in this thread's current bulk
+/// group (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`). Box elements outside the
+/// array are not written. The copy runs on while the thread goes on: [`bulk_commit`] closes
+/// the group, [`bulk_wait_read`] waits until a group has read its boxes, [`bulk_wait`] until
+/// it has written them.
+///
+/// # Safety
+/// `map` is the generic address of a valid tensor map in global memory (64-byte aligned)
+/// describing writable memory that nothing else accesses until the copy is done; `src` is a
+/// shared address aligned as the map's swizzle needs, holding the box, written through the
+/// generic proxy before a [`fence_proxy_async`], and not written again until the group has
+/// read it.
+#[inline(always)]
+pub unsafe fn tma_store_2d(map: *const TensorMap, src: u32, x: i32, y: i32) {
+    asm!(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+        m = in(reg64) map,
+        s = in(reg32) src,
+        x = in(reg32) x,
+        y = in(reg32) y,
+    );
+}
+
+/// Closes this thread's current bulk group: the copies issued since the last commit
+/// (`cp.async.bulk.commit_group`).
+///
+/// # Safety
+/// None beyond the copies' own; it only marks a group.
+#[inline(always)]
+pub unsafe fn bulk_commit() {
+    asm!("cp.async.bulk.commit_group;");
+}
+
+/// Waits until at most `N` of this thread's committed bulk groups are still reading shared
+/// memory (`cp.async.bulk.wait_group.read N`): the others' boxes may be written again. The
+/// operand must be an immediate, so `N` is 0 or 1; a larger `N` waits as 1 does (stricter,
+/// still correct).
+///
+/// # Safety
+/// None; it only waits.
+#[inline(always)]
+pub unsafe fn bulk_wait_read<const N: u32>() {
+    match N {
+        0 => asm!("cp.async.bulk.wait_group.read 0;"),
+        _ => asm!("cp.async.bulk.wait_group.read 1;"),
+    }
+}
+
+/// Waits until every committed bulk group of this thread has written its copies
+/// (`cp.async.bulk.wait_group 0`).
+///
+/// # Safety
+/// None; it only waits.
+#[inline(always)]
+pub unsafe fn bulk_wait() {
+    asm!("cp.async.bulk.wait_group 0;");
+}
+
 /// Fetches the tensor map at `map` into the TMA unit's cache ahead of the first copy
 /// (`prefetch.tensormap`).
 ///

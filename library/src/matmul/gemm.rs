@@ -11,7 +11,8 @@
 //!   C's tiles fill at most a quarter of the SMs and k is long enough
 //!   ([`split::tensor_split_for`]), else a persistent wgmma
 //!   step on wide, medium, narrow or small tiles, weighing each width's speed by the share of
-//!   SMs its waves keep busy ([`hopper::persistent_step`]);
+//!   SMs its waves keep busy ([`hopper::persistent_step`]), wide ones with the TMA-store
+//!   epilogue where C's rows are 16-byte aligned;
 //!   the mma.sync step on other GPUs.
 
 use super::hopper::{self, Precision};
@@ -204,6 +205,11 @@ impl GemmKernel {
         };
         if let Some(tuned) = tuned {
             if !matches!(tuned, GemmKernel::Hopper(_)) || gpu.has_hopper() {
+                // The TMA-store step stores rows of a multiple of 16 bytes only; a shape of the
+                // same class with other rows takes the same tiles stored without TMA.
+                if tuned == GemmKernel::Hopper(hopper::Step::TmaStore) && !dims.1.is_multiple_of(4) {
+                    return Ok(GemmKernel::Hopper(hopper::Step::Persistent));
+                }
                 return Ok(tuned);
             }
         }
@@ -212,7 +218,7 @@ impl GemmKernel {
             None => f32_default(dims, sms),
             Some(hopper) if gpu.has_hopper() => {
                 match split::tensor_split_for(hopper, dims, sms) {
-                    (_, 1) => GemmKernel::Hopper(hopper::persistent_step((dims.0, dims.1), hopper, sms)),
+                    (_, 1) => GemmKernel::Hopper(hopper::persistent_step(dims, hopper, sms)),
                     (step, splits) => GemmKernel::HopperSplit(step, splits),
                 }
             }
@@ -445,14 +451,19 @@ pub unsafe fn gemm_on_slices(
             // The converted copies are dropped on return: the product must have read them.
             gpu.synchronize("the tensor-core product")?;
         }
-        (None, GemmKernel::Hopper(_), Some(hopper)) => {
+        (None, GemmKernel::Hopper(step), Some(hopper)) => {
             // SAFETY: the caller keeps the slices until the stream has run the work below, and
             // the copies are dropped after it.
             let converted = unsafe { converted(gpu, precision, (sa, sb), (m, n, k), true) }?;
             let maps = converted.upload_hopper_maps(hopper, (m, n, k))?;
+            let mut out_device = None;
+            let out = hopper::output_map(step, sc, (m, n), &mut out_device)?;
             // SAFETY: `maps` was just written by `upload_hopper_maps` on `converted` for this
-            // precision and shape, and neither changes before the launch.
-            unsafe { converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps), sc, (m, n, k)) }?;
+            // precision and shape, and neither changes before the launch; C's map and the
+            // copies are dropped after the synchronization below.
+            unsafe {
+                converted.launch_hopper(gpu, gpu.stream(), name, (hopper, &maps, out.as_ref()), sc, (m, n, k))
+            }?;
             gpu.synchronize("the wgmma product")?;
         }
         (None, ..) => {

@@ -23,7 +23,7 @@ use crate::gpu::{
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use interface::wgmma::{
     BK, BK_TF32, BM, BN, BOX_N, MEDIUM_BN, MEDIUM_SHARED_BYTES, NARROW_BN, NARROW_SHARED_BYTES, SHARED_BYTES, SMALL_BN,
-    SMALL_SHARED_BYTES, THREADS,
+    SMALL_SHARED_BYTES, STORE_BOX_COLS, STORE_BOX_ROWS, THREADS, TMA_STORE_SHARED_BYTES,
 };
 use rayon::prelude::*;
 use std::ffi::c_void;
@@ -55,11 +55,21 @@ pub enum Step {
     /// The persistent grid on tiles three quarters as wide (128×192), for products whose waves
     /// of wide and of narrow tiles both end part full.
     Medium,
+    /// The persistent grid on wide tiles whose epilogue TMA stores, so that writing one tile
+    /// overlaps the products of the next; C through its own tensor map ([`OutputMap`]), whose
+    /// rows must be 16-byte aligned (`n` a multiple of 4).
+    TmaStore,
 }
 
 impl Step {
     /// Every step, in ladder order.
-    pub const ALL: [Step; 5] = [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small, Step::Medium];
+    pub const ALL: [Step; 6] =
+        [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small, Step::Medium, Step::TmaStore];
+
+    /// The steps that write C with ordinary stores: the ones whose grid may be layers deep, each
+    /// layer a split of k writing its own partial product (`super::split`). The TMA-store step
+    /// writes C through its tensor map, one layer.
+    pub const LAYERED: [Step; 5] = [Step::Pipelined, Step::Persistent, Step::Narrow, Step::Small, Step::Medium];
 
     /// The kernel of this step for `precision`, e.g. `matmul_wgmma_persistent_bf16`.
     pub fn kernel(self, precision: Precision) -> &'static str {
@@ -79,13 +89,16 @@ impl Step {
             (Step::Medium, Precision::Tf32) => "matmul_wgmma_medium_tf32",
             (Step::Medium, Precision::Bf16) => "matmul_wgmma_medium_bf16",
             (Step::Medium, Precision::F16) => "matmul_wgmma_medium_f16",
+            (Step::TmaStore, Precision::Tf32) => "matmul_wgmma_tma_store_tf32",
+            (Step::TmaStore, Precision::Bf16) => "matmul_wgmma_tma_store_bf16",
+            (Step::TmaStore, Precision::F16) => "matmul_wgmma_tma_store_f16",
         }
     }
 
     /// Columns of C in one of this step's tiles (rows: `BM`).
     pub fn tile_n(self) -> usize {
         match self {
-            Step::Pipelined | Step::Persistent => BN,
+            Step::Pipelined | Step::Persistent | Step::TmaStore => BN,
             Step::Narrow => NARROW_BN,
             Step::Small => SMALL_BN,
             Step::Medium => MEDIUM_BN,
@@ -108,13 +121,14 @@ impl Step {
             Step::Narrow => NARROW_SHARED_BYTES,
             Step::Small => SMALL_SHARED_BYTES,
             Step::Medium => MEDIUM_SHARED_BYTES,
+            Step::TmaStore => TMA_STORE_SHARED_BYTES,
         }
     }
 }
 
-/// The persistent step [`super::gemm`] runs an `m × n` C of `precision` with on a GPU of `sms`
-/// SMs: the tile width whose speed, weighted by the share of the SMs its waves keep busy, is
-/// highest.
+/// The persistent step [`super::gemm`] runs an `m × n × k` product of `precision` with on a GPU
+/// of `sms` SMs: the tile width whose speed, weighted by the share of the SMs its waves keep
+/// busy, is highest.
 ///
 /// Where they fill their waves, a tile does the same work at a speed relative to a wide one's
 /// that its width sets ([`relative_speed`]), whether C's rows are 16-byte aligned or stored
@@ -123,19 +137,24 @@ impl Step {
 /// ones); medium tiles, at about 0.93, win where both wide and narrow waves end part full (at
 /// 3072², 384 of them keep 97% of three waves busy, where 288 wide ones keep 73% and 576
 /// narrow ones 87% of five); narrow ones, at 0.85 (0.77 in TF32), where C has too few tiles
-/// for the others (128×14336), or at 4095×4097, where eight waves of them are full.
+/// for the others (128×14336), or at 4095×4097, where eight waves of them are full. Wide
+/// tiles store through TMA ([`Step::TmaStore`]) where C's rows are 16-byte aligned and k is
+/// shorter than [`TMA_STORE_MAX_K`].
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{persistent_step, Precision, Step};
 ///
 /// // 32 wide tiles leave 100 of 132 SMs idle, 64 narrow ones 68, 128 small ones 4.
-/// assert_eq!(persistent_step((1024, 1024), Precision::Bf16, 132), Step::Small);
-/// assert_eq!(persistent_step((3072, 3072), Precision::Bf16, 132), Step::Medium);
-/// assert_eq!(persistent_step((4095, 4097), Precision::Bf16, 132), Step::Narrow);
-/// // All fill their waves: wide.
-/// assert_eq!(persistent_step((4096, 4096), Precision::Bf16, 132), Step::Persistent);
+/// assert_eq!(persistent_step((1024, 1024, 1024), Precision::Bf16, 132), Step::Small);
+/// assert_eq!(persistent_step((3072, 3072, 3072), Precision::Bf16, 132), Step::Medium);
+/// assert_eq!(persistent_step((4095, 4097, 4099), Precision::Bf16, 132), Step::Narrow);
+/// // All fill their waves: wide, stored through TMA where rows of C are 16-byte aligned and k
+/// // is short enough for the epilogue to matter.
+/// assert_eq!(persistent_step((4096, 4096, 4096), Precision::Bf16, 132), Step::TmaStore);
+/// assert_eq!(persistent_step((4096, 4095, 4096), Precision::Bf16, 132), Step::Persistent);
+/// assert_eq!(persistent_step((16384, 16384, 16384), Precision::Bf16, 132), Step::Persistent);
 /// ```
-pub fn persistent_step((m, n): (usize, usize), precision: Precision, sms: usize) -> Step {
+pub fn persistent_step((m, n, k): (usize, usize, usize), precision: Precision, sms: usize) -> Step {
     let sms = sms.max(1);
     // The share of the SMs' time over the waves that `tiles` tiles keep busy, in thousandths.
     let busy = |tiles: usize| 1000 * tiles / (tiles.div_ceil(sms).max(1) * sms);
@@ -146,8 +165,19 @@ pub fn persistent_step((m, n): (usize, usize), precision: Precision, sms: usize)
             best = step;
         }
     }
-    best
+    if best == Step::Persistent && n.is_multiple_of(4) && k < TMA_STORE_MAX_K {
+        Step::TmaStore
+    } else {
+        best
+    }
 }
+
+/// The k from which [`persistent_step`] stores wide tiles without TMA. The TMA-store step's gain
+/// is the epilogue it overlaps, a share of a tile's time that falls as k grows: 9% at
+/// 8192×8192×256 and about 1% at 4096³ on an H200, while at 16384³ it ran 5-6% slower than the
+/// persistent step in TF32 and BF16, and at 8192³ alike (issue 32's closing notes,
+/// 2026-11-29).
+pub const TMA_STORE_MAX_K: usize = 8192;
 
 /// A tile's speed relative to a wide one's where both fill their waves, in thousandths: the
 /// 8192³ rows of the twins in `docs/performance.md` (corrected for the share of SMs busy), where
@@ -161,7 +191,7 @@ pub fn persistent_step((m, n): (usize, usize), precision: Precision, sms: usize)
 /// ```
 pub fn relative_speed(step: Step, precision: Precision) -> usize {
     match (step, precision) {
-        (Step::Pipelined | Step::Persistent, _) => 1000,
+        (Step::Pipelined | Step::Persistent | Step::TmaStore, _) => 1000,
         (Step::Narrow, Precision::Tf32) => 770,
         (Step::Narrow, _) => 850,
         (Step::Small, _) => 550,
@@ -594,12 +624,92 @@ impl<'a, T: DeviceCopy> TensorMaps<'a, T> {
     }
 }
 
+/// C's tensor map in device memory, through which the TMA-store step ([`Step::TmaStore`]) writes
+/// C: f32, in boxes of `STORE_BOX_ROWS` rows by `STORE_BOX_COLS` columns with the 128-byte
+/// swizzle, and the output it describes.
+pub struct OutputMap<'a> {
+    c: &'a DeviceSlice<f32>,
+    dims: (usize, usize),
+    device: &'a DeviceSlice<TensorMap>,
+}
+
+impl<'a> OutputMap<'a> {
+    /// Encodes the map of C, `m × n` row-major f32 at `c`, into `device`: `n` must be a
+    /// multiple of 4 (TMA's row stride is a multiple of 16 bytes), C at most 2^32 rows and
+    /// columns, `c` that long and 16-byte aligned.
+    pub fn upload(
+        c: &'a DeviceSlice<f32>,
+        (m, n): (usize, usize),
+        device: &'a mut DeviceBuffer<TensorMap>,
+    ) -> GpuResult<Self> {
+        let what = "C's tensor map";
+        if m == 0 || n == 0 || m >= 1 << 32 || n >= 1 << 32 {
+            return Err(refuse(what, format!("a C of {m}×{n}: TMA takes 1 to 2^32 - 1 rows and columns")));
+        }
+        if !n.is_multiple_of(4) {
+            return Err(refuse(what, format!("C's rows of {n} floats are not a multiple of 16 bytes, as TMA needs")));
+        }
+        require_len(what, "C", c, product(what, m, n)?)?;
+        require_aligned(what, "C", c, 16)?;
+        require_len(what, "the tensor map's buffer", device, 1)?;
+        let float32 = (7, size_of::<f32>());
+        let map = encode(float32, c.as_device_ptr().as_raw(), m, n, n, [STORE_BOX_COLS as u32, STORE_BOX_ROWS as u32])?;
+        cust::memory::CopyDestination::copy_from(&mut device.index(..1), &[map][..])
+            .map_err(|source| GpuError::Cuda { what: "copying C's tensor map to the GPU".into(), source })?;
+        Ok(Self { c, dims: (m, n), device })
+    }
+
+    /// A map said to be in `device` without encoding it, for a caller that keeps the buffer
+    /// [`output_map`] filled.
+    ///
+    /// # Safety
+    /// `device` holds the map [`OutputMap::upload`] wrote for `c` and `dims`.
+    pub unsafe fn assume_uploaded(
+        c: &'a DeviceSlice<f32>,
+        dims: (usize, usize),
+        device: &'a DeviceSlice<TensorMap>,
+    ) -> Self {
+        Self { c, dims, device }
+    }
+
+    /// Whether this map describes C at `c`, `dims.0 × dims.1`, and lies in a buffer the kernels
+    /// can read it from.
+    fn check(&self, kernel: &str, c: &DeviceSlice<f32>, dims: (usize, usize)) -> GpuResult<()> {
+        let same = self.c.as_device_ptr() == c.as_device_ptr() && self.c.len() == c.len() && self.dims == dims;
+        if !same {
+            return Err(refuse(kernel, "C's tensor map describes another output"));
+        }
+        require_len(kernel, "C's tensor map's buffer", self.device, 1)?;
+        require_aligned(kernel, "C's tensor map", self.device, 64)
+    }
+}
+
+/// C's map for `step` on a new buffer in `buffer`: for the TMA-store step, which writes C
+/// through it; `None` for the others, which take C's address.
+pub fn output_map<'a>(
+    step: Step,
+    c: &'a DeviceSlice<f32>,
+    dims: (usize, usize),
+    buffer: &'a mut Option<DeviceBuffer<TensorMap>>,
+) -> GpuResult<Option<OutputMap<'a>>> {
+    if step != Step::TmaStore {
+        return Ok(None);
+    }
+    // SAFETY: `TensorMap` is plain bytes, and `upload` writes the map before a kernel reads it.
+    let device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(1) }
+        .map_err(|source| GpuError::Cuda { what: "allocating C's tensor map".into(), source })?;
+    OutputMap::upload(c, dims, buffer.insert(device)).map(Some)
+}
+
 /// The arguments of the Hopper kernels: the tensor maps of A and B, C (16-byte aligned when `n`
-/// is a multiple of 4, as any allocation is), and the dimensions; `blocks`, the persistent
-/// kernels' grid (one per SM; fewer when there are fewer tiles).
+/// is a multiple of 4, as any allocation is) and, for the TMA-store step, C's map; the
+/// dimensions; `blocks`, the persistent kernels' grid (one per SM; fewer when there are fewer
+/// tiles).
 pub struct WgmmaArgs<'a, T: DeviceCopy> {
     /// The tensor maps of A and B, in device memory, and the operands they describe.
     pub maps: &'a TensorMaps<'a, T>,
+    /// C's tensor map, which the TMA-store step writes through and the others ignore.
+    pub out: Option<&'a OutputMap<'a>>,
     /// C, m × n row-major f32, written.
     pub c: &'a DeviceSlice<f32>,
     /// Rows of A and C; must equal the maps'.
@@ -619,20 +729,31 @@ pub struct WgmmaArgs<'a, T: DeviceCopy> {
 // precision is the maps' (and their element type its). C holds `m·n` floats, overlaps neither
 // matrix, and starts 16-byte aligned wherever the epilogue stores four floats at once (`n` a
 // multiple of 4). The maps' buffer holds two, 64-byte aligned (`TensorMaps::check_product`
-// checks all of this). The shape is the one the kernels are written for, one layer deep (one
-// split of k: C itself is the output). The parameters are `maps: *const TensorMap, c: *mut f32,
-// m: usize, n: usize, k: usize`.
+// checks all of this). For the TMA-store step, C's map describes this C (its dimensions,
+// whose rows `OutputMap::upload` checked 16-byte aligned) in a buffer of one, 64-byte aligned.
+// The shape is the one the kernels are written for, one layer deep (one split of k: C itself
+// is the output). The parameters are `maps: *const TensorMap, c: *mut f32, m: usize, n: usize,
+// k: usize`, or for the TMA-store step `maps, out: *const TensorMap, m, n, k`.
 unsafe impl<T: DeviceCopy> KernelArgs for WgmmaArgs<'_, T> {
     fn checked_config(&self, kernel: &str) -> GpuResult<LaunchConfig> {
         let kernels = Step::ALL.map(|s| s.kernel(self.maps.precision()));
         let c_len = product(kernel, self.m, self.n)?;
         self.maps.check_product(kernel, &kernels, (self.m, self.n, self.k), ("C", self.c, c_len))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+        if step == Step::TmaStore {
+            let out = self.out.ok_or_else(|| refuse(kernel, "it writes C through C's tensor map, and none was given"))?;
+            out.check(kernel, self.c, (self.m, self.n))?;
+        }
         checked_launch(kernel, step, (self.m, self.n), self.blocks)
     }
 
-    fn params(&self, _kernel: &str) -> Params {
-        Params::new().pointer(self.maps.device).pointer(self.c).value(self.m).value(self.n).value(self.k)
+    fn params(&self, kernel: &str) -> Params {
+        let params = Params::new().pointer(self.maps.device);
+        let params = match (kernel_of(kernel), self.out) {
+            (Some((Step::TmaStore, _)), Some(out)) => params.pointer(out.device),
+            _ => params.pointer(self.c),
+        };
+        params.value(self.m).value(self.n).value(self.k)
     }
 }
 
@@ -700,7 +821,8 @@ fn padded<T: DeviceCopy + bytemuck::Pod>(
 /// (`k×n`; for TF32 Bᵀ, `n×k`) dense row-major matrices of the kernel's precision, C `m×n`
 /// f32 (16-byte aligned when `n` is a multiple of 4): rows that are not a whole number of
 /// 128-byte box rows are copied first into rows padded with zeros to one ([`box_row_stride`]),
-/// and the tensor maps encoded and uploaded, once for all of `body`'s launches.
+/// and the tensor maps (C's too, for the TMA-store step) encoded and uploaded, once for all of
+/// `body`'s launches.
 #[allow(clippy::too_many_arguments)]
 pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     gpu: &Gpu,
@@ -711,7 +833,7 @@ pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     (m, n, k): (usize, usize, usize),
     body: impl FnOnce(&WgmmaArgs<T>) -> GpuResult<R>,
 ) -> GpuResult<R> {
-    let (_, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
+    let (step, precision) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
     let (b_rows, b_cols) = precision.b_shape(n, k);
     // Dense rows have no padding, so none but zeros.
     let dense = Operands { precision, a, lda: k, b, ldb: b_cols, m, n, k, zero_padded: true };
@@ -729,8 +851,10 @@ pub fn with_args<T: DeviceCopy + bytemuck::Pod, R>(
     let mut device = unsafe { DeviceBuffer::<TensorMap>::uninitialized(2) }
         .map_err(|source| GpuError::Cuda { what: "allocating the tensor maps".into(), source })?;
     let maps = TensorMaps::upload(operands, &mut device)?;
+    let mut out_device = None;
+    let out = output_map(step, c, (m, n), &mut out_device)?;
     let blocks = gpu.sms();
-    let result = body(&WgmmaArgs { maps: &maps, c, m, n, k, blocks });
+    let result = body(&WgmmaArgs { maps: &maps, out: out.as_ref(), c, m, n, k, blocks });
     // The copies and the maps are freed on return (a synchronous cuMemFree) after the work.
     gpu.synchronize(kernel)?;
     result
@@ -969,7 +1093,7 @@ mod tests {
 
     #[test]
     fn narrower_tiles_are_picked_where_wider_ones_leave_most_sms_idle() {
-        let pick = |m, n| persistent_step((m, n), Precision::Bf16, 132);
+        let pick = |m, n| persistent_step((m, n, 4096), Precision::Bf16, 132);
         // 56 wide tiles against 112 narrow, 224 small (both at 85% of two waves) and 75
         // medium (57% of one); 544 in five waves against 1056 in eight and 704 in six.
         for (m, n) in [(128, 14336), (4095, 4097)] {
@@ -983,14 +1107,22 @@ mod tests {
         for (m, n) in [(256, 256), (512, 256), (512, 512), (1000, 1000), (1000, 1001)] {
             assert_eq!(pick(m, n), Step::Small, "{m}×{n}");
         }
-        // Wide tiles fill their waves (2048² in one, 6144² in nine), or there is one tile.
-        for (m, n) in [(2048, 2048), (6144, 6144), (8192, 8192), (4096, 14336), (1, 1)] {
+        // Wide tiles fill their waves (2048² in one, 6144² in nine), or there is one tile: the
+        // TMA-store epilogue's where rows of C are 16-byte aligned.
+        for (m, n) in [(2048, 2048), (6144, 6144), (8192, 8192), (4096, 14336), (1, 4)] {
+            assert_eq!(pick(m, n), Step::TmaStore, "{m}×{n}");
+        }
+        for (m, n) in [(2048, 2047), (1, 1), (8192, 8190)] {
             assert_eq!(pick(m, n), Step::Persistent, "{m}×{n}");
         }
-        assert_eq!(persistent_step((1024, 1024), Precision::Bf16, 0), Step::Persistent);
+        assert_eq!(persistent_step((1024, 1024, 1024), Precision::Bf16, 0), Step::TmaStore);
+        // Short k: the epilogue is much of a tile's time; long k: little of it.
+        assert_eq!(persistent_step((8192, 8192, 256), Precision::Bf16, 132), Step::TmaStore);
+        assert_eq!(persistent_step((8192, 8192, TMA_STORE_MAX_K - 1), Precision::Tf32, 132), Step::TmaStore);
+        assert_eq!(persistent_step((8192, 8192, TMA_STORE_MAX_K), Precision::Tf32, 132), Step::Persistent);
         // TF32's narrow tiles are slower: at 4095×4097 medium ones keep nearly as many SMs busy.
-        assert_eq!(persistent_step((4095, 4097), Precision::Tf32, 132), Step::Medium);
-        assert_eq!(persistent_step((128, 14336), Precision::Tf32, 132), Step::Narrow);
+        assert_eq!(persistent_step((4095, 4097, 4096), Precision::Tf32, 132), Step::Medium);
+        assert_eq!(persistent_step((128, 14336, 4096), Precision::Tf32, 132), Step::Narrow);
     }
 
     #[test]

@@ -276,7 +276,7 @@ pub struct SplitArgs<'a, T: DeviceCopy> {
 
 // SAFETY: `TensorMaps::check_product` checks what `WgmmaArgs` does, with `partials` as the
 // output: maps of A and B with TMA's strides for these dimensions, in a buffer of two 64-byte
-// aligned, the kernel a Hopper step of their precision, `partials` holding `splits·m·n`
+// aligned, the kernel a layered Hopper step (`Step::LAYERED`) of their precision, `partials` holding `splits·m·n`
 // floats, 16-byte aligned when `n` is a multiple of 4, overlapping neither matrix. `splits` is
 // checked to leave no split empty. The grid is the step's (`checked_launch`: a persistent one
 // of at least one block), `splits` deep, as every step's `# Safety` section asks. The
@@ -287,7 +287,7 @@ unsafe impl<T: DeviceCopy> KernelArgs for SplitArgs<'_, T> {
         let precision = self.maps.precision();
         require_even_splits(kernel, slices(precision, k), splits)?;
         let layers = product(kernel, splits, product(kernel, m, n)?)?;
-        let steps = Step::ALL.map(|s| s.kernel(precision));
+        let steps = Step::LAYERED.map(|s| s.kernel(precision));
         self.maps.check_product(kernel, &steps, (m, n, k), ("the partial products", self.partials, layers))?;
         let (step, _) = kernel_of(kernel).ok_or_else(|| refuse(kernel, "it is not a Hopper matrix product"))?;
         layered(kernel, checked_launch(kernel, step, (m, n), self.blocks)?, splits)
@@ -493,7 +493,7 @@ pub unsafe fn launch_on<T: DeviceCopy>(
     let blocks = layer_blocks(gpu.sms(), splits);
     if splits == 1 {
         // SAFETY: the caller keeps the buffers alive until the stream has run it.
-        return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, c, m, n, k, blocks }) };
+        return unsafe { gpu.launch_on(stream, kernel, &WgmmaArgs { maps, out: None, c, m, n, k, blocks }) };
     }
     // SAFETY: as above; the product is queued on `stream`.
     unsafe {

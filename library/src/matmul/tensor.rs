@@ -13,7 +13,7 @@
 //! On a Hopper GPU the TF32 wgmma steps read B transposed: a third conversion
 //! (`convert_tf32_transposed`) writes Bᵀ beside the B that mma.sync reads.
 
-use super::hopper::{self, Precision, Step as HopperStep, TensorMap, TensorMaps, WgmmaArgs};
+use super::hopper::{self, OutputMap, Precision, Step as HopperStep, TensorMap, TensorMaps, WgmmaArgs};
 use super::launch::{mma_launch, TensorStep};
 use super::rounding::{round_bf16, round_f16, round_tf32};
 use crate::gpu::{
@@ -370,7 +370,8 @@ impl Converted {
         Ok(device)
     }
 
-    /// Launches the Hopper product `kernel` of `precision` on these inputs into `c`.
+    /// Launches the Hopper product `kernel` of `precision` on these inputs into `c`, for the
+    /// TMA-store step through C's map `out` ([`hopper::output_map`]).
     ///
     /// # Safety
     /// `maps` was written by [`Converted::upload_hopper_maps`] on `self` for `precision` and
@@ -381,7 +382,7 @@ impl Converted {
         gpu: &Gpu,
         stream: &Stream,
         kernel: &str,
-        (precision, maps): (Precision, &DeviceSlice<TensorMap>),
+        (precision, maps, out): (Precision, &DeviceSlice<TensorMap>, Option<&OutputMap>),
         c: &DeviceSlice<f32>,
         dims: (usize, usize, usize),
     ) -> GpuResult<()> {
@@ -391,12 +392,12 @@ impl Converted {
             HopperInputs::Tf32(a, b) => {
                 // SAFETY: the caller's promise: `maps` holds these operands' maps.
                 let maps = unsafe { TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps) };
-                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, c, m, n, k, blocks })
+                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, out, c, m, n, k, blocks })
             }
             HopperInputs::Half(a, b) => {
                 // SAFETY: as above.
                 let maps = unsafe { TensorMaps::assume_uploaded(operands(precision, (a, b), dims), maps) };
-                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, c, m, n, k, blocks })
+                gpu.launch_on(stream, kernel, &WgmmaArgs { maps: &maps, out, c, m, n, k, blocks })
             }
         }
     }

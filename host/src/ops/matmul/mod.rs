@@ -76,6 +76,8 @@ pub struct Matmul {
     fp8: Option<Fp8>,
     /// The tensor maps of the converted A and B, encoded once when a Hopper step runs.
     hopper_maps: Option<DeviceBuffer<hopper::TensorMap>>,
+    /// C's tensor map, for the TMA-store step, where C's rows are 16-byte aligned.
+    c_map: Option<DeviceBuffer<hopper::TensorMap>>,
     variants: Vec<Variant>,
     /// What the report says beside a variant, by variant name.
     notes: HashMap<String, String>,
@@ -147,6 +149,11 @@ impl Matmul {
             false => None,
         };
         let dc = gpu.poisoned::<f32>("C", m * n)?;
+        // C's tensor map, for the TMA-store step, where its rows are 16-byte aligned.
+        let mut c_map = None;
+        if hopper_maps.is_some() && n.is_multiple_of(4) {
+            hopper::output_map(hopper::Step::TmaStore, &dc, (m, n), &mut c_map)?;
+        }
         let scale = product_scale(&a, &b);
         let notes = HashMap::new();
         let (checked, expected) = (rows_to_check((m, n, k), 1), vec![]);
@@ -160,6 +167,7 @@ impl Matmul {
             converted,
             fp8,
             hopper_maps,
+            c_map,
             variants,
             notes,
             tune: None,
@@ -194,10 +202,13 @@ impl Matmul {
             // SAFETY: as above.
             (Some(converted), (_, _, None)) => unsafe { converted.launch_on(gpu, stream, kernel, &self.dc, (m, n, k)) },
             (Some(converted), (Some(device), Some(precision), Some(_))) => {
+                // SAFETY: `with_inputs` wrote `c_map` with `output_map` for C, never moved since.
+                let out = self.c_map.as_ref().map(|map| unsafe { hopper::OutputMap::assume_uploaded(&self.dc, (m, n), map) });
+                let maps = (precision, &**device, out.as_ref());
                 // SAFETY: `with_inputs` wrote `device` with `upload_hopper_maps` on these
                 // converted buffers (never moved or rewritten since), for this precision and
                 // shape; a kernel of another precision is refused by the maps' check.
-                unsafe { converted.launch_hopper(gpu, stream, kernel, (precision, device), &self.dc, (m, n, k)) }
+                unsafe { converted.launch_hopper(gpu, stream, kernel, maps, &self.dc, (m, n, k)) }
             }
             (Some(_), _) => Err(refuse(kernel, format!("--dtype {} has no tensor maps for it", self.dtype.name()))),
         }
@@ -513,6 +524,10 @@ impl Kernel for Matmul {
             for step in hopper::Step::ALL {
                 let kernel = step.kernel(precision);
                 match gpu.function(kernel) {
+                    Ok(_) if step == hopper::Step::TmaStore && !n.is_multiple_of(4) => {
+                        let why = format!("its TMA stores need rows of C a multiple of 16 bytes, and n = {n} floats is not");
+                        unavailable.push((Variant::new(kernel, kernel), why));
+                    }
                     Ok(_) => variants.push(Variant::new(kernel, kernel)),
                     Err(why) => unavailable.push((Variant::new(kernel, kernel), why.to_string())),
                 }
