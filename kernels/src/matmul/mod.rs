@@ -6,19 +6,19 @@
 //! <!-- ladder-table:start -->
 //! | step | file | kernel | idea | TFLOP/s | × cuBLAS |
 //! |---|---|---|---|---:|---:|
-//! | 1 | `naive.rs` | `matmul_naive` | one thread per output | 4.9 | 0.09 |
+//! | 1 | `naive.rs` | `matmul_naive` | one thread per output | 5.0 | 0.10 |
 //! | 2 | `tiled.rs` | `matmul_tiled_16` | shared-memory tiles, 16×16 | 8.1 | 0.16 |
 //! | 2 | `tiled.rs` | `matmul_tiled_32` | shared-memory tiles, 32×32 | 8.2 | 0.16 |
-//! | 3 | `blocked.rs` | `matmul_blocked_128x128` | 8×8 outputs per thread, in registers | 26.8 | 0.52 |
-//! | 4a | `vector_loads.rs` | `matmul_vload_128x128` | 16-byte global loads and stores | 30.0 | 0.58 |
-//! | 4b | `shared_layout.rs` | `matmul_vshared_128x128` | 4×4 groups spread over the tile: conflict-free 16-byte shared loads | 33.4 | 0.65 |
-//! | 4c | `double_buffer.rs` | `matmul_vec4_128x128` | double buffering through registers | 44.1 | 0.86 |
-//! | 5a | `cp_async.rs` | `matmul_cp_async_128x128` | `cp.async` copies, two stages | 35.5 | 0.69 |
+//! | 3 | `blocked.rs` | `matmul_blocked_128x128` | 8×8 outputs per thread, in registers | 26.9 | 0.53 |
+//! | 4a | `vector_loads.rs` | `matmul_vload_128x128` | 16-byte global loads and stores | 30.5 | 0.60 |
+//! | 4b | `shared_layout.rs` | `matmul_vshared_128x128` | 4×4 groups spread over the tile: conflict-free 16-byte shared loads | 33.7 | 0.66 |
+//! | 4c | `double_buffer.rs` | `matmul_vec4_128x128` | double buffering through registers | 44.4 | 0.87 |
+//! | 5a | `cp_async.rs` | `matmul_cp_async_128x128` | `cp.async` copies, two stages | 35.4 | 0.69 |
 //! | 5b | `warp_tiles.rs` | `matmul_warps_128x256` | three stages, warp tiles, 8×16 outputs per thread | 45.6 | 0.89 |
 //! | 5c | `scheduled.rs` | `matmul_async_128x256` | scheduled for ptxas | 52.3 | 1.02 |
-//! | 6a | `mma_tf32.rs` | `matmul_mma_tf32_128x256` | tensor cores: `mma.sync` in TF32, padded shared rows | 166.2 | 0.42 |
-//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_bf16_128x256` | BF16, `ldmatrix`, a swizzled shared layout | 392.1 | 0.51 |
-//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_f16_128x256` | the same kernel in FP16 | 390.8 | 0.53 |
+//! | 6a | `mma_tf32.rs` | `matmul_mma_tf32_128x256` | tensor cores: `mma.sync` in TF32, padded shared rows | 166.3 | 0.41 |
+//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_bf16_128x256` | BF16, `ldmatrix`, a swizzled shared layout | 392.5 | 0.52 |
+//! | 6b | `mma_ldmatrix.rs` | `matmul_mma_f16_128x256` | the same kernel in FP16 | 392.0 | 0.53 |
 //! <!-- ladder-table:end -->
 //!
 //! TFLOP/s at 4096³ from the twins run that `docs/performance.md` dates, and the fraction of
