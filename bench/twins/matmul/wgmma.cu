@@ -474,6 +474,19 @@ static __device__ __forceinline__ void tile_position(size_t tile, size_t tiles_m
     row = first_row + within % rows, col = within / rows;
 }
 
+// The producer's warp over this block's tiles, from blockIdx.x every gridDim.x-th in the grouped
+// order: each tile's run of k_tiles slices from k_first on (wgmma_persistent.rs's produce_tiles).
+template <class T, class W>
+static __device__ __forceinline__ void produce_tiles(const Ring<W>& ring, const TensorMap* maps, size_t tiles_m,
+                                                     size_t tiles_n, size_t k_first, size_t k_tiles) {
+    Slot slot = kFirstSlot;
+    for (size_t tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+        size_t row, col;
+        tile_position(tile, tiles_m, tiles_n, row, col);
+        slot = produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, k_first, k_tiles, slot);
+    }
+}
+
 // FP8 (wgmma_fp8.cu) multiplies the complete accumulators by `scale` before the store (the Rust's
 // Mma::finish); the other types (kScaled false) ignore it.
 template <class T, class W>
@@ -491,12 +504,7 @@ static __device__ __forceinline__ void matmul_wgmma_persistent(const TensorMap* 
         release_registers_to_40();
         if (threadIdx.x < 32) {
             prefetch_maps(maps);
-            Slot slot = kFirstSlot;
-            for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                size_t row, col;
-                tile_position(tile, tiles_m, tiles_n, row, col);
-                slot = produce<T, W>(ring, maps, row * WGMMA_BM, col * W::kBn, k_first, k_tiles, slot);
-            }
+            produce_tiles<T, W>(ring, maps, tiles_m, tiles_n, k_first, k_tiles);
         }
     } else {
         claim_registers_to_232();
@@ -557,12 +565,7 @@ static __device__ __forceinline__ void matmul_wgmma_tma_store(const TensorMap* m
         if (threadIdx.x < 32) {
             prefetch_maps(maps);
             if (elect_one()) prefetch_tensor_map(out);
-            Slot slot = kFirstSlot;
-            for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                size_t row, col;
-                tile_position(tile, tiles_m, tiles_n, row, col);
-                slot = produce<T, Wide>(ring, maps, row * WGMMA_BM, col * WGMMA_BN, 0, k_tiles, slot);
-            }
+            produce_tiles<T, Wide>(ring, maps, tiles_m, tiles_n, 0, k_tiles);
         }
     } else {
         claim_registers_to_232();

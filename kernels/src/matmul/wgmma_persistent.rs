@@ -26,7 +26,7 @@
 //!                                   (next group below)
 //! ```
 
-use super::wgmma::{consume, prefetch_maps, produce, Half, Mma, Ring, Slot, Tf32, Wide, Width};
+use super::wgmma::{consume, prefetch_maps, produce, Half, Input, Mma, Ring, Slot, Tf32, Wide, Width};
 use crate::tensor::hopper::{claim_registers_to_232, release_registers_to_40, TensorMap};
 use core::num::NonZeroUsize;
 use cuda_std::prelude::*;
@@ -51,6 +51,29 @@ pub(super) fn tile_position(tile: usize, tiles_m: usize, tiles_n: usize) -> (usi
     let rows = divisor((tiles_m - first_row).min(GROUP_M));
     let within = tile % per_group;
     (first_row + within % rows, within / rows)
+}
+
+/// The producer's warp over this block's tiles of a `tiles_m × tiles_n` C, from `first_tile`
+/// every `step`th in the grouped order: each tile's run of `k_tiles` slices from `k_first` on,
+/// through one ring.
+///
+/// # Safety
+/// As [`produce`], for every tile the block's consumers take in the same order.
+#[inline(always)]
+pub(super) unsafe fn produce_tiles<T: Input, W: Width>(
+    ring: &Ring<W>,
+    maps: *const TensorMap,
+    (tiles_m, tiles_n): (usize, usize),
+    (first_tile, step): (usize, usize),
+    run: (usize, usize),
+) {
+    let mut slot = Slot::FIRST;
+    let mut tile = first_tile;
+    while tile < tiles_m * tiles_n {
+        let (row, col) = tile_position(tile, tiles_m, tiles_n);
+        slot = produce::<T, W>(ring, maps, (row * BM, col * W::BN), run, slot);
+        tile += step;
+    }
 }
 
 /// The persistent grid over tiles of width `W` (`wgmma_narrow.rs` runs it on narrower ones,
@@ -80,13 +103,7 @@ pub(super) unsafe fn matmul_wgmma_persistent<T: Mma<W>, W: Width>(
         release_registers_to_40();
         if thread::thread_idx_x() < 32 {
             prefetch_maps(maps);
-            let mut slot = Slot::FIRST;
-            let mut tile = first_tile;
-            while tile < tiles {
-                let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                slot = produce::<T, W>(&ring, maps, (row * BM, col * W::BN), (k_first, k_tiles), slot);
-                tile += step;
-            }
+            produce_tiles::<T, W>(&ring, maps, (tiles_m, tiles_n), (first_tile, step), (k_first, k_tiles));
         }
     } else {
         claim_registers_to_232();

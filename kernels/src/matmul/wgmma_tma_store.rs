@@ -27,8 +27,8 @@
 //!                   next box while TMA reads this one; next tile's wgmma right after
 //! ```
 
-use super::wgmma::{consume, prefetch_maps, produce, stage_pair, Half, Mma, Ring, Slot, Tf32, Wide, Width};
-use super::wgmma_persistent::tile_position;
+use super::wgmma::{consume, prefetch_maps, stage_pair, Half, Mma, Ring, Slot, Tf32, Wide, Width};
+use super::wgmma_persistent::{produce_tiles, tile_position};
 use crate::tensor::hopper::{
     bulk_commit, bulk_wait, bulk_wait_read, claim_registers_to_232, elect_one, fence_proxy_async, prefetch_tensor_map,
     release_registers_to_40, tma_store_2d, TensorMap,
@@ -116,13 +116,7 @@ unsafe fn matmul_wgmma_tma_store<T: Mma<Wide>>(
             if elect_one() {
                 prefetch_tensor_map(out);
             }
-            let mut slot = Slot::FIRST;
-            let mut tile = first_tile;
-            while tile < tiles {
-                let (row, col) = tile_position(tile, tiles_m, tiles_n);
-                slot = produce::<T, Wide>(&ring, maps, (row * BM, col * BN), (0, k_tiles), slot);
-                tile += step;
-            }
+            produce_tiles::<T, Wide>(&ring, maps, (tiles_m, tiles_n), (first_tile, step), (0, k_tiles));
         }
     } else {
         claim_registers_to_232();
