@@ -242,9 +242,12 @@ fn hopper_cases_of<T: DeviceCopy + 'static>(step: Step, precision: Precision, me
     let valid = maps(operands, device);
     let out_device = memory.slice::<TensorMap>(1);
     let out_of = |c: &'static DeviceSlice<f32>, dims| -> Option<&'static OutputMap<'static>> {
-        // SAFETY: no launch with this map runs: each case is checked only, or refused.
-        (step == Step::TmaStore)
-            .then(|| &*Box::leak(Box::new(unsafe { OutputMap::assume_uploaded(c, dims, out_device) })))
+        let map = || {
+            // SAFETY: no launch with this map runs: each case is checked only, or refused.
+            let map = unsafe { OutputMap::assume_uploaded(c, dims, out_device) };
+            &*Box::leak(Box::new(map))
+        };
+        (step == Step::TmaStore).then(map)
     };
     let with =
         |maps, c, (m, n, k)| -> Args { Box::new(WgmmaArgs { maps, out: out_of(c, (m, n)), c, m, n, k, blocks: 132 }) };
