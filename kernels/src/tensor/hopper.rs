@@ -219,37 +219,33 @@ pub unsafe fn tma_store_2d(map: *const TensorMap, src: u32, x: i32, y: i32) {
 
 /// Closes this thread's current bulk group: the copies issued since the last commit
 /// (`cp.async.bulk.commit_group`).
-///
-/// # Safety
-/// None beyond the copies' own; it only marks a group.
 #[inline(always)]
-pub unsafe fn bulk_commit() {
-    asm!("cp.async.bulk.commit_group;");
+pub fn bulk_commit() {
+    // SAFETY: it only marks a group of copies already issued; it touches no memory itself.
+    unsafe { asm!("cp.async.bulk.commit_group;") };
 }
 
 /// Waits until at most `N` of this thread's committed bulk groups are still reading shared
 /// memory (`cp.async.bulk.wait_group.read N`): the others' boxes may be written again. The
 /// operand must be an immediate, so `N` is 0 or 1; a larger `N` waits as 1 does (stricter,
 /// still correct).
-///
-/// # Safety
-/// None; it only waits.
 #[inline(always)]
-pub unsafe fn bulk_wait_read<const N: u32>() {
-    match N {
-        0 => asm!("cp.async.bulk.wait_group.read 0;"),
-        _ => asm!("cp.async.bulk.wait_group.read 1;"),
+pub fn bulk_wait_read<const N: u32>() {
+    // SAFETY: a wait; it touches no memory itself.
+    unsafe {
+        match N {
+            0 => asm!("cp.async.bulk.wait_group.read 0;"),
+            _ => asm!("cp.async.bulk.wait_group.read 1;"),
+        }
     }
 }
 
 /// Waits until every committed bulk group of this thread has written its copies
 /// (`cp.async.bulk.wait_group 0`).
-///
-/// # Safety
-/// None; it only waits.
 #[inline(always)]
-pub unsafe fn bulk_wait() {
-    asm!("cp.async.bulk.wait_group 0;");
+pub fn bulk_wait() {
+    // SAFETY: a wait; it touches no memory itself.
+    unsafe { asm!("cp.async.bulk.wait_group 0;") };
 }
 
 /// Fetches the tensor map at `map` into the TMA unit's cache ahead of the first copy

@@ -173,10 +173,9 @@ pub fn persistent_step((m, n, k): (usize, usize, usize), precision: Precision, s
 }
 
 /// The k from which [`persistent_step`] stores wide tiles without TMA. The TMA-store step's gain
-/// is the epilogue it overlaps, a share of a tile's time that falls as k grows: 9% at
-/// 8192×8192×256 and about 1% at 4096³ on an H200, while at 16384³ it ran 5-6% slower than the
-/// persistent step in TF32 and BF16, and at 8192³ alike (issue 32's closing notes,
-/// 2026-11-29).
+/// is the epilogue it overlaps, a share of a tile's time that falls as k grows: from this k on
+/// the two steps measured alike, or the persistent one faster (the sweep's rows in
+/// `docs/performance.md`; the runs behind the limit are in issue 32's closing notes).
 pub const TMA_STORE_MAX_K: usize = 8192;
 
 /// A tile's speed relative to a wide one's where both fill their waves, in thousandths: the
