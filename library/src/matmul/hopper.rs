@@ -685,6 +685,20 @@ impl<'a> OutputMap<'a> {
 
 /// C's map for `step` on a new buffer in `buffer`: for the TMA-store step, which writes C
 /// through it; `None` for the others, which take C's address.
+///
+/// ```
+/// # fn main() -> cuda_kernels::GpuResult<()> {
+/// use cuda_kernels::matmul::hopper::{output_map, Step};
+///
+/// let Some(gpu) = cuda_kernels::gpu::doctest_gpu()? else { return Ok(()) };
+/// let c = gpu.zeroed::<f32>("C", 64 * 100)?;
+/// assert!(output_map(Step::TmaStore, &c, (64, 100), &mut None)?.is_some());
+/// assert!(output_map(Step::Persistent, &c, (64, 100), &mut None)?.is_none());
+/// // Rows of 99 floats are not a multiple of 16 bytes, as TMA's row stride must be.
+/// assert!(output_map(Step::TmaStore, &c, (64, 99), &mut None).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn output_map<'a>(
     step: Step,
     c: &'a DeviceSlice<f32>,
