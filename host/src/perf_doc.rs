@@ -187,15 +187,11 @@ pub struct Product {
     pub ratio: Option<f64>,
 }
 
-/// Our fastest passing product at a shape, and the one the library's `gemm` picks.
+/// The product the library's `gemm` picks at a shape (FP8's one product), as it ran.
 #[derive(Debug, Deserialize)]
 pub struct Ours {
     pub ms: Option<f64>,
     pub variant: Option<String>,
-    pub pick: Option<String>,
-    pub pick_ms: Option<f64>,
-    #[serde(default)]
-    pub failed: Vec<String>,
     pub error: Option<String>,
 }
 
@@ -611,10 +607,9 @@ fn products_section(w: &mut String, products: &Products) -> fmt::Result {
     writeln!(
         w,
         "On **{}**, {} (UTC), cuBLAS through PyTorch {}: f32 with TF32 off for FP32, TF32 on for TF32, \
-         BF16 and FP16 in with f32 out, FP8 e4m3 through cuBLASLt (`torch._scaled_mm`). *Ours* is the fastest \
-         step `host matmul` runs at the shape (for FP32, the library's `gemm` pick); where `gemm` picks another, \
-         the note says how much slower it is. *Ratio* is cuBLAS's time over ours (above 1: ours is faster); bold \
-         below {PRODUCT_BAR:.2}.\n",
+         BF16 and FP16 in with f32 out, FP8 e4m3 through cuBLASLt (`torch._scaled_mm`). *Ours* is the kernel \
+         the library's `gemm` picks at the shape with no tuning (`host matmul --chosen`; FP8's one product). \
+         *Ratio* is cuBLAS's time over ours (above 1: ours is faster); bold below {PRODUCT_BAR:.2}.\n",
         products.device, products.date, products.torch
     )?;
     writeln!(
@@ -623,17 +618,7 @@ fn products_section(w: &mut String, products: &Products) -> fmt::Result {
     )?;
     for row in &products.rows {
         let (ours, cublas) = (&row.ours, &row.cublas);
-        let mut notes: Vec<String> = [&ours.error, &cublas.error].into_iter().flatten().cloned().collect();
-        if let (Some(pick), Some(variant), Some(pick_ms), Some(best)) =
-            (&ours.pick, &ours.variant, ours.pick_ms, ours.ms)
-        {
-            if pick != variant {
-                notes.push(format!("gemm's pick {pick} is {:.2}x slower", pick_ms / best));
-            }
-        }
-        if !ours.failed.is_empty() {
-            notes.push(format!("FAILED: {}", ours.failed.join(", ")));
-        }
+        let notes: Vec<String> = [&ours.error, &cublas.error].into_iter().flatten().cloned().collect();
         let ratio = match row.ratio {
             Some(r) if r < PRODUCT_BAR => format!("**{r:.2}**"),
             Some(r) => format!("{r:.2}"),
@@ -841,9 +826,9 @@ mod tests {
 ]}"#;
 
     const PRODUCTS: &str = r#"{"device": "Test GPU", "date": "2030-01-02T05:00:00Z", "torch": "9.9", "rows": [
-  {"shape": "256x256x256", "type": "BF16", "ours": {"ms": 0.01, "variant": "narrow", "pick": "narrow", "pick_ms": 0.01, "failed": []}, "cublas": {"ms": 0.005}, "ratio": 0.5},
-  {"shape": "4096x4096x4096", "type": "BF16", "ours": {"ms": 0.2, "variant": "pipelined", "pick": "persistent", "pick_ms": 0.25, "failed": []}, "cublas": {"ms": 0.22}, "ratio": 1.1},
-  {"shape": "1000x1000x1000", "type": "FP8", "ours": {"ms": 0.02, "variant": "e4m3", "pick": null, "pick_ms": null, "failed": []}, "cublas": {"error": "n/a: not divisible by 16"}, "ratio": null}
+  {"shape": "256x256x256", "type": "BF16", "ours": {"ms": 0.01, "variant": "narrow"}, "cublas": {"ms": 0.005}, "ratio": 0.5},
+  {"shape": "4096x4096x4096", "type": "BF16", "ours": {"ms": 0.2, "variant": "persistent"}, "cublas": {"ms": 0.22}, "ratio": 1.1},
+  {"shape": "1000x1000x1000", "type": "FP8", "ours": {"ms": 0.02, "variant": "e4m3"}, "cublas": {"error": "n/a: not divisible by 16"}, "ratio": null}
  ], "summary": {"BF16": {"shapes": 2, "geomean": 0.7416, "below": 1}},
  "accuracy": [{"shape": "64x64x65536", "type": "BF16", "ours": 1e-4, "cublas": 4e-4, "variant": "split-k"},
   {"shape": "64x8192x64", "type": "BF16", "error": "skipped: over --budget-s"}]}"#;
@@ -856,9 +841,7 @@ mod tests {
         products_section(&mut doc, &products).unwrap();
         assert!(doc.contains("On **Test GPU**, 2030-01-02T05:00:00Z (UTC), cuBLAS through PyTorch 9.9"));
         assert!(doc.contains("| 256x256x256 | BF16 | 0.0100 | narrow | 0.0050 | **0.50** |  |"), "{doc}");
-        assert!(doc.contains(
-            "| 4096x4096x4096 | BF16 | 0.2000 | pipelined | 0.2200 | 1.10 | gemm's pick persistent is 1.25x slower |"
-        ));
+        assert!(doc.contains("| 4096x4096x4096 | BF16 | 0.2000 | persistent | 0.2200 | 1.10 |  |"), "{doc}");
         assert!(doc.contains("| 1000x1000x1000 | FP8 | 0.0200 | e4m3 | - | - | n/a: not divisible by 16 |"));
         assert!(doc.contains("| BF16 | 2 of 2 | 0.74 | 1 |"));
         assert!(doc.contains("| FP8 | 0 of 1 | - | - |"));
