@@ -289,14 +289,36 @@ struct FitIsland {
     size_t width, height, index;
     unsigned label;
     size_t x0, y0, box_width, box_pixels, radius;
-    // The rows and columns the fit evaluates: every `step`-th (interface::fit::sample_step).
-    size_t step, sample_width, sample_pixels;
+    // The rows and columns the fit evaluates: every `step`-th (interface::fit::sample_step) of
+    // the box grown by FIT_FIT_MARGIN (interface::fit::fit_span), from (sample_y0, sample_x0).
+    size_t step, sample_y0, sample_x0, sample_width, sample_pixels;
 
     __device__ __forceinline__ FitIsland sampled(size_t s) const {
         FitIsland o = *this;
-        o.step = s, o.sample_width = (box_width + s - 1) / s;
-        o.sample_pixels = o.sample_width * ((box_pixels / box_width + s - 1) / s);
+        size_t y1 = y0 + box_pixels / box_width - 1, x1 = x0 + box_width - 1;
+        o.sample_y0 = y0 > FIT_FIT_MARGIN ? y0 - FIT_FIT_MARGIN : 0;
+        o.sample_x0 = x0 > FIT_FIT_MARGIN ? x0 - FIT_FIT_MARGIN : 0;
+        size_t last_row = y1 + FIT_FIT_MARGIN < height ? y1 + FIT_FIT_MARGIN : height - 1;
+        size_t last_col = x1 + FIT_FIT_MARGIN < width ? x1 + FIT_FIT_MARGIN : width - 1;
+        o.step = s, o.sample_width = (last_col - o.sample_x0 + s) / s;
+        o.sample_pixels = o.sample_width * ((last_row - o.sample_y0 + s) / s);
         return o;
+    }
+
+    // Whether pixel (row, col) is in the fit: the island's, or of no island within FIT_FIT_MARGIN
+    // 4-connected steps of one (interface::fit::in_fit).
+    __device__ __forceinline__ bool in_fit(size_t row, size_t col) const {
+        unsigned own = labels[row * width + col];
+        if (own != 0) return own == label;
+        const long margin = FIT_FIT_MARGIN;
+        for (long dy = -margin; dy <= margin; ++dy) {
+            long r = (long)row + dy, reach = margin - (dy < 0 ? -dy : dy);
+            for (long dx = -reach; r >= 0 && r < (long)height && dx <= reach; ++dx) {
+                long c = (long)col + dx;
+                if (c >= 0 && c < (long)width && labels[(size_t)r * width + (size_t)c] == label) return true;
+            }
+        }
+        return false;
     }
 
     __device__ __forceinline__ float noise_at(size_t i) const { return noise[noise_map ? i : index]; }
@@ -540,10 +562,11 @@ static __device__ __forceinline__ void fit_rows_of_listed(const FitIsland& islan
         // A thread per pixel and component.
         for (size_t w = t; w < take * components; w += FIT_THREADS) {
             size_t k = w % take, c = w / take, at = done + k, s = shared.listed[at];
-            size_t row = island.y0 + s / island.sample_width * island.step;
-            size_t col = island.x0 + s % island.sample_width * island.step;
+            size_t row = island.sample_y0 + s / island.sample_width * island.step;
+            size_t col = island.sample_x0 + s % island.sample_width * island.step;
             double weight = 1.0 / (double)shared.listed_noise[at];
-            double dx = (double)(col - island.x0), dy = (double)(row - island.y0);
+            // A pixel of the margin may lie left of or above the box.
+            double dx = (double)col - (double)island.x0, dy = (double)row - (double)island.y0;
             const double* p = params + c * FIT_PARAMETERS;
             double d[FIT_PARAMETERS];
             shared.models[w] = fit_gaussian(p[FIT_PEAK], shared.shapes[c], dx - p[FIT_X], dy - p[FIT_Y], d);
@@ -578,12 +601,12 @@ static __device__ __forceinline__ void fit_list_sample(const FitIsland& island, 
         float value = 0.0f, noise = 0.0f;
         bool valid = k < island.sample_pixels;
         if (valid) {
-            size_t row = island.y0 + k / island.sample_width * island.step;
-            size_t col = island.x0 + k % island.sample_width * island.step;
+            size_t row = island.sample_y0 + k / island.sample_width * island.step;
+            size_t col = island.sample_x0 + k % island.sample_width * island.step;
             size_t i = row * island.width + col;
             value = island.image[i];
             noise = island.noise_at(i);
-            valid = island.labels[i] == island.label && fit_usable(value, noise);
+            valid = island.in_fit(row, col) && fit_usable(value, noise);
         }
         unsigned bits = __ballot_sync(0xFFFFFFFFu, valid);
         if (lane == 0) shared.counts[warp] = __popc(bits);
@@ -1038,9 +1061,10 @@ extern "C" __global__ void __launch_bounds__(FIT_BLOCK, FIT_MIN_BLOCKS_PER_SM) f
         return;
     }
     size_t box_width = x1 - x0 + 1;
-    FitIsland island{image, labels, noise, noise_map != 0, width, height, index, label,
-                     x0, y0, box_width, box_width * (y1 - y0 + 1), fit_smoothing_radius(beam),
-                     1, box_width, box_width * (y1 - y0 + 1)};
+    FitIsland island = FitIsland{image, labels, noise, noise_map != 0, width, height, index, label,
+                                 x0, y0, box_width, box_width * (y1 - y0 + 1), fit_smoothing_radius(beam),
+                                 1, y0, x0, 0, 0}
+                           .sampled(1);
 
     // 1. The summits, brightest first.
     if (t == 0) {

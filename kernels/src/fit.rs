@@ -9,7 +9,9 @@
 //!
 //! Indexing: block `b` fits island `b` of `islands` (label and box, `interface::fit` lays the
 //! records out); inside the box, pixel `k` (raster order of the box) is at row `y_min + k / w`,
-//! column `x_min + k % w`. It belongs to the island where its label is the island's.
+//! column `x_min + k % w`. It belongs to the island where its label is the island's. The fit
+//! (2.) also takes in the pixels of no island within `FIT_MARGIN` 4-connected steps of the
+//! island, from its box grown by that margin (`interface::fit::in_fit` says why).
 //!
 //! 1. Summits: a pixel of the island above `seed` × its noise that no neighbour (8-connected,
 //!    in the island) beats on the island smoothed by a binomial kernel of half the beam's
@@ -33,7 +35,7 @@
 //!    tenfold, else it grows tenfold). A pass over the island evaluates the model, the
 //!    Jacobian and the residual at the trial point and sums the Gram matrix `[J r]ᵀ[J r]`
 //!    (`JᵀJ`, `Jᵀr` and χ² at once, `interface::fit::gram_len`):
-//!    - the island's pixels of the sample are listed once, in shared memory: the first pass
+//!    - the fit's pixels of the sample are listed once, in shared memory: the first pass
 //!      reads the sample in windows of `BLOCK` pixels, a thread each, and ranks the island's
 //!      among them by one ballot per warp; every later pass reads the list, and so does no
 //!      search of the box, no load from global memory and none of a window's barriers (a
@@ -105,7 +107,8 @@ use cuda_std::prelude::*;
 use cuda_std::shared::dynamic_shared_mem;
 use cuda_std::{intrinsics, warp, GpuFloat};
 use interface::fit::{
-    binomial_sum, clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, pair_after, residual,
+    binomial_sum, clamp, fit_span, fitted_components, gaussian, gram_len, in_fit, is_summit, keeps_added, pair,
+    pair_after, residual,
     residual_room, rows, sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key,
     summit_of, unbeaten, usable, Shape, AT_EDGE, BAD_ISLAND, BLOCK, BLOCKED_COLUMNS, CHI2, CHI2_TOLERANCE,
     CHOLESKY_OWNED, COMPONENTS, COMPONENT_WORDS, FEW_PIXELS, GRAM_BLOCK, GRAM_WORDS, ISLAND_LABEL, ISLAND_WORDS,
@@ -177,7 +180,7 @@ struct Shared {
     partials: *mut f64,
     /// A round of rows' model values, component by component (`interface::fit::MODEL_WORDS`).
     models: *mut f64,
-    /// The island's pixels of the sample, in its raster order, `LISTED_PIXELS` at most (in the
+    /// The fit's pixels of the sample, in its raster order, `LISTED_PIXELS` at most (in the
     /// dynamic shared memory): their index in the sample, value and noise. The first pass
     /// lists them; where they all fit, every later pass reads them from here.
     listed: *mut u32,
@@ -211,9 +214,12 @@ struct Island {
     box_pixels: usize,
     /// The radius of the binomial kernel the summits are found on.
     radius: usize,
-    /// The step between the box's rows and columns the fit evaluates, and how many of the
-    /// box's pixels a row and the whole sample hold.
+    /// The fit's sample: every `step`th row and column of the box grown by `FIT_MARGIN`
+    /// (`interface::fit::fit_span`) from (`sample_y0`, `sample_x0`), and how many of its pixels
+    /// a row and the whole sample hold.
     step: usize,
+    sample_y0: usize,
+    sample_x0: usize,
     sample_width: usize,
     sample_pixels: usize,
 }
@@ -231,18 +237,21 @@ impl Island {
         (self.y0 + k / self.box_width, self.x0 + k % self.box_width)
     }
 
-    /// The island sampled every `step` rows and columns of its box (`interface::fit::sample_step`).
+    /// The island's fit sampled every `step` rows and columns (`interface::fit::sample_step`) of
+    /// its box grown by `FIT_MARGIN`.
     #[inline(always)]
     fn sampled(self, step: usize) -> Island {
-        let sample_width = (self.box_width + step - 1) / step;
-        let sample_height = (self.box_pixels / self.box_width + step - 1) / step;
-        Island { step, sample_width, sample_pixels: sample_width * sample_height, ..self }
+        let (y0, y1) = fit_span(self.y0, self.y0 + self.box_pixels / self.box_width - 1, self.height);
+        let (x0, x1) = fit_span(self.x0, self.x0 + self.box_width - 1, self.width);
+        let sample_width = (x1 - x0 + step) / step;
+        let sample_height = (y1 - y0 + step) / step;
+        Island { step, sample_y0: y0, sample_x0: x0, sample_width, sample_pixels: sample_width * sample_height, ..self }
     }
 
     /// Row and column of pixel `k` of the sample.
     #[inline(always)]
     fn sample_at(&self, k: usize) -> (usize, usize) {
-        (self.y0 + k / self.sample_width * self.step, self.x0 + k % self.sample_width * self.step)
+        (self.sample_y0 + k / self.sample_width * self.step, self.sample_x0 + k % self.sample_width * self.step)
     }
 }
 
@@ -598,7 +607,7 @@ unsafe fn evaluate(island: &Island, shared: &Shared, params: *const f64, gram: *
     thread::sync_threads();
 }
 
-/// The first pass of a fit: finds the island's pixels of the sample, in windows of `BLOCK`
+/// The first pass of a fit: finds the fit's pixels of the sample, in windows of `BLOCK`
 /// pixels, a thread each, ranks those of a window by one ballot per warp and lists them after
 /// the ones before, and makes their rows ([`rows_of_listed`]). A sample of more than
 /// `LISTED_PIXELS` makes the rows of a full list before listing on from its start, and is
@@ -628,7 +637,8 @@ unsafe fn list_sample(
             let i = r * island.width + c;
             value = *island.image.add(i);
             noise = island.noise_at(i);
-            valid = *island.labels.add(i) == island.label && usable(value, noise);
+            let labels = |j: usize| *island.labels.add(j);
+            valid = in_fit(labels, (r, c), (island.height, island.width), island.label) && usable(value, noise);
         }
         let bits = ballot(valid);
         if lane == 0 {
@@ -699,7 +709,8 @@ unsafe fn rows_of_listed(
             let at = done + k;
             let (row, col) = island.sample_at(*shared.listed.add(at) as usize);
             let weight = 1.0 / *shared.listed_noise.add(at) as f64;
-            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            // A pixel of the margin may lie left of or above the box.
+            let (dx, dy) = (col as f64 - island.x0 as f64, row as f64 - island.y0 as f64);
             let p = params.add(c * PARAMETERS);
             let (m, d) =
                 gaussian(*p.add(PEAK), &*shared.shapes.add(c), dx - *p.add(X), dy - *p.add(Y), |x: f64| x.exp());
@@ -863,9 +874,12 @@ pub unsafe fn fit_islands(
         box_pixels: box_width * (y1 - y0 + 1),
         radius: smoothing_radius(beam),
         step: 1,
-        sample_width: box_width,
-        sample_pixels: box_width * (y1 - y0 + 1),
-    };
+        sample_y0: y0,
+        sample_x0: x0,
+        sample_width: 0,
+        sample_pixels: 0,
+    }
+    .sampled(1);
 
     // 1. The summits, brightest first.
     if t == 0 {

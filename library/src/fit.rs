@@ -16,7 +16,7 @@ use crate::gpu::{
 use crate::measure::Source;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use interface::fit::{
-    clamp, fitted_components, gaussian, gram_len, is_summit, keeps_added, pair, residual, residual_room, rows,
+    clamp, fit_span, fitted_components, gaussian, gram_len, in_fit, is_summit, keeps_added, pair, residual, residual_room, rows,
     sample_step, segments, settle, small_step, smoothing_radius, split_at, start, summit_key, summit_of, usable, Shape,
     Start, AT_EDGE, BAD_ISLAND, BLOCK, CHI2, CHI2_TOLERANCE, COMPONENTS,
     COMPONENT_WORDS, FEW_PIXELS, ISLAND_LABEL, ISLAND_WORDS, ISLAND_X_MAX, ISLAND_X_MIN, ISLAND_Y_MAX, ISLAND_Y_MIN,
@@ -307,6 +307,16 @@ impl Boxed {
         self.sample().1
     }
 
+    /// The fit's sample: the box grown by `FIT_MARGIN` within an image of `height × width`
+    /// (`fit_span`), every `step` rows and columns: its first row and column, and its pixels a
+    /// row and in all.
+    fn fit_sample(&self, (height, width): (usize, usize)) -> (usize, usize, usize, usize) {
+        let (y0, y1) = fit_span(self.y0, self.y0 + self.height - 1, height);
+        let (x0, x1) = fit_span(self.x0, self.x0 + self.width - 1, width);
+        let row = (x1 - x0 + 1).div_ceil(self.step);
+        (y0, x0, row, row * (y1 - y0 + 1).div_ceil(self.step))
+    }
+
     /// Row, column and image index of pixel `k` of the sample.
     fn at(&self, k: usize, image_width: usize) -> (usize, usize, usize) {
         let width = self.sample().0;
@@ -320,6 +330,15 @@ impl Image<'_> {
     fn usable_pixel(&self, island: &Boxed, i: usize) -> Option<(f32, f32)> {
         let (value, noise) = (self.pixels[i], self.noise.at(i, island.index));
         (self.labels[i] == island.label && usable(value, noise)).then_some((value, noise))
+    }
+
+    /// Whether pixel (`row`, `col`) is in `island`'s fit (`interface::fit::in_fit`) and can be
+    /// fitted: its value and noise.
+    fn fit_pixel(&self, island: &Boxed, (row, col): (usize, usize)) -> Option<(f32, f32)> {
+        let i = row * self.width + col;
+        let (value, noise) = (self.pixels[i], self.noise.at(i, island.index));
+        let inside = in_fit(|j| self.labels[j], (row, col), (self.height, self.width), island.label);
+        (inside && usable(value, noise)).then_some((value, noise))
     }
 
     /// Whether pixel (`row`, `col`) is a summit of island `label` on the image smoothed by the
@@ -341,16 +360,18 @@ impl Image<'_> {
         let capacity = rows(parameters);
         let mut tile = vec![0.0; capacity * stride];
         let mut filled = 0;
-        for k in 0..island.pixels() {
-            let (row, col, i) = island.at(k, self.width);
-            let Some((value, noise)) = self.usable_pixel(island, i) else { continue };
+        let (y0, x0, row_pixels, pixels) = island.fit_sample((self.height, self.width));
+        for k in 0..pixels {
+            let (row, col) = (y0 + k / row_pixels * island.step, x0 + k % row_pixels * island.step);
+            let Some((value, noise)) = self.fit_pixel(island, (row, col)) else { continue };
             if filled == capacity {
                 accumulate(&tile, stride, filled, &mut gram);
                 filled = 0;
             }
             let out = &mut tile[filled * stride..][..stride];
             let weight = 1.0 / f64::from(noise);
-            let (dx, dy) = ((col - island.x0) as f64, (row - island.y0) as f64);
+            // A pixel of the margin may lie left of or above the box.
+            let (dx, dy) = (col as f64 - island.x0 as f64, row as f64 - island.y0 as f64);
             let mut model = 0.0;
             for c in 0..components {
                 let p = &params[c * PARAMETERS..][..PARAMETERS];
