@@ -277,7 +277,9 @@ fn host_command(args: &[&str]) -> std::process::Output {
 }
 
 /// `host survey` over a directory and a file: each catalog the same as `host sources` writes for
-/// its image, the merged one holding every row once; more GPUs than present is a clear error.
+/// its image; one merged catalog holding every row once where the catalogs share their columns,
+/// and a clear error where one image has a celestial WCS and another not (a NumPy image has
+/// none); more GPUs than present is a clear error.
 #[test]
 fn survey_writes_each_image_s_catalog_as_sources_does() {
     let Some(gpu) = gpu("survey_writes_each_image_s_catalog_as_sources_does") else { return };
@@ -292,15 +294,14 @@ fn survey_writes_each_image_s_catalog_as_sources_does() {
     }
     let other = dir.join("d.fits");
     assert!(host_command(&["sky", "--side", "255", "--survey", "--out", other.to_str().unwrap()]).status.success());
-    let merged = dir.join("all.csv");
-    let args = ["survey", images.to_str().unwrap(), other.to_str().unwrap(), "--merged", merged.to_str().unwrap()];
-    let output = host_command(&[&args[..], &["--json"]].concat());
+    let output = host_command(&["survey", images.to_str().unwrap(), other.to_str().unwrap(), "--json"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
     assert_eq!((summary["images"].as_u64(), summary["per_gpu"][0].as_u64()), (Some(4), Some(4)));
 
-    let mut rows = 0;
-    for image in ["images/a.fits", "images/b.npy", "images/c.fits", "d.fits"].map(|p| dir.join(p)) {
+    let fits = ["images/a.fits", "images/c.fits", "d.fits"].map(|p| dir.join(p));
+    let mut fits_rows = 0;
+    for image in [dir.join("images/b.npy")].iter().chain(&fits) {
         let surveyed = image.with_file_name(format!("{}-sources.csv", image.file_stem().unwrap().to_string_lossy()));
         let alone = dir.join("alone.csv");
         let sources = ["sources", "--image", image.to_str().unwrap(), "--catalog", alone.to_str().unwrap()];
@@ -309,12 +310,24 @@ fn survey_writes_each_image_s_catalog_as_sources_does() {
         let (surveyed, alone) = (std::fs::read_to_string(surveyed).unwrap(), std::fs::read_to_string(alone).unwrap());
         assert_eq!(surveyed, alone, "{}", image.display());
         assert!(alone.lines().count() > 1, "{}: no sources", image.display());
-        rows += alone.lines().count() - 1;
+        if fits.contains(image) {
+            fits_rows += alone.lines().count() - 1;
+        }
     }
+    let merged = dir.join("all.csv");
+    let paths = fits.each_ref().map(|p| p.to_str().unwrap());
+    let output = host_command(&[&["survey"][..], &paths, &["--merged", merged.to_str().unwrap(), "--json"]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
     let merged = std::fs::read_to_string(&merged).unwrap();
     assert!(merged.starts_with("image,"));
-    assert_eq!(merged.lines().count(), 1 + rows);
-    assert_eq!(summary["sources"].as_u64(), Some(rows as u64));
+    assert_eq!(merged.lines().count(), 1 + fits_rows);
+    assert_eq!(summary["sources"].as_u64(), Some(fits_rows as u64));
+    let mixed = dir.join("mixed.csv");
+    let args = ["survey", images.to_str().unwrap(), other.to_str().unwrap(), "--merged", mixed.to_str().unwrap()];
+    let output = host_command(&args);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("has other columns than"));
 
     let too_many = (host::gpu::device_count().unwrap() + 1).to_string();
     let output = host_command(&["survey", images.to_str().unwrap(), "--gpus", &too_many]);
