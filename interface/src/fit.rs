@@ -846,4 +846,31 @@ mod tests {
         assert_eq!(fit_pixels(MAX_PARAMETERS), 384);
         assert_eq!(sample_step(29759, MAX_PARAMETERS), 9);
     }
+
+    #[test]
+    fn a_fit_takes_its_island_and_the_unlabelled_pixels_two_steps_around_it() {
+        // A 7 × 5 image: island 1 at (2, 2), island 3 at (0, 6).
+        let (height, width) = (5, 7);
+        let mut labels = [0u32; 35];
+        labels[2 * width + 2] = 1;
+        labels[6] = 3;
+        let fit = |labels: &[u32], label: u32| -> std::vec::Vec<std::string::String> {
+            (0..height)
+                .map(|row| {
+                    let at = |col| in_fit(|j| labels[j], (row, col), (height, width), label);
+                    (0..width).map(|col| if at(col) { '#' } else { '.' }).collect()
+                })
+                .collect()
+        };
+        // A diamond: 4-connected steps, cut by nothing inside this image.
+        assert_eq!(fit(&labels, 1), ["..#....", ".###...", "#####..", ".###...", "..#...."]);
+        // At the corner.
+        assert_eq!(fit(&labels, 3), ["....###", ".....##", "......#", ".......", "......."]);
+        // Another island's pixel beside it stays out; the pixel beyond, two steps away, is in.
+        labels[2 * width + 3] = 3;
+        assert_eq!(fit(&labels, 1)[2], "###.#..");
+        assert_eq!(fit_span(2, 2, 7), (0, 4));
+        assert_eq!(fit_span(0, 6, 7), (0, 6));
+        assert_eq!(fit_span(5, 5, 7), (3, 6));
+    }
 }
