@@ -27,12 +27,13 @@ fn ptx_holds_every_kernel_and_the_constant_filter() {
     assert!(KERNELS_PTX.contains(&filter), "the PTX lacks the host-visible constant filter");
 }
 
-fn ptxas() -> PathBuf {
-    let from_cuda = std::env::var_os("CUDA_PATH").map(|root| Path::new(&root).join("bin/ptxas"));
-    match from_cuda {
-        Some(path) if path.exists() => path,
-        _ => PathBuf::from("ptxas"),
-    }
+/// CUDA 12's ptxas, which scripts/setup installs into `.deps/cuda12`. It knows sm_90a, which
+/// Debian's CUDA 11.8 ptxas does not, and its register allocator is the nearer to the driver's
+/// JIT on the GPU machine (CUDA 13). `fit_islands` sits at 255 registers: since its fit takes a
+/// margin around the island, 11.8's allocator spills some 50 bytes of it, where 12.9's keeps it
+/// in 254 registers and no local memory.
+fn ptxas_cuda12() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/cuda12/bin/ptxas")
 }
 
 #[test]
@@ -41,21 +42,34 @@ fn ptxas_accepts_the_ptx_for_sm_90_without_local_memory() {
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("kernels.ptx");
     std::fs::write(&ptx, KERNELS_PTX).unwrap();
-    let output = Command::new(ptxas())
+    let output = Command::new(ptxas_cuda12())
         .args(["-arch=sm_90", "-v", "-o"])
         .arg(dir.join("kernels.cubin"))
         .arg(&ptx)
         .output()
-        .expect("ptxas runs (scripts/setup installs it)");
+        .expect("the CUDA 12 ptxas runs (scripts/setup installs it into .deps/cuda12)");
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "ptxas rejected the PTX:\n{}", log);
     for kernel in kernels() {
         assert!(log.contains(&format!("entry function '{}'", kernel)), "ptxas did not compile `{}`", kernel);
     }
-    // Register arrays indexed at run time, or spills, would show up as a stack frame.
-    let frames: Vec<&str> = log.lines().filter(|l| l.contains("stack frame")).collect();
+    // Register arrays indexed at run time, or spills, would show up as a stack frame. One
+    // kernel has one that is neither: `histogram_shared_f32` divides in f64, which 12.9's ptxas
+    // compiles to a call of its division subroutine, and that subroutine keeps one register on
+    // the stack (`CALL.REL.NOINC`, then `STL`/`LDL` in the callee's SASS).
+    let lines: Vec<&str> = log.lines().collect();
+    let frames: Vec<(&str, &str)> = lines
+        .windows(2)
+        .filter(|w| w[1].contains("stack frame"))
+        .map(|w| (w[0].rsplit("Function properties for ").next().unwrap_or("").trim(), w[1].trim()))
+        .collect();
     assert_eq!(frames.len(), kernels().len());
-    assert!(frames.iter().all(|l| l.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores")), "{}", log);
+    let clean = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads";
+    let division = "8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads";
+    for (kernel, frame) in frames {
+        let ok = frame == clean || (kernel == "histogram_shared_f32" && frame == division);
+        assert!(ok, "{kernel}: {frame}\n{log}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -77,12 +91,6 @@ fn codegen_dylib_exports_no_llvm_symbols() {
     let local = Command::new("nm").arg("--defined-only").arg(&dylib).output().expect("nm runs");
     let llvm_inside = String::from_utf8_lossy(&local.stdout).matches(" _ZN4llvm").count();
     assert!(llvm_inside > 1000, "the dylib should contain LLVM itself ({} symbols found)", llvm_inside);
-}
-
-/// A ptxas that knows sm_90a: CUDA 12's, which scripts/setup installs into `.deps/cuda12`
-/// (Debian's CUDA 11.8 ptxas does not).
-fn ptxas_sm90a() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/cuda12/bin/ptxas")
 }
 
 #[test]
@@ -112,7 +120,7 @@ fn the_hopper_module_holds_its_kernels_for_sm_90a_and_ptxas_accepts_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("kernels_sm90a.ptx");
     std::fs::write(&ptx, HOPPER_PTX).unwrap();
-    let output = Command::new(ptxas_sm90a())
+    let output = Command::new(ptxas_cuda12())
         .args(["-arch=sm_90a", "-v", "-o"])
         .arg(dir.join("kernels_sm90a.cubin"))
         .arg(&ptx)
