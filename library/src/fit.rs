@@ -348,7 +348,7 @@ impl Image<'_> {
     }
 
     /// The Gram matrix `[J r]ᵀ[J r]` of `island` at `params`, summed as the kernel sums it: the
-    /// island's pixels in raster order of the sample, their rows summed into the matrix
+    /// fit's pixels (`fit_pixel`) in raster order of the sample, their rows summed into the matrix
     /// `rows(parameters)` at a time (the tile full), each entry over its segments of rows and
     /// the segments added in order.
     fn evaluate(&self, island: &Boxed, params: &[f64]) -> Vec<f64> {
@@ -1095,14 +1095,16 @@ pub fn outputs(gpu: &Gpu, count: usize) -> GpuResult<(DeviceBuffer<f64>, DeviceB
 /// - the model: a sum of one elliptical Gaussian per summit (peak, centre, σ_major, σ_minor, θ,
 ///   [`Gaussian`]), each starting at its summit with the beam's axes, bounded as Aegean bounds
 ///   it (`interface::fit::start`);
-/// - the fit: Levenberg–Marquardt on χ² = `Σ ((data − model) / noise)²` with the analytic
-///   Jacobian, Marquardt's damping (λ from 10⁻³, tenfold down on a step that lowers χ², up
+/// - the fit: Levenberg–Marquardt on χ² = `Σ ((data − model) / noise)²` over the island's
+///   pixels and those of no island within `interface::fit::FIT_MARGIN` (2) 4-connected steps
+///   of one (`interface::fit::in_fit`: the rim alone, cut where noise lifted it over the flood
+///   level, biased faint peaks low), with the analytic Jacobian, Marquardt's damping (λ from 10⁻³, tenfold down on a step that lowers χ², up
 ///   otherwise), each step clamped to the bounds; converged when a step moves no parameter by
 ///   more than 10⁻¹⁰ relative (or absolute, below 1) or lowers χ² by at most 10⁻¹² of it,
 ///   [`Flags::NOT_CONVERGED`] after 100 iterations; an island of more pixels than a pass of
 ///   its parameters may take (`interface::fit::fit_pixels`: 4096 for one component, fewer for
-///   more, at least 8 a parameter) is fitted on every `s`-th row and column of its box, the
-///   least `s` that leaves about that many (`interface::fit::sample_step`);
+///   more, at least 8 a parameter) is fitted on every `s`-th row and column of its box grown
+///   by the margin, the least `s` that leaves about that many (`interface::fit::sample_step`);
 /// - components from the residual: where one more component would still be fitted at every
 ///   pixel of the box (`interface::fit::residual_room`), the brightest summit above `seed` ×
 ///   its noise of the residual (the data less the fitted model, in f32, over the island's
