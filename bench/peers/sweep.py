@@ -106,7 +106,7 @@ def ours(host, env, dtype, shape):
     `host matmul` run."""
     m, n, k = shape
     args = ["--dtype", dtype, "--m", m, "--n", n, "--k", k, "--iters", launches(*shape)]
-    if dtype not in ("fp8", "e4m3"):
+    if dtype not in FP8_NAMES:
         args.append("--chosen")
     reports, error = run_host(host, env, args)
     if error:
