@@ -29,9 +29,9 @@ fn ptx_holds_every_kernel_and_the_constant_filter() {
 
 /// CUDA 12's ptxas, which scripts/setup installs into `.deps/cuda12`. It knows sm_90a, which
 /// Debian's CUDA 11.8 ptxas does not, and its register allocator is the nearer to the driver's
-/// JIT on the GPU machine (CUDA 13). `fit_islands` sits at 255 registers: since its fit takes a
-/// margin around the island, 11.8's allocator spills some 50 bytes of it, where 12.9's keeps it
-/// in 254 registers and no local memory.
+/// JIT on the GPU machine (CUDA 13). `fit_islands` sits at the register limit: since its fit
+/// takes a margin around the island, 11.8's allocator spills part of it, where 12.9's keeps it
+/// in registers with no local memory (the counts are in issue 33's closing notes).
 fn ptxas_cuda12() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/cuda12/bin/ptxas")
 }

@@ -183,7 +183,7 @@ pub const TMA_STORE_MAX_K: usize = 8192;
 /// 8192³ rows of the twins in `docs/performance.md` (corrected for the share of SMs busy), where
 /// narrow TF32 tiles fall furthest behind. Medium tiles' is above the 0.93 of those rows: at
 /// 4095×4097×4099, in each type, they ran ahead of narrow ones, whose extra tiles cost more
-/// there than the SMs they keep busy (issue 32's notes of 2026-11-29).
+/// there than the SMs they keep busy (the runs are in issue 32's closing notes).
 ///
 /// ```
 /// use cuda_kernels::matmul::hopper::{relative_speed, Precision, Step};
